@@ -1,0 +1,46 @@
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong reading or writing an archive. Each message says what, where
+/// (entry, offset) and, for a mismatch, what was found and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("failed to read `{path}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write archive")]
+    Write(#[source] std::io::Error),
+    #[error("not an ingot archive: no ingot trailer at the end and no ingot header at the start")]
+    NotAnArchive,
+    #[error("archive truncated: {what} needs bytes {start}..{end} but the archive has {size}")]
+    Truncated { what: String, start: u64, end: u64, size: u64 },
+    #[error("bad archive header magic at offset {offset}: found {found:02x?}")]
+    BadMagic { offset: u64, found: Vec<u8> },
+    #[error("unsupported archive format version {found}; this ingot reads version {expected}")]
+    UnsupportedVersion { found: u32, expected: u32 },
+    #[error("archive index is corrupted: checksum {found:#018x}, expected {expected:#018x}")]
+    IndexChecksum { found: u64, expected: u64 },
+    #[error("archive is corrupted: {0}")]
+    Malformed(String),
+    #[error("entry `{entry}`: {role} data is corrupted: checksum {found:#018x}, expected {expected:#018x}")]
+    DataChecksum { entry: String, role: &'static str, found: u64, expected: u64 },
+    #[error("entry `{entry}`: {role} data failed to decompress")]
+    Decompress {
+        entry: String,
+        role: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("duplicate {kind} entry `{name}`")]
+    Duplicate { kind: &'static str, name: String },
+    #[error("invalid entry name `{name}`: {reason}")]
+    InvalidName { name: String, reason: &'static str },
+    #[error("{kind} entry `{name}` cannot hold a {role} blob")]
+    InvalidRole { kind: &'static str, name: String, role: &'static str },
+    #[error("archive too large: {0}")]
+    TooLarge(&'static str),
+}

@@ -1,0 +1,165 @@
+//! The ingot archive: Python modules, their data, their extension modules and the shared libraries
+//! those need, in one indexed file that is read in place from a memory map.
+//!
+//! - [`Archive`] opens an archive (a whole file, or one appended to an executable) without parsing
+//!   its index; [`Archive::find`] looks one entry up by binary search on the mapped bytes.
+//! - [`ArchiveWriter`] writes one, deterministically.
+//!
+//! The byte layout is specified in `docs/format.md` and transcribed once, in [`layout`].
+
+pub mod layout;
+mod error;
+mod reader;
+mod writer;
+
+pub use error::{Error, Result};
+pub use reader::{Archive, Blob, Entry, Header};
+pub use writer::{ArchiveWriter, WriterOptions};
+
+/// What an entry is. The tag values are in [`layout::kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A module: `source` and/or `bytecode` blobs.
+    Module,
+    /// A regular package's `__init__`: `source` and/or `bytecode` blobs.
+    Package,
+    /// A namespace package: no blobs.
+    NamespacePackage,
+    /// A compiled extension module: `content` (the ELF image) and `needed` blobs.
+    ExtensionModule,
+    /// A package data file, named by its path relative to the import root: `content`.
+    DataFile,
+    /// A file of a `*.dist-info` directory, named by its path: `content`.
+    DistInfoFile,
+    /// A shared library that extension modules need: `content`, `soname`, `needed`.
+    SharedLibrary,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] = [
+        Kind::Module,
+        Kind::Package,
+        Kind::NamespacePackage,
+        Kind::ExtensionModule,
+        Kind::DataFile,
+        Kind::DistInfoFile,
+        Kind::SharedLibrary,
+    ];
+
+    pub fn tag(self) -> u8 {
+        use layout::kind::*;
+        match self {
+            Kind::Module => MODULE,
+            Kind::Package => PACKAGE,
+            Kind::NamespacePackage => NAMESPACE_PACKAGE,
+            Kind::ExtensionModule => EXTENSION_MODULE,
+            Kind::DataFile => DATA_FILE,
+            Kind::DistInfoFile => DIST_INFO_FILE,
+            Kind::SharedLibrary => SHARED_LIBRARY,
+        }
+    }
+
+    pub fn from_tag(tag: u8) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|kind| kind.tag() == tag)
+    }
+
+    /// The name space the entry's name lives in.
+    pub fn namespace(self) -> Namespace {
+        match self {
+            Kind::Module | Kind::Package | Kind::NamespacePackage | Kind::ExtensionModule => {
+                Namespace::Modules
+            }
+            Kind::DataFile | Kind::DistInfoFile => Namespace::Files,
+            Kind::SharedLibrary => Namespace::Libraries,
+        }
+    }
+
+    /// A short lowercase name, for messages and listings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Module => "module",
+            Kind::Package => "package",
+            Kind::NamespacePackage => "namespace-package",
+            Kind::ExtensionModule => "extension-module",
+            Kind::DataFile => "data-file",
+            Kind::DistInfoFile => "dist-info-file",
+            Kind::SharedLibrary => "shared-library",
+        }
+    }
+}
+
+/// Where a name is looked up: dotted module names, `/`-separated file paths relative to the
+/// import root, or shared library file names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Namespace {
+    Modules,
+    Files,
+    Libraries,
+}
+
+impl Namespace {
+    pub fn tag(self) -> u8 {
+        match self {
+            Namespace::Modules => layout::namespace::MODULES,
+            Namespace::Files => layout::namespace::FILES,
+            Namespace::Libraries => layout::namespace::LIBRARIES,
+        }
+    }
+}
+
+/// What a blob of an entry holds. The tag values are in [`layout::role`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// Python source, as bytes (encoding per PEP 263).
+    Source,
+    /// `marshal` data of the module's code object (no `.pyc` header) at optimization level 0, 1
+    /// or 2, compiled by the interpreter whose bytecode magic is in the header.
+    Bytecode(u8),
+    /// The file's bytes: a data file, a dist-info file, an extension module or a shared library.
+    Content,
+    /// A shared library's `DT_SONAME`, UTF-8.
+    Soname,
+    /// The `DT_NEEDED` names of an ELF object, UTF-8, each followed by a NUL byte.
+    Needed,
+}
+
+impl Role {
+    pub fn tag(self) -> u8 {
+        use layout::role::*;
+        match self {
+            Role::Source => SOURCE,
+            Role::Bytecode(0) => BYTECODE_OPT0,
+            Role::Bytecode(1) => BYTECODE_OPT1,
+            Role::Bytecode(_) => BYTECODE_OPT2,
+            Role::Content => CONTENT,
+            Role::Soname => SONAME,
+            Role::Needed => NEEDED,
+        }
+    }
+
+    pub fn from_tag(tag: u8) -> Option<Role> {
+        use layout::role::*;
+        Some(match tag {
+            SOURCE => Role::Source,
+            BYTECODE_OPT0 => Role::Bytecode(0),
+            BYTECODE_OPT1 => Role::Bytecode(1),
+            BYTECODE_OPT2 => Role::Bytecode(2),
+            CONTENT => Role::Content,
+            SONAME => Role::Soname,
+            NEEDED => Role::Needed,
+            _ => return None,
+        })
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::Source => "source",
+            Role::Bytecode(0) => "bytecode-opt0",
+            Role::Bytecode(1) => "bytecode-opt1",
+            Role::Bytecode(_) => "bytecode-opt2",
+            Role::Content => "content",
+            Role::Soname => "soname",
+            Role::Needed => "needed",
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! Reading an archive in place.
+//!
+//! Opening checks the header and one checksum over the index bytes, and nothing per entry: no
+//! table is built and nothing is parsed until a lookup touches it. Every offset that comes from the
+//! archive is checked before use; malformed bytes give an [`Error`], never a panic or an
+//! out-of-bounds read.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+use crate::layout::{self, blob as B, entry as E, header as H, trailer as T};
+use crate::{Error, Kind, Namespace, Result, Role};
+
+/// The fixed header, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub version: u32,
+    pub entry_count: u32,
+    pub blob_count: u32,
+    entries_offset: usize,
+    blobs_offset: usize,
+    names_offset: usize,
+    names_size: usize,
+    data_offset: usize,
+    data_size: usize,
+    /// `importlib.util.MAGIC_NUMBER` of the interpreter that compiled the bytecode.
+    pub bytecode_magic: [u8; 4],
+    /// (major, minor) of that interpreter.
+    pub python_version: (u8, u8),
+}
+
+enum Backing {
+    Mmap(memmap2::Mmap),
+    Owned(Vec<u8>),
+    Static(&'static [u8]),
+}
+
+impl Backing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Backing::Mmap(map) => map,
+            Backing::Owned(vec) => vec,
+            Backing::Static(bytes) => bytes,
+        }
+    }
+}
+
+/// An open archive.
+pub struct Archive {
+    backing: Backing,
+    /// Where the archive starts within the backing bytes (non-zero when appended to a file).
+    start: usize,
+    /// The archive's size, header to trailer end.
+    size: usize,
+    header: Header,
+    /// One bit per blob: set once the blob's checksum has been verified.
+    verified: Box<[AtomicU64]>,
+}
+
+/// One entry of the archive, borrowed from it.
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    archive: &'a Archive,
+    index: u32,
+    kind_tag: u8,
+    name: &'a str,
+    first_blob: u32,
+    blob_count: u32,
+}
+
+/// One blob record of an entry.
+#[derive(Debug, Clone, Copy)]
+pub struct Blob<'a> {
+    index: u32,
+    entry_name: &'a str,
+    pub role: Role,
+    pub compression: u8,
+    offset: usize,
+    pub stored_size: u64,
+    pub size: u64,
+    checksum: u64,
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> u32 {
+    // Callers pass ranges they have checked; a short slice still cannot panic here.
+    let mut word = [0u8; 4];
+    if let Some(src) = bytes.get(at..at + 4) {
+        word.copy_from_slice(src);
+    }
+    u32::from_le_bytes(word)
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    if let Some(src) = bytes.get(at..at + 8) {
+        word.copy_from_slice(src);
+    }
+    u64::from_le_bytes(word)
+}
+
+fn to_usize(value: u64, what: &str) -> Result<usize> {
+    usize::try_from(value).map_err(|_| Error::Malformed(format!("{what} {value} does not fit in memory")))
+}
+
+/// Checks that `offset..offset+len` lies within `0..size` and returns the end.
+fn span(what: &str, offset: usize, len: usize, size: usize) -> Result<usize> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(end),
+        end => Err(Error::Truncated {
+            what: what.to_string(),
+            start: offset as u64,
+            end: end.map_or(u64::MAX, |end| end as u64),
+            size: size as u64,
+        }),
+    }
+}
+
+impl Archive {
+    /// Maps `path` read-only and opens the archive in it: a whole archive file, or a file (such as
+    /// an executable) with an archive appended.
+    pub fn open_path(path: &Path) -> Result<Archive> {
+        let io_error = |source| Error::Io { path: path.to_path_buf(), source };
+        let file = File::open(path).map_err(io_error)?;
+        let length = file.metadata().map_err(io_error)?.len();
+        if length == 0 {
+            return Err(Error::NotAnArchive);
+        }
+        // SAFETY: the map is read-only and private. Another process truncating the file while it
+        // is mapped would raise SIGBUS on access; that is the documented limit of every mmap-based
+        // reader (zipimport reads instead, and pays for it on every import).
+        let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io_error)?;
+        Archive::from_backing(Backing::Mmap(map))
+    }
+
+    /// Opens an archive held in memory.
+    pub fn from_vec(bytes: Vec<u8>) -> Result<Archive> {
+        Archive::from_backing(Backing::Owned(bytes))
+    }
+
+    /// Opens an archive in static memory (e.g. linked into a binary).
+    pub fn from_static(bytes: &'static [u8]) -> Result<Archive> {
+        Archive::from_backing(Backing::Static(bytes))
+    }
+
+    fn from_backing(backing: Backing) -> Result<Archive> {
+        let bytes = backing.bytes();
+        let (start, size) = locate(bytes)?;
+        let archive_bytes = &bytes[start..start + size];
+        let header = parse_header(archive_bytes)?;
+        let words = (header.blob_count as usize).div_ceil(64);
+        let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
+        Ok(Archive { backing, start, size, header, verified })
+    }
+
+    /// The archive's bytes, header to trailer.
+    pub fn bytes(&self) -> &[u8] {
+        &self.backing.bytes()[self.start..self.start + self.size]
+    }
+
+    /// Offset of the archive within the file or buffer it was opened from.
+    pub fn start_offset(&self) -> u64 {
+        self.start as u64
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn len(&self) -> usize {
+        self.header.entry_count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.header.entry_count == 0
+    }
+
+    /// The raw sort key of entry `index`: its name space tag and its name bytes.
+    fn key(&self, index: u32) -> Result<(u8, &[u8])> {
+        let record = self.record(index)?;
+        let kind_tag = record[E::KIND];
+        let name = self.name_bytes(index, record)?;
+        Ok((namespace_of(kind_tag), name))
+    }
+
+    fn record(&self, index: u32) -> Result<&[u8]> {
+        let at = self.header.entries_offset + index as usize * layout::ENTRY_SIZE;
+        // In range: parse_header checked the whole entry table.
+        self.bytes()
+            .get(at..at + layout::ENTRY_SIZE)
+            .ok_or_else(|| Error::Malformed(format!("entry {index} is outside the entry table")))
+    }
+
+    fn name_bytes(&self, index: u32, record: &[u8]) -> Result<&[u8]> {
+        let offset = read_u32(record, E::NAME_OFFSET) as usize;
+        let len = read_u32(record, E::NAME_SIZE) as usize;
+        let end = offset.checked_add(len).filter(|end| *end <= self.header.names_size).ok_or_else(|| {
+            Error::Malformed(format!(
+                "entry {index}: name bytes {offset}+{len} lie outside the name region of {} bytes",
+                self.header.names_size
+            ))
+        })?;
+        let start = self.header.names_offset + offset;
+        Ok(&self.bytes()[start..self.header.names_offset + end])
+    }
+
+    /// Entry `index` of the table.
+    pub fn entry(&self, index: u32) -> Result<Entry<'_>> {
+        if index >= self.header.entry_count {
+            return Err(Error::Malformed(format!("entry {index} does not exist")));
+        }
+        let record = self.record(index)?;
+        let name_bytes = self.name_bytes(index, record)?;
+        let name = std::str::from_utf8(name_bytes)
+            .map_err(|_| Error::Malformed(format!("entry {index}: name is not UTF-8")))?;
+        let first_blob = read_u32(record, E::FIRST_BLOB);
+        let blob_count = read_u32(record, E::BLOB_COUNT);
+        match first_blob.checked_add(blob_count) {
+            Some(end) if end <= self.header.blob_count => {}
+            _ => {
+                return Err(Error::Malformed(format!(
+                    "entry `{name}`: blobs {first_blob}+{blob_count} lie outside the blob table of {}",
+                    self.header.blob_count
+                )))
+            }
+        }
+        Ok(Entry { archive: self, index, kind_tag: record[E::KIND], name, first_blob, blob_count })
+    }
+
+    /// First index whose key is not less than (`namespace`, `name`).
+    fn lower_bound(&self, namespace: u8, name: &[u8]) -> Result<u32> {
+        let (mut low, mut high) = (0u32, self.header.entry_count);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if self.key(middle)? < (namespace, name) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        Ok(low)
+    }
+
+    /// Looks up one entry by name space and name: a binary search over the mapped entry table.
+    pub fn find(&self, namespace: Namespace, name: &str) -> Result<Option<Entry<'_>>> {
+        let index = self.lower_bound(namespace.tag(), name.as_bytes())?;
+        if index < self.header.entry_count && self.key(index)? == (namespace.tag(), name.as_bytes()) {
+            return self.entry(index).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// The entries of `namespace` whose names start with `prefix`, in name order.
+    pub fn find_prefix<'a>(
+        &'a self,
+        namespace: Namespace,
+        prefix: &'a str,
+    ) -> Result<impl Iterator<Item = Result<Entry<'a>>> + 'a> {
+        let start = self.lower_bound(namespace.tag(), prefix.as_bytes())?;
+        let tag = namespace.tag();
+        Ok((start..self.header.entry_count)
+            .map(move |index| -> Result<Option<Entry<'a>>> {
+                let (entry_namespace, name) = self.key(index)?;
+                if entry_namespace != tag || !name.starts_with(prefix.as_bytes()) {
+                    return Ok(None);
+                }
+                self.entry(index).map(Some)
+            })
+            .map_while(|item| item.transpose()))
+    }
+
+    /// Every entry, in table order.
+    pub fn entries(&self) -> impl Iterator<Item = Result<Entry<'_>>> + '_ {
+        (0..self.header.entry_count).map(move |index| self.entry(index))
+    }
+
+    /// Reads blob record `index` of the table.
+    fn blob<'a>(&'a self, index: u32, entry_name: &'a str) -> Result<Blob<'a>> {
+        let at = self.header.blobs_offset + index as usize * layout::BLOB_SIZE;
+        let record = self
+            .bytes()
+            .get(at..at + layout::BLOB_SIZE)
+            .ok_or_else(|| Error::Malformed(format!("blob {index} is outside the blob table")))?;
+        let role = Role::from_tag(record[B::ROLE]).ok_or_else(|| {
+            Error::Malformed(format!("entry `{entry_name}`: unknown blob role {}", record[B::ROLE]))
+        })?;
+        let compression = record[B::COMPRESSION];
+        if compression != layout::compression::NONE && compression != layout::compression::ZSTD {
+            return Err(Error::Malformed(format!(
+                "entry `{entry_name}`: unknown compression {compression} for its {} blob",
+                role.label()
+            )));
+        }
+        let offset = read_u64(record, B::OFFSET);
+        let stored_size = read_u64(record, B::STORED_SIZE);
+        let size = read_u64(record, B::SIZE);
+        let checksum = read_u64(record, B::CHECKSUM);
+        let in_data = offset
+            .checked_add(stored_size)
+            .is_some_and(|end| end <= self.header.data_size as u64);
+        if !in_data {
+            return Err(Error::Malformed(format!(
+                "entry `{entry_name}`: {} bytes {offset}+{stored_size} lie outside the data region of {} bytes",
+                role.label(),
+                self.header.data_size
+            )));
+        }
+        if compression == layout::compression::NONE && size != stored_size {
+            return Err(Error::Malformed(format!(
+                "entry `{entry_name}`: uncompressed {} blob has stored size {stored_size} but size {size}",
+                role.label()
+            )));
+        }
+        Ok(Blob {
+            index,
+            entry_name,
+            role,
+            compression,
+            offset: self.header.data_offset + offset as usize,
+            stored_size,
+            size,
+            checksum,
+        })
+    }
+
+    /// The stored bytes of `blob`, checked against its checksum the first time they are read.
+    fn stored<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
+        let stored = &self.bytes()[blob.offset..blob.offset + blob.stored_size as usize];
+        let word = &self.verified[blob.index as usize / 64];
+        let bit = 1u64 << (blob.index % 64);
+        if word.load(Ordering::Acquire) & bit == 0 {
+            let found = xxh3_64(stored);
+            if found != blob.checksum {
+                return Err(Error::DataChecksum {
+                    entry: blob.entry_name.to_string(),
+                    role: blob.role.label(),
+                    found,
+                    expected: blob.checksum,
+                });
+            }
+            word.fetch_or(bit, Ordering::AcqRel);
+        }
+        Ok(stored)
+    }
+
+    /// The bytes of `blob`: borrowed from the map when stored uncompressed, decompressed
+    /// otherwise.
+    pub fn data<'a>(&'a self, blob: &Blob<'_>) -> Result<Cow<'a, [u8]>> {
+        let stored = self.stored(blob)?;
+        if blob.compression == layout::compression::NONE {
+            return Ok(Cow::Borrowed(stored));
+        }
+        let decompress_error = |source| Error::Decompress {
+            entry: blob.entry_name.to_string(),
+            role: blob.role.label(),
+            source,
+        };
+        let size = to_usize(blob.size, "decompressed size")?;
+        // The declared size comes from the archive: never trust it for a large allocation up
+        // front, and never read past it.
+        let mut out = Vec::with_capacity(size.min(16 << 20));
+        let decoder = zstd::stream::read::Decoder::with_buffer(stored).map_err(decompress_error)?;
+        decoder.take(blob.size.saturating_add(1)).read_to_end(&mut out).map_err(decompress_error)?;
+        if out.len() as u64 != blob.size {
+            return Err(Error::Malformed(format!(
+                "entry `{}`: {} blob decompressed to {} bytes, expected {}",
+                blob.entry_name,
+                blob.role.label(),
+                out.len(),
+                blob.size
+            )));
+        }
+        Ok(Cow::Owned(out))
+    }
+
+    /// Reads and checks every blob of the archive.
+    pub fn verify_all(&self) -> Result<()> {
+        for entry in self.entries() {
+            let entry = entry?;
+            for blob in entry.blobs() {
+                self.data(&blob?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Entry<'a> {
+    /// The entry's kind, or `None` for a kind this reader does not know (left for later versions).
+    pub fn kind(&self) -> Option<Kind> {
+        Kind::from_tag(self.kind_tag)
+    }
+
+    pub fn kind_tag(&self) -> u8 {
+        self.kind_tag
+    }
+
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The entry's blobs, in role order.
+    pub fn blobs(&self) -> impl Iterator<Item = Result<Blob<'a>>> + 'a {
+        let (archive, name) = (self.archive, self.name);
+        (self.first_blob..self.first_blob + self.blob_count).map(move |index| archive.blob(index, name))
+    }
+
+    /// The entry's blob of `role`, if it has one.
+    pub fn blob(&self, role: Role) -> Result<Option<Blob<'a>>> {
+        for blob in self.blobs() {
+            let blob = blob?;
+            if blob.role == role {
+                return Ok(Some(blob));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The bytes of the entry's blob of `role`, if it has one.
+    pub fn data(&self, role: Role) -> Result<Option<Cow<'a, [u8]>>> {
+        match self.blob(role)? {
+            Some(blob) => self.archive.data(&blob).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl std::fmt::Debug for Entry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("index", &self.index)
+            .field("kind", &self.kind())
+            .field("name", &self.name)
+            .field("blob_count", &self.blob_count)
+            .finish()
+    }
+}
+
+fn namespace_of(kind_tag: u8) -> u8 {
+    match Kind::from_tag(kind_tag) {
+        Some(kind) => kind.namespace().tag(),
+        // Unknown kinds sort after every known name space and are never found by a lookup.
+        None => u8::MAX,
+    }
+}
+
+/// Finds the archive in `bytes`: through the trailer at the end, the way it is found when appended
+/// to an executable. Returns (start, size).
+fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
+    let length = bytes.len();
+    let has_trailer = length >= layout::TRAILER_SIZE && bytes[length - 8..] == layout::TRAILER_MAGIC;
+    if !has_trailer {
+        if bytes.starts_with(&layout::HEADER_MAGIC) {
+            return Err(Error::Truncated {
+                what: "archive trailer".to_string(),
+                start: length as u64,
+                end: length as u64 + layout::TRAILER_SIZE as u64,
+                size: length as u64,
+            });
+        }
+        return Err(Error::NotAnArchive);
+    }
+    let trailer = &bytes[length - layout::TRAILER_SIZE..];
+    let size = read_u64(trailer, T::ARCHIVE_SIZE);
+    let minimum = (layout::HEADER_SIZE + layout::TRAILER_SIZE) as u64;
+    if size < minimum || size > length as u64 {
+        return Err(Error::Truncated {
+            what: format!("archive of {size} bytes named by the trailer"),
+            start: (length as u64).saturating_sub(size),
+            end: length as u64,
+            size: length as u64,
+        });
+    }
+    Ok((length - size as usize, size as usize))
+}
+
+fn parse_header(bytes: &[u8]) -> Result<Header> {
+    // `locate` guarantees HEADER_SIZE + TRAILER_SIZE bytes.
+    let magic = &bytes[H::MAGIC..H::MAGIC + 8];
+    if magic != layout::HEADER_MAGIC {
+        return Err(Error::BadMagic { offset: 0, found: magic.to_vec() });
+    }
+    let version = read_u32(bytes, H::VERSION);
+    if version != layout::VERSION {
+        return Err(Error::UnsupportedVersion { found: version, expected: layout::VERSION });
+    }
+    let flags = read_u32(bytes, H::FLAGS);
+    if flags != 0 {
+        return Err(Error::Malformed(format!("header flags {flags:#x} are not defined in version 1")));
+    }
+    let entry_count = read_u32(bytes, H::ENTRY_COUNT);
+    let blob_count = read_u32(bytes, H::BLOB_COUNT);
+    let entries_offset = to_usize(read_u64(bytes, H::ENTRIES_OFFSET), "entry table offset")?;
+    let blobs_offset = to_usize(read_u64(bytes, H::BLOBS_OFFSET), "blob table offset")?;
+    let names_offset = to_usize(read_u64(bytes, H::NAMES_OFFSET), "name region offset")?;
+    let names_size = to_usize(read_u64(bytes, H::NAMES_SIZE), "name region size")?;
+    let data_offset = to_usize(read_u64(bytes, H::DATA_OFFSET), "data region offset")?;
+    let data_size = to_usize(read_u64(bytes, H::DATA_SIZE), "data region size")?;
+
+    // The index (entry table, blob table, names) lies between the header and the data region, so
+    // that the index checksum covers all of it; the data region ends before the trailer.
+    let body_end = bytes.len() - layout::TRAILER_SIZE;
+    let data_end = span("data region", data_offset, data_size, body_end)?;
+    let _ = data_end;
+    let index_end = data_offset;
+    for (what, offset, len) in [
+        ("entry table", entries_offset, (entry_count as usize).checked_mul(layout::ENTRY_SIZE)),
+        ("blob table", blobs_offset, (blob_count as usize).checked_mul(layout::BLOB_SIZE)),
+        ("name region", names_offset, Some(names_size)),
+    ] {
+        let len = len.ok_or(Error::TooLarge("table size overflows"))?;
+        if offset < layout::HEADER_SIZE {
+            return Err(Error::Malformed(format!("{what} at offset {offset} overlaps the header")));
+        }
+        span(what, offset, len, index_end)?;
+    }
+
+    let mut hasher = Xxh3::new();
+    hasher.update(&bytes[..H::INDEX_CHECKSUM]);
+    hasher.update(&bytes[layout::HEADER_SIZE..index_end.max(layout::HEADER_SIZE)]);
+    let found = hasher.digest();
+    let expected = read_u64(bytes, H::INDEX_CHECKSUM);
+    if found != expected {
+        return Err(Error::IndexChecksum { found, expected });
+    }
+
+    let mut bytecode_magic = [0u8; 4];
+    bytecode_magic.copy_from_slice(&bytes[H::BYTECODE_MAGIC..H::BYTECODE_MAGIC + 4]);
+    Ok(Header {
+        version,
+        entry_count,
+        blob_count,
+        entries_offset,
+        blobs_offset,
+        names_offset,
+        names_size,
+        data_offset,
+        data_size,
+        bytecode_magic,
+        python_version: (bytes[H::PYTHON_MAJOR], bytes[H::PYTHON_MINOR]),
+    })
+}

@@ -1,0 +1,264 @@
+//! Writing an archive. The same entries give the same bytes, whatever order they were added in.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+use crate::layout::{self, blob as B, entry as E, header as H, trailer as T};
+use crate::{Error, Kind, Namespace, Result, Role};
+
+/// What the writer records in the header, and how it stores blobs.
+#[derive(Debug, Clone, Default)]
+pub struct WriterOptions {
+    /// `importlib.util.MAGIC_NUMBER` of the interpreter that compiled the bytecode.
+    pub bytecode_magic: [u8; 4],
+    /// (major, minor) of that interpreter.
+    pub python_version: (u8, u8),
+    /// Compress blobs with zstd at this level; a blob is stored compressed only when that makes it
+    /// smaller. `None` stores everything as is (and bytecode is then read without a copy).
+    pub zstd_level: Option<i32>,
+}
+
+struct PendingEntry {
+    kind: Kind,
+    blobs: Vec<(Role, Vec<u8>)>,
+}
+
+/// Collects entries, then writes them as one archive.
+pub struct ArchiveWriter {
+    options: WriterOptions,
+    entries: BTreeMap<(Namespace, String), PendingEntry>,
+}
+
+fn allowed_roles(kind: Kind) -> &'static [Role] {
+    match kind {
+        Kind::Module | Kind::Package => {
+            &[Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2)]
+        }
+        Kind::NamespacePackage => &[],
+        Kind::ExtensionModule => &[Role::Content, Role::Needed],
+        Kind::DataFile | Kind::DistInfoFile => &[Role::Content],
+        Kind::SharedLibrary => &[Role::Content, Role::Soname, Role::Needed],
+    }
+}
+
+fn check_name(kind: Kind, name: &str) -> Result<()> {
+    let invalid = |reason| Err(Error::InvalidName { name: name.to_string(), reason });
+    if name.is_empty() {
+        return invalid("empty");
+    }
+    if name.len() > u32::MAX as usize {
+        return invalid("longer than 4 GiB");
+    }
+    if name.contains('\0') {
+        return invalid("contains a NUL byte");
+    }
+    match kind.namespace() {
+        Namespace::Modules => {
+            if name.split('.').any(|part| part.is_empty()) {
+                return invalid("a module name is dot-separated non-empty parts");
+            }
+            if name.contains(['/', '\\']) {
+                return invalid("a module name has no path separators");
+            }
+        }
+        Namespace::Files => {
+            if name.starts_with('/') || name.contains('\\') {
+                return invalid("a file name is a relative `/`-separated path");
+            }
+            if name.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+                return invalid("a file path has no empty, `.` or `..` parts");
+            }
+        }
+        Namespace::Libraries => {
+            if name.contains(['/', '\\']) {
+                return invalid("a shared library name is a file name without directories");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn put_u32(buffer: &mut [u8], at: usize, value: u32) {
+    buffer[at..at + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u64(buffer: &mut [u8], at: usize, value: u64) {
+    buffer[at..at + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+fn align(value: u64) -> u64 {
+    value.div_ceil(layout::DATA_ALIGN) * layout::DATA_ALIGN
+}
+
+impl ArchiveWriter {
+    pub fn new(options: WriterOptions) -> ArchiveWriter {
+        ArchiveWriter { options, entries: BTreeMap::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether an entry of `kind`'s name space named `name` was added.
+    pub fn contains(&self, kind: Kind, name: &str) -> bool {
+        self.entries.contains_key(&(kind.namespace(), name.to_string()))
+    }
+
+    /// Adds one entry. A name is unique within its name space; each role at most once per entry.
+    pub fn add(&mut self, kind: Kind, name: &str, mut blobs: Vec<(Role, Vec<u8>)>) -> Result<()> {
+        check_name(kind, name)?;
+        for (role, _) in &blobs {
+            if !allowed_roles(kind).contains(role) {
+                return Err(Error::InvalidRole {
+                    kind: kind.label(),
+                    name: name.to_string(),
+                    role: role.label(),
+                });
+            }
+        }
+        blobs.sort_by_key(|(role, _)| role.tag());
+        if blobs.windows(2).any(|pair| pair[0].0.tag() == pair[1].0.tag()) {
+            return Err(Error::Malformed(format!("entry `{name}` has the same blob role twice")));
+        }
+        let key = (kind.namespace(), name.to_string());
+        if let Some(existing) = self.entries.get(&key) {
+            return Err(Error::Duplicate { kind: existing.kind.label(), name: name.to_string() });
+        }
+        self.entries.insert(key, PendingEntry { kind, blobs });
+        Ok(())
+    }
+
+    /// Writes the archive to `out` and returns its size.
+    pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
+        let entry_count = u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge("too many entries"))?;
+        let blob_total: usize = self.entries.values().map(|entry| entry.blobs.len()).sum();
+        let blob_count = u32::try_from(blob_total).map_err(|_| Error::TooLarge("too many blobs"))?;
+
+        // Store each blob, compressed where that pays.
+        let mut stored: Vec<(Role, u8, std::borrow::Cow<'_, [u8]>, u64)> = Vec::with_capacity(blob_total);
+        for entry in self.entries.values() {
+            for (role, bytes) in &entry.blobs {
+                let mut item = (*role, layout::compression::NONE, std::borrow::Cow::Borrowed(&bytes[..]), bytes.len() as u64);
+                if let Some(level) = self.options.zstd_level {
+                    let packed = zstd::bulk::compress(bytes, level).map_err(Error::Write)?;
+                    if packed.len() < bytes.len() {
+                        item.1 = layout::compression::ZSTD;
+                        item.2 = std::borrow::Cow::Owned(packed);
+                    }
+                }
+                stored.push(item);
+            }
+        }
+
+        let entries_offset = layout::HEADER_SIZE as u64;
+        let blobs_offset = entries_offset + entry_count as u64 * layout::ENTRY_SIZE as u64;
+        let names_offset = blobs_offset + blob_count as u64 * layout::BLOB_SIZE as u64;
+        let names_size: u64 = self.entries.keys().map(|(_, name)| name.len() as u64).sum();
+        let data_offset = align(names_offset + names_size);
+
+        let mut index = vec![0u8; data_offset as usize];
+        let mut name_cursor = 0u64;
+        let mut blob_cursor = 0u32;
+        let mut data_cursor = 0u64;
+        for (number, ((_, name), entry)) in self.entries.iter().enumerate() {
+            let record = layout::HEADER_SIZE + number * layout::ENTRY_SIZE;
+            put_u32(&mut index, record + E::NAME_OFFSET, name_cursor as u32);
+            put_u32(&mut index, record + E::NAME_SIZE, name.len() as u32);
+            index[record + E::KIND] = entry.kind.tag();
+            put_u32(&mut index, record + E::FIRST_BLOB, blob_cursor);
+            put_u32(&mut index, record + E::BLOB_COUNT, entry.blobs.len() as u32);
+            let name_at = (names_offset + name_cursor) as usize;
+            index[name_at..name_at + name.len()].copy_from_slice(name.as_bytes());
+            name_cursor += name.len() as u64;
+            for _ in &entry.blobs {
+                let (role, compression, bytes, size) = &stored[blob_cursor as usize];
+                let record = (blobs_offset as usize) + blob_cursor as usize * layout::BLOB_SIZE;
+                index[record + B::ROLE] = role.tag();
+                index[record + B::COMPRESSION] = *compression;
+                put_u64(&mut index, record + B::OFFSET, data_cursor);
+                put_u64(&mut index, record + B::STORED_SIZE, bytes.len() as u64);
+                put_u64(&mut index, record + B::SIZE, *size);
+                put_u64(&mut index, record + B::CHECKSUM, xxh3_64(bytes));
+                data_cursor = align(data_cursor + bytes.len() as u64);
+                blob_cursor += 1;
+            }
+        }
+        let data_size = data_cursor;
+
+        index[H::MAGIC..H::MAGIC + 8].copy_from_slice(&layout::HEADER_MAGIC);
+        put_u32(&mut index, H::VERSION, layout::VERSION);
+        put_u32(&mut index, H::ENTRY_COUNT, entry_count);
+        put_u32(&mut index, H::BLOB_COUNT, blob_count);
+        put_u64(&mut index, H::ENTRIES_OFFSET, entries_offset);
+        put_u64(&mut index, H::BLOBS_OFFSET, blobs_offset);
+        put_u64(&mut index, H::NAMES_OFFSET, names_offset);
+        put_u64(&mut index, H::NAMES_SIZE, names_size);
+        put_u64(&mut index, H::DATA_OFFSET, data_offset);
+        put_u64(&mut index, H::DATA_SIZE, data_size);
+        index[H::BYTECODE_MAGIC..H::BYTECODE_MAGIC + 4].copy_from_slice(&self.options.bytecode_magic);
+        index[H::PYTHON_MAJOR] = self.options.python_version.0;
+        index[H::PYTHON_MINOR] = self.options.python_version.1;
+        let mut hasher = Xxh3::new();
+        hasher.update(&index[..H::INDEX_CHECKSUM]);
+        hasher.update(&index[layout::HEADER_SIZE..]);
+        put_u64(&mut index, H::INDEX_CHECKSUM, hasher.digest());
+
+        out.write_all(&index).map_err(Error::Write)?;
+        let padding = [0u8; layout::DATA_ALIGN as usize];
+        let mut written = 0u64;
+        for (_, _, bytes, _) in &stored {
+            out.write_all(bytes).map_err(Error::Write)?;
+            written += bytes.len() as u64;
+            let aligned = align(written);
+            out.write_all(&padding[..(aligned - written) as usize]).map_err(Error::Write)?;
+            written = aligned;
+        }
+        let archive_size = data_offset + data_size + layout::TRAILER_SIZE as u64;
+        let mut trailer = [0u8; layout::TRAILER_SIZE];
+        put_u64(&mut trailer, T::ARCHIVE_SIZE, archive_size);
+        trailer[T::MAGIC..T::MAGIC + 8].copy_from_slice(&layout::TRAILER_MAGIC);
+        out.write_all(&trailer).map_err(Error::Write)?;
+        Ok(archive_size)
+    }
+
+    /// The whole archive in memory.
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the archive to `path` through a temporary file in the same directory, renamed into
+    /// place once complete, so that a reader never sees half an archive.
+    pub fn write_file(&self, path: &Path) -> Result<u64> {
+        let io_error = |source| Error::Io { path: path.to_path_buf(), source };
+        let directory = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let file_name = path.file_name().ok_or_else(|| {
+            io_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))
+        })?;
+        let mut temporary_name = std::ffi::OsString::from(".");
+        temporary_name.push(file_name);
+        temporary_name.push(format!(".{}.tmp", std::process::id()));
+        let temporary = directory.join(temporary_name);
+        let result = (|| {
+            let file = std::fs::File::create(&temporary).map_err(io_error)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            let size = self.write_to(&mut out)?;
+            let file = out.into_inner().map_err(|error| io_error(error.into_error()))?;
+            file.sync_all().map_err(io_error)?;
+            std::fs::rename(&temporary, path).map_err(io_error)?;
+            Ok(size)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        result
+    }
+}

@@ -1,0 +1,155 @@
+//! `ArchiveWriter`: writing archives from Python.
+
+use std::path::PathBuf;
+
+use ingot_format::{Kind, Role, WriterOptions};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+fn value_error(error: ingot_format::Error) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+/// Collects entries and writes an ingot archive.
+///
+/// `ArchiveWriter(*, bytecode_magic: bytes, python_version: tuple[int, int],
+/// compression_level: int | None = None)`
+#[pyclass(module = "ingot._ingot")]
+pub struct ArchiveWriter {
+    inner: ingot_format::ArchiveWriter,
+}
+
+impl ArchiveWriter {
+    fn add(&mut self, kind: Kind, name: &str, blobs: Vec<(Role, Vec<u8>)>) -> PyResult<()> {
+        self.inner.add(kind, name, blobs).map_err(value_error)
+    }
+}
+
+#[pymethods]
+impl ArchiveWriter {
+    #[new]
+    #[pyo3(signature = (*, bytecode_magic, python_version, compression_level = None))]
+    fn new(bytecode_magic: &[u8], python_version: (u8, u8), compression_level: Option<i32>) -> PyResult<Self> {
+        let bytecode_magic: [u8; 4] = bytecode_magic
+            .try_into()
+            .map_err(|_| PyValueError::new_err("bytecode_magic is 4 bytes (importlib.util.MAGIC_NUMBER)"))?;
+        let options = WriterOptions { bytecode_magic, python_version, zstd_level: compression_level };
+        Ok(ArchiveWriter { inner: ingot_format::ArchiveWriter::new(options) })
+    }
+
+    /// Adds a module, or a regular package's `__init__` when `is_package`. `bytecode` maps an
+    /// optimization level (0, 1, 2) to `marshal.dumps(code)`.
+    #[pyo3(signature = (name, *, source = None, bytecode = None, is_package = false))]
+    fn add_module(
+        &mut self,
+        name: &str,
+        source: Option<Vec<u8>>,
+        bytecode: Option<std::collections::BTreeMap<u8, Vec<u8>>>,
+        is_package: bool,
+    ) -> PyResult<()> {
+        let mut blobs = Vec::new();
+        if let Some(source) = source {
+            blobs.push((Role::Source, source));
+        }
+        for (level, code) in bytecode.unwrap_or_default() {
+            if level > 2 {
+                return Err(PyValueError::new_err(format!("optimization level {level} is not 0, 1 or 2")));
+            }
+            blobs.push((Role::Bytecode(level), code));
+        }
+        if blobs.is_empty() {
+            return Err(PyValueError::new_err(format!("module `{name}` has neither source nor bytecode")));
+        }
+        let kind = if is_package { Kind::Package } else { Kind::Module };
+        self.add(kind, name, blobs)
+    }
+
+    /// Adds a namespace package.
+    fn add_namespace_package(&mut self, name: &str) -> PyResult<()> {
+        self.add(Kind::NamespacePackage, name, Vec::new())
+    }
+
+    /// Adds an extension module: its ELF image and the DT_NEEDED names it links.
+    #[pyo3(signature = (name, image, needed = Vec::new()))]
+    fn add_extension_module(&mut self, name: &str, image: Vec<u8>, needed: Vec<String>) -> PyResult<()> {
+        self.add(Kind::ExtensionModule, name, vec![(Role::Content, image), (Role::Needed, join_names(&needed)?)])
+    }
+
+    /// Adds a package data file by its `/`-separated path relative to the import root
+    /// (`"jinja2/templates/base.html"`).
+    fn add_data_file(&mut self, path: &str, content: Vec<u8>) -> PyResult<()> {
+        self.add(Kind::DataFile, path, vec![(Role::Content, content)])
+    }
+
+    /// Adds a file of a dist-info directory (`"rich-13.7.1.dist-info/METADATA"`).
+    fn add_dist_info_file(&mut self, path: &str, content: Vec<u8>) -> PyResult<()> {
+        self.add(Kind::DistInfoFile, path, vec![(Role::Content, content)])
+    }
+
+    /// Adds a shared library by file name, with its SONAME and DT_NEEDED names.
+    #[pyo3(signature = (name, image, soname = None, needed = Vec::new()))]
+    fn add_shared_library(
+        &mut self,
+        name: &str,
+        image: Vec<u8>,
+        soname: Option<String>,
+        needed: Vec<String>,
+    ) -> PyResult<()> {
+        let soname = soname.unwrap_or_else(|| name.to_string());
+        self.add(
+            Kind::SharedLibrary,
+            name,
+            vec![(Role::Content, image), (Role::Soname, soname.into_bytes()), (Role::Needed, join_names(&needed)?)],
+        )
+    }
+
+    /// Whether a module (`namespace="modules"`), file (`"files"`) or shared library
+    /// (`"libraries"`) of that name was added.
+    #[pyo3(signature = (name, namespace = "modules"))]
+    fn contains(&self, name: &str, namespace: &str) -> PyResult<bool> {
+        let kind = match namespace {
+            "modules" => Kind::Module,
+            "files" => Kind::DataFile,
+            "libraries" => Kind::SharedLibrary,
+            other => return Err(PyValueError::new_err(format!("unknown name space `{other}`"))),
+        };
+        Ok(self.inner.contains(kind, name))
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Writes the archive to `path` atomically and returns its size in bytes.
+    fn write(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+        py.detach(|| self.inner.write_file(&path))
+            .map_err(|error| PyRuntimeError::new_err(format!("{error}: {}", error_chain(&error))))
+    }
+
+    /// The archive as bytes.
+    fn to_bytes(&self) -> PyResult<std::borrow::Cow<'static, [u8]>> {
+        self.inner.to_vec().map(std::borrow::Cow::Owned).map_err(value_error)
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        parts.push(cause.to_string());
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+fn join_names(names: &[String]) -> PyResult<Vec<u8>> {
+    let mut joined = Vec::new();
+    for name in names {
+        if name.is_empty() || name.contains('\0') {
+            return Err(PyValueError::new_err(format!("invalid library name {name:?}")));
+        }
+        joined.extend_from_slice(name.as_bytes());
+        joined.push(0);
+    }
+    Ok(joined)
+}
