@@ -1,9 +1,49 @@
 """ingot: cast a Python application into one executable that imports everything from memory.
 
-This package holds the importer (usable in any Python: ``ingot.install("app.ingot")``) and the
-tools that write archives (``ingot pack``).
+The importer works in any Python 3.10+::
+
+    import ingot
+    ingot.install("app.ingot")   # the finder first on sys.meta_path, its path hook on sys.path_hooks
+    import my_app                # served from the memory-mapped archive
+
+``ingot pack`` (see ``python -m ingot --help``) writes archives.
 """
 
-from ingot._ingot import ArchiveError, ArchiveWriter, FORMAT_VERSION, elf_dynamic
+import sys
 
-__all__ = ["ArchiveError", "ArchiveWriter", "FORMAT_VERSION", "elf_dynamic"]
+from ingot._ingot import (
+    FORMAT_VERSION,
+    ArchiveError,
+    ArchiveWriter,
+    IngotFinder,
+    IngotPathEntryFinder,
+    elf_dynamic,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ArchiveError",
+    "ArchiveWriter",
+    "IngotFinder",
+    "IngotPathEntryFinder",
+    "elf_dynamic",
+    "install",
+    "uninstall",
+]
+
+
+def install(path, *, index=0):
+    """Opens the archive at `path` and puts its finder on ``sys.meta_path`` (at `index`) and its
+    path hook first on ``sys.path_hooks``. Returns the finder."""
+    finder = IngotFinder(path)
+    sys.meta_path.insert(index, finder)
+    sys.path_hooks.insert(0, finder.path_hook)
+    sys.path_importer_cache.clear()
+    return finder
+
+
+def uninstall(finder):
+    """Removes a finder installed by :func:`install`."""
+    sys.meta_path[:] = [entry for entry in sys.meta_path if entry is not finder]
+    sys.path_hooks[:] = [hook for hook in sys.path_hooks if getattr(hook, "__self__", None) is not finder]
+    sys.path_importer_cache.clear()

@@ -1,0 +1,692 @@
+//! `IngotFinder`: the meta-path finder and loader, and `IngotPathEntryFinder`, its path-entry
+//! counterpart for `sys.path_hooks` (which `pkgutil` and the path finder use).
+//!
+//! The methods mirror CPython's `zipimport.zipimporter` and `importlib._bootstrap_external`
+//! `SourceLoader`/`ExtensionFileLoader`; where ingot differs, `docs/importer.md` says so.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ffi::c_char;
+use std::sync::{Arc, OnceLock};
+
+use ingot_format::{Archive, Entry, Kind, Namespace, Role};
+use pyo3::exceptions::{PyFileNotFoundError, PyImportError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString, PyTuple};
+use pyo3::{ffi, intern};
+
+use crate::error::{archive_error, ArchiveError};
+use crate::native;
+
+/// Everything a finder and its path-entry finders share.
+pub struct Shared {
+    pub archive: Archive,
+    /// The archive's absolute path: the root of every virtual path.
+    pub path: String,
+    /// `path` followed by `/`.
+    pub prefix: String,
+    /// The bytecode blob matching `sys.flags.optimize`.
+    pub bytecode_role: Role,
+    /// `importlib.machinery.EXTENSION_SUFFIXES[0]`, for extension modules' virtual file names.
+    pub extension_suffix: String,
+    /// `sys.implementation.cache_tag` plus the optimization suffix, for `__cached__`.
+    pub cached_suffix: String,
+    /// Top-level `*.dist-info` directories, computed on first use.
+    pub dist_info_dirs: OnceLock<Vec<String>>,
+}
+
+impl Shared {
+    fn error(&self, error: ingot_format::Error) -> PyErr {
+        archive_error(&self.path, error)
+    }
+
+    /// Looks up a module entry.
+    pub fn module(&self, name: &str) -> PyResult<Option<Entry<'_>>> {
+        self.archive.find(Namespace::Modules, name).map_err(|error| self.error(error))
+    }
+
+    /// The virtual file a module entry stands for, relative to the archive root.
+    fn module_file(&self, name: &str, kind: Kind) -> Option<String> {
+        let stem = name.replace('.', "/");
+        match kind {
+            Kind::Module => Some(format!("{stem}.py")),
+            Kind::Package => Some(format!("{stem}/__init__.py")),
+            Kind::ExtensionModule => Some(format!("{stem}{}", self.extension_suffix)),
+            _ => None,
+        }
+    }
+
+    /// Maps a path relative to the archive root to the entry and blob that hold its bytes: a data
+    /// or dist-info file, or the source of a module (`a/b.py`, `a/__init__.py`).
+    fn file(&self, relative: &str) -> PyResult<Option<(Entry<'_>, Role)>> {
+        if let Some(entry) = self.archive.find(Namespace::Files, relative).map_err(|error| self.error(error))? {
+            return Ok(Some((entry, Role::Content)));
+        }
+        if let Some(stem) = relative.strip_suffix(".py") {
+            let (module, wanted) = match stem.strip_suffix("/__init__") {
+                Some(package) => (package, Kind::Package),
+                None => (stem, Kind::Module),
+            };
+            if !module.contains('.') {
+                if let Some(entry) = self.module(&module.replace('/', "."))? {
+                    if entry.kind() == Some(wanted) && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() {
+                        return Ok(Some((entry, Role::Source)));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The bytes of a file relative to the archive root.
+    pub fn read(&self, relative: &str) -> PyResult<Option<Cow<'_, [u8]>>> {
+        match self.file(relative)? {
+            Some((entry, role)) => entry.data(role).map_err(|error| self.error(error)),
+            None => Ok(None),
+        }
+    }
+
+    /// The children of a directory relative to the archive root (`""` is the root): name → is_dir.
+    pub fn list_dir(&self, relative: &str) -> PyResult<BTreeMap<String, bool>> {
+        let mut children = BTreeMap::new();
+        let file_prefix = if relative.is_empty() { String::new() } else { format!("{relative}/") };
+        for entry in self.archive.find_prefix(Namespace::Files, &file_prefix).map_err(|e| self.error(e))? {
+            let entry = entry.map_err(|error| self.error(error))?;
+            let rest = &entry.name()[file_prefix.len()..];
+            match rest.split_once('/') {
+                Some((directory, _)) => children.insert(directory.to_string(), true),
+                None => children.entry(rest.to_string()).or_insert(false).then_some(true),
+            };
+        }
+        if relative.contains('.') {
+            return Ok(children);
+        }
+        let module_prefix = if relative.is_empty() { String::new() } else { format!("{}.", relative.replace('/', ".")) };
+        for entry in self.archive.find_prefix(Namespace::Modules, &module_prefix).map_err(|e| self.error(e))? {
+            let entry = entry.map_err(|error| self.error(error))?;
+            let rest = &entry.name()[module_prefix.len()..];
+            if let Some((package, _)) = rest.split_once('.') {
+                children.insert(package.to_string(), true);
+                continue;
+            }
+            match entry.kind() {
+                Some(Kind::Package | Kind::NamespacePackage) => {
+                    children.insert(rest.to_string(), true);
+                }
+                Some(Kind::Module) if entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() => {
+                    children.entry(format!("{rest}.py")).or_insert(false);
+                }
+                Some(Kind::ExtensionModule) => {
+                    children.entry(format!("{rest}{}", self.extension_suffix)).or_insert(false);
+                }
+                _ => {}
+            }
+        }
+        if !relative.is_empty() {
+            if let Some(entry) = self.module(&relative.replace('/', "."))? {
+                if entry.kind() == Some(Kind::Package) && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() {
+                    children.entry("__init__.py".to_string()).or_insert(false);
+                }
+            }
+        }
+        Ok(children)
+    }
+
+    /// Whether a path relative to the archive root is a directory: a package, or a prefix of files.
+    pub fn is_dir(&self, relative: &str) -> PyResult<bool> {
+        if relative.is_empty() {
+            return Ok(true);
+        }
+        if !relative.contains('.') {
+            if let Some(entry) = self.module(&relative.replace('/', "."))? {
+                if matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage)) {
+                    return Ok(true);
+                }
+            }
+        }
+        let prefix = format!("{relative}/");
+        let mut files = self.archive.find_prefix(Namespace::Files, &prefix).map_err(|e| self.error(e))?;
+        Ok(files.next().is_some())
+    }
+
+    /// The immediate submodules of the package directory `relative` (`""`: top level), for
+    /// `pkgutil.iter_modules`: (name, is_package).
+    pub fn submodules(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {
+        let prefix = if relative.is_empty() { String::new() } else { format!("{}.", relative.replace('/', ".")) };
+        let mut found = Vec::new();
+        for entry in self.archive.find_prefix(Namespace::Modules, &prefix).map_err(|e| self.error(e))? {
+            let entry = entry.map_err(|error| self.error(error))?;
+            let rest = &entry.name()[prefix.len()..];
+            if rest.contains('.') {
+                continue;
+            }
+            let is_package = matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage));
+            if entry.kind().is_some() {
+                found.push((rest.to_string(), is_package));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Normalizes an absolute or archive-relative path to one relative to the archive root, or
+    /// `None` when it is outside the archive.
+    pub fn relative<'a>(&self, path: &'a str) -> Option<String> {
+        let rest = if path == self.path {
+            ""
+        } else if let Some(rest) = path.strip_prefix(&self.prefix) {
+            rest
+        } else {
+            return None;
+        };
+        let mut parts: Vec<&str> = Vec::new();
+        for part in rest.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                part => parts.push(part),
+            }
+        }
+        Some(parts.join("/"))
+    }
+}
+
+/// A meta-path finder and loader over one ingot archive.
+///
+/// `IngotFinder(path)` maps the archive at `path` (a `.ingot` file or an executable with an
+/// archive appended) and raises `ArchiveError` if it is not a usable archive for this Python.
+#[pyclass(module = "ingot._ingot", frozen)]
+pub struct IngotFinder {
+    pub shared: Arc<Shared>,
+    module_spec: Py<PyAny>,
+    fix_co_filename: Py<PyAny>,
+    create_dynamic: Py<PyAny>,
+    exec_dynamic: Py<PyAny>,
+    support: OnceLock<Py<PyModule>>,
+}
+
+const SUPPORT_SOURCE: &str = include_str!("../../../python/ingot/_support.py");
+
+impl IngotFinder {
+    pub fn open(py: Python<'_>, path: &str) -> PyResult<IngotFinder> {
+        let absolute = std::path::absolute(path)
+            .map_err(|error| ArchiveError::new_err(format!("ingot archive `{path}`: {error}")))?;
+        let path = absolute.to_string_lossy().trim_end_matches('/').to_string();
+        let archive = Archive::open_path(&absolute).map_err(|error| archive_error(&path, error))?;
+        check_interpreter(py, &path, &archive)?;
+
+        let sys = py.import(intern!(py, "sys"))?;
+        let optimize: u8 = sys.getattr(intern!(py, "flags"))?.getattr(intern!(py, "optimize"))?.extract()?;
+        let bytecode_role = Role::Bytecode(optimize.min(2));
+        let cache_tag: String = sys.getattr("implementation")?.getattr("cache_tag")?.extract()?;
+        let cached_suffix = match optimize {
+            0 => format!(".{cache_tag}.pyc"),
+            level => format!(".{cache_tag}.opt-{}.pyc", level.min(2)),
+        };
+        let bootstrap_external = py.import("_frozen_importlib_external")?;
+        let suffixes = bootstrap_external.getattr("EXTENSION_SUFFIXES")?;
+        let extension_suffix: String = suffixes.get_item(0)?.extract()?;
+        let bootstrap = py.import("_frozen_importlib")?;
+        let imp = py.import("_imp")?;
+        let shared = Shared {
+            archive,
+            prefix: format!("{path}/"),
+            path,
+            bytecode_role,
+            extension_suffix,
+            cached_suffix,
+            dist_info_dirs: OnceLock::new(),
+        };
+        Ok(IngotFinder {
+            shared: Arc::new(shared),
+            module_spec: bootstrap.getattr("ModuleSpec")?.unbind(),
+            fix_co_filename: imp.getattr("_fix_co_filename")?.unbind(),
+            create_dynamic: imp.getattr("create_dynamic")?.unbind(),
+            exec_dynamic: imp.getattr("exec_dynamic")?.unbind(),
+            support: OnceLock::new(),
+        })
+    }
+
+    fn error(&self, error: ingot_format::Error) -> PyErr {
+        self.shared.error(error)
+    }
+
+    /// `ImportError(name=..., path=...)` for a module this archive does not hold.
+    fn not_ours(&self, py: Python<'_>, name: &str) -> PyErr {
+        let error = PyImportError::new_err(format!("no module named `{name}` in ingot archive `{}`", self.shared.path));
+        let value = error.value(py);
+        let _ = value.setattr("name", name);
+        let _ = value.setattr("path", &self.shared.path);
+        error
+    }
+
+    fn entry<'a>(&'a self, py: Python<'_>, name: &str) -> PyResult<Entry<'a>> {
+        self.shared.module(name)?.ok_or_else(|| self.not_ours(py, name))
+    }
+
+    /// The support module (resources, metadata): Python code compiled on first use only.
+    fn support<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyModule>> {
+        if let Some(module) = self.support.get() {
+            return Ok(module.bind(py).clone());
+        }
+        let module = match py.import("ingot._support") {
+            Ok(module) => module,
+            Err(_) => {
+                let code = std::ffi::CString::new(SUPPORT_SOURCE).expect("support source has no NUL");
+                PyModule::from_code(py, &code, c"ingot/_support.py", c"ingot._support")?
+            }
+        };
+        let _ = self.support.set(module.clone().unbind());
+        Ok(module)
+    }
+
+    /// The module's code object: its bytecode handed to `marshal` straight from the map, or its
+    /// source compiled when the archive has no bytecode for this optimization level.
+    fn code<'py>(&self, py: Python<'py>, entry: &Entry<'_>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
+        let name = entry.name();
+        if let Some(bytes) = entry.data(self.shared.bytecode_role).map_err(|error| self.error(error))? {
+            let length = ffi::Py_ssize_t::try_from(bytes.len()).map_err(|_| self.bad_bytecode(name, "too large"))?;
+            // SAFETY: `bytes` stays alive (borrowed from the map or owned) for the duration of the
+            // call; marshal copies what it keeps.
+            let code = unsafe {
+                Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(bytes.as_ptr() as *const c_char, length))
+            }
+            .map_err(|error| self.bad_bytecode(name, &error.to_string()))?;
+            // SAFETY: `code` is a valid object pointer.
+            if unsafe { ffi::PyCode_Check(code.as_ptr()) } == 0 {
+                return Err(self.bad_bytecode(name, "not a code object"));
+            }
+            // Bytecode was compiled with an archive-relative file name; give it the virtual path,
+            // as zipimport does (`_imp._fix_co_filename`).
+            self.fix_co_filename.bind(py).call1((&code, origin))?;
+            return Ok(code);
+        }
+        if let Some(source) = entry.data(Role::Source).map_err(|error| self.error(error))? {
+            let builtins = py.import(intern!(py, "builtins"))?;
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("dont_inherit", true)?;
+            return builtins
+                .getattr(intern!(py, "compile"))?
+                .call((PyBytes::new(py, &source), origin, "exec"), Some(&kwargs));
+        }
+        Err(ArchiveError::new_err(format!(
+            "ingot archive `{}`: module `{name}` has neither bytecode for optimization level {} nor source",
+            self.shared.path,
+            match self.shared.bytecode_role {
+                Role::Bytecode(level) => level,
+                _ => 0,
+            }
+        )))
+    }
+
+    fn bad_bytecode(&self, name: &str, why: &str) -> PyErr {
+        ArchiveError::new_err(format!("ingot archive `{}`: module `{name}`: invalid bytecode: {why}", self.shared.path))
+    }
+
+    fn origin(&self, name: &str, kind: Kind) -> Option<String> {
+        self.shared.module_file(name, kind).map(|file| format!("{}{file}", self.shared.prefix))
+    }
+
+    /// Loads an extension module's image from memory: first the shared libraries it needs that the
+    /// archive carries, then the module itself through `_imp.create_dynamic`.
+    fn create_extension<'py>(&self, py: Python<'py>, slf: &Bound<'py, Self>, spec: &Bound<'py, PyAny>, entry: &Entry<'_>) -> PyResult<Bound<'py, PyAny>> {
+        let name = entry.name();
+        if let Some(needed) = entry.data(Role::Needed).map_err(|error| self.error(error))? {
+            native::load_needed(&self.shared.archive, name, &native::needed_names(&needed))?;
+        }
+        let image = entry
+            .data(Role::Content)
+            .map_err(|error| self.error(error))?
+            .ok_or_else(|| ArchiveError::new_err(format!("ingot archive `{}`: extension module `{name}` has no image", self.shared.path)))?;
+        let label = format!("{name}{}", self.shared.extension_suffix);
+        let (_fd, memory_path) = native::memory_file(&label, &image)
+            .map_err(|what| PyImportError::new_err(format!("cannot load extension module `{name}` from memory: {what}")))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "origin"), &memory_path)?;
+        let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;
+        let module = self.create_dynamic.bind(py).call1((loading_spec,))?;
+        // The loader named the module after the memory file; it is the virtual path to the user.
+        let origin = spec.getattr(intern!(py, "origin"))?;
+        let _ = module.setattr(intern!(py, "__file__"), origin);
+        Ok(module)
+    }
+}
+
+/// Refuses an archive whose bytecode (and extension modules) belong to another interpreter.
+fn check_interpreter(py: Python<'_>, path: &str, archive: &Archive) -> PyResult<()> {
+    let header = archive.header();
+    // SAFETY: no preconditions.
+    let magic = unsafe { ffi::PyImport_GetMagicNumber() } as u32;
+    let running = magic.to_le_bytes();
+    let version = py.version_info();
+    if header.bytecode_magic != running || header.python_version != (version.major, version.minor) {
+        return Err(ArchiveError::new_err(format!(
+            "ingot archive `{path}` was built for Python {}.{} (bytecode magic {}), but this is Python {}.{} \
+             (bytecode magic {}); rebuild it with this Python",
+            header.python_version.0,
+            header.python_version.1,
+            hex(&header.bytecode_magic),
+            version.major,
+            version.minor,
+            hex(&running),
+        )));
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[pymethods]
+impl IngotFinder {
+    #[new]
+    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let path = path.to_str().ok_or_else(|| ArchiveError::new_err("archive path is not valid UTF-8"))?.to_string();
+        IngotFinder::open(py, &path)
+    }
+
+    /// The archive's absolute path, the root of every `__file__` and `__path__` it serves.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<IngotFinder {:?}>", self.shared.path)
+    }
+
+    // --- importlib.abc.MetaPathFinder -------------------------------------------------------
+
+    /// Mirrors `zipimporter.find_spec`: a spec for a module the archive holds, `None` otherwise.
+    #[pyo3(signature = (fullname, path = None, target = None))]
+    fn find_spec<'py>(
+        slf: &Bound<'py, Self>,
+        fullname: &str,
+        path: Option<&Bound<'py, PyAny>>,
+        target: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let _ = (path, target);
+        let py = slf.py();
+        let finder = slf.get();
+        let Some(entry) = finder.shared.module(fullname)? else {
+            return Ok(None);
+        };
+        let Some(kind) = entry.kind() else {
+            return Ok(None);
+        };
+        let spec_class = finder.module_spec.bind(py);
+        let kwargs = PyDict::new(py);
+        let is_package = matches!(kind, Kind::Package | Kind::NamespacePackage);
+        let origin = finder.origin(fullname, kind);
+        if let Some(origin) = &origin {
+            kwargs.set_item(intern!(py, "origin"), origin)?;
+        }
+        if is_package {
+            kwargs.set_item(intern!(py, "is_package"), true)?;
+        }
+        let spec = spec_class.call((fullname, slf), Some(&kwargs))?;
+        if is_package {
+            let directory = format!("{}{}", finder.shared.prefix, fullname.replace('.', "/"));
+            spec.setattr(intern!(py, "submodule_search_locations"), PyList::new(py, [directory])?)?;
+        }
+        if let Some(origin) = origin {
+            spec.setattr(intern!(py, "has_location"), true)?;
+            if matches!(kind, Kind::Module | Kind::Package) {
+                // What zipimport's spec would compute lazily (`cache_from_source`), without the
+                // per-module Python call.
+                let stem = origin.strip_suffix(".py").unwrap_or(&origin);
+                let (directory, file) = stem.rsplit_once('/').unwrap_or(("", stem));
+                let cached = format!("{directory}/__pycache__/{file}{}", finder.shared.cached_suffix);
+                spec.setattr(intern!(py, "cached"), cached)?;
+            }
+        }
+        Ok(Some(spec))
+    }
+
+    fn invalidate_caches(&self) {}
+
+    // --- importlib.abc.Loader ---------------------------------------------------------------
+
+    /// `None` (the default module) except for extension modules, which are loaded from memory.
+    fn create_module<'py>(slf: &Bound<'py, Self>, spec: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let finder = slf.get();
+        let name = spec.getattr(intern!(py, "name"))?;
+        let name = name.cast::<PyString>()?.to_str()?;
+        let entry = finder.entry(py, name)?;
+        if entry.kind() == Some(Kind::ExtensionModule) {
+            return finder.create_extension(py, slf, spec, &entry).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Runs the module's code in its namespace (`SourceLoader.exec_module`), or executes a
+    /// multi-phase extension module (`ExtensionFileLoader.exec_module`).
+    fn exec_module<'py>(slf: &Bound<'py, Self>, module: &Bound<'py, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let finder = slf.get();
+        let name = module.getattr(intern!(py, "__name__"))?;
+        let name = name.cast::<PyString>()?.to_str()?;
+        let entry = finder.entry(py, name)?;
+        let kind = entry.kind();
+        match kind {
+            Some(Kind::Module | Kind::Package) => {
+                let origin = finder.origin(name, kind.unwrap_or(Kind::Module)).unwrap_or_default();
+                let code = finder.code(py, &entry, &origin)?;
+                let globals = match module.cast::<PyModule>() {
+                    Ok(module) => module.dict(),
+                    Err(_) => module.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?,
+                };
+                if !globals.contains(intern!(py, "__builtins__"))? {
+                    // As `exec()` does.
+                    // SAFETY: returns a borrowed reference to the current builtins dict.
+                    let builtins = unsafe { Bound::from_borrowed_ptr(py, ffi::PyEval_GetBuiltins()) };
+                    globals.set_item(intern!(py, "__builtins__"), builtins)?;
+                }
+                // SAFETY: `code` is a code object (checked in `code`) and `globals` a dict.
+                let result = unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()))
+                };
+                result.map(|_| ())
+            }
+            Some(Kind::ExtensionModule) => finder.exec_dynamic.bind(py).call1((module,)).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    // --- importlib.abc.InspectLoader / ExecutionLoader --------------------------------------
+
+    fn get_code<'py>(slf: &Bound<'py, Self>, fullname: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let finder = slf.get();
+        let entry = finder.entry(py, fullname)?;
+        match entry.kind() {
+            Some(kind @ (Kind::Module | Kind::Package)) => {
+                let origin = finder.origin(fullname, kind).unwrap_or_default();
+                finder.code(py, &entry, &origin).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The module's source, decoded per PEP 263 (`importlib.util.decode_source`); `None` when the
+    /// archive has no source for it.
+    fn get_source<'py>(&self, py: Python<'py>, fullname: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let entry = self.entry(py, fullname)?;
+        let Some(source) = entry.data(Role::Source).map_err(|error| self.error(error))? else {
+            return Ok(None);
+        };
+        let decode = py.import("_frozen_importlib_external")?.getattr("decode_source")?;
+        decode.call1((PyBytes::new(py, &source),)).map(Some)
+    }
+
+    fn is_package(&self, py: Python<'_>, fullname: &str) -> PyResult<bool> {
+        let entry = self.entry(py, fullname)?;
+        Ok(matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage)))
+    }
+
+    fn get_filename(&self, py: Python<'_>, fullname: &str) -> PyResult<String> {
+        let entry = self.entry(py, fullname)?;
+        entry
+            .kind()
+            .and_then(|kind| self.origin(fullname, kind))
+            .ok_or_else(|| self.not_ours(py, fullname))
+    }
+
+    // --- importlib.abc.ResourceLoader -------------------------------------------------------
+
+    /// The bytes of a file under the archive path (a data file, a dist-info file or a module's
+    /// source), as `zipimporter.get_data` gives them; `FileNotFoundError` otherwise.
+    fn get_data<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let relative = self.shared.relative(path).unwrap_or_else(|| path.to_string());
+        match self.shared.read(&relative)? {
+            Some(bytes) => Ok(PyBytes::new(py, &bytes)),
+            None => Err(PyFileNotFoundError::new_err((libc::ENOENT, "No such file in ingot archive", path.to_string()))),
+        }
+    }
+
+    // --- importlib.resources ----------------------------------------------------------------
+
+    /// A `TraversableResources` reader over the package's directory in the archive.
+    fn get_resource_reader<'py>(slf: &Bound<'py, Self>, fullname: &str) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let finder = slf.get();
+        let entry = finder.entry(py, fullname)?;
+        let directory = match entry.kind() {
+            Some(Kind::Package | Kind::NamespacePackage) => fullname.replace('.', "/"),
+            _ => fullname.rsplit_once('.').map(|(parent, _)| parent.replace('.', "/")).unwrap_or_default(),
+        };
+        finder.support(py)?.getattr("IngotResourceReader")?.call1((slf, directory))
+    }
+
+    // --- importlib.metadata ----------------------------------------------------------------
+
+    /// `importlib.metadata.DistributionFinder.find_distributions`: the archive's `*.dist-info`.
+    #[pyo3(signature = (context = None))]
+    fn find_distributions<'py>(slf: &Bound<'py, Self>, context: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        slf.get().support(py)?.getattr("find_distributions")?.call1((slf, context))
+    }
+
+    // --- pkgutil -----------------------------------------------------------------------------
+
+    /// `pkgutil.iter_modules` support: the archive's top-level modules as (name, is_package).
+    #[pyo3(signature = (prefix = ""))]
+    fn iter_modules<'py>(&self, py: Python<'py>, prefix: &str) -> PyResult<Bound<'py, PyList>> {
+        let items = self.shared.submodules("")?;
+        PyList::new(py, items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)))
+    }
+
+    /// A `sys.path_hooks` entry: a path-entry finder for the archive path or a package directory
+    /// inside it; `ImportError` for any other path.
+    fn path_hook(slf: &Bound<'_, Self>, path: &str) -> PyResult<IngotPathEntryFinder> {
+        let finder = slf.get();
+        let relative = finder.shared.relative(path).ok_or_else(|| PyImportError::new_err(format!("not an ingot archive path: {path}")))?;
+        if !finder.shared.is_dir(&relative)? {
+            return Err(PyImportError::new_err(format!("not a directory in ingot archive: {path}")));
+        }
+        Ok(IngotPathEntryFinder { finder: slf.clone().unbind(), relative })
+    }
+
+    // --- for the support module and tools ----------------------------------------------------
+
+    fn _read<'py>(&self, py: Python<'py>, relative: &str) -> PyResult<Bound<'py, PyBytes>> {
+        match self.shared.read(relative)? {
+            Some(bytes) => Ok(PyBytes::new(py, &bytes)),
+            None => Err(PyFileNotFoundError::new_err((libc::ENOENT, "No such file in ingot archive", format!("{}{relative}", self.shared.prefix)))),
+        }
+    }
+
+    fn _listdir(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {
+        Ok(self.shared.list_dir(relative)?.into_iter().collect())
+    }
+
+    fn _isdir(&self, relative: &str) -> PyResult<bool> {
+        self.shared.is_dir(relative)
+    }
+
+    fn _isfile(&self, relative: &str) -> PyResult<bool> {
+        Ok(self.shared.file(relative)?.is_some())
+    }
+
+    fn _dist_info_dirs(&self) -> PyResult<Vec<String>> {
+        if let Some(dirs) = self.shared.dist_info_dirs.get() {
+            return Ok(dirs.clone());
+        }
+        let mut dirs: Vec<String> = Vec::new();
+        for entry in self.shared.archive.find_prefix(Namespace::Files, "").map_err(|error| self.error(error))? {
+            let entry = entry.map_err(|error| self.error(error))?;
+            if entry.kind() != Some(Kind::DistInfoFile) {
+                continue;
+            }
+            if let Some((directory, _)) = entry.name().split_once('/') {
+                if directory.ends_with(".dist-info") && dirs.last().map(String::as_str) != Some(directory) {
+                    dirs.push(directory.to_string());
+                }
+            }
+        }
+        let _ = self.shared.dist_info_dirs.set(dirs.clone());
+        Ok(dirs)
+    }
+
+    /// Every entry as (kind, name, size in bytes of its blobs once decompressed).
+    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for entry in self.shared.archive.entries() {
+            let entry = entry.map_err(|error| self.error(error))?;
+            let mut size = 0u64;
+            for blob in entry.blobs() {
+                size += blob.map_err(|error| self.error(error))?.size;
+            }
+            let kind = entry.kind().map_or("unknown", Kind::label);
+            list.append(PyTuple::new(py, [kind.into_pyobject(py)?.into_any(), entry.name().into_pyobject(py)?.into_any(), size.into_pyobject(py)?.into_any()])?)?;
+        }
+        Ok(list)
+    }
+
+    /// Reads every blob and checks its checksum; raises `ArchiveError` on the first bad one.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        let shared = self.shared.clone();
+        py.detach(|| shared.archive.verify_all()).map_err(|error| self.error(error))
+    }
+}
+
+/// A path-entry finder for one directory of an archive (`sys.path_hooks`, `pkgutil`).
+#[pyclass(module = "ingot._ingot", frozen)]
+pub struct IngotPathEntryFinder {
+    finder: Py<IngotFinder>,
+    relative: String,
+}
+
+#[pymethods]
+impl IngotPathEntryFinder {
+    /// `importlib.abc.PathEntryFinder.find_spec`: a spec for a module directly in this directory.
+    #[pyo3(signature = (fullname, target = None))]
+    fn find_spec<'py>(&self, py: Python<'py>, fullname: &str, target: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let parent = fullname.rsplit_once('.').map(|(parent, _)| parent.replace('.', "/")).unwrap_or_default();
+        if parent != self.relative {
+            return Ok(None);
+        }
+        IngotFinder::find_spec(self.finder.bind(py), fullname, None, target)
+    }
+
+    #[pyo3(signature = (prefix = ""))]
+    fn iter_modules<'py>(&self, py: Python<'py>, prefix: &str) -> PyResult<Bound<'py, PyList>> {
+        let items = self.finder.get().shared.submodules(&self.relative)?;
+        PyList::new(py, items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)))
+    }
+
+    fn invalidate_caches(&self) {}
+
+    #[getter]
+    fn path(&self) -> String {
+        let shared = &self.finder.get().shared;
+        if self.relative.is_empty() { shared.path.clone() } else { format!("{}{}", shared.prefix, self.relative) }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<IngotPathEntryFinder {:?}>", self.path())
+    }
+}

@@ -1,0 +1,150 @@
+//! Native code from memory: extension modules and the shared libraries they need are copied into
+//! anonymous memory files (`memfd_create`) and handed to the dynamic loader as
+//! `/proc/self/fd/N`; nothing is written to a file system.
+//!
+//! Shared libraries are loaded before the extension module that needs them, dependencies first, so
+//! that when the loader resolves the extension's `DT_NEEDED` names it finds them already loaded
+//! under their SONAME (glibc matches a needed name against the SONAME of every loaded object).
+//!
+//! The memory files stay open for the life of the process: glibc also matches a path against the
+//! names of loaded objects, so a closed `/proc/self/fd/N` whose number was reused for another
+//! library would be mistaken for the first one. They are opened close-on-exec.
+
+use std::collections::HashSet;
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+
+use ingot_format::{Archive, Kind, Namespace, Role};
+use pyo3::exceptions::PyImportError;
+use pyo3::prelude::*;
+
+/// Sonames of the shared libraries loaded from archives by this process, across finders.
+static LOADED_LIBRARIES: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// A failure to bring native code into memory, as an `ImportError` naming the module.
+fn native_error(module: &str, what: String) -> PyErr {
+    PyImportError::new_err(format!("cannot load extension module `{module}` from memory: {what}"))
+}
+
+/// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
+pub fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
+    let name = CString::new(format!("ingot:{label}")).map_err(|_| "name contains NUL".to_string())?;
+    // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
+    // otherwise make it non-executable; older kernels reject the flag with EINVAL.
+    const MFD_EXEC: libc::c_uint = 0x10;
+    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | MFD_EXEC) };
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    }
+    if fd < 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(format!(
+            "memfd_create failed ({error}); loading native code through an extraction cache is not \
+             available in this version of ingot"
+        ));
+    }
+    let mut written = 0usize;
+    while written < image.len() {
+        let rest = &image[written..];
+        // SAFETY: `rest` is a valid slice; `fd` is the memory file we own.
+        let count = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if count < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            // SAFETY: closing the descriptor we opened.
+            unsafe { libc::close(fd) };
+            return Err(format!("writing to a memory file failed: {error}"));
+        }
+        written += count as usize;
+    }
+    let path = format!("/proc/self/fd/{fd}");
+    if !std::path::Path::new(&path).exists() {
+        // SAFETY: closing the descriptor we opened.
+        unsafe { libc::close(fd) };
+        return Err(format!(
+            "`{path}` does not exist (is /proc mounted?); loading native code through an extraction \
+             cache is not available in this version of ingot"
+        ));
+    }
+    Ok((fd, path))
+}
+
+fn dlopen(path: &str) -> Result<(), String> {
+    let c_path = CString::new(path).map_err(|_| "path contains NUL".to_string())?;
+    // SAFETY: `c_path` is NUL-terminated; the handle is kept for the life of the process.
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        // SAFETY: dlerror returns a thread-local string or NULL.
+        let message = unsafe { libc::dlerror() };
+        let message = if message.is_null() {
+            "unknown dlopen error".to_string()
+        } else {
+            // SAFETY: non-null dlerror results are NUL-terminated strings.
+            unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
+        };
+        return Err(message);
+    }
+    Ok(())
+}
+
+/// The NUL-separated names of a `needed` blob.
+pub fn needed_names(blob: &[u8]) -> Vec<String> {
+    blob.split(|byte| *byte == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| String::from_utf8_lossy(name).into_owned())
+        .collect()
+}
+
+/// Loads, from the archive, every shared library in `needed` (and what those need) that the
+/// archive carries and this process has not loaded yet. Names the archive does not carry are left
+/// to the system loader.
+pub fn load_needed(archive: &Archive, module: &str, needed: &[String]) -> PyResult<()> {
+    let mut guard = LOADED_LIBRARIES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let loaded = guard.get_or_insert_with(HashSet::new);
+    let mut visiting = Vec::new();
+    for name in needed {
+        load_library(archive, module, name, loaded, &mut visiting)?;
+    }
+    Ok(())
+}
+
+fn load_library(
+    archive: &Archive,
+    module: &str,
+    name: &str,
+    loaded: &mut HashSet<String>,
+    visiting: &mut Vec<String>,
+) -> PyResult<()> {
+    if loaded.contains(name) || visiting.iter().any(|seen| seen == name) {
+        return Ok(());
+    }
+    let archive_error = |error: ingot_format::Error| native_error(module, error.to_string());
+    let Some(entry) = archive.find(Namespace::Libraries, name).map_err(archive_error)? else {
+        return Ok(());
+    };
+    if entry.kind() != Some(Kind::SharedLibrary) {
+        return Ok(());
+    }
+    visiting.push(name.to_string());
+    if let Some(needed) = entry.data(Role::Needed).map_err(archive_error)? {
+        for dependency in needed_names(&needed) {
+            load_library(archive, module, &dependency, loaded, visiting)?;
+        }
+    }
+    visiting.pop();
+    let image = entry
+        .data(Role::Content)
+        .map_err(archive_error)?
+        .ok_or_else(|| native_error(module, format!("shared library `{name}` has no content")))?;
+    let (_fd, path) = memory_file(name, &image).map_err(|what| native_error(module, what))?;
+    dlopen(&path).map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
+    loaded.insert(name.to_string());
+    if let Some(soname) = entry.data(Role::Soname).map_err(archive_error)? {
+        loaded.insert(String::from_utf8_lossy(&soname).into_owned());
+    }
+    Ok(())
+}
