@@ -217,6 +217,11 @@ impl Archive {
         let name_bytes = self.name_bytes(index, record)?;
         let name = std::str::from_utf8(name_bytes)
             .map_err(|_| Error::Malformed(format!("entry {index}: name is not UTF-8")))?;
+        if record[E::FLAGS] != 0 || record[E::RESERVED..E::FIRST_BLOB] != [0, 0] || read_u32(record, E::RESERVED2) != 0 {
+            return Err(Error::Malformed(format!(
+                "entry `{name}`: flags or reserved bytes are not zero in version 1"
+            )));
+        }
         let first_blob = read_u32(record, E::FIRST_BLOB);
         let blob_count = read_u32(record, E::BLOB_COUNT);
         match first_blob.checked_add(blob_count) {
@@ -288,6 +293,12 @@ impl Archive {
         let role = Role::from_tag(record[B::ROLE]).ok_or_else(|| {
             Error::Malformed(format!("entry `{entry_name}`: unknown blob role {}", record[B::ROLE]))
         })?;
+        if record[B::RESERVED..B::OFFSET].iter().any(|byte| *byte != 0) {
+            return Err(Error::Malformed(format!(
+                "entry `{entry_name}`: reserved bytes of its {} blob record are not zero",
+                role.label()
+            )));
+        }
         let compression = record[B::COMPRESSION];
         if compression != layout::compression::NONE && compression != layout::compression::ZSTD {
             return Err(Error::Malformed(format!(
@@ -329,8 +340,24 @@ impl Archive {
 
     /// The stored bytes of `blob`, checked against its checksum the first time they are read.
     fn stored<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
-        let stored = &self.bytes()[blob.offset..blob.offset + blob.stored_size as usize];
-        let word = &self.verified[blob.index as usize / 64];
+        // `blob` came from `Archive::blob`, which checked its range against this archive's data
+        // region; but `Blob` is `Copy` with public size fields, so a caller can hand in one from
+        // another archive or with a changed size. Check again rather than index blindly.
+        let outside = || {
+            Error::Malformed(format!(
+                "entry `{}`: {} blob {} does not lie in this archive's data region",
+                blob.entry_name,
+                blob.role.label(),
+                blob.index
+            ))
+        };
+        let stored = usize::try_from(blob.stored_size)
+            .ok()
+            .and_then(|len| blob.offset.checked_add(len))
+            .filter(|end| blob.offset >= self.header.data_offset && *end <= self.header.data_offset + self.header.data_size)
+            .and_then(|end| self.bytes().get(blob.offset..end))
+            .ok_or_else(outside)?;
+        let word = self.verified.get(blob.index as usize / 64).ok_or_else(outside)?;
         let bit = 1u64 << (blob.index % 64);
         if word.load(Ordering::Acquire) & bit == 0 {
             let found = xxh3_64(stored);
@@ -495,6 +522,9 @@ fn parse_header(bytes: &[u8]) -> Result<Header> {
     let flags = read_u32(bytes, H::FLAGS);
     if flags != 0 {
         return Err(Error::Malformed(format!("header flags {flags:#x} are not defined in version 1")));
+    }
+    if bytes[H::RESERVED..H::INDEX_CHECKSUM].iter().any(|byte| *byte != 0) {
+        return Err(Error::Malformed("reserved header bytes 78..88 are not zero".to_string()));
     }
     let entry_count = read_u32(bytes, H::ENTRY_COUNT);
     let blob_count = read_u32(bytes, H::BLOB_COUNT);

@@ -73,7 +73,7 @@ fn check_name(kind: Kind, name: &str) -> Result<()> {
             }
         }
         Namespace::Libraries => {
-            if name.contains(['/', '\\']) {
+            if name.contains(['/', '\\']) || name == "." || name == ".." {
                 return invalid("a shared library name is a file name without directories");
             }
         }
@@ -161,6 +161,10 @@ impl ArchiveWriter {
         let blobs_offset = entries_offset + entry_count as u64 * layout::ENTRY_SIZE as u64;
         let names_offset = blobs_offset + blob_count as u64 * layout::BLOB_SIZE as u64;
         let names_size: u64 = self.entries.keys().map(|(_, name)| name.len() as u64).sum();
+        // Entry records address the name region with u32 offsets.
+        if names_size > u32::MAX as u64 {
+            return Err(Error::TooLarge("entry names total more than 4 GiB"));
+        }
         let data_offset = align(names_offset + names_size);
 
         let mut index = vec![0u8; data_offset as usize];

@@ -1,0 +1,404 @@
+//! Writer -> reader: what goes in comes out, in a deterministic byte layout, found by name, by
+//! prefix, and through the trailer when the archive follows other bytes.
+
+mod common;
+
+use std::borrow::Cow;
+
+use common::*;
+use ingot_format::layout;
+use ingot_format::{Archive, ArchiveWriter, Kind, Namespace, Role};
+
+/// Writes `entries`, reads the archive back and checks every entry, blob and header field.
+fn check_round_trip(entries: &[Spec], zstd_level: Option<i32>) -> Archive {
+    let bytes = write(entries, zstd_level);
+    let archive = Archive::from_vec(bytes.clone()).unwrap();
+    assert_eq!(archive.bytes(), &bytes[..]);
+    assert_eq!(archive.start_offset(), 0);
+    assert_eq!(archive.len(), entries.len());
+    let header = archive.header();
+    assert_eq!(header.version, layout::VERSION);
+    assert_eq!(header.entry_count as usize, entries.len());
+    assert_eq!(header.blob_count as usize, entries.iter().map(|(_, _, blobs)| blobs.len()).sum::<usize>());
+    assert_eq!(header.bytecode_magic, MAGIC);
+    assert_eq!(header.python_version, (3, 11));
+
+    for (kind, name, blobs) in entries {
+        let entry = archive.find(kind.namespace(), name).unwrap().unwrap_or_else(|| panic!("{name} not found"));
+        assert_eq!(entry.kind(), Some(*kind));
+        assert_eq!(entry.kind_tag(), kind.tag());
+        assert_eq!(entry.name(), *name);
+        assert_eq!(archive.entry(entry.index()).unwrap().name(), *name);
+
+        let mut expected: Vec<&(Role, Vec<u8>)> = blobs.iter().collect();
+        expected.sort_by_key(|(role, _)| role.tag());
+        let found: Vec<_> = entry.blobs().collect::<Result<_, _>>().unwrap();
+        assert_eq!(found.len(), expected.len(), "{name}: blob count");
+        for (blob, (role, content)) in found.iter().zip(&expected) {
+            assert_eq!(blob.role, *role, "{name}: blobs come in role order");
+            assert_eq!(blob.size, content.len() as u64);
+            let data = archive.data(blob).unwrap();
+            assert_eq!(&data[..], &content[..], "{name}: {} bytes", role.label());
+            match zstd_level {
+                None => {
+                    assert_eq!(blob.compression, layout::compression::NONE);
+                    assert!(matches!(data, Cow::Borrowed(_)), "uncompressed data is borrowed from the archive");
+                }
+                Some(_) if content.len() >= 256 => {
+                    assert_eq!(blob.compression, layout::compression::ZSTD, "{name}: {} compressed", role.label());
+                    assert!(blob.stored_size < blob.size);
+                }
+                Some(_) => {}
+            }
+            assert_eq!(&entry.data(*role).unwrap().unwrap()[..], &content[..]);
+        }
+        for role in [Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2), Role::Content, Role::Soname, Role::Needed] {
+            if !blobs.iter().any(|(present, _)| *present == role) {
+                assert!(entry.blob(role).unwrap().is_none(), "{name}: no {} blob", role.label());
+                assert!(entry.data(role).unwrap().is_none());
+            }
+        }
+    }
+    archive.verify_all().unwrap();
+    archive
+}
+
+fn one(kind: Kind) -> Vec<Spec> {
+    every_kind().into_iter().filter(|(k, _, _)| *k == kind).collect()
+}
+
+#[test]
+fn round_trip_module_with_source_and_bytecode_opt0_opt1_opt2() {
+    check_round_trip(&one(Kind::Module), None);
+}
+
+#[test]
+fn round_trip_module_with_source_and_bytecode_opt0_opt1_opt2_zstd() {
+    check_round_trip(&one(Kind::Module), Some(3));
+}
+
+#[test]
+fn round_trip_package() {
+    check_round_trip(&one(Kind::Package), None);
+}
+
+#[test]
+fn round_trip_package_zstd() {
+    check_round_trip(&one(Kind::Package), Some(3));
+}
+
+#[test]
+fn round_trip_namespace_package_has_no_blobs() {
+    let archive = check_round_trip(&one(Kind::NamespacePackage), None);
+    assert_eq!(archive.header().blob_count, 0);
+    let archive = check_round_trip(&one(Kind::NamespacePackage), Some(3));
+    assert_eq!(archive.find(Namespace::Modules, "nspkg").unwrap().unwrap().blobs().count(), 0);
+}
+
+#[test]
+fn round_trip_extension_module_with_needed() {
+    check_round_trip(&one(Kind::ExtensionModule), None);
+}
+
+#[test]
+fn round_trip_extension_module_with_needed_zstd() {
+    check_round_trip(&one(Kind::ExtensionModule), Some(3));
+}
+
+#[test]
+fn round_trip_data_file() {
+    check_round_trip(&one(Kind::DataFile), None);
+}
+
+#[test]
+fn round_trip_data_file_zstd() {
+    check_round_trip(&one(Kind::DataFile), Some(3));
+}
+
+#[test]
+fn round_trip_dist_info_file() {
+    check_round_trip(&one(Kind::DistInfoFile), None);
+}
+
+#[test]
+fn round_trip_dist_info_file_zstd() {
+    check_round_trip(&one(Kind::DistInfoFile), Some(3));
+}
+
+#[test]
+fn round_trip_shared_library_with_soname_and_needed() {
+    check_round_trip(&one(Kind::SharedLibrary), None);
+}
+
+#[test]
+fn round_trip_shared_library_with_soname_and_needed_zstd() {
+    check_round_trip(&one(Kind::SharedLibrary), Some(3));
+}
+
+#[test]
+fn round_trip_every_kind_in_one_archive() {
+    check_round_trip(&every_kind(), None);
+    check_round_trip(&every_kind(), Some(3));
+    check_round_trip(&every_kind(), Some(19));
+}
+
+#[test]
+fn round_trip_empty_archive() {
+    let archive = check_round_trip(&[], None);
+    assert!(archive.is_empty());
+    assert_eq!(archive.bytes().len(), layout::HEADER_SIZE + layout::TRAILER_SIZE);
+    assert!(archive.find(Namespace::Modules, "a").unwrap().is_none());
+    assert_eq!(archive.find_prefix(Namespace::Modules, "").unwrap().count(), 0);
+    assert!(archive.entry(0).is_err());
+}
+
+#[test]
+fn round_trip_empty_blobs_and_incompressible_blobs_under_zstd() {
+    let entries = vec![
+        (Kind::Module, "empty", vec![(Role::Source, vec![]), (Role::Bytecode(0), vec![])]),
+        (Kind::DataFile, "noise.bin", vec![(Role::Content, Rng(7).bytes(100))]),
+    ];
+    let archive = check_round_trip(&entries, Some(3));
+    let noise = archive.find(Namespace::Files, "noise.bin").unwrap().unwrap();
+    let blob = noise.blob(Role::Content).unwrap().unwrap();
+    assert_eq!(blob.compression, layout::compression::NONE, "a blob zstd does not shrink is stored as is");
+}
+
+#[test]
+fn same_name_in_different_name_spaces_are_different_entries() {
+    let entries = vec![
+        (Kind::Module, "x", vec![(Role::Source, b"module".to_vec())]),
+        (Kind::DataFile, "x", vec![(Role::Content, b"file".to_vec())]),
+        (Kind::SharedLibrary, "x", vec![(Role::Content, b"library".to_vec())]),
+    ];
+    check_round_trip(&entries, None);
+}
+
+#[test]
+fn blobs_are_16_aligned_and_tables_are_where_the_header_says() {
+    let bytes = write(&every_kind(), None);
+    let data_offset = get_u64(&bytes, layout::header::DATA_OFFSET) as usize;
+    assert_eq!(data_offset % 16, 0);
+    assert_eq!(get_u64(&bytes, layout::header::ENTRIES_OFFSET), layout::HEADER_SIZE as u64);
+    let blob_count = get_u32(&bytes, layout::header::BLOB_COUNT) as usize;
+    for index in 0..blob_count {
+        let record = blob_record(&bytes, index);
+        assert_eq!(get_u64(&bytes, record + layout::blob::OFFSET) % 16, 0);
+    }
+    let trailer = bytes.len() - layout::TRAILER_SIZE;
+    assert_eq!(get_u64(&bytes, trailer + layout::trailer::ARCHIVE_SIZE), bytes.len() as u64);
+    assert_eq!(bytes[trailer + layout::trailer::MAGIC..], layout::TRAILER_MAGIC);
+    assert_eq!(bytes[..8], layout::HEADER_MAGIC);
+}
+
+#[test]
+fn entries_iterate_in_name_space_then_name_order() {
+    let bytes = write(&every_kind(), None);
+    let archive = Archive::from_vec(bytes).unwrap();
+    let keys: Vec<(Namespace, String)> = archive
+        .entries()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (entry.kind().unwrap().namespace(), entry.name().to_string())
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    for (index, entry) in archive.entries().enumerate() {
+        assert_eq!(entry.unwrap().index() as usize, index);
+    }
+}
+
+#[test]
+fn determinism_same_entries_in_any_order_give_identical_bytes() {
+    for zstd_level in [None, Some(3)] {
+        let entries = every_kind();
+        let reference = write(&entries, zstd_level);
+        let mut reversed = entries.clone();
+        reversed.reverse();
+        assert_eq!(write(&reversed, zstd_level), reference);
+        // Every rotation, and blobs of each entry handed over in reverse role order.
+        for shift in 1..entries.len() {
+            let mut rotated = entries.clone();
+            rotated.rotate_left(shift);
+            for (_, _, blobs) in &mut rotated {
+                blobs.reverse();
+            }
+            assert_eq!(write(&rotated, zstd_level), reference, "rotation {shift}");
+        }
+        // Writing twice from one writer gives the same bytes too.
+        let mut writer = ArchiveWriter::new(options(zstd_level));
+        for (kind, name, blobs) in &entries {
+            writer.add(*kind, name, blobs.clone()).unwrap();
+        }
+        assert_eq!(writer.to_vec().unwrap(), reference);
+        assert_eq!(writer.to_vec().unwrap(), reference);
+    }
+}
+
+#[test]
+fn find_returns_none_for_absent_names() {
+    let archive = Archive::from_vec(write(&every_kind(), None)).unwrap();
+    for (namespace, name) in [
+        (Namespace::Modules, ""),
+        (Namespace::Modules, "a"),
+        (Namespace::Modules, "pkg.mo"),
+        (Namespace::Modules, "pkg.mod2"),
+        (Namespace::Modules, "zzz"),
+        (Namespace::Modules, "pkg/data/table.csv"),
+        (Namespace::Files, "pkg"),
+        (Namespace::Files, "pkg/data"),
+        (Namespace::Libraries, "libfoo.so"),
+        (Namespace::Libraries, "pkg.mod"),
+    ] {
+        assert!(archive.find(namespace, name).unwrap().is_none(), "{namespace:?} {name:?}");
+    }
+}
+
+fn prefix_names(archive: &Archive, namespace: Namespace, prefix: &str) -> Vec<String> {
+    archive
+        .find_prefix(namespace, prefix)
+        .unwrap()
+        .map(|entry| entry.unwrap().name().to_string())
+        .collect()
+}
+
+#[test]
+fn find_prefix_returns_exactly_the_entries_under_a_prefix() {
+    let module = |name: &'static str| (Kind::Module, name, vec![(Role::Source, name.as_bytes().to_vec())]);
+    let entries: Vec<Spec> = vec![
+        (Kind::Package, "a", vec![]),
+        module("a.b"),
+        module("a.b.c"),
+        module("a.c"),
+        module("a_"),
+        module("ab"),
+        module("b"),
+        module("b.a"),
+        (Kind::NamespacePackage, "z", vec![]),
+        (Kind::DataFile, "a.b/x", vec![(Role::Content, b"x".to_vec())]),
+        (Kind::DataFile, "a/b", vec![(Role::Content, b"y".to_vec())]),
+        (Kind::DistInfoFile, "a-1.dist-info/RECORD", vec![(Role::Content, b"z".to_vec())]),
+        (Kind::SharedLibrary, "a.so", vec![(Role::Content, b"lib".to_vec())]),
+    ];
+    let archive = Archive::from_vec(write(&entries, None)).unwrap();
+
+    assert_eq!(prefix_names(&archive, Namespace::Modules, "a."), ["a.b", "a.b.c", "a.c"]);
+    assert_eq!(prefix_names(&archive, Namespace::Modules, "a.b."), ["a.b.c"]);
+    assert_eq!(prefix_names(&archive, Namespace::Modules, "a"), ["a", "a.b", "a.b.c", "a.c", "a_", "ab"]);
+    assert_eq!(prefix_names(&archive, Namespace::Modules, "b"), ["b", "b.a"]);
+    assert_eq!(prefix_names(&archive, Namespace::Files, "a"), ["a-1.dist-info/RECORD", "a.b/x", "a/b"]);
+    assert_eq!(prefix_names(&archive, Namespace::Files, "a/"), ["a/b"]);
+    assert_eq!(prefix_names(&archive, Namespace::Libraries, ""), ["a.so"]);
+    assert!(prefix_names(&archive, Namespace::Modules, "c").is_empty());
+    assert!(prefix_names(&archive, Namespace::Modules, "zz").is_empty());
+    assert!(prefix_names(&archive, Namespace::Libraries, "b").is_empty());
+
+    // Against a brute-force filter, for every prefix of every name and a few that match nothing.
+    let mut prefixes = vec![String::new(), "0".to_string(), "~".to_string(), "a.b.c.d".to_string()];
+    for (_, name, _) in &entries {
+        for end in 0..=name.len() {
+            prefixes.push(name[..end].to_string());
+        }
+    }
+    for namespace in [Namespace::Modules, Namespace::Files, Namespace::Libraries] {
+        for prefix in &prefixes {
+            let mut expected: Vec<String> = entries
+                .iter()
+                .filter(|(kind, name, _)| kind.namespace() == namespace && name.starts_with(prefix.as_str()))
+                .map(|(_, name, _)| name.to_string())
+                .collect();
+            expected.sort();
+            assert_eq!(prefix_names(&archive, namespace, prefix), expected, "{namespace:?} {prefix:?}");
+        }
+    }
+}
+
+/// Leading bytes that look like an executable and hold decoy magics.
+fn leading_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = Rng(len as u64 + 1).bytes(len);
+    if len >= 4 {
+        bytes[..4].copy_from_slice(b"\x7fELF");
+    }
+    if len >= 40 {
+        bytes[8..16].copy_from_slice(&layout::HEADER_MAGIC);
+        bytes[24..32].copy_from_slice(&layout::TRAILER_MAGIC);
+    }
+    bytes
+}
+
+#[test]
+fn archive_appended_after_leading_bytes_is_found_through_the_trailer() {
+    let archive_bytes = small(Some(3));
+    for leading in [0, 1, 7, 16, 100, 4096 + 3] {
+        let mut file = leading_bytes(leading);
+        file.extend_from_slice(&archive_bytes);
+        let archive = Archive::from_vec(file).unwrap();
+        assert_eq!(archive.start_offset(), leading as u64);
+        assert_eq!(archive.bytes(), &archive_bytes[..]);
+        let entry = archive.find(Namespace::Modules, "c").unwrap().unwrap();
+        assert_eq!(&entry.data(Role::Source).unwrap().unwrap()[..], b"x=1\n");
+        archive.verify_all().unwrap();
+    }
+}
+
+#[test]
+fn archive_appended_after_another_archive_opens_the_last_one() {
+    let first = small(None);
+    let second = write(&one(Kind::SharedLibrary), None);
+    let mut both = first.clone();
+    both.extend_from_slice(&second);
+    let archive = Archive::from_vec(both).unwrap();
+    assert_eq!(archive.start_offset(), first.len() as u64);
+    assert!(archive.find(Namespace::Libraries, "libfoo.so.1").unwrap().is_some());
+    assert!(archive.find(Namespace::Modules, "c").unwrap().is_none());
+}
+
+#[test]
+fn write_file_then_open_path_reads_the_archive_also_when_appended_to_an_executable() {
+    let directory = std::env::temp_dir().join(format!("ingot-format-test-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let path = directory.join("plain.ingot");
+    let mut writer = ArchiveWriter::new(options(Some(3)));
+    for (kind, name, blobs) in every_kind() {
+        writer.add(kind, name, blobs).unwrap();
+    }
+    let size = writer.write_file(&path).unwrap();
+    let written = std::fs::read(&path).unwrap();
+    assert_eq!(written.len() as u64, size);
+    assert_eq!(written, writer.to_vec().unwrap());
+    let archive = Archive::open_path(&path).unwrap();
+    assert_eq!(archive.len(), every_kind().len());
+    archive.verify_all().unwrap();
+
+    let executable = directory.join("app");
+    let mut bytes = leading_bytes(12345);
+    bytes.extend_from_slice(&written);
+    std::fs::write(&executable, &bytes).unwrap();
+    let archive = Archive::open_path(&executable).unwrap();
+    assert_eq!(archive.start_offset(), 12345);
+    assert_eq!(archive.bytes(), &written[..]);
+    archive.verify_all().unwrap();
+
+    let empty = directory.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(matches!(Archive::open_path(&empty), Err(ingot_format::Error::NotAnArchive)));
+    assert!(matches!(Archive::open_path(&directory.join("missing")), Err(ingot_format::Error::Io { .. })));
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn from_static_reads_an_archive_in_static_memory() {
+    let bytes: &'static [u8] = Box::leak(small(None).into_boxed_slice());
+    let archive = Archive::from_static(bytes).unwrap();
+    let entry = archive.find(Namespace::Files, "a/d.txt").unwrap().unwrap();
+    let data = entry.data(Role::Content).unwrap().unwrap();
+    assert!(matches!(data, Cow::Borrowed(_)));
+    assert_eq!(&data[..], b"hello");
+    // Zero copy: the bytes are the archive's own, inside its data region.
+    let data_offset = get_u64(bytes, layout::header::DATA_OFFSET) as usize;
+    let region = bytes[data_offset..].as_ptr_range();
+    assert!(region.contains(&data.as_ptr()));
+    assert_eq!((data.as_ptr() as usize - bytes.as_ptr() as usize) % 16, 0);
+}
