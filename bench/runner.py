@@ -1,0 +1,188 @@
+"""The measured process of the import benchmark.
+
+    python -I -S bench/runner.py [--verify] CONFIG SCRIPT [ARG ...]
+
+Installs the finder of CONFIG, then executes SCRIPT (bench/import_stdlib.py)
+as ``__main__`` code.  On exit it writes one line to stderr::
+
+    ingot-bench setup_ns=<finder setup> import_ns=<exec of SCRIPT>
+
+CONFIG and its ARGs:
+
+    stock                         nothing installed: the stock path finder
+    zipimport ZIP                 ZIP inserted at sys.path[0] (zipimport)
+    floor BLOB                    FloorFinder below, first on sys.meta_path
+    floor-mmap BLOB               the same, the blob mmap'ed instead of read()
+    oxidized SO PACKED            oxidized_importer loaded from SO, its
+                                  OxidizedFinder indexes PACKED (mmap), first
+                                  on sys.meta_path
+    ingot PYTHONPATH ARCHIVE      ``import ingot`` from PYTHONPATH, then
+                                  ingot.IngotFinder(ARCHIVE) first on sys.meta_path
+
+This file must import nothing that is not already loaded at startup or built
+in (sys, marshal, time, _imp, _frozen_importlib*): any stdlib .py module it
+imported would be served by the stock path finder before the finder under test
+is installed.  ``--verify`` (not used for timing) adds, after the import phase,
+a JSON line ``ingot-bench-verify {...}`` telling which loader served each module.
+"""
+
+import marshal
+import sys
+import time
+
+import _frozen_importlib as _boot
+import _frozen_importlib_external as _ext
+
+_clock = time.perf_counter_ns
+
+
+class FloorFinder:
+    """The least an in-memory finder can do: one read() of a prebuilt blob, a dict
+    lookup in find_spec, marshal.loads + exec in exec_module.
+
+    Blob layout (written by make_artifacts.py): b"INGFLOOR", u64 LE index length,
+    marshal of {name: (is_package, origin, package_dir_or_None, offset, length)},
+    then the marshal bytes of every code object (offsets relative to their start).
+    """
+
+    def __init__(self, path, use_mmap=False):
+        with open(path, "rb") as f:
+            if use_mmap:  # floor-mmap: map the blob instead of reading it (mmap is an extension module)
+                import mmap
+
+                data = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+            else:
+                data = f.read()
+        if data[:8] != b"INGFLOOR":
+            raise ImportError("not a floor blob: %r" % (path,))
+        n = int.from_bytes(data[8:16], "little")
+        self._mv = memoryview(data)
+        self._index = marshal.loads(self._mv[16 : 16 + n])
+        self._base = 16 + n
+
+    def find_spec(self, name, path=None, target=None):
+        entry = self._index.get(name)
+        if entry is None:
+            return None
+        spec = _boot.ModuleSpec(name, self, origin=entry[1], is_package=entry[0])
+        if entry[0]:
+            spec.submodule_search_locations = [entry[2]]
+        spec.has_location = True
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        entry = self._index[module.__spec__.name]
+        off = self._base + entry[3]
+        exec(marshal.loads(self._mv[off : off + entry[4]]), module.__dict__)
+
+    def invalidate_caches(self):
+        pass
+
+
+def _load_extension(name, path):
+    loader = _ext.ExtensionFileLoader(name, path)
+    spec = _boot.spec_from_loader(name, loader)
+    module = _boot.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def _skip(message):
+    sys.stderr.write("ingot-bench-skip: %s\n" % message)
+    raise SystemExit(3)
+
+
+def _setup(config, args):
+    if config == "stock":
+        return
+    if config == "zipimport":
+        sys.path.insert(0, args[0])
+        # `encodings` was imported from the stdlib directory during startup, so its
+        # submodules would be looked up on its __path__ only; put the zip first there, as
+        # if the interpreter had started from this zip (as it does from pythonXY.zip).
+        sys.modules["encodings"].__path__.insert(0, args[0] + "/encodings")
+        return
+    if config == "floor":
+        sys.meta_path.insert(0, FloorFinder(args[0]))
+        return
+    if config == "floor-mmap":
+        sys.meta_path.insert(0, FloorFinder(args[0], use_mmap=True))
+        return
+    if config == "oxidized":
+        oi = _load_extension("oxidized_importer", args[0])
+        finder = oi.OxidizedFinder()
+        finder.index_file_memory_mapped(args[1])
+        sys.meta_path.insert(0, finder)
+        return
+    if config == "ingot":
+        sys.path.insert(0, args[0])
+        try:
+            import ingot
+        except ImportError as e:
+            _skip("cannot import ingot from %s: %s" % (args[0], e))
+        finally:
+            del sys.path[0]
+        finder_type = getattr(ingot, "IngotFinder", None)
+        if finder_type is None:
+            _skip("ingot (%s) has no IngotFinder yet" % (getattr(ingot, "__file__", "?"),))
+        sys.meta_path.insert(0, finder_type(args[1]))
+        return
+    sys.stderr.write("runner.py: unknown config %r\n" % (config,))
+    raise SystemExit(2)
+
+
+def _loader_name(module):
+    spec = getattr(module, "__spec__", None)
+    loader = getattr(spec, "loader", None) if spec is not None else None
+    if loader is None:
+        loader = getattr(module, "__loader__", None)
+    if loader is None:
+        return "None"
+    if isinstance(loader, type):
+        return loader.__name__
+    return type(loader).__name__
+
+
+def main():
+    argv = sys.argv[1:]
+    verify = False
+    if argv and argv[0] == "--verify":
+        verify = True
+        del argv[0]
+    if len(argv) < 2:
+        sys.stderr.write(__doc__)
+        raise SystemExit(2)
+    config, script, args = argv[0], argv[1], argv[2:]
+
+    with open(script, "rb") as f:
+        code = compile(f.read(), script, "exec", dont_inherit=True)
+    namespace = {"__name__": "__main__", "__file__": script, "__builtins__": __builtins__}
+    before = set(sys.modules) if verify else None
+
+    t0 = _clock()
+    _setup(config, args)
+    t1 = _clock()
+    after_setup = set(sys.modules) if verify else None
+    exec(code, namespace)
+    t2 = _clock()
+
+    if verify:
+        import json  # already imported by the script; costs nothing here
+
+        report = {
+            "preloaded": sorted(before),
+            # stdlib modules pulled in by the finder's own setup (e.g. by `import ingot`):
+            # these are served by whatever was there before, not by the finder under test
+            "setup_loaded": {n: _loader_name(sys.modules[n]) for n in sorted(after_setup - before)},
+            "modules": {n: _loader_name(m) for n, m in sorted(sys.modules.items())},
+            "meta_path": [type(f).__name__ if not isinstance(f, type) else f.__name__ for f in sys.meta_path],
+        }
+        sys.stderr.write("ingot-bench-verify " + json.dumps(report) + "\n")
+    sys.stderr.write("ingot-bench setup_ns=%d import_ns=%d\n" % (t1 - t0, t2 - t1))
+
+
+main()
