@@ -18,6 +18,7 @@ from ingot._ingot import (
     IngotFinder,
     IngotPathEntryFinder,
     elf_dynamic,
+    loadable_image,
 )
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "IngotFinder",
     "IngotPathEntryFinder",
     "elf_dynamic",
+    "loadable_image",
     "install",
     "uninstall",
 ]

@@ -23,6 +23,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<finder::IngotPathEntryFinder>()?;
     module.add_class::<writer::ArchiveWriter>()?;
     module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
+    module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     Ok(())
 }
