@@ -1,0 +1,3 @@
+from hello import main
+
+main()

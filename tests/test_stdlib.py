@@ -1,0 +1,95 @@
+"""Acceptance: the whole pure-Python standard library imports from an archive in a process whose
+import system is reduced to built-in, frozen and ingot, on each supported Python."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import ROOT, python_for, run_python
+
+IMPORT_STDLIB = ROOT / "bench" / "import_stdlib.py"
+
+# Runs in a fresh `python -I -S`: imports ingot from its install directory, then removes the path
+# finder and every path hook, so that nothing after this point can come from the file system.
+REDUCED_PROCESS = r"""
+import sys, json
+sys.path.insert(0, sys.argv[1])
+import ingot
+import _frozen_importlib as bootstrap
+sys.path[:] = []
+sys.path_hooks[:] = []
+sys.path_importer_cache.clear()
+sys.meta_path[:] = [bootstrap.BuiltinImporter, bootstrap.FrozenImporter]
+finder = ingot.IngotFinder(sys.argv[2])
+sys.meta_path.insert(0, finder)
+before = set(sys.modules)
+source = open(sys.argv[3]).read()
+exec(compile(source, "import_stdlib.py", "exec"), {"__name__": "import_stdlib"})
+wanted = [line.split()[1] for line in source.splitlines() if line.startswith("import ")]
+
+def origin(name):
+    module = sys.modules.get(name)
+    if module is None:
+        return "missing"
+    loader = getattr(module.__spec__, "loader", None)
+    if loader is finder:
+        return "ingot"
+    if name in sys.builtin_module_names:
+        return "builtin"
+    return repr(loader)
+
+new = sorted(set(sys.modules) - before)
+import sqlite3, ssl
+connection = sqlite3.connect(":memory:")
+context = ssl.create_default_context()
+report = {
+    "wanted": {name: origin(name) for name in wanted},
+    "new": {name: origin(name) for name in new},
+    "extensions": {name: origin(name) for name in ("math", "_json", "_socket", "_ssl", "_sqlite3")},
+    "extension_files": {name: sys.modules[name].__file__ for name in ("_ssl", "_sqlite3")},
+    "sqlite": connection.execute("select sqlite_version()").fetchone()[0],
+    "ssl": ssl.OPENSSL_VERSION,
+    "maps": sorted({line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if "libssl" in line or "libsqlite3" in line}),
+}
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module", params=["3.11", "3.10"])
+def stdlib_archive(request, tmp_path_factory):
+    python = python_for(request.param)
+    archive = tmp_path_factory.mktemp(f"stdlib-{request.param}") / "stdlib.ingot"
+    subprocess.run([python, "-m", "ingot", "pack", "-o", str(archive)], check=True, capture_output=True)
+    site = run_python(python, "import ingot, os; print(os.path.dirname(os.path.dirname(ingot.__file__)))")
+    return python, site.stdout.strip(), archive
+
+
+def test_every_stdlib_module_imports_from_the_archive(stdlib_archive):
+    python, site, archive = stdlib_archive
+    result = subprocess.run(
+        [python, "-I", "-S", "-c", REDUCED_PROCESS, site, str(archive), str(IMPORT_STDLIB)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert len(report["wanted"]) > 400
+    not_from_archive = {name: where for name, where in report["wanted"].items() if where != "ingot"}
+    assert not_from_archive == {}
+    strays = {name: where for name, where in report["new"].items() if where not in ("ingot", "builtin")}
+    assert strays == {}
+    assert report["extensions"] == dict.fromkeys(("math", "_json", "_socket", "_ssl", "_sqlite3"), "ingot")
+    assert all(path.startswith(f"{archive}/") for path in report["extension_files"].values())
+    assert report["sqlite"] and report["ssl"].startswith("OpenSSL")
+
+
+def test_shared_libraries_of_ssl_and_sqlite3_come_from_memory(stdlib_archive):
+    python, site, archive = stdlib_archive
+    result = subprocess.run(
+        [python, "-I", "-S", "-c", REDUCED_PROCESS, site, str(archive), str(IMPORT_STDLIB)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    maps = json.loads(result.stdout)["maps"]
+    assert maps, "libssl and libsqlite3 are not mapped at all"
+    assert all(name.startswith("/memfd:ingot:") for name in maps), maps
