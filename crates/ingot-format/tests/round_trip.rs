@@ -402,3 +402,121 @@ fn from_static_reads_an_archive_in_static_memory() {
     assert!(region.contains(&data.as_ptr()));
     assert_eq!((data.as_ptr() as usize - bytes.as_ptr() as usize) % 16, 0);
 }
+
+fn format_md() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/format.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+#[test]
+fn worked_example_in_format_md_is_what_the_writer_writes() {
+    let mut documented = Vec::new();
+    for line in format_md().lines() {
+        let Some((address, rest)) = line.split_once(": ") else { continue };
+        if address.len() != 8 || !address.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            continue;
+        }
+        assert_eq!(usize::from_str_radix(address, 16).unwrap(), documented.len(), "dump line {address}");
+        let hex = rest.split("  ").next().unwrap();
+        documented.extend(hex.split_whitespace().map(|byte| u8::from_str_radix(byte, 16).unwrap()));
+    }
+    let mut writer = ArchiveWriter::new(options(None));
+    writer.add(Kind::Module, "a", vec![(Role::Source, b"x=1\n".to_vec())]).unwrap();
+    assert_eq!(documented, writer.to_vec().unwrap(), "docs/format.md §4 no longer matches the writer");
+    let archive = Archive::from_vec(documented).unwrap();
+    let entry = archive.find(Namespace::Modules, "a").unwrap().unwrap();
+    assert_eq!(&entry.data(Role::Source).unwrap().unwrap()[..], b"x=1\n");
+}
+
+/// The rows `| offset | width | type | field | ... |` of the table under the heading that starts
+/// with `heading`.
+fn documented_fields(doc: &str, heading: &str) -> Vec<(usize, usize, String)> {
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for line in doc.lines() {
+        if line.starts_with("### ") {
+            inside = line.starts_with(heading);
+            continue;
+        }
+        if !inside || !line.starts_with('|') {
+            continue;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if let (Ok(offset), Ok(width)) = (cells[1].parse(), cells[2].parse()) {
+            rows.push((offset, width, cells[4].trim_matches('`').to_string()));
+        }
+    }
+    assert!(!rows.is_empty(), "no field table under {heading}");
+    rows
+}
+
+#[test]
+fn field_tables_in_format_md_match_layout_rs() {
+    use layout::{blob as B, entry as E, header as H, trailer as T};
+    let doc = format_md();
+    let expect = |heading: &str, size: usize, fields: &[(&str, usize, usize)]| {
+        let documented = documented_fields(&doc, heading);
+        let expected: Vec<(usize, usize, String)> =
+            fields.iter().map(|(name, offset, width)| (*offset, *width, name.to_string())).collect();
+        assert_eq!(documented, expected, "{heading}");
+        let (last_offset, last_width, _) = documented.last().unwrap();
+        assert_eq!(last_offset + last_width, size, "{heading}: fields fill the record");
+        for pair in documented.windows(2) {
+            assert_eq!(pair[0].0 + pair[0].1, pair[1].0, "{heading}: {} is followed by {}", pair[0].2, pair[1].2);
+        }
+    };
+    expect("### Header", layout::HEADER_SIZE, &[
+        ("magic", H::MAGIC, 8),
+        ("version", H::VERSION, 4),
+        ("flags", H::FLAGS, 4),
+        ("entry_count", H::ENTRY_COUNT, 4),
+        ("blob_count", H::BLOB_COUNT, 4),
+        ("entries_offset", H::ENTRIES_OFFSET, 8),
+        ("blobs_offset", H::BLOBS_OFFSET, 8),
+        ("names_offset", H::NAMES_OFFSET, 8),
+        ("names_size", H::NAMES_SIZE, 8),
+        ("data_offset", H::DATA_OFFSET, 8),
+        ("data_size", H::DATA_SIZE, 8),
+        ("bytecode_magic", H::BYTECODE_MAGIC, 4),
+        ("python_major", H::PYTHON_MAJOR, 1),
+        ("python_minor", H::PYTHON_MINOR, 1),
+        ("reserved", H::RESERVED, 10),
+        ("index_checksum", H::INDEX_CHECKSUM, 8),
+    ]);
+    expect("### Entry record", layout::ENTRY_SIZE, &[
+        ("name_offset", E::NAME_OFFSET, 4),
+        ("name_size", E::NAME_SIZE, 4),
+        ("kind", E::KIND, 1),
+        ("flags", E::FLAGS, 1),
+        ("reserved", E::RESERVED, 2),
+        ("first_blob", E::FIRST_BLOB, 4),
+        ("blob_count", E::BLOB_COUNT, 4),
+        ("reserved2", E::RESERVED2, 4),
+    ]);
+    expect("### Blob record", layout::BLOB_SIZE, &[
+        ("role", B::ROLE, 1),
+        ("compression", B::COMPRESSION, 1),
+        ("reserved", B::RESERVED, 6),
+        ("offset", B::OFFSET, 8),
+        ("stored_size", B::STORED_SIZE, 8),
+        ("size", B::SIZE, 8),
+        ("checksum", B::CHECKSUM, 8),
+    ]);
+    expect("### Trailer", layout::TRAILER_SIZE, &[("archive_size", T::ARCHIVE_SIZE, 8), ("magic", T::MAGIC, 8)]);
+}
+
+#[test]
+fn tag_tables_in_format_md_match_layout_rs() {
+    // Each kind and role row of §2 starts with `| tag | `label``.
+    let doc = format_md();
+    let row = |tag: u8, label: &str| format!("| {tag:<3} | `{label}`");
+    for kind in Kind::ALL {
+        assert!(doc.contains(&row(kind.tag(), kind.label())), "kind {} = {}", kind.label(), kind.tag());
+    }
+    for role in [Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2), Role::Content, Role::Soname, Role::Needed] {
+        assert!(doc.contains(&row(role.tag(), role.label())), "role {} = {}", role.label(), role.tag());
+    }
+    for (namespace, label) in [(Namespace::Modules, "modules"), (Namespace::Files, "files"), (Namespace::Libraries, "libraries")] {
+        assert!(doc.contains(&row(namespace.tag(), label)), "name space {label}");
+    }
+}
