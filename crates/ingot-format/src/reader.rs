@@ -340,24 +340,28 @@ impl Archive {
 
     /// The stored bytes of `blob`, checked against its checksum the first time they are read.
     fn stored<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
-        // `blob` came from `Archive::blob`, which checked its range against this archive's data
-        // region; but `Blob` is `Copy` with public size fields, so a caller can hand in one from
-        // another archive or with a changed size. Check again rather than index blindly.
-        let outside = || {
-            Error::Malformed(format!(
-                "entry `{}`: {} blob {} does not lie in this archive's data region",
-                blob.entry_name,
-                blob.role.label(),
-                blob.index
-            ))
-        };
-        let stored = usize::try_from(blob.stored_size)
-            .ok()
-            .and_then(|len| blob.offset.checked_add(len))
-            .filter(|end| blob.offset >= self.header.data_offset && *end <= self.header.data_offset + self.header.data_size)
-            .and_then(|end| self.bytes().get(blob.offset..end))
-            .ok_or_else(outside)?;
-        let word = self.verified.get(blob.index as usize / 64).ok_or_else(outside)?;
+        // `blob` normally came from this archive's `Archive::blob`, which checked its range. But
+        // `Blob` is `Copy` with public fields, so a caller can hand in one from another archive or
+        // with a changed size: compare it with the record it claims to be before trusting it, both
+        // for the range and for the verified bit.
+        let record = (blob.index < self.header.blob_count)
+            .then(|| self.blob(blob.index, blob.entry_name).ok())
+            .flatten()
+            .filter(|record| {
+                (record.role, record.compression, record.offset, record.stored_size, record.size, record.checksum)
+                    == (blob.role, blob.compression, blob.offset, blob.stored_size, blob.size, blob.checksum)
+            })
+            .ok_or_else(|| {
+                Error::Malformed(format!(
+                    "entry `{}`: {} blob {} is not a blob of this archive",
+                    blob.entry_name,
+                    blob.role.label(),
+                    blob.index
+                ))
+            })?;
+        // In range: `Archive::blob` checked offset + stored_size against the data region.
+        let stored = &self.bytes()[record.offset..record.offset + record.stored_size as usize];
+        let word = &self.verified[blob.index as usize / 64];
         let bit = 1u64 << (blob.index % 64);
         if word.load(Ordering::Acquire) & bit == 0 {
             let found = xxh3_64(stored);

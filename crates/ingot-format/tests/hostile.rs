@@ -577,4 +577,14 @@ fn blob_from_another_archive_is_an_error_not_a_panic() {
     assert!(tiny.data(&blob).is_err());
     blob.stored_size = 1 << 20;
     assert!(tiny.data(&blob).is_err());
+
+    // Once a blob is verified, a copy with a smaller (in range) size is still not a blob of the
+    // archive: its bytes were never checked as such.
+    let genuine = entry.blob(Role::Source).unwrap().unwrap();
+    assert_eq!(&tiny.data(&genuine).unwrap()[..], b"x=1\n");
+    let mut shrunk = genuine;
+    shrunk.stored_size = 2;
+    shrunk.size = 2;
+    assert!(tiny.data(&shrunk).is_err());
+    assert_eq!(&tiny.data(&genuine).unwrap()[..], b"x=1\n");
 }
