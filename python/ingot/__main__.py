@@ -1,0 +1,7 @@
+"""``python -m ingot``: the ``ingot`` command line."""
+
+import sys
+
+from ingot.cli import main
+
+sys.exit(main())

@@ -1,0 +1,257 @@
+"""Deciding what goes into an archive: walking the standard library or a directory of packages.
+
+A collector reads no more than it needs to classify files; it returns :class:`Item` s (what,
+under which name, from which file) and warnings. :mod:`ingot.pack` reads, compiles and writes
+them. Everything is walked in sorted order, so the same tree gives the same items.
+
+Within one directory, a name resolves as Python's ``FileFinder`` would: a regular package (a
+directory with ``__init__.py``) before an extension module, before a ``.py`` module, before a
+namespace package; what loses is left out, with a warning.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.machinery
+import os
+import re
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingot.errors import CollectError
+
+__all__ = [
+    "DEFAULT_STDLIB_EXCLUDES", "Collection", "Item", "collect_directory", "collect_stdlib",
+    "is_excluded",
+]
+
+#: Left out of the standard library by default (``fnmatch`` patterns on dotted names; a pattern
+#: that matches a package leaves out everything in it).
+DEFAULT_STDLIB_EXCLUDES = (
+    "test", "*.test", "*.tests", "*.idle_test", "idlelib", "tkinter", "_tkinter", "turtle",
+    "turtledemo", "ensurepip", "__phello__", "__hello__", "_test*", "_xxtest*", "_ctypes_test",
+    "xxlimited*", "xxsubtype",
+)
+
+_EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+_SOURCE_SUFFIX = ".py"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One archive entry to be: ``kind`` (as in :data:`ingot.pack.KINDS`), ``name`` (a dotted
+    module name, a ``/``-separated path relative to the import root, or a library file name),
+    ``path`` (the file to read; None for a namespace package) and, for modules, ``relpath``:
+    the file's path relative to the import root, the filename bytecode is compiled with."""
+
+    kind: str
+    name: str
+    path: Path | None = None
+    relpath: str | None = None
+
+
+@dataclass
+class Collection:
+    """What one collector found under ``root``."""
+
+    root: Path
+    items: list[Item] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_excluded(name: str, patterns) -> bool:
+    """Whether dotted ``name`` or one of its parent packages matches one of ``patterns``."""
+    parts = name.split(".")
+    prefixes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatch.fnmatchcase(prefix, p) for prefix in prefixes for p in patterns)
+
+
+def _entries(directory: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as scan:
+            return sorted(scan, key=lambda entry: entry.name)
+    except OSError as error:
+        raise CollectError(f"cannot list {directory}: {error.strerror}") from error
+
+
+def _extension_module(entry: os.DirEntry) -> tuple[str, int] | None:
+    """(module name, suffix rank) if ``entry`` is an extension module for this interpreter."""
+    for rank, suffix in enumerate(_EXTENSION_SUFFIXES):
+        stem = entry.name[: -len(suffix)]
+        if entry.name.endswith(suffix) and stem and "." not in stem:
+            symbol = b"PyInit_" + stem.encode() if stem.isascii() else b"PyInitU_"
+            try:
+                with open(entry.path, "rb") as file:
+                    image = file.read()
+            except OSError:
+                return None
+            return (stem, rank) if image[:4] == b"\x7fELF" and symbol in image else None
+    return None
+
+
+def _has_modules(directory: Path) -> bool:
+    """Whether ``directory`` holds a module at some depth (what makes it a namespace package)."""
+    for entry in _entries(directory):
+        if entry.is_dir():
+            if entry.name != "__pycache__" and "." not in entry.name and _has_modules(entry.path):
+                return True
+        elif entry.name.endswith(_SOURCE_SUFFIX) or entry.name.endswith(_EXTENSION_SUFFIXES):
+            return True
+    return False
+
+
+class _Walker:
+    def __init__(self, root: Path, exclude, collection: Collection) -> None:
+        self.root, self.exclude, self.collection = root, tuple(exclude), collection
+
+    def add(self, kind: str, name: str, path: Path | None, relpath: str | None = None) -> None:
+        self.collection.items.append(Item(kind, name, path, relpath))
+
+    def warn(self, message: str) -> None:
+        self.collection.warnings.append(message)
+
+    def relative(self, path) -> str:
+        return Path(path).relative_to(self.root).as_posix()
+
+    def package(self, directory: Path, prefix: str, top_level=None) -> None:
+        """The modules, subpackages and data files of package ``prefix`` ('' for the root).
+
+        ``top_level(entry) -> bool``: at the root, claims entries that are no module."""
+        forms: dict[str, list[tuple[tuple[int, int], str, os.DirEntry]]] = {}
+        for entry in _entries(directory):
+            name = entry.name
+            if name == "__pycache__" or (not prefix and top_level and top_level(entry)):
+                continue
+            if entry.is_dir():
+                if name.endswith(".libs"):
+                    self.libraries(Path(entry.path))
+                elif "." not in name and (Path(entry.path) / "__init__.py").is_file():
+                    forms.setdefault(name, []).append(((0, 0), "package", entry))
+                elif "." not in name and _has_modules(Path(entry.path)):
+                    forms.setdefault(name, []).append(((3, 0), "namespace-package", entry))
+                elif prefix:
+                    self.data(Path(entry.path))
+            elif entry.is_file():
+                extension = _extension_module(entry)
+                stem = name[: -len(_SOURCE_SUFFIX)]
+                if extension:
+                    forms.setdefault(extension[0], []).append(
+                        ((1, extension[1]), "extension-module", entry))
+                elif name.endswith(_SOURCE_SUFFIX) and stem and "." not in stem:
+                    if stem != "__init__":
+                        forms.setdefault(stem, []).append(((2, 0), "module", entry))
+                elif prefix and not name.endswith((".pyc", ".pyo", _SOURCE_SUFFIX)):
+                    if re.search(r"\.(cpython-\d+\S*|abi3)\.so$", name):
+                        self.warn(f"{self.relative(entry.path)}: an extension module for another "
+                                  "Python version or platform, kept as a data file")
+                    self.add("data-file", self.relative(entry.path), Path(entry.path))
+        for name in sorted(forms):
+            full = f"{prefix}.{name}" if prefix else name
+            if is_excluded(full, self.exclude):
+                continue
+            (_, kind, entry), *losers = sorted(forms[name], key=lambda form: form[0])
+            for _, _, loser in losers:
+                self.warn(f"{self.relative(loser.path)}: left out, {full!r} is "
+                          f"{self.relative(entry.path)} ({kind}), as Python would import it")
+            path = Path(entry.path)
+            if kind == "package":
+                self.add("package", full, path / "__init__.py", self.relative(path / "__init__.py"))
+                self.package(path, full)
+            elif kind == "namespace-package":
+                if any((path / f"__init__{suffix}").exists() for suffix in _EXTENSION_SUFFIXES):
+                    self.warn(f"{self.relative(path)}: an extension module __init__ is not "
+                              "supported; collected as a namespace package")
+                self.add("namespace-package", full, None)
+                self.package(path, full)
+            else:
+                self.add(kind, full, path, self.relative(path))
+
+    def data(self, directory: Path) -> None:
+        """Every file below ``directory`` (no sources, no bytecode) as a data file."""
+        for entry in _entries(directory):
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    self.data(Path(entry.path))
+            elif entry.is_file() and not entry.name.endswith((".pyc", ".pyo", _SOURCE_SUFFIX)):
+                self.add("data-file", self.relative(entry.path), Path(entry.path))
+
+    def files(self, kind: str, directory: Path) -> None:
+        for entry in _entries(directory):
+            if entry.is_dir():
+                self.files(kind, Path(entry.path))
+            elif entry.is_file():
+                self.add(kind, self.relative(entry.path), Path(entry.path))
+
+    def libraries(self, directory: Path) -> None:
+        """Shared libraries a wheel ships (``numpy.libs/``, ``pkg/.libs/``), by file name."""
+        for entry in _entries(directory):
+            if entry.is_file() and ".so" in entry.name:
+                self.add("shared-library", entry.name, Path(entry.path))
+
+
+def _lib_dynload() -> Path | None:
+    candidates = [Path(sysconfig.get_path("platstdlib")) / "lib-dynload"]
+    candidates += [Path(p) for p in sys.path if os.path.basename(p) == "lib-dynload"]
+    return next((p for p in candidates if p.is_dir()), None)
+
+
+def collect_stdlib(exclude=DEFAULT_STDLIB_EXCLUDES) -> Collection:
+    """The running interpreter's standard library, ``lib-dynload`` extension modules included,
+    minus the packages and modules ``exclude`` matches (see :data:`DEFAULT_STDLIB_EXCLUDES`)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    if not (root / "os.py").is_file():
+        raise CollectError(f"the standard library of {sys.executable} is not at {root} "
+                           "(no os.py there)", hint="is this a relocated or embedded Python?")
+    collection = Collection(root)
+    walker = _Walker(root, exclude, collection)
+
+    def top_level(entry: os.DirEntry) -> bool:
+        return entry.name in ("site-packages", "dist-packages", "lib-dynload") or \
+            entry.name.startswith("config-") or not entry.is_dir() and \
+            not entry.name.endswith(_SOURCE_SUFFIX)
+
+    walker.package(root, "", top_level)
+    dynload = _lib_dynload()
+    if dynload is None:
+        collection.warnings.append(f"no lib-dynload directory for {sys.executable}: "
+                                   "the archive has no stdlib extension modules")
+    else:
+        dynload_walker = _Walker(dynload, exclude, collection)
+        dynload_walker.package(dynload, "", lambda entry: entry.is_dir() or
+                               entry.name.endswith(_SOURCE_SUFFIX))
+    return collection
+
+
+def collect_directory(path, *, exclude=()) -> Collection:
+    """A directory of packages (``site-packages``, a ``pip install --target`` directory): its
+    modules, packages, namespace packages, extension modules, package data, ``*.dist-info`` (and
+    ``*.egg-info``) files and the shared libraries of ``*.libs`` directories."""
+    root = Path(path)
+    if not root.is_dir():
+        what = "does not exist" if not root.exists() else "is not a directory"
+        raise CollectError(f"cannot collect {root}: it {what}",
+                           hint="give a directory of packages, e.g. made with "
+                                "`pip install --target DIR ...`")
+    collection = Collection(root)
+    walker = _Walker(root, exclude, collection)
+    if (root / "__init__.py").is_file():
+        walker.warn(f"{root} has an __init__.py: it is a package, and its modules are collected "
+                    f"as top-level modules; did you mean its parent, {root.resolve().parent}?")
+
+    def top_level(entry: os.DirEntry) -> bool:
+        name = entry.name
+        if entry.is_dir():
+            if name.endswith((".dist-info", ".egg-info")):
+                walker.files("dist-info-file", Path(entry.path))
+                return True
+            return name.endswith(".data") or (name == "bin" and
+                                              not (Path(entry.path) / "__init__.py").exists())
+        if name.endswith(".pth"):
+            walker.warn(f"{name}: .pth files are not supported, left out (the paths or code it "
+                        "adds to sys.path are not in the archive)")
+        return not name.endswith(_SOURCE_SUFFIX) and _extension_module(entry) is None
+
+    walker.package(root, "", top_level)
+    return collection

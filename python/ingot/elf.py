@@ -1,0 +1,221 @@
+"""Finding the shared libraries an extension module needs, the way the dynamic loader would.
+
+For a ``DT_NEEDED`` name of an object, glibc's ``ld.so`` searches, in order:
+
+1. a name with a ``/`` is a path, used as is;
+2. if the object has no ``DT_RUNPATH``: its ``DT_RPATH``, then the ``DT_RPATH`` of the objects
+   that loaded it, up the chain;
+3. ``LD_LIBRARY_PATH``;
+4. the object's ``DT_RUNPATH``;
+5. the ld.so cache (``ldconfig -p``);
+6. the default directories (multiarch, ``lib64``, ``lib``).
+
+``$ORIGIN`` is the directory of the object that carries the path. A candidate is taken only if it
+is an ELF object of the requester's class and machine, as ``ld.so`` does.
+
+What is *not* collected: glibc's own libraries and the loader (the host's glibc must serve the
+host's ``libc.so.6``; mixing glibcs crashes), and ``libpython`` (the host interpreter provides it).
+Everything else is collected, including ``libgcc_s.so.1``, ``libstdc++`` and ``libcrypt.so.1``
+(libxcrypt): they are not part of glibc and need not exist, or be recent enough, on the target.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sysconfig
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ingot._ingot import elf_dynamic
+
+__all__ = [
+    "ElfObject", "Resolution", "find_library", "is_host_library", "ld_cache", "parse_ldconfig",
+    "read_elf", "resolve",
+]
+
+#: Libraries the host always provides: glibc, its loader, the vDSO and libpython.
+HOST_LIBRARIES = (
+    "libc.so.*", "libm.so.*", "libpthread.so.*", "libdl.so.*", "librt.so.*", "libutil.so.*",
+    "libresolv.so.*", "libnsl.so.*", "libanl.so.*", "libmvec.so.*", "libBrokenLocale.so.*",
+    "libcidn.so.*", "libnss_*", "libthread_db.so.*", "libc_malloc_debug.so.*", "libmemusage.so",
+    "libpcprofile.so", "libSegFault.so", "ld-linux*.so*", "ld64.so.*", "ld.so.*",
+    "linux-vdso.so.*", "linux-gate.so.*", "libpython3*.so*",
+)
+
+_MULTIARCH = {62: "x86_64-linux-gnu", 183: "aarch64-linux-gnu", 3: "i386-linux-gnu",
+              40: "arm-linux-gnueabihf", 21: "powerpc64le-linux-gnu", 22: "s390x-linux-gnu",
+              243: "riscv64-linux-gnu"}
+
+
+def is_host_library(name: str) -> bool:
+    """Whether ``name`` (a ``DT_NEEDED`` or file name) is glibc's, the loader's or libpython's."""
+    base = os.path.basename(name)
+    return any(fnmatch.fnmatchcase(base, pattern) for pattern in HOST_LIBRARIES)
+
+
+def _split(entries) -> tuple[str, ...]:
+    return tuple(part for entry in entries for part in entry.split(":"))
+
+
+@dataclass(frozen=True)
+class ElfObject:
+    """What the loader needs to know about an ELF shared object found at ``path``."""
+
+    path: str
+    soname: str | None
+    needed: tuple[str, ...]
+    rpath: tuple[str, ...]
+    runpath: tuple[str, ...]
+    machine: int
+    is_64: bool
+
+    @classmethod
+    def from_image(cls, path: str, image: bytes) -> ElfObject:
+        """Raises ValueError when ``image`` is not an ELF object."""
+        info = elf_dynamic(image)
+        return cls(path, info["soname"], tuple(info["needed"]), _split(info["rpath"]),
+                   _split(info["runpath"]), info["machine"], info["is_64"])
+
+
+def read_elf(path: str) -> ElfObject:
+    """Reads the dynamic section of the ELF object at ``path`` (ValueError if it is not one)."""
+    with open(path, "rb") as file:
+        return ElfObject.from_image(path, file.read())
+
+
+def elf_class(path: str) -> tuple[bool, int] | None:
+    """(is_64, machine) from the ELF header of ``path``; None if it is not a readable ELF file."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != b"\x7fELF" or header[4] not in (1, 2):
+        return None
+    order = "<" if header[5] == 1 else ">"
+    return header[4] == 2, struct.unpack_from(order + "H", header, 18)[0]
+
+
+def parse_ldconfig(text: str) -> dict[str, tuple[str, ...]]:
+    """Maps each library name of ``ldconfig -p`` output to its paths, in cache order."""
+    paths: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        match = re.match(r"\s+(\S+)\s+\(([^)]*)\)(?:\s+OS ABI:[^=]*)?\s+=>\s+(\S.*)$", line)
+        if match:
+            paths.setdefault(match.group(1), []).append(match.group(3).strip())
+    return {name: tuple(found) for name, found in paths.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def ld_cache() -> dict[str, tuple[str, ...]]:
+    """The ld.so cache of this system, from ``ldconfig -p`` (empty if there is no ldconfig)."""
+    ldconfig = shutil.which("ldconfig") or next(
+        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.path.exists(p)), None)
+    if ldconfig is None:
+        return {}
+    try:
+        run = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, check=False,
+                             env={**os.environ, "LC_ALL": "C"}, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_ldconfig(run.stdout)
+
+
+def default_dirs(machine: int, is_64: bool) -> list[str]:
+    """The loader's built-in directories for objects of that machine and class."""
+    triplet = _MULTIARCH.get(machine) or sysconfig.get_config_var("MULTIARCH")
+    dirs = [f"/lib/{triplet}", f"/usr/lib/{triplet}"] if triplet else []
+    if is_64:
+        dirs += ["/lib64", "/usr/lib64"]
+    return dirs + ["/lib", "/usr/lib"]
+
+
+def _expand(entry: str, origin: str) -> str | None:
+    """``$ORIGIN`` expanded; None for other tokens (``$LIB``, ``$PLATFORM``): not supported."""
+    expanded = re.sub(r"\$(ORIGIN\b|\{ORIGIN\})", lambda _: origin, entry)
+    if "$" in expanded:
+        return None
+    return expanded or "."
+
+
+def _expand_all(entries: Iterable[str], origin: str) -> tuple[str, ...]:
+    return tuple(e for e in (_expand(entry, origin) for entry in entries) if e is not None)
+
+
+def find_library(name: str, requester: ElfObject, loader_rpath: tuple[str, ...] = ()) -> str | None:
+    """The path ``ld.so`` would load for ``requester``'s ``DT_NEEDED`` ``name``, or None.
+
+    ``loader_rpath``: the expanded ``DT_RPATH`` directories of the objects that loaded
+    ``requester``, nearest first.
+    """
+    wanted = (requester.is_64, requester.machine)
+    if "/" in name:
+        return name if elf_class(name) == wanted else None
+    origin = os.path.dirname(os.path.abspath(requester.path))
+    dirs: list[str] = []
+    if not requester.runpath:
+        dirs += _expand_all(requester.rpath, origin) + loader_rpath
+    ld_library_path = os.environ.get("LD_LIBRARY_PATH")
+    if ld_library_path:
+        dirs += [entry or "." for entry in re.split("[:;]", ld_library_path)]
+    dirs += _expand_all(requester.runpath, origin)
+    candidates = [os.path.join(directory, name) for directory in dirs]
+    candidates += ld_cache().get(name, ())
+    candidates += [os.path.join(directory, name)
+                   for directory in default_dirs(requester.machine, requester.is_64)]
+    return next((path for path in candidates if elf_class(path) == wanted), None)
+
+
+@dataclass
+class Resolution:
+    """The libraries a set of objects needs, transitively, minus the host's."""
+
+    libraries: dict[str, ElfObject] = field(default_factory=dict)  # file name -> object
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (requester path, needed name)
+    conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, kept, other)
+
+
+def resolve(objects: Iterable[ElfObject], *, known: Iterable[ElfObject] = ()) -> Resolution:
+    """Finds every library ``objects`` need, breadth first, in the order given.
+
+    ``known``: libraries already chosen (shipped in a wheel's ``*.libs``), keyed by file name: a
+    needed name found among them is not searched for. Their own needs are resolved too.
+    """
+    result = Resolution()
+    for library in known:
+        result.libraries.setdefault(os.path.basename(library.path), library)
+    queue: deque[tuple[ElfObject, tuple[str, ...]]] = deque((obj, ()) for obj in objects)
+    queue.extend((library, ()) for library in result.libraries.values())
+    while queue:
+        requester, loader_rpath = queue.popleft()
+        origin = os.path.dirname(os.path.abspath(requester.path))
+        child_rpath = loader_rpath if requester.runpath else (
+            _expand_all(requester.rpath, origin) + loader_rpath)
+        for name in requester.needed:
+            if is_host_library(name):
+                continue
+            path = find_library(name, requester, loader_rpath)
+            file_name = os.path.basename(name)
+            kept = result.libraries.get(file_name)
+            if kept is not None:
+                if path is not None and os.path.realpath(path) != os.path.realpath(kept.path):
+                    result.conflicts.append((file_name, kept.path, path))
+                continue
+            if path is None:
+                result.missing.append((requester.path, name))
+                continue
+            try:
+                library = read_elf(path)
+            except (OSError, ValueError):
+                result.missing.append((requester.path, name))
+                continue
+            result.libraries[file_name] = library
+            queue.append((library, child_rpath))
+    return result

@@ -1,0 +1,221 @@
+"""Packing an archive: the standard library and directories of packages, compiled, with the
+shared libraries their extension modules need.
+
+    from ingot.pack import pack
+    result = pack("app.ingot", directories=["build/site"], optimize_levels=(0, 2))
+    print(result.counts, result.size, result.warnings)
+
+:func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.collect`);
+:func:`pack` reads, compiles and writes it. Problems the user must fix raise
+:class:`~ingot.errors.IngotError`; problems that leave a usable archive (a module that does not
+compile, a library that cannot be found) are warnings in the result. The same inputs on the same
+interpreter give the same archive, byte for byte (see :mod:`ingot.bytecode`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ingot import elf
+from ingot._ingot import ArchiveWriter
+from ingot.bytecode import compile_module
+from ingot.collect import (
+    DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
+)
+from ingot.errors import PackError
+
+__all__ = [
+    "DEFAULT_STDLIB_EXCLUDES", "KINDS", "ManifestEntry", "PackResult", "collect_directory",
+    "collect_stdlib", "pack",
+]
+
+#: Entry kinds, in the order summaries list them.
+KINDS = ("module", "package", "namespace-package", "extension-module", "data-file",
+         "dist-info-file", "shared-library")
+_MODULE_KINDS = ("module", "package", "namespace-package", "extension-module")
+
+
+def _namespace(kind: str) -> str:
+    if kind in _MODULE_KINDS:
+        return "modules"
+    return "libraries" if kind == "shared-library" else "files"
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    kind: str
+    name: str
+    size: int  # bytes of all its blobs, uncompressed (source + bytecode for a module)
+
+
+@dataclass
+class PackResult:
+    output: Path
+    size: int  # of the archive file
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    sizes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    warnings: list[str] = field(default_factory=list)
+    manifest: list[ManifestEntry] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def names(self, kind: str) -> set[str]:
+        return {entry.name for entry in self.manifest if entry.kind == kind}
+
+
+def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple[str, str], Item]:
+    """One item per name, the first collection's winning, as the first ``sys.path`` entry would;
+    a regular package or module replaces a namespace package (namespace portions merge)."""
+    plan: dict[tuple[str, str], Item] = {}
+    for collection in collections:
+        for item in collection.items:
+            key = (_namespace(item.kind), item.name)
+            kept = plan.get(key)
+            if kept is None or (kept.kind == "namespace-package" and item.kind != kept.kind):
+                plan[key] = item
+            elif item.kind != "namespace-package" and kept.path != item.path:
+                warnings.append(f"{item.path}: left out, {item.kind} {item.name!r} is already "
+                                f"{kept.path} ({kept.kind})")
+    return plan
+
+
+def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str]) -> None:
+    """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`)."""
+    roots, known, owner = [], [], {}
+    for item in plan.values():
+        if item.kind in ("extension-module", "shared-library"):
+            try:
+                obj = elf.read_elf(str(item.path))
+            except (OSError, ValueError) as error:
+                warnings.append(f"{item.path}: not a readable ELF object ({error}); its libraries "
+                                "are not collected")
+                continue
+            (roots if item.kind == "extension-module" else known).append(obj)
+            owner[obj.path] = f"{item.kind} {item.name!r}"
+    resolution = elf.resolve(roots, known=known)
+    for name, library in resolution.libraries.items():
+        plan.setdefault(("libraries", name), Item("shared-library", name, Path(library.path)))
+    for requester, needed in resolution.missing:
+        warnings.append(f"{owner.get(requester, requester)} needs {needed}, which was not found "
+                        f"(searched its RPATH/RUNPATH, LD_LIBRARY_PATH, the ld.so cache and "
+                        f"the default directories); the target system must provide it")
+    for name, kept, other in sorted(set(resolution.conflicts)):
+        warnings.append(f"{name}: {kept} collected; some object would load {other} instead")
+
+
+def _read(item: Item) -> bytes:
+    with open(item.path, "rb") as file:  # type: ignore[arg-type]
+        return file.read()
+
+
+def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool) -> int:
+    """Adds one item to ``writer``; returns its size. Raises OSError, ValueError, SyntaxError."""
+    if item.kind == "namespace-package":
+        writer.add_namespace_package(item.name)
+        return 0
+    content = _read(item)
+    if item.kind in ("module", "package"):
+        bytecode = compile_module(content, item.relpath or item.name, levels)
+        source = content if include_source else None
+        writer.add_module(item.name, source=source, bytecode=bytecode or None,
+                          is_package=item.kind == "package")
+        return len(source or b"") + sum(map(len, bytecode.values()))
+    if item.kind == "extension-module":
+        writer.add_extension_module(item.name, content, list(elf.ElfObject.from_image(
+            str(item.path), content).needed))
+    elif item.kind == "shared-library":
+        obj = elf.ElfObject.from_image(str(item.path), content)
+        writer.add_shared_library(item.name, content, soname=obj.soname, needed=list(obj.needed))
+    elif item.kind == "data-file":
+        writer.add_data_file(item.name, content)
+    elif item.kind == "dist-info-file":
+        writer.add_dist_info_file(item.name, content)
+    else:
+        raise ValueError(f"unknown item kind {item.kind!r}")
+    return len(content)
+
+
+def _check_options(output: Path, levels, include_source: bool, compression_level) -> tuple:
+    levels = tuple(sorted(set(levels)))
+    if any(level not in (0, 1, 2) for level in levels):
+        raise PackError(f"optimization levels are 0, 1 or 2, not {levels}",
+                        hint="0 keeps asserts and docstrings, 1 drops asserts, 2 also docstrings")
+    if not levels and not include_source:
+        raise PackError("modules would have neither bytecode nor source",
+                        hint="give at least one optimization level, or keep the source")
+    if compression_level is not None and not -7 <= compression_level <= 22:
+        raise PackError(f"compression level {compression_level} is not a zstd level (-7 to 22)")
+    parent = output.parent if str(output.parent) else Path(".")
+    if not parent.is_dir():
+        raise PackError(f"cannot write {output}: directory {parent} does not exist",
+                        hint=f"create it first (mkdir -p {parent})")
+    if output.is_dir():
+        raise PackError(f"cannot write {output}: it is a directory", hint="give a file name")
+    return levels
+
+
+def pack(output, *, stdlib: bool = True, directories: Iterable = (),
+         stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES,
+         optimize_levels: Iterable[int] = (0,), include_source: bool = True,
+         compression_level: int | None = None,
+         progress: Callable[[str], None] | None = None) -> PackResult:
+    """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
+    ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
+
+    Modules are compiled by the running interpreter at each of ``optimize_levels``, and keep
+    their source unless ``include_source`` is false. Blobs are zstd-compressed at
+    ``compression_level`` (None: stored as is). ``progress`` receives one line per step.
+    """
+    started = time.perf_counter()
+    output = Path(output)
+    levels = _check_options(output, optimize_levels, include_source, compression_level)
+    say = progress or (lambda message: None)
+    result = PackResult(output, 0)
+    collections: list[Collection] = []
+    seen = set()
+    for directory in directories:  # first: a bad directory fails before the long steps
+        if os.path.realpath(directory) not in seen:
+            seen.add(os.path.realpath(directory))
+            collections.append(collect_directory(directory))
+            say(f"collected {len(collections[-1].items)} entries from {directory}")
+    if stdlib:  # the standard library comes first on sys.path: it wins name clashes
+        collections.insert(0, collect_stdlib(tuple(stdlib_exclude)))
+        say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
+    for collection in collections:
+        result.warnings += collection.warnings
+    plan = _merge(collections, result.warnings)
+    _add_libraries(plan, result.warnings)
+    say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
+    seed = os.environ.get("PYTHONHASHSEED", "random")
+    if levels and sys.version_info < (3, 11) and seed == "random":
+        result.warnings.append("CPython 3.10 writes frozenset constants in hash order: set "
+                               "PYTHONHASHSEED=0 for a reproducible archive")
+
+    writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
+                           python_version=sys.version_info[:2], compression_level=compression_level)
+    for key in sorted(plan):
+        item = plan[key]
+        try:
+            size = _add(writer, item, levels, include_source)
+        except SyntaxError as error:
+            result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
+                                   f"{item.kind} {item.name!r} left out")
+            continue
+        except (OSError, ValueError) as error:
+            result.warnings.append(f"{item.path}: {item.kind} {item.name!r} left out: {error}")
+            continue
+        result.manifest.append(ManifestEntry(item.kind, item.name, size))
+        result.counts[item.kind] += 1
+        result.sizes[item.kind] += size
+    say(f"writing {len(writer)} entries to {output}")
+    try:
+        result.size = writer.write(str(output))
+    except (OSError, RuntimeError) as error:
+        raise PackError(f"cannot write {output}: {error}") from error
+    result.seconds = time.perf_counter() - started
+    return result

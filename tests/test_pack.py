@@ -1,0 +1,338 @@
+"""Collecting the standard library and directories of packages, packing them, and `ingot pack`."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from ingot import cli, elf
+from ingot.bytecode import canonical_marshal, compile_module
+from ingot.collect import is_excluded
+from ingot.errors import CollectError, IngotError, PackError
+from ingot.pack import KINDS, collect_directory, collect_stdlib, pack
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+def kinds(collection) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for item in collection.items:
+        found[item.kind].add(item.name)
+    return found
+
+
+@pytest.fixture(scope="session")
+def pip_target(tmp_path_factory) -> Path:
+    """six (a module), certifi (a package with data), rich: installed by pip from PyPI."""
+    target = tmp_path_factory.mktemp("target")
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-deps",
+         "--disable-pip-version-check", "--quiet", "six", "certifi", "rich"],
+        capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.skip(f"pip could not install from PyPI: {run.stderr.strip()[-300:]}")
+    return target
+
+
+@pytest.fixture(scope="session")
+def stdlib_pack(tmp_path_factory):
+    output = tmp_path_factory.mktemp("stdlib") / "stdlib.ingot"
+    return pack(output)
+
+
+def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return root
+
+
+# --- the standard library ------------------------------------------------------------------------
+
+def test_stdlib_collection_leaves_out_tests_idlelib_and_tkinter():
+    found = kinds(collect_stdlib())
+    modules = found["module"] | found["package"] | found["extension-module"]
+    for left_out in ("test", "idlelib", "tkinter", "turtle", "turtledemo", "ensurepip",
+                     "__phello__", "__hello__", "_testcapi", "_tkinter", "xxlimited"):
+        assert not any(m == left_out or m.startswith(left_out + ".") for m in modules), left_out
+    assert not any(".test." in f".{m}." or ".tests." in f".{m}." or "idle_test" in m
+                   for m in modules)
+    assert not any(name.startswith(("test/", "idlelib/", "tkinter/"))
+                   for name in found["data-file"])
+
+
+def test_stdlib_collection_includes_json_email_and_lib_dynload_extensions():
+    found = kinds(collect_stdlib())
+    assert {"json", "email", "email.mime", "importlib", "encodings"} <= found["package"]
+    assert {"os", "json.decoder", "email.message", "pydoc_data.topics"} <= found["module"]
+    assert {"math", "_ssl", "_sqlite3", "_json"} <= found["extension-module"]
+    assert not any(name.startswith("site-packages") or "config-" in name
+                   for names in found.values() for name in names)
+
+
+def test_stdlib_data_files_are_package_relative_paths():
+    data = kinds(collect_stdlib())["data-file"]
+    assert "pydoc_data/_pydoc.css" in data
+    assert "email/architecture.rst" in data
+    if (STDLIB / "lib2to3").is_dir():  # removed in 3.13
+        assert "lib2to3/Grammar.txt" in data
+    assert not any(name.endswith((".py", ".pyc")) or "__pycache__" in name for name in data)
+
+
+def test_stdlib_has_no_invented_namespace_packages():
+    assert kinds(collect_stdlib())["namespace-package"] == set()
+
+
+def test_stdlib_exclude_patterns_are_configurable():
+    found = kinds(collect_stdlib(exclude=("xml", "*.test", "_test*", "json.*")))
+    assert not any(name == "xml" or name.startswith("xml.") for name in found["package"])
+    assert "json" in found["package"] and "json.decoder" not in found["module"]
+    everything = kinds(collect_stdlib(exclude=()))
+    assert "test.support" in everything["package"]
+    assert "_testcapi" in everything["extension-module"]
+
+
+def test_is_excluded_matches_a_name_or_any_parent_package():
+    assert is_excluded("unittest.test.testmock", ["*.test"])
+    assert is_excluded("test", ["test"]) and is_excluded("test.support", ["test"])
+    assert not is_excluded("pytest", ["test"]) and not is_excluded("contest.x", ["test"])
+
+
+def test_stdlib_pack_has_ssl_and_sqlite_libraries_but_not_libc(stdlib_pack):
+    libraries = stdlib_pack.names("shared-library")
+    assert {"libssl.so.3", "libcrypto.so.3", "libsqlite3.so.0"} <= libraries
+    assert not any(elf.is_host_library(name) for name in libraries)
+    assert "libc.so.6" not in libraries
+
+
+def test_stdlib_pack_result_counts_and_sizes(stdlib_pack):
+    assert stdlib_pack.counts["module"] > 400 and stdlib_pack.counts["extension-module"] > 30
+    assert sum(stdlib_pack.counts.values()) == len(stdlib_pack.manifest)
+    assert stdlib_pack.size == stdlib_pack.output.stat().st_size
+    data = stdlib_pack.output.read_bytes()
+    assert data.startswith(b"\x89INGOT\r\n") and data.endswith(b"INGOTEND")
+    assert stdlib_pack.warnings == []
+
+
+def test_packing_twice_gives_identical_bytes(stdlib_pack, pip_target, tmp_path):
+    first = pack(tmp_path / "a.ingot", directories=[pip_target], optimize_levels=(0, 2))
+    # Interning these one-letter identifiers changes what plain marshal.dumps writes for
+    # html/entities.py; the archive must not change.
+    held = compile("\u00fe = 1; \u00f8 = 2; \u00df = 3; \u00d0 = 4", "perturb.py", "exec")
+    second = pack(tmp_path / "b.ingot", directories=[pip_target], optimize_levels=(0, 2))
+    assert first.output.read_bytes() == second.output.read_bytes() and held
+    again = pack(tmp_path / "c.ingot")
+    assert again.output.read_bytes() == stdlib_pack.output.read_bytes()
+
+
+# --- bytecode ------------------------------------------------------------------------------------
+
+def test_canonical_marshal_loads_back_to_equal_code():
+    source = (STDLIB / "html" / "entities.py").read_bytes()
+    code = compile(source, "html/entities.py", "exec", dont_inherit=True)
+    data = canonical_marshal(code)
+    assert marshal.loads(data) == code
+    assert len(data) <= len(marshal.dumps(code))
+
+
+def test_canonical_marshal_does_not_depend_on_what_the_process_holds():
+    # In a fresh interpreter: compile html/entities.py, intern a few one-letter strings it
+    # holds as constants (by using them as identifiers), compile it again. Plain marshal.dumps
+    # changes (CPython 3.10 to 3.12); the canonical form must not.
+    script = (
+        "import marshal, sys\n"
+        "from ingot.bytecode import canonical_marshal\n"
+        "src = open(sys.argv[1], 'rb').read()\n"
+        "before = canonical_marshal(compile(src, 'e.py', 'exec'))\n"
+        "held = compile('\\u00fe = 1; \\u00f8 = 2; \\u00df = 3', 'x.py', 'exec')\n"
+        "after = canonical_marshal(compile(src, 'e.py', 'exec'))\n"
+        "print(before == after)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(STDLIB / "html" / "entities.py")],
+                         capture_output=True, text=True)
+    assert run.stdout.strip() == "True", run.stderr
+
+
+def test_canonical_marshal_is_the_same_for_any_compilation_order():
+    sources = {name: (STDLIB / name).read_bytes()
+               for name in ("html/entities.py", "ftplib.py", "abc.py", "typing.py")}
+    forward = {name: compile_module(src, name, (0, 1)) for name, src in sources.items()}
+    backward = {name: compile_module(src, name, (0, 1)) for name, src in reversed(sources.items())}
+    assert forward == backward
+
+
+def test_compile_module_raises_syntax_error_without_warnings():
+    with pytest.raises(SyntaxError):
+        compile_module(b"print 'python 2'\n", "old.py", (0,))
+    assert compile_module(b"x = '\\d'\n", "escape.py", (0,))  # SyntaxWarning in 3.12+: silent
+
+
+# --- directories of packages ---------------------------------------------------------------------
+
+def test_pip_target_directory_gives_modules_packages_data_and_dist_info(pip_target):
+    collection = collect_directory(pip_target)
+    found = kinds(collection)
+    assert "six" in found["module"]
+    assert {"certifi", "rich"} <= found["package"]
+    assert {"certifi.core", "rich.console", "rich.text"} <= found["module"]
+    assert "certifi/cacert.pem" in found["data-file"]
+    dist_info = found["dist-info-file"]
+    for project in ("six", "certifi", "rich"):
+        assert any(name.startswith(f"{project}-") and name.endswith(".dist-info/METADATA")
+                   for name in dist_info), project
+    everything = {name for names in found.values() for name in names}
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in everything)
+    assert all(item.relpath == f"{item.name.replace('.', '/')}.py" for item in collection.items
+               if item.kind == "module")
+    assert collection.warnings == []
+
+
+def test_namespace_package_is_detected(tmp_path):
+    make_tree(tmp_path, {
+        "nsp/sub/mod.py": "x = 1\n",
+        "nsp/deep/er/leaf.py": "y = 2\n",
+        "nsp/regular/__init__.py": "",
+        "nsp/regular/data/table.csv": "a,b\n",
+    })
+    found = kinds(collect_directory(tmp_path))
+    assert {"nsp", "nsp.sub", "nsp.deep", "nsp.deep.er"} <= found["namespace-package"]
+    assert {"nsp.sub.mod", "nsp.deep.er.leaf"} <= found["module"]
+    assert "nsp.regular" in found["package"]
+    assert "nsp.regular.data" not in found["namespace-package"]  # a plain data directory
+    assert "nsp/regular/data/table.csv" in found["data-file"]
+
+
+def test_plain_data_directory_at_top_level_is_not_a_package(tmp_path):
+    make_tree(tmp_path, {"share/doc/readme.txt": "hi", "README.txt": "top", "ok.py": ""})
+    found = kinds(collect_directory(tmp_path))
+    assert found["namespace-package"] == set() and found["data-file"] == set()
+    assert found["module"] == {"ok"}
+
+
+def test_package_wins_over_module_of_the_same_name_with_a_warning(tmp_path):
+    make_tree(tmp_path, {"dup/__init__.py": "", "dup.py": "", "solo.py": ""})
+    collection = collect_directory(tmp_path)
+    assert kinds(collection)["package"] == {"dup"} and kinds(collection)["module"] == {"solo"}
+    assert any("dup.py" in warning and "left out" in warning for warning in collection.warnings)
+
+
+def test_pth_files_are_reported_and_bin_and_data_dirs_skipped(tmp_path):
+    make_tree(tmp_path, {"extra.pth": "/somewhere\n", "bin/tool": "#!/bin/sh\n",
+                         "pkg-1.0.data/scripts/x.py": "", "pkg/__init__.py": ""})
+    collection = collect_directory(tmp_path)
+    assert any("extra.pth" in warning and "not supported" in warning
+               for warning in collection.warnings)
+    assert [item.name for item in collection.items] == ["pkg"]
+
+
+def test_wheel_libs_directory_gives_shared_libraries(tmp_path):
+    libz = elf.ld_cache().get("libz.so.1", (None,))[0]
+    if libz is None:
+        pytest.skip("no libz.so.1 in the ld.so cache")
+    make_tree(tmp_path, {"fake/__init__.py": ""})
+    (tmp_path / "fake.libs").mkdir()
+    shutil.copy(libz, tmp_path / "fake.libs" / "libz-0a1b2c3d.so.1.2.13")
+    found = kinds(collect_directory(tmp_path))
+    assert found["shared-library"] == {"libz-0a1b2c3d.so.1.2.13"}
+    result = pack(tmp_path / "out.ingot", stdlib=False, directories=[tmp_path])
+    assert result.names("shared-library") == {"libz-0a1b2c3d.so.1.2.13"}
+
+
+def test_extension_modules_are_named_without_their_suffix(tmp_path):
+    import _json
+
+    shutil.copy(_json.__file__, tmp_path / os.path.basename(_json.__file__))
+    make_tree(tmp_path, {"pkg/__init__.py": "", "pkg/libhelper.so": b"\x7fELF not a module"})
+    shutil.copy(_json.__file__, tmp_path / "pkg" / "_json.abi3.so")
+    found = kinds(collect_directory(tmp_path))
+    assert found["extension-module"] == {"_json", "pkg._json"}
+    assert "pkg/libhelper.so" in found["data-file"]  # no PyInit_libhelper: not a module
+
+
+def test_a_package_given_as_a_directory_of_packages_is_reported(tmp_path):
+    make_tree(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": ""})
+    collection = collect_directory(tmp_path / "pkg")
+    assert any("did you mean its parent" in warning for warning in collection.warnings)
+
+
+def test_first_directory_wins_a_name_clash(tmp_path):
+    first = make_tree(tmp_path / "first", {"mod.py": "x = 1\n"})
+    second = make_tree(tmp_path / "second", {"mod.py": "x = 2\n", "other.py": ""})
+    result = pack(tmp_path / "out.ingot", stdlib=False, directories=[first, second])
+    assert result.names("module") == {"mod", "other"}
+    assert any(str(second / "mod.py") in warning for warning in result.warnings)
+
+
+def test_module_that_does_not_compile_is_left_out_with_a_warning(tmp_path):
+    src = make_tree(tmp_path / "src", {"good.py": "x = 1\n", "bad.py": "print 'py2'\n"})
+    result = pack(tmp_path / "out.ingot", stdlib=False, directories=[src])
+    assert result.names("module") == {"good"}
+    assert any("bad.py:1: does not compile" in warning for warning in result.warnings)
+
+
+def test_source_and_levels_are_configurable(tmp_path):
+    src = make_tree(tmp_path / "src", {"m.py": "assert True\n'''doc'''\n" * 50})
+    with_source = pack(tmp_path / "a.ingot", stdlib=False, directories=[src])
+    without = pack(tmp_path / "b.ingot", stdlib=False, directories=[src], include_source=False,
+                   optimize_levels=(0, 1, 2))
+    size = len((src / "m.py").read_bytes())
+    bytecode = compile_module((src / "m.py").read_bytes(), "m.py", (0, 1, 2))
+    assert with_source.manifest[0].size == size + len(bytecode[0])
+    assert without.manifest[0].size == sum(map(len, bytecode.values()))
+
+
+def test_bad_inputs_raise_ingot_errors(tmp_path):
+    with pytest.raises(CollectError, match="does not exist"):
+        collect_directory(tmp_path / "missing")
+    with pytest.raises(PackError, match="does not exist"):
+        pack(tmp_path / "no" / "out.ingot", stdlib=False)
+    with pytest.raises(PackError, match="0, 1 or 2"):
+        pack(tmp_path / "out.ingot", stdlib=False, optimize_levels=(3,))
+    with pytest.raises(PackError, match="neither bytecode nor source"):
+        pack(tmp_path / "out.ingot", stdlib=False, optimize_levels=(), include_source=False)
+    assert issubclass(CollectError, IngotError) and issubclass(PackError, IngotError)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+def test_cli_pack_writes_an_archive_and_a_summary(tmp_path, capsys):
+    src = make_tree(tmp_path / "src", {"app/__init__.py": "", "app/main.py": "print('hi')\n"})
+    out = tmp_path / "app.ingot"
+    assert cli.main(["pack", "-o", str(out), "--no-stdlib", "--path", str(src),
+                     "--optimize", "0,2", "--compress", "3"]) == 0
+    assert out.read_bytes().startswith(b"\x89INGOT\r\n")
+    err = capsys.readouterr().err
+    assert "module" in err and "wrote" in err and str(out) in err
+
+
+def test_cli_bad_path_exits_1_with_error(tmp_path, capsys):
+    out, missing = tmp_path / "x.ingot", tmp_path / "nope"
+    assert cli.main(["pack", "-o", str(out), "--path", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "nope" in err and "hint: " in err
+    assert not (tmp_path / "x.ingot").exists()
+
+
+def test_cli_bad_arguments_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["pack", "-o", str(tmp_path / "x.ingot"), "--optimize", "3"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([])
+    assert exit_info.value.code == 2
+
+
+def test_python_dash_m_ingot_runs_the_cli(tmp_path):
+    src = make_tree(tmp_path / "src", {"m.py": ""})
+    run = subprocess.run([sys.executable, "-m", "ingot", "pack", "-o", str(tmp_path / "m.ingot"),
+                          "--no-stdlib", "--path", str(src), "-q"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "" and (tmp_path / "m.ingot").is_file()
