@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="bytecode optimization levels to compile, e.g. 0,1,2 (default: 0)")
     pack.add_argument("--no-source", dest="source", action="store_false",
                       help="leave module sources out (tracebacks then show no source lines)")
+    pack.add_argument("--keep-debug-info", action="store_true",
+                      help="store extension modules and shared libraries whole, debug sections "
+                           "included (default: cut after their last loadable segment)")
     pack.add_argument("--compress", type=int, default=None, metavar="LEVEL",
                       help="zstd-compress blobs at this level (default: store as is)")
     pack.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
@@ -76,7 +79,8 @@ def _pack(args: argparse.Namespace) -> int:
     excludes = () if args.no_default_excludes else DEFAULT_STDLIB_EXCLUDES
     result = pack(args.output, stdlib=args.stdlib, directories=args.paths,
                   stdlib_exclude=(*excludes, *args.stdlib_exclude), optimize_levels=args.optimize,
-                  include_source=args.source, compression_level=args.compress, progress=say)
+                  include_source=args.source, compression_level=args.compress,
+                  keep_debug_info=args.keep_debug_info, progress=say)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ingot import elf
-from ingot._ingot import ArchiveWriter
+from ingot._ingot import ArchiveWriter, loadable_image
 from ingot.bytecode import compile_module
 from ingot.collect import (
     DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
@@ -113,8 +113,13 @@ def _read(item: Item) -> bytes:
         return file.read()
 
 
-def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool) -> int:
-    """Adds one item to ``writer``; returns its size. Raises OSError, ValueError, SyntaxError."""
+def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool,
+         keep_debug_info: bool = False) -> int:
+    """Adds one item to ``writer``; returns its size. Raises OSError, ValueError, SyntaxError.
+
+    Native images are cut after their last loadable segment unless ``keep_debug_info``: the
+    loader never reads debug sections, and each extension module is copied into memory when
+    imported."""
     if item.kind == "namespace-package":
         writer.add_namespace_package(item.name)
         return 0
@@ -125,6 +130,8 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
         writer.add_module(item.name, source=source, bytecode=bytecode or None,
                           is_package=item.kind == "package")
         return len(source or b"") + sum(map(len, bytecode.values()))
+    if item.kind in ("extension-module", "shared-library") and not keep_debug_info:
+        content = loadable_image(content)
     if item.kind == "extension-module":
         writer.add_extension_module(item.name, content, list(elf.ElfObject.from_image(
             str(item.path), content).needed))
@@ -162,14 +169,15 @@ def _check_options(output: Path, levels, include_source: bool, compression_level
 def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES,
          optimize_levels: Iterable[int] = (0,), include_source: bool = True,
-         compression_level: int | None = None,
+         compression_level: int | None = None, keep_debug_info: bool = False,
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
 
     Modules are compiled by the running interpreter at each of ``optimize_levels``, and keep
     their source unless ``include_source`` is false. Blobs are zstd-compressed at
-    ``compression_level`` (None: stored as is). ``progress`` receives one line per step.
+    ``compression_level`` (None: stored as is). Extension modules and shared libraries lose their
+    debug sections unless ``keep_debug_info``. ``progress`` receives one line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -201,7 +209,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for key in sorted(plan):
         item = plan[key]
         try:
-            size = _add(writer, item, levels, include_source)
+            size = _add(writer, item, levels, include_source, keep_debug_info)
         except SyntaxError as error:
             result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                                    f"{item.kind} {item.name!r} left out")
