@@ -62,9 +62,15 @@ def test_flipped_byte_in_the_index_fails_the_index_checksum(tmp_path, valid):
     assert output.startswith("ArchiveError") and "index is corrupted" in output, output
 
 
-def test_flipped_byte_in_module_data_is_caught_at_import_and_names_the_entry(tmp_path, valid):
-    data = bytearray(valid)
-    data[-40] ^= 0xFF  # inside the last blob's bytes, before the 16-byte trailer
+@pytest.mark.parametrize("stored", ["bytecode", "source"])
+def test_flipped_byte_in_module_data_is_caught_at_import_and_names_the_entry(tmp_path, stored):
+    builder = ArchiveBuilder()
+    if stored == "bytecode":
+        builder.module("victim", "VALUE = 'intact'\n", with_source=False)
+    else:
+        builder.module("victim", "VALUE = 'intact'\n", levels=())
+    data = bytearray(builder.write(tmp_path / "one.ingot").read_bytes())
+    data[data.find(b"intact")] ^= 0xFF
     output = run_on(tmp_path, bytes(data))
     assert output.startswith("ArchiveError"), output
     assert "victim" in output and "corrupted" in output

@@ -89,6 +89,16 @@ fn put_u64(buffer: &mut [u8], at: usize, value: u64) {
     buffer[at..at + 8].copy_from_slice(&value.to_le_bytes());
 }
 
+/// Where a blob of `role` goes in the data region: lower ranks first.
+fn data_rank(role: Role) -> u8 {
+    match role {
+        Role::Bytecode(level) => level,
+        Role::Soname | Role::Needed => 3,
+        Role::Source => 4,
+        Role::Content => 5,
+    }
+}
+
 fn align(value: u64) -> u64 {
     value.div_ceil(layout::DATA_ALIGN) * layout::DATA_ALIGN
 }
@@ -167,10 +177,22 @@ impl ArchiveWriter {
         }
         let data_offset = align(names_offset + names_size);
 
+        // Lay the data region out by role, then entry order: all bytecode first, so the pages an
+        // importer touches are contiguous (fault-around and readahead then bring in bytecode, not
+        // sources), then the small ELF metadata, then sources, then file contents.
+        let mut order: Vec<usize> = (0..stored.len()).collect();
+        order.sort_by_key(|&blob| (data_rank(stored[blob].0), blob));
+        let mut offsets = vec![0u64; stored.len()];
+        let mut data_cursor = 0u64;
+        for &blob in &order {
+            offsets[blob] = data_cursor;
+            data_cursor = align(data_cursor + stored[blob].2.len() as u64);
+        }
+        let data_size = data_cursor;
+
         let mut index = vec![0u8; data_offset as usize];
         let mut name_cursor = 0u64;
         let mut blob_cursor = 0u32;
-        let mut data_cursor = 0u64;
         for (number, ((_, name), entry)) in self.entries.iter().enumerate() {
             let record = layout::HEADER_SIZE + number * layout::ENTRY_SIZE;
             put_u32(&mut index, record + E::NAME_OFFSET, name_cursor as u32);
@@ -186,15 +208,13 @@ impl ArchiveWriter {
                 let record = (blobs_offset as usize) + blob_cursor as usize * layout::BLOB_SIZE;
                 index[record + B::ROLE] = role.tag();
                 index[record + B::COMPRESSION] = *compression;
-                put_u64(&mut index, record + B::OFFSET, data_cursor);
+                put_u64(&mut index, record + B::OFFSET, offsets[blob_cursor as usize]);
                 put_u64(&mut index, record + B::STORED_SIZE, bytes.len() as u64);
                 put_u64(&mut index, record + B::SIZE, *size);
                 put_u64(&mut index, record + B::CHECKSUM, xxh3_64(bytes));
-                data_cursor = align(data_cursor + bytes.len() as u64);
                 blob_cursor += 1;
             }
         }
-        let data_size = data_cursor;
 
         index[H::MAGIC..H::MAGIC + 8].copy_from_slice(&layout::HEADER_MAGIC);
         put_u32(&mut index, H::VERSION, layout::VERSION);
@@ -217,7 +237,8 @@ impl ArchiveWriter {
         out.write_all(&index).map_err(Error::Write)?;
         let padding = [0u8; layout::DATA_ALIGN as usize];
         let mut written = 0u64;
-        for (_, _, bytes, _) in &stored {
+        for &blob in &order {
+            let bytes = &stored[blob].2;
             out.write_all(bytes).map_err(Error::Write)?;
             written += bytes.len() as u64;
             let aligned = align(written);
