@@ -35,8 +35,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SCRIPT = os.path.join(HERE, "import_stdlib.py")
 RUNNER = os.path.join(HERE, "runner.py")
-ALL_CONFIGS = ["stock", "zipimport", "floor", "floor-mmap", "oxidized", "ingot"]
+ALL_CONFIGS = ["stock", "zipimport", "floor", "floor-mmap", "oxidized", "ingot", "ingot-pyonly"]
 KNOWN_CONFIGS = ALL_CONFIGS + ["bare"]
+
+# run by the interpreter under test: names to pass to `ingot pack --stdlib-exclude` for ingot-pyonly
+PYONLY_EXCLUDES = """
+import _imp, importlib.machinery as m, os, sys
+names = set()
+for d in sys.path:
+    if d.endswith("lib-dynload") and os.path.isdir(d):
+        for f in os.listdir(d):
+            for suf in m.EXTENSION_SUFFIXES:
+                if f.endswith(suf):
+                    names.add(f[: -len(suf)])
+for n in getattr(_imp, "_frozen_module_names", lambda: ())():
+    if not n.startswith("_frozen_importlib") and n != "os.path":
+        names.add(n)
+names.add("zipimport")
+print(" ".join(sorted(names)))
+"""
 STRACE_SYSCALLS = ["openat", "newfstatat", "read", "mmap"]
 RESULT_RE = re.compile(rb"^ingot-bench setup_ns=(\d+) import_ns=(\d+)$", re.M)
 
@@ -114,23 +131,40 @@ def prepare(args, ver: str) -> tuple[list[Config], dict]:
                 with open(os.path.join(out, "stdlib-3.10.oxidized.json")) as f:
                     artifacts["oxidized"] = json.load(f)
 
-    ingot_archive = args.ingot_archive or os.path.join(out, f"stdlib-{ver}.ingot")
-    if "ingot" in wanted:
+    ingot_archives = {
+        "ingot": args.ingot_archive or os.path.join(out, f"stdlib-{ver}.ingot"),
+        "ingot-pyonly": os.path.join(out, f"stdlib-{ver}-pyonly.ingot"),
+    }
+    ingot_wanted = [n for n in ingot_archives if n in wanted]
+    if ingot_wanted:
         env = dict(os.environ, PYTHONPATH=args.ingot_pythonpath)
-        probe = run_capture([py, "-c", "import ingot; print(ingot.__file__); ingot.IngotFinder"], env=env)
+        probe = run_capture([py, "-c", "import ingot, ingot._ingot as n, os; ingot.IngotFinder; "
+                             "s = os.stat(n.__file__); print(n.__file__, s.st_size, int(s.st_mtime))"], env=env)
         if probe.returncode != 0:
-            skipped["ingot"] = ("ingot.IngotFinder is not available for this interpreter "
-                                f"(PYTHONPATH={args.ingot_pythonpath}): {probe.stderr.strip().splitlines()[-1:]}")
-        elif args.reuse_artifacts and os.path.exists(ingot_archive):
-            log(f"reusing {ingot_archive}")
+            for n in ingot_wanted:
+                skipped[n] = ("ingot.IngotFinder is not available for this interpreter "
+                              f"(PYTHONPATH={args.ingot_pythonpath}): {probe.stderr.strip().splitlines()[-1:]}")
+    for name in ingot_wanted:
+        if name in skipped:
+            continue
+        archive = ingot_archives[name]
+        cmd = [py, "-m", "ingot", "pack", "-q", "-o", archive]
+        if name == "ingot-pyonly":
+            # leave out what the floor leaves out: extension modules (served from lib-dynload by the
+            # stock path finder, as in every other config) and the modules served frozen
+            excl = run_capture([py, "-I", "-S", "-c", PYONLY_EXCLUDES], check=True).stdout.split()
+            cmd += ["--stdlib-exclude"] + excl
+        if args.reuse_artifacts and os.path.exists(archive):
+            log(f"reusing {archive}")
         else:
-            log(f"packing {ingot_archive}: {py} -m ingot pack -o {ingot_archive}")
-            pack = run_capture([py, "-m", "ingot", "pack", "-o", ingot_archive], env=env, cwd=REPO)
-            if pack.returncode != 0 or not os.path.exists(ingot_archive):
-                skipped["ingot"] = (f"`{py} -m ingot pack -o {ingot_archive}` failed (exit {pack.returncode}): "
-                                    f"{(pack.stderr or pack.stdout).strip().splitlines()[-1:]}")
-        if "ingot" not in skipped:
-            artifacts["ingot"] = {"path": ingot_archive, "bytes": os.path.getsize(ingot_archive)}
+            log(f"packing {archive}: {' '.join(cmd[:7])}{' ...' if len(cmd) > 7 else ''}")
+            pack = run_capture(cmd, env=env, cwd=REPO)
+            if pack.returncode != 0 or not os.path.exists(archive):
+                skipped[name] = (f"`{' '.join(cmd[:7])}` failed (exit {pack.returncode}): "
+                                 f"{(pack.stderr or pack.stdout).strip().splitlines()[-1:]}")
+                continue
+        artifacts[name] = {"path": archive, "bytes": os.path.getsize(archive), "pack_argv": cmd,
+                           "ingot_native_module": probe.stdout.strip()}
 
     base = [py, "-I", "-S"]
     configs = []
@@ -148,8 +182,9 @@ def prepare(args, ver: str) -> tuple[list[Config], dict]:
         elif name == "oxidized":
             configs.append(Config(name, base + [RUNNER, "oxidized", SCRIPT, oxidized_so,
                                                 os.path.join(out, "stdlib-3.10.oxidized")]))
-        elif name == "ingot":
-            configs.append(Config(name, base + [RUNNER, "ingot", SCRIPT, args.ingot_pythonpath, ingot_archive]))
+        elif name in ingot_archives:
+            configs.append(Config(name, base + [RUNNER, "ingot", SCRIPT, args.ingot_pythonpath,
+                                                ingot_archives[name]]))
     return configs, {"skipped": skipped, "artifacts": artifacts}
 
 
@@ -278,6 +313,9 @@ def main() -> int:
     ap.add_argument("--ingot-archive", help="default: OUT/stdlib-X.Y.ingot, packed by `python -m ingot pack`")
     ap.add_argument("--reuse-artifacts", action="store_true", help="do not rebuild existing artifacts")
     ap.add_argument("--no-strace", action="store_true")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="add this to the harness's niceness before timing (children inherit it); "
+                         "e.g. -10 as root on a shared, loaded machine")
     ap.add_argument("--json", help="output JSON path (default: OUT/import-bench-X.Y-<utc time>.json)")
     args = ap.parse_args()
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -291,6 +329,8 @@ def main() -> int:
     if args.runs < 1:
         ap.error("--runs must be >= 1")
 
+    if args.nice:
+        os.nice(args.nice)
     ver, full_version = python_version(args.python)
     log(f"target: {args.python} ({full_version.splitlines()[0]})")
     configs, prep = prepare(args, ver)
@@ -339,23 +379,26 @@ def main() -> int:
     load_after = os.getloadavg()
     base_wall = statistics.median(stock.wall_ns)
     base_imp = statistics.median(stock.import_ns)
+    base_cpu = statistics.median(stock.cpu_s)
     base_sys = stock.strace.get("total")
     print(f"### Import benchmark, CPython {full_version.split()[0]} ({args.python})\n")
     print(f"{len(runnable)} configurations x {args.runs} runs, round-robin after one discarded warm-up run; "
           f"`{os.path.basename(SCRIPT)}` imports {count_imports()} modules; "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after.\n")
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; niceness {os.nice(0)}.\n")
     print("| config | whole process, median ms | vs stock | import phase, median ms | vs stock "
-          "| finder setup, median ms | process CPU (user+sys), median ms | modules served by the finder under test |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+          "| finder setup, median ms | process CPU (user+sys), median ms | vs stock "
+          "| modules served by the finder under test |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for cfg in runnable:
         wall = med_ms(cfg.wall_ns)
         imp = med_ms(cfg.import_ns)
         served = served_summary(cfg)
         print(f"| {cfg.name} | {fmt(wall)} | {fmt(wall * 1e6 / base_wall, '.2f')} | {fmt(imp)} | "
               f"{fmt(imp * 1e6 / base_imp, '.2f') if imp is not None else '–'} | "
-              f"{fmt(med_ms(cfg.setup_ns), '.2f')} | {statistics.median(cfg.cpu_s) * 1e3:.0f} | {served} |")
+              f"{fmt(med_ms(cfg.setup_ns), '.2f')} | {statistics.median(cfg.cpu_s) * 1e3:.0f} | "
+              f"{statistics.median(cfg.cpu_s) / base_cpu:.2f} | {served} |")
     for name, why in prep["skipped"].items():
-        print(f"| {name} | skipped | | | | | | {why.splitlines()[0][:160]} |")
+        print(f"| {name} | skipped | | | | | | | {why.splitlines()[0][:160]} |")
     if base_sys:
         print("\n| config | syscalls (strace -c -f) | vs stock | failed | " + " | ".join(STRACE_SYSCALLS) + " |")
         print("|---|---:|---:|---:|" + "---:|" * len(STRACE_SYSCALLS))
@@ -375,6 +418,7 @@ def main() -> int:
         "utc": stamp,
         "loadavg_before": load_before,
         "loadavg_after": load_after,
+        "niceness": os.nice(0),
         "skipped": prep["skipped"],
         "artifacts": prep["artifacts"],
         "configs": {
@@ -382,10 +426,14 @@ def main() -> int:
                 "argv": cfg.argv,
                 "wall_ms_median": med_ms(cfg.wall_ns),
                 "wall_ratio_vs_stock": statistics.median(cfg.wall_ns) / base_wall,
+                # median over rounds of (this config's time / stock's time in the same round)
+                "wall_ratio_vs_stock_paired": statistics.median(
+                    a / b for a, b in zip(cfg.wall_ns, stock.wall_ns)),
                 "import_ms_median": med_ms(cfg.import_ns),
                 "import_ratio_vs_stock": (statistics.median(cfg.import_ns) / base_imp) if cfg.import_ns else None,
                 "setup_ms_median": med_ms(cfg.setup_ns),
                 "cpu_s_median": statistics.median(cfg.cpu_s),
+                "cpu_ratio_vs_stock": statistics.median(cfg.cpu_s) / base_cpu,
                 "wall_ms_quartiles": [q / 1e6 for q in quartiles(cfg.wall_ns)],
                 "import_ms_quartiles": [q / 1e6 for q in quartiles(cfg.import_ns)],
                 "wall_ns": cfg.wall_ns,
