@@ -520,3 +520,33 @@ fn tag_tables_in_format_md_match_layout_rs() {
         assert!(doc.contains(&row(namespace.tag(), label)), "name space {label}");
     }
 }
+
+#[test]
+fn data_region_holds_bytecode_first_then_elf_metadata_then_sources_then_contents() {
+    // The writer's layout, as docs/format.md §3 "Data region" describes it.
+    let rank = |role: Role| match role {
+        Role::Bytecode(level) => level,
+        Role::Soname | Role::Needed => 3,
+        Role::Source => 4,
+        Role::Content => 5,
+    };
+    for zstd_level in [None, Some(3)] {
+        let bytes = write(&every_kind(), zstd_level);
+        let archive = Archive::from_vec(bytes.clone()).unwrap();
+        let mut blobs = Vec::new();
+        for entry in archive.entries() {
+            for blob in entry.unwrap().blobs() {
+                let blob = blob.unwrap();
+                let record = blob_record(&bytes, blobs.len());
+                blobs.push((rank(blob.role), blobs.len(), get_u64(&bytes, record + layout::blob::OFFSET), blob.stored_size));
+            }
+        }
+        blobs.sort();
+        let mut end = 0u64;
+        for (rank, index, offset, stored_size) in blobs {
+            assert_eq!(offset, end.next_multiple_of(16), "blob {index} (rank {rank}) follows the previous one");
+            end = offset + stored_size;
+        }
+        assert_eq!(get_u64(&bytes, layout::header::DATA_SIZE), end.next_multiple_of(16));
+    }
+}
