@@ -336,3 +336,18 @@ def test_python_dash_m_ingot_runs_the_cli(tmp_path):
                           "--no-stdlib", "--path", str(src), "-q"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stderr == "" and (tmp_path / "m.ingot").is_file()
+
+
+def test_bytecode_does_not_depend_on_the_hash_seed(tmp_path):
+    # CPython 3.10 marshals frozenset constants in hash order; the canonical form sorts them.
+    source = "def f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta', 'epsilon', b'x', 1, 2.5, ('t', 1)}\n"
+    script = (
+        "import sys; from ingot.bytecode import compile_module; "
+        "sys.stdout.write(compile_module(sys.argv[1].encode(), 'm.py', (0,))[0].hex())"
+    )
+    outputs = {
+        subprocess.run([sys.executable, "-c", script, source], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(outputs) == 1

@@ -17,8 +17,8 @@ a string interned when some earlier code happened to intern an equal one.
 The result is checked by loading it back and comparing; on any doubt (say, a marshal type a
 future CPython adds) the plain ``marshal.dumps`` is kept.
 
-One difference remains on CPython 3.10 only: frozenset constants are written in hash order,
-which depends on ``PYTHONHASHSEED`` (3.11 and later sort them).
+- a frozenset's members are written sorted by value: CPython 3.10 writes them in hash order,
+  which depends on ``PYTHONHASHSEED`` (a frozenset's order carries no meaning).
 """
 
 from __future__ import annotations
@@ -171,8 +171,18 @@ def _write(node, out: bytearray, recurring: set, index: dict, names: set) -> Non
         kind |= _FLAG_REF
     out.append(kind)
     out += node.head
-    for child in node.children:
+    children = node.children
+    if node.kind == 0x3E:  # '>': frozenset
+        children = sorted(children, key=_value)
+    for child in children:
         _write(child, out, recurring, index, names)
+
+
+def _value(node) -> tuple:
+    """A sort key that depends on a constant's value only, not on the order it was parsed in."""
+    if type(node) is int:
+        return (node,)
+    return (node.kind, node.head, tuple(_value(child) for child in node.children))
 
 
 _CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",

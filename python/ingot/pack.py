@@ -199,11 +199,6 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     plan = _merge(collections, result.warnings)
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
-    seed = os.environ.get("PYTHONHASHSEED", "random")
-    if levels and sys.version_info < (3, 11) and seed == "random":
-        result.warnings.append("CPython 3.10 writes frozenset constants in hash order: set "
-                               "PYTHONHASHSEED=0 for a reproducible archive")
-
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
                            python_version=sys.version_info[:2], compression_level=compression_level)
     for key in sorted(plan):
