@@ -96,3 +96,8 @@ def test_archive_for_another_python_is_refused(tmp_path):
 
 def test_archive_error_is_an_import_error():
     assert issubclass(ingot.ArchiveError, ImportError)
+
+
+def test_directory_is_refused_with_a_clear_error(tmp_path, clean_imports):
+    with pytest.raises(ingot.ArchiveError, match="is a directory"):
+        ingot.IngotFinder(str(tmp_path))

@@ -126,7 +126,11 @@ impl Archive {
     pub fn open_path(path: &Path) -> Result<Archive> {
         let io_error = |source| Error::Io { path: path.to_path_buf(), source };
         let file = File::open(path).map_err(io_error)?;
-        let length = file.metadata().map_err(io_error)?.len();
+        let metadata = file.metadata().map_err(io_error)?;
+        if metadata.is_dir() {
+            return Err(io_error(std::io::Error::other("it is a directory, not an archive file")));
+        }
+        let length = metadata.len();
         if length == 0 {
             return Err(Error::NotAnArchive);
         }
