@@ -62,7 +62,9 @@ pub fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
         written += count as usize;
     }
     let path = format!("/proc/self/fd/{fd}");
-    if !std::path::Path::new(&path).exists() {
+    // Checked once per process: a stat of a /proc path per image costs more than it tells.
+    static PROC_MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC_MOUNTED.get_or_init(|| std::path::Path::new(&path).exists()) {
         // SAFETY: closing the descriptor we opened.
         unsafe { libc::close(fd) };
         return Err(format!(
