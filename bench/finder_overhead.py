@@ -59,9 +59,12 @@ def build(directory, names):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=3000)
+    parser.add_argument("--reverse", action="store_true", help="measure the finders in reverse name order")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        for label, finder in build(directory, [f"tiny_{index:05d}" for index in range(args.modules)]).items():
+        finders = build(directory, [f"tiny_{index:05d}" for index in range(args.modules)])
+        for label in sorted(finders, reverse=args.reverse):
+            finder = finders[label]
             base = [f"tiny_{index:05d}" for index in range(args.modules)]
             count = args.modules
             find = best_per_module(lambda: [finder.find_spec(name, None) for name in base], count)

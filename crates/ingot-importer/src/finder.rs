@@ -29,8 +29,6 @@ pub struct Shared {
     pub bytecode_role: Role,
     /// `importlib.machinery.EXTENSION_SUFFIXES[0]`, for extension modules' virtual file names.
     pub extension_suffix: String,
-    /// `sys.implementation.cache_tag` plus the optimization suffix, for `__cached__`.
-    pub cached_suffix: String,
     /// Top-level `*.dist-info` directories, computed on first use.
     pub dist_info_dirs: OnceLock<Vec<String>>,
 }
@@ -219,11 +217,7 @@ impl IngotFinder {
         let sys = py.import(intern!(py, "sys"))?;
         let optimize: u8 = sys.getattr(intern!(py, "flags"))?.getattr(intern!(py, "optimize"))?.extract()?;
         let bytecode_role = Role::Bytecode(optimize.min(2));
-        let cache_tag: String = sys.getattr("implementation")?.getattr("cache_tag")?.extract()?;
-        let cached_suffix = match optimize {
-            0 => format!(".{cache_tag}.pyc"),
-            level => format!(".{cache_tag}.opt-{}.pyc", level.min(2)),
-        };
+
         let bootstrap_external = py.import("_frozen_importlib_external")?;
         let suffixes = bootstrap_external.getattr("EXTENSION_SUFFIXES")?;
         let extension_suffix: String = suffixes.get_item(0)?.extract()?;
@@ -235,7 +229,6 @@ impl IngotFinder {
             path,
             bytecode_role,
             extension_suffix,
-            cached_suffix,
             dist_info_dirs: OnceLock::new(),
         };
         Ok(IngotFinder {
@@ -283,7 +276,7 @@ impl IngotFinder {
 
     /// The module's code object: its bytecode handed to `marshal` straight from the map, or its
     /// source compiled when the archive has no bytecode for this optimization level.
-    fn code<'py>(&self, py: Python<'py>, entry: &Entry<'_>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn code<'py>(&self, py: Python<'py>, entry: &Entry<'_>, origin: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
         let name = entry.name();
         if let Some(bytes) = entry.data(self.shared.bytecode_role).map_err(|error| self.error(error))? {
             let length = ffi::Py_ssize_t::try_from(bytes.len()).map_err(|_| self.bad_bytecode(name, "too large"))?;
@@ -431,17 +424,10 @@ impl IngotFinder {
             let directory = format!("{}{}", finder.shared.prefix, fullname.replace('.', "/"));
             spec.setattr(intern!(py, "submodule_search_locations"), PyList::new(py, [directory])?)?;
         }
-        if let Some(origin) = origin {
-            spec.setattr(intern!(py, "has_location"), true)?;
-            if matches!(kind, Kind::Module | Kind::Package) {
-                // What zipimport's spec would compute lazily (`cache_from_source`), without the
-                // per-module Python call.
-                let stem = origin.strip_suffix(".py").unwrap_or(&origin);
-                let (directory, file) = stem.rsplit_once('/').unwrap_or(("", stem));
-                let cached = format!("{directory}/__pycache__/{file}{}", finder.shared.cached_suffix);
-                spec.setattr(intern!(py, "cached"), cached)?;
-            }
-        }
+        // `has_location` stays false, as for frozen modules: the origin is not a file a path-based
+        // loader could read, `__cached__` would name a file that cannot exist, and importlib's
+        // `__file__`/`__cached__` step costs more per module than the rest of this finder.
+        // `exec_module` sets `__file__` itself.
         Ok(Some(spec))
     }
 
@@ -474,11 +460,13 @@ impl IngotFinder {
         match kind {
             Some(Kind::Module | Kind::Package) => {
                 let origin = finder.origin(name, kind.unwrap_or(Kind::Module)).unwrap_or_default();
-                let code = finder.code(py, &entry, &origin)?;
+                let origin = PyString::new(py, &origin);
                 let globals = match module.cast::<PyModule>() {
                     Ok(module) => module.dict(),
                     Err(_) => module.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?,
                 };
+                globals.set_item(intern!(py, "__file__"), &origin)?;
+                let code = finder.code(py, &entry, &origin)?;
                 if !globals.contains(intern!(py, "__builtins__"))? {
                     // As `exec()` does.
                     // SAFETY: returns a borrowed reference to the current builtins dict.
@@ -504,7 +492,7 @@ impl IngotFinder {
         let entry = finder.entry(py, fullname)?;
         match entry.kind() {
             Some(kind @ (Kind::Module | Kind::Package)) => {
-                let origin = finder.origin(fullname, kind).unwrap_or_default();
+                let origin = PyString::new(py, &finder.origin(fullname, kind).unwrap_or_default());
                 finder.code(py, &entry, &origin).map(Some)
             }
             _ => Ok(None),
