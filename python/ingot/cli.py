@@ -1,6 +1,9 @@
 """The ``ingot`` command line. It parses arguments and reports; :mod:`ingot.pack` does the work.
 
     ingot pack -o app.ingot --path build/site --optimize 0,2 --compress 3
+    ingot build examples/hello -o dist/hello     # a project, a script, a package directory
+    ingot build --console-script black           # an installed command, with its dependencies
+    ingot inspect dist/hello [--json]
 
 Progress, warnings and the summary go to stderr. A problem the user must fix prints
 ``error: ...`` (and ``hint: ...``) and exits 1; bad arguments exit 2.
@@ -58,7 +61,61 @@ def _parser() -> argparse.ArgumentParser:
     pack.add_argument("--compress", type=int, default=None, metavar="LEVEL",
                       help="zstd-compress blobs at this level (default: store as is)")
     pack.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
+    _build_parser(commands)
+    inspect = commands.add_parser(
+        "inspect", help="list what an executable or archive carries",
+        description="List the entries (kind, name, size) of an executable made by `ingot build` "
+                    "or an archive, with its launch config and Python version.")
+    inspect.add_argument("path", metavar="EXE_OR_ARCHIVE")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _build_parser(commands) -> None:
+    build = commands.add_parser(
+        "build", help="build an application into one executable",
+        description="Build an application (a project directory with pyproject.toml, a package "
+                    "directory, a script, or an installed console script), its dependencies and "
+                    "the standard library into one executable: the launcher binary followed by "
+                    "an archive. Options override the project's [tool.ingot] settings.")
+    build.add_argument("source", nargs="?", metavar="SOURCE",
+                       help="project directory, package directory or script (default: .)")
+    build.add_argument("--console-script", metavar="NAME",
+                       help="build an installed console script, with its dependencies pinned to "
+                            "the versions installed here")
+    run = build.add_mutually_exclusive_group()
+    run.add_argument("--entry", metavar="MODULE:FUNCTION",
+                     help="function to call (or the name of one of [project.scripts])")
+    run.add_argument("--module", metavar="MODULE", help="module to run, as python -m does")
+    run.add_argument("--script", metavar="PATH", help="script to run")
+    build.add_argument("--package", dest="packages", action="append", metavar="PATH",
+                       help="an application package directory, module or directory of packages "
+                            "to copy in (repeatable; default: pip-install the project)")
+    build.add_argument("--dependency", dest="dependencies", action="append", metavar="REQ",
+                       help="a requirement to install (repeatable; replaces the project's)")
+    build.add_argument("-r", "--requirements", metavar="FILE", help="a requirements file")
+    build.add_argument("--include", action="append", metavar="PATTERN",
+                       help="keep stdlib modules the defaults leave out (glob on dotted names)")
+    build.add_argument("--exclude", action="append", metavar="PATTERN",
+                       help="leave out modules/packages matching this glob on dotted names")
+    build.add_argument("-o", "--output", metavar="OUT",
+                       help="file to write (default: dist/NAME, dist/NAME.ingot with "
+                            "--archive-only)")
+    fast = build.add_mutually_exclusive_group()
+    fast.add_argument("--fast-exit", dest="fast_exit", action="store_true", default=None,
+                      help="exit without finalizing the interpreter")
+    fast.add_argument("--no-fast-exit", dest="fast_exit", action="store_false")
+    build.add_argument("--optimize", type=_levels, metavar="LEVELS",
+                       help="bytecode optimization levels, e.g. 0,2 (default: 0)")
+    build.add_argument("--compress", type=int, metavar="LEVEL",
+                       help="zstd-compress blobs at this level (default: store as is)")
+    build.add_argument("--launcher", metavar="PATH", help="the launcher binary (default: "
+                       "$INGOT_LAUNCHER, else the one shipped with ingot)")
+    build.add_argument("--archive-only", action="store_true",
+                       help="write only the archive (with its launch config), no launcher")
+    build.add_argument("--force", action="store_true",
+                       help="overwrite an existing output that ingot did not write")
+    build.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
 
 
 def _size(count: float) -> str:
@@ -92,12 +149,73 @@ def _pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(result, say) -> None:
+    from ingot.pack import KINDS
+
+    say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
+    for kind in KINDS:
+        say(f"{kind:<20}{result.counts[kind]:>8}{_size(result.sizes[kind]):>14}")
+    say(f"{'total':<20}{sum(result.counts.values()):>8}{_size(sum(result.sizes.values())):>14}")
+
+
+def _build(args: argparse.Namespace) -> int:
+    from ingot.build import BuildOptions, build
+    from ingot.project import Config
+
+    def say(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr)
+
+    config = Config(entry=args.entry, module=args.module, script=args.script,
+                    packages=args.packages, dependencies=args.dependencies,
+                    requirements=args.requirements, include=args.include or [],
+                    exclude=args.exclude or [], output=args.output, fast_exit=args.fast_exit,
+                    optimize=list(args.optimize) if args.optimize else None,
+                    compress=args.compress)
+    options = BuildOptions(source=args.source, console_script=args.console_script, config=config,
+                           launcher=args.launcher, archive_only=args.archive_only,
+                           force=args.force)
+    result = build(options, progress=say)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    _summary(result.pack, say)
+    run = result.run
+    target = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")
+    launcher = f"launcher {_size(result.launcher_size)} + " if result.launcher else ""
+    say(f"runs {target}")
+    say(f"wrote {result.output} ({launcher}archive {_size(result.pack.size)} = "
+        f"{_size(result.size)}) in {result.seconds:.1f} s"
+        + (f", {len(result.warnings)} warnings" if result.warnings else ""))
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from ingot.build import describe
+
+    info = describe(args.path)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
+          f"archive {_size(info['archive_size'])}), Python {info['python']}")
+    print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
+    for entry in info["entries"]:
+        print(f"{entry['kind']:<20}{entry['size']:>12}  {entry['name']}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     args = _parser().parse_args(argv)
     try:
         if args.command == "pack":
             return _pack(args)
+        if args.command == "build":
+            return _build(args)
+        if args.command == "inspect":
+            return _inspect(args)
         raise AssertionError(args.command)
     except IngotError as error:
         print(f"error: {error.message}", file=sys.stderr)
@@ -107,3 +225,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `ingot inspect X | head`
+        sys.stdout = None  # type: ignore[assignment]  # nothing more to flush at exit
+        return 0

@@ -170,6 +170,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES,
          optimize_levels: Iterable[int] = (0,), include_source: bool = True,
          compression_level: int | None = None, keep_debug_info: bool = False,
+         exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
@@ -177,7 +178,9 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     Modules are compiled by the running interpreter at each of ``optimize_levels``, and keep
     their source unless ``include_source`` is false. Blobs are zstd-compressed at
     ``compression_level`` (None: stored as is). Extension modules and shared libraries lose their
-    debug sections unless ``keep_debug_info``. ``progress`` receives one line per step.
+    debug sections unless ``keep_debug_info``. ``exclude`` (globs on dotted names) leaves modules
+    and packages of ``directories`` out. ``extra_files`` (path -> content) are added as data
+    files, e.g. ``__ingot__/launch.json``. ``progress`` receives one line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -189,7 +192,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for directory in directories:  # first: a bad directory fails before the long steps
         if os.path.realpath(directory) not in seen:
             seen.add(os.path.realpath(directory))
-            collections.append(collect_directory(directory))
+            collections.append(collect_directory(directory, exclude=tuple(exclude)))
             say(f"collected {len(collections[-1].items)} entries from {directory}")
     if stdlib:  # the standard library comes first on sys.path: it wins name clashes
         collections.insert(0, collect_stdlib(tuple(stdlib_exclude)))
@@ -215,6 +218,13 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         result.manifest.append(ManifestEntry(item.kind, item.name, size))
         result.counts[item.kind] += 1
         result.sizes[item.kind] += size
+    for name, content in sorted((extra_files or {}).items()):
+        if writer.contains(name, "files"):
+            raise PackError(f"cannot add {name}: the archive already holds a file of that name")
+        writer.add_data_file(name, content)
+        result.manifest.append(ManifestEntry("data-file", name, len(content)))
+        result.counts["data-file"] += 1
+        result.sizes["data-file"] += len(content)
     say(f"writing {len(writer)} entries to {output}")
     try:
         result.size = writer.write(str(output))

@@ -1,0 +1,3 @@
+from cli_app import main
+
+main()

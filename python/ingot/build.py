@@ -1,0 +1,296 @@
+"""``ingot build``: an application, its dependencies and the standard library, cast into one
+executable (the launcher binary followed by an archive) or, with ``archive_only``, an archive.
+
+    from ingot.build import BuildOptions, build
+    result = build(BuildOptions(source="examples/hello", archive_only=True))
+
+The application comes from a script, a package directory, a project directory (its
+``pyproject.toml``, see :mod:`ingot.project`) or an installed console script. Dependencies are
+installed by pip (wheels only) into a staging directory; :func:`ingot.pack.pack` collects them
+with the standard library and adds ``__ingot__/launch.json``, which tells the launcher what to
+run. The archive holds no timestamps or temporary paths: the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
+from ingot.errors import IngotError
+from ingot.project import Config, ConfigError, Plan, finish, merge, plan_source
+
+__all__ = ["BuildError", "BuildOptions", "BuildResult", "LAUNCH_CONFIG", "build", "describe",
+           "find_launcher"]
+
+LAUNCH_CONFIG = "__ingot__/launch.json"
+_TRAILER_MAGIC = b"INGOTEND"
+
+
+class BuildError(IngotError):
+    """The application cannot be built (no launcher, pip failed, unwritable output, ...)."""
+
+
+@dataclass
+class BuildOptions:
+    """What ``ingot build`` was asked; None means "not given" (the project's settings apply)."""
+
+    source: str | None = None          # a script, package directory or project directory
+    console_script: str | None = None  # an installed console script instead of a source
+    config: Config = field(default_factory=Config)  # command-line overrides of [tool.ingot]
+    launcher: str | None = None
+    archive_only: bool = False
+    force: bool = False
+
+
+@dataclass
+class BuildResult:
+    output: Path
+    size: int
+    pack: object  # ingot.pack.PackResult
+    run: dict
+    launcher: Path | None
+    launcher_size: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+
+def find_launcher(option: str | None = None) -> Path:
+    """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else the one shipped with ingot."""
+    candidates = []
+    if option:
+        candidates.append(("--launcher", Path(option)))
+    elif os.environ.get("INGOT_LAUNCHER"):
+        candidates.append(("INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])))
+    else:
+        candidates.append(("ingot's package", Path(__file__).parent / "_launcher" / "ingot-launcher"))
+    origin, path = candidates[0]
+    if not path.is_file():
+        raise BuildError(f"no launcher binary at {path} (from {origin})",
+                         hint="build it (cargo build --release -p ingot-launcher) and pass "
+                              "--launcher PATH or set INGOT_LAUNCHER; or use --archive-only")
+    return path
+
+
+def is_ingot_file(path: Path) -> bool:
+    """Whether ``path`` ends with an ingot archive trailer (an earlier ingot output)."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(0, os.SEEK_END)
+            if file.tell() < 16:
+                return False
+            file.seek(-8, os.SEEK_END)
+            return file.read(8) == _TRAILER_MAGIC
+    except OSError:
+        return False
+
+
+def _check_output(output: Path, force: bool) -> None:
+    if output.is_dir():
+        raise BuildError(f"cannot write {output}: it is a directory",
+                         hint="give a file name with -o/--output")
+    if output.exists() and not force and not is_ingot_file(output):
+        raise BuildError(f"{output} exists and is not an ingot output; not overwriting it",
+                         hint="choose another -o/--output, or pass --force")
+    if not output.parent.is_dir():
+        raise BuildError(f"cannot write {output}: directory {output.parent} does not exist",
+                         hint=f"create it first (mkdir -p {output.parent})")
+
+
+def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -> None:
+    command = [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-compile",
+               "--disable-pip-version-check", "--no-input", "--quiet", *args]
+    say(f"pip: installing {what}")
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-12:])
+        hint = "is the requirement spelled right, and is there a wheel for this platform and " \
+               "Python? (dependencies are installed from wheels only: --only-binary :all:)"
+        raise BuildError(f"pip could not install {what} (exit {run.returncode}):\n{tail}",
+                         hint=hint)
+
+
+def _stdlib_excludes(config: Config) -> tuple[str, ...]:
+    """The default stdlib exclusions minus those an ``include`` pattern names, plus ``exclude``."""
+    kept = [pattern for pattern in DEFAULT_STDLIB_EXCLUDES
+            if not any(is_excluded(include, (pattern,)) for include in config.include)]
+    return (*kept, *config.exclude)
+
+
+def _stage(plan: Plan, staging: Path, say) -> list[Path]:
+    """Installs the application and its dependencies under ``staging``; returns the import
+    roots to collect, the application's first."""
+    app, deps = staging / "app", staging / "deps"
+    app.mkdir()
+    roots = [app]
+    for name, path in plan.copies:
+        if path.is_dir():
+            shutil.copytree(path, app / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copyfile(path, app / name)
+    roots += plan.roots
+    if plan.pip_project is not None:
+        _pip(app, ["--no-deps", str(plan.pip_project)], say, f"the project {plan.pip_project}")
+    if plan.requirements or plan.requirement_files:
+        deps.mkdir()
+        args = ["--only-binary", ":all:", *plan.requirements]
+        for path in plan.requirement_files:
+            args += ["-r", str(path)]
+        what = ", ".join(plan.requirements + [f"-r {path}" for path in plan.requirement_files])
+        _pip(deps, args, say, what)
+        roots.append(deps)
+    return roots
+
+
+def _write(output: Path, parts: list[bytes], mode: int) -> int:
+    """Writes the concatenation of ``parts`` to ``output`` atomically (temp file + rename)."""
+    fd, temp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            for part in parts:
+                file.write(part)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, output)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    return sum(map(len, parts))
+
+
+def build(options: BuildOptions, progress: Callable[[str], None] | None = None) -> BuildResult:
+    """Builds what ``options`` describe; raises IngotError subclasses on problems to fix."""
+    from ingot.pack import pack
+
+    started = time.perf_counter()
+    say = progress or (lambda message: None)
+    if options.console_script:
+        plan = console_script_plan(options.console_script, options)
+    else:
+        plan = plan_source(options)
+    config = plan.config
+    output = plan.output
+    if output.parent == Path("dist") and not output.parent.exists() and plan.default_output:
+        output.parent.mkdir()
+    _check_output(output, options.force)
+    launcher = None if options.archive_only else find_launcher(options.launcher)
+    launch = {"version": 1, "run": plan.run}
+    if config.fast_exit is not None:
+        launch["fast_exit"] = config.fast_exit
+    launch_json = (json.dumps(launch, indent=2, sort_keys=True) + "\n").encode()
+    with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
+        staging = Path(staging_name)
+        roots = _stage(plan, staging, say)
+        result = pack(staging / "app.ingot", directories=roots,
+                      stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
+                      optimize_levels=tuple(config.optimize or (0,)),
+                      compression_level=config.compress,
+                      extra_files={LAUNCH_CONFIG: launch_json}, progress=say)
+        module = plan.run["module"]
+        if not any(name == module for kind in ("module", "package", "extension-module")
+                   for name in result.names(kind)):
+            raise BuildError(f"the module to run, {module!r}, is not in the archive",
+                             hint="check the entry point's module name (and that it is not "
+                                  "left out by an exclude pattern)")
+        archive = (staging / "app.ingot").read_bytes()
+    head = launcher.read_bytes() if launcher else b""
+    say(f"writing {output}" + (f" (launcher {launcher}, {len(head)} bytes)" if launcher else ""))
+    size = _write(output, [head, archive], 0o644 if options.archive_only else 0o755)
+    return BuildResult(output, size, result, plan.run, launcher, len(head),
+                       time.perf_counter() - started, list(result.warnings))
+
+
+def _packaging():
+    """``packaging``'s Requirement and canonicalize_name (pip's copy if it is not installed)."""
+    try:
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+    except ImportError:
+        from pip._vendor.packaging.requirements import Requirement
+        from pip._vendor.packaging.utils import canonicalize_name
+    return Requirement, canonicalize_name
+
+
+def installed_requirements(dist) -> list[str]:
+    """``name==version`` of ``dist`` and every distribution it needs, transitively, as installed
+    in the running environment (markers evaluated here, extras followed)."""
+    import importlib.metadata as metadata
+
+    Requirement, canonical = _packaging()
+    pins: dict[str, str] = {}
+    done: set[tuple[str, str]] = set()
+    queue = [(dist, "")]
+    while queue:
+        current, extra = queue.pop()
+        name = canonical(current.metadata["Name"])
+        pins[name] = f"{current.metadata['Name']}=={current.version}"
+        if (name, extra) in done:
+            continue
+        done.add((name, extra))
+        for text in current.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
+                continue
+            try:
+                needed = metadata.distribution(requirement.name)
+            except metadata.PackageNotFoundError:
+                raise BuildError(f"{current.metadata['Name']} needs {requirement}, which is not "
+                                 f"installed in {sys.prefix}") from None
+            queue += [(needed, e) for e in sorted(requirement.extras) or [""]]
+    return sorted(pins.values(), key=str.lower)
+
+
+def console_script_plan(name: str, options: BuildOptions) -> Plan:
+    """A plan for the console script ``name`` installed in the running environment: its entry
+    point, and its distribution and dependencies pinned to the installed versions."""
+    import importlib.metadata as metadata
+
+    found = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == name]
+    if not found:
+        raise ConfigError(f"no console script {name!r} is installed in {sys.prefix}",
+                          hint=f"pip install the project that provides it into {sys.prefix}")
+    entry, dist = found[0], found[0].dist
+    config = merge(Config(entry=f"{entry.module}:{entry.attr}"), options.config)
+    plan = Plan(name, {}, config, Path())
+    plan.requirements = installed_requirements(dist) if config.dependencies is None \
+        else list(config.dependencies)
+    return finish(plan, options)
+
+
+def describe(path) -> dict:
+    """What the executable or archive at ``path`` carries: entries, launch config, Python."""
+    import ingot
+
+    path = Path(path)
+    try:
+        finder = ingot.IngotFinder(str(path))
+        entries = finder.entries()
+    except (OSError, ImportError, ValueError) as error:
+        raise BuildError(f"cannot read {path}: {error}",
+                         hint="give an executable made by `ingot build` or an archive") from error
+    with open(path, "rb") as file:
+        file.seek(-16, os.SEEK_END)
+        archive_size = int.from_bytes(file.read(8), "little")
+        file.seek(-archive_size, os.SEEK_END)
+        header = file.read(96)
+    try:
+        launch = json.loads(finder._read(LAUNCH_CONFIG))
+    except (OSError, ImportError, ValueError, KeyError):
+        launch = None
+    return {
+        "path": str(path), "size": path.stat().st_size, "archive_size": archive_size,
+        "launcher_size": path.stat().st_size - archive_size,
+        "python": f"{header[76]}.{header[77]}", "launch": launch,
+        "entries": [{"kind": kind, "name": name, "size": size} for kind, name, size in entries],
+    }
+

@@ -1,0 +1,360 @@
+"""`ingot build` and `ingot inspect`: project settings, sources, archive-only builds run with the
+importer, executables (launcher + archive), output safety, reproducibility."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import ingot
+from ingot import cli
+from ingot.build import (BuildError, BuildOptions, build, console_script_plan, describe,
+                         find_launcher, _stdlib_excludes)
+from ingot.project import Config, ConfigError, load_project, plan_source
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+# Runs an archive's launch config with the importer, as the launcher would: no site-packages
+# (-I -S), so the application and its dependencies can only come from the archive.
+RUNNER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import ingot, importlib, json, runpy
+    sys.path.pop(0)
+    finder = ingot.install(sys.argv[2])
+    config = json.loads(finder._read("__ingot__/launch.json"))
+    run = config["run"]
+    sys.argv = [sys.argv[2], *sys.argv[3:]]
+    if run["kind"] == "function":
+        sys.exit(getattr(importlib.import_module(run["module"]), run["function"])())
+    runpy.run_module(run["module"], run_name="__main__", alter_sys=True)
+""")
+
+
+def run_archive(archive, *args):
+    ingot_parent = str(Path(ingot.__file__).resolve().parent.parent)
+    return subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER, ingot_parent, str(archive),
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+def write_project(root: Path, body: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(textwrap.dedent(body))
+    return root
+
+
+def plan(source, archive_only=False, **overrides):
+    return plan_source(BuildOptions(source=str(source), config=Config(**overrides),
+                                    archive_only=archive_only))
+
+
+def pip_build(tmp_path, *args):
+    """`ingot build ... --archive-only`, skipping the test when pip cannot reach PyPI."""
+    run = subprocess.run([sys.executable, "-m", "ingot", "build", *map(str, args)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    if run.returncode != 0 and "pip could not install" in run.stderr and \
+            ("NewConnectionError" in run.stderr or "No matching distribution" in run.stderr):
+        pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+# --- [tool.ingot] ------------------------------------------------------------------------------
+
+def test_config_reads_every_key(tmp_path):
+    project = write_project(tmp_path, """
+        [project]
+        name = "demo"
+        dependencies = ["six"]
+        [tool.ingot]
+        entry = "demo.cli:main"
+        packages = ["src/demo"]
+        dependencies = ["rich==13.7.1"]
+        requirements = "requirements.txt"
+        include = ["tkinter"]
+        exclude = ["xml.*"]
+        output = "out/demo"
+        fast-exit = true
+        optimize = [0, 2]
+        compress = 3
+    """)
+    loaded = load_project(project)
+    assert loaded.name == "demo" and loaded.dependencies == ["rich==13.7.1"]
+    config = loaded.config
+    assert (config.entry, config.packages, config.requirements) == \
+        ("demo.cli:main", ["src/demo"], "requirements.txt")
+    assert (config.include, config.exclude, config.output) == (["tkinter"], ["xml.*"], "out/demo")
+    assert (config.fast_exit, config.optimize, config.compress) == (True, [0, 2], 3)
+
+
+def test_project_dependencies_are_the_default(tmp_path):
+    project = write_project(tmp_path, '[project]\nname = "d"\ndependencies = ["six>=1"]\n')
+    assert load_project(project).dependencies == ["six>=1"]
+
+
+@pytest.mark.parametrize("line, key", [
+    ('entyr = "a:b"', "entyr"),
+    ('fast_exit = true', "fast_exit"),
+])
+def test_unknown_key_is_an_error_naming_file_and_key(tmp_path, line, key):
+    project = write_project(tmp_path, f"[tool.ingot]\n{line}\n")
+    with pytest.raises(ConfigError) as error:
+        load_project(project)
+    assert str(project / "pyproject.toml") in error.value.message
+    assert f"unknown key {key!r}" in error.value.message
+    if key == "fast_exit":
+        assert "'fast-exit'" in error.value.hint
+
+
+@pytest.mark.parametrize("line, key", [
+    ("entry = 1", "entry"), ('packages = "src"', "packages"), ('fast-exit = "yes"', "fast-exit"),
+    ("optimize = [3]", "optimize"), ('compress = "3"', "compress"), ("compress = 99", "compress"),
+    ('dependencies = ["a", 1]', "dependencies"), ("output = []", "output"),
+])
+def test_type_errors_name_file_and_key(tmp_path, line, key):
+    project = write_project(tmp_path, f"[tool.ingot]\n{line}\n")
+    with pytest.raises(ConfigError) as error:
+        load_project(project)
+    assert str(project / "pyproject.toml") in error.value.message
+    assert f"[tool.ingot] {key} must be" in error.value.message
+
+
+def test_bad_entry_and_two_run_keys_and_bad_toml(tmp_path):
+    with pytest.raises(ConfigError, match="not an entry point 'module:function'"):
+        load_project(write_project(tmp_path / "a", '[tool.ingot]\nentry = "app.main"\n'))
+    with pytest.raises(ConfigError, match="sets entry and module"):
+        load_project(write_project(tmp_path / "b", '[tool.ingot]\nentry = "a:b"\nmodule = "a"\n'))
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_project(write_project(tmp_path / "c", "[tool.ingot\n"))
+    with pytest.raises(ConfigError, match="no pyproject.toml"):
+        load_project(tmp_path / "d-missing")
+
+
+# --- what to build -----------------------------------------------------------------------------
+
+def test_bare_project_with_one_script_runs_it():
+    resolved = plan(EXAMPLES / "hello")
+    assert resolved.run == {"kind": "function", "module": "hello", "function": "main"}
+    assert resolved.name == "hello" and resolved.pip_project == EXAMPLES / "hello"
+    assert resolved.output == Path("dist/hello") and resolved.requirements == []
+    assert plan(EXAMPLES / "hello", archive_only=True).output == Path("dist/hello.ingot")
+
+
+def test_several_scripts_ask_to_choose_with_entry(tmp_path):
+    project = write_project(tmp_path, """
+        [project]
+        name = "multi"
+        [project.scripts]
+        one = "multi.a:main"
+        two = "multi.b:run"
+    """)
+    with pytest.raises(ConfigError) as error:
+        plan(project)
+    assert "one, two" in error.value.message and "--entry" in error.value.hint
+    chosen = plan(project, entry="two")
+    assert chosen.name == "two" and chosen.run["function"] == "run"
+    assert plan(project, entry="multi.c:go").run["module"] == "multi.c"
+    assert plan(project, module="multi").run == {"kind": "module", "module": "multi"}
+
+
+def test_options_override_tool_ingot_and_paths_are_relative_to_the_project(tmp_path):
+    project = write_project(tmp_path / "p", """
+        [project]
+        name = "p"
+        dependencies = ["six"]
+        [tool.ingot]
+        module = "p"
+        output = "bin/p"
+        requirements = "reqs.txt"
+    """)
+    (project / "reqs.txt").write_text("rich\n")
+    resolved = plan(project)
+    assert resolved.run == {"kind": "module", "module": "p"}
+    assert resolved.output == project / "bin" / "p"
+    assert resolved.requirement_files == [project / "reqs.txt"]
+    assert resolved.requirements == ["six"]
+    overridden = plan(project, entry="p.cli:main", output=str(tmp_path / "x"),
+                      dependencies=["click"])
+    assert overridden.run == {"kind": "function", "module": "p.cli", "function": "main"}
+    assert overridden.output == tmp_path / "x" and overridden.requirements == ["click"]
+
+
+def test_script_source_with_inline_dependencies(tmp_path):
+    script = tmp_path / "my-tool.py"
+    script.write_text("# /// script\n# dependencies = ['six==1.16.0']\n# ///\nimport six\n")
+    resolved = plan(script)
+    assert resolved.run == {"kind": "module", "module": "my_tool"}
+    assert resolved.copies == [("my_tool.py", script)] and resolved.requirements == ["six==1.16.0"]
+    (tmp_path / "json.py").write_text("")
+    with pytest.raises(ConfigError, match="standard library"):
+        plan(tmp_path / "json.py")
+
+
+def test_package_directory_source(tmp_path):
+    (tmp_path / "tool").mkdir()
+    (tmp_path / "tool" / "__init__.py").write_text("")
+    with pytest.raises(ConfigError, match="no __main__.py"):
+        plan(tmp_path / "tool")
+    (tmp_path / "tool" / "__main__.py").write_text("print('tool')\n")
+    resolved = plan(tmp_path / "tool")
+    assert resolved.run == {"kind": "module", "module": "tool"}
+    with pytest.raises(ConfigError, match="is not a script"):
+        plan(tmp_path)
+    with pytest.raises(ConfigError, match="does not exist"):
+        plan(tmp_path / "missing.py")
+
+
+def test_console_script_pins_the_installed_distributions():
+    import importlib.metadata
+
+    resolved = console_script_plan("pytest", BuildOptions())
+    entry, = importlib.metadata.entry_points(group="console_scripts", name="pytest")
+    assert resolved.run == {"kind": "function", "module": entry.module, "function": entry.attr}
+    assert resolved.name == "pytest" and resolved.output == Path("dist/pytest")
+    assert f"pytest=={importlib.metadata.version('pytest')}" in resolved.requirements
+    assert f"pluggy=={importlib.metadata.version('pluggy')}" in resolved.requirements
+    with pytest.raises(ConfigError, match="no console script 'no-such-command'"):
+        console_script_plan("no-such-command", BuildOptions())
+
+
+def test_include_re_admits_default_stdlib_exclusions():
+    excludes = _stdlib_excludes(Config(include=["tkinter", "test.support"], exclude=["xml.*"]))
+    assert "tkinter" not in excludes and "test" not in excludes and "idlelib" in excludes
+    assert excludes[-1] == "xml.*"
+
+
+# --- building ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hello_archive(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hello")
+    run = pip_build(out, EXAMPLES / "hello", "--archive-only", "-o", "hello.ingot")
+    assert "runs hello:main" in run.stderr and "shared-library" in run.stderr
+    return out / "hello.ingot"
+
+
+def test_hello_archive_runs_with_the_importer(hello_archive):
+    assert json.loads(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json")) == \
+        {"version": 1, "run": {"kind": "function", "module": "hello", "function": "main"}}
+    run = run_archive(hello_archive)
+    assert run.returncode == 0, run.stderr
+    assert f"Hello from memory! (hello 1.0.0 from {hello_archive}/hello/__init__.py)" in run.stdout
+
+
+def test_builds_are_reproducible(hello_archive, tmp_path):
+    pip_build(tmp_path, EXAMPLES / "hello", "--archive-only", "-o", "again.ingot", "-q")
+    assert (tmp_path / "again.ingot").read_bytes() == hello_archive.read_bytes()
+
+
+def test_cli_app_archive_runs_click_and_rich_from_the_archive(tmp_path):
+    pip_build(tmp_path, EXAMPLES / "cli-app", "--archive-only", "-o", "cli.ingot")
+    archive = tmp_path / "cli.ingot"
+    config = json.loads(ingot.IngotFinder(str(archive))._read("__ingot__/launch.json"))
+    assert config["fast_exit"] is True and config["run"]["module"] == "cli_app"
+    run = run_archive(archive, "--title", "Carried")
+    assert run.returncode == 0, run.stderr
+    assert "Carried" in run.stdout and "┏" in run.stdout
+    for name in ("cli-app", "click", "rich", "markdown-it-py"):
+        assert f"│ {name} " in run.stdout, name
+    assert f"app from {archive}/cli_app/__init__.py" in run.stdout
+    names = {name for _, name, _ in ingot.IngotFinder(str(archive)).entries()}
+    assert "rich.console" in names and "rich._windows" not in names  # [tool.ingot] exclude
+
+
+def test_import_stdlib_script_runs_from_the_archive(tmp_path):
+    script = EXAMPLES / "import-stdlib" / "import_stdlib.py"
+    pip_build(tmp_path, script, "--archive-only", "-o", "stdlib.ingot", "-q", "--optimize", "0,2")
+    run = run_archive(tmp_path / "stdlib.ingot")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("imported ") and " modules in " in run.stdout
+
+
+def test_executable_is_launcher_then_archive(hello_archive, tmp_path, capsys):
+    launcher = tmp_path / "fake-launcher"
+    launcher.write_bytes(b"\x7fELF not really a launcher\n" * 100)
+    out = tmp_path / "hello"
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher), "-o",
+                     str(out), "-q"]) == 0
+    data = out.read_bytes()
+    assert data.startswith(launcher.read_bytes())
+    assert data[len(launcher.read_bytes()):] == hello_archive.read_bytes()
+    assert out.stat().st_mode & 0o777 == 0o755
+    info = describe(out)
+    assert info["launcher_size"] == 2700 and info["launch"]["run"]["module"] == "hello"
+    # an earlier ingot output is replaced without --force
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher), "-o",
+                     str(out), "-q", "--fast-exit"]) == 0
+    assert describe(out)["launch"]["fast_exit"] is True
+
+
+def test_missing_launcher_exits_1_with_a_hint(tmp_path, capsys, monkeypatch):
+    missing = tmp_path / "no-launcher"
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no launcher binary at {missing}") and "\nhint: " in err
+    monkeypatch.setenv("INGOT_LAUNCHER", str(missing))
+    with pytest.raises(BuildError, match="from INGOT_LAUNCHER"):
+        find_launcher()
+    monkeypatch.delenv("INGOT_LAUNCHER")
+    if not (Path(ingot.__file__).parent / "_launcher" / "ingot-launcher").exists():
+        with pytest.raises(BuildError, match="ingot's package"):
+            find_launcher()
+
+
+def test_output_safety(tmp_path, capsys):
+    hello = str(EXAMPLES / "hello")
+    assert cli.main(["build", hello, "--archive-only", "-o", str(tmp_path)]) == 1
+    assert "it is a directory" in capsys.readouterr().err
+    precious = tmp_path / "notes.txt"
+    precious.write_text("mine")
+    assert cli.main(["build", hello, "--archive-only", "-o", str(precious)]) == 1
+    assert "--force" in capsys.readouterr().err and precious.read_text() == "mine"
+    assert cli.main(["build", hello, "--archive-only", "-o", str(tmp_path / "no" / "x")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(BuildError, match="module to run, 'nosuch', is not in the archive"):
+        build(BuildOptions(source=hello, config=Config(entry="nosuch:main",
+                                                       output=str(tmp_path / "x.ingot")),
+                           archive_only=True))
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]  # no temporary files left
+
+
+def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
+    assert cli.main(["inspect", str(hello_archive)]) == 0
+    out = capsys.readouterr().out
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert f"Python {version}" in out and '"module": "hello"' in out
+    assert any(line.startswith("package") and line.endswith(" hello") for line in out.splitlines())
+    assert cli.main(["inspect", str(hello_archive), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["python"] == version and info["launcher_size"] == 0
+    assert {"kind": "data-file", "name": "__ingot__/launch.json",
+            "size": len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))} \
+        in info["entries"]
+    assert cli.main(["inspect", str(ROOT / "README.md")]) == 1
+
+
+# --- end to end, with the real launcher ----------------------------------------------------------
+
+def _real_launcher():
+    for candidate in (os.environ.get("INGOT_LAUNCHER"), ROOT / "target/release/ingot-launcher"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
+                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+def test_executable_runs_end_to_end(tmp_path):
+    out = tmp_path / "hello"
+    pip_build(tmp_path, EXAMPLES / "hello", "--launcher", _real_launcher(), "-o", out)
+    shutil.rmtree(tmp_path / "dist", ignore_errors=True)
+    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr
+    assert "Hello from memory!" in run.stdout
