@@ -218,11 +218,13 @@ impl IngotFinder {
         let optimize: u8 = sys.getattr(intern!(py, "flags"))?.getattr(intern!(py, "optimize"))?.extract()?;
         let bytecode_role = Role::Bytecode(optimize.min(2));
 
-        let bootstrap_external = py.import("_frozen_importlib_external")?;
-        let suffixes = bootstrap_external.getattr("EXTENSION_SUFFIXES")?;
+        // `_imp`, not `_frozen_importlib_external.EXTENSION_SUFFIXES` (the same list): the
+        // launcher opens the finder before the interpreter's main initialization phase, before
+        // the external importers are installed.
+        let imp = py.import("_imp")?;
+        let suffixes = imp.call_method0("extension_suffixes")?;
         let extension_suffix: String = suffixes.get_item(0)?.extract()?;
         let bootstrap = py.import("_frozen_importlib")?;
-        let imp = py.import("_imp")?;
         let shared = Shared {
             archive,
             prefix: format!("{path}/"),
@@ -350,9 +352,18 @@ impl IngotFinder {
 fn check_interpreter(py: Python<'_>, path: &str, archive: &Archive) -> PyResult<()> {
     let header = archive.header();
     // SAFETY: no preconditions.
-    let magic = unsafe { ffi::PyImport_GetMagicNumber() } as u32;
-    let running = magic.to_le_bytes();
+    let magic = unsafe { ffi::PyImport_GetMagicNumber() };
     let version = py.version_info();
+    if magic == -1 {
+        // Before the main initialization phase (the launcher), CPython 3.11-3.12 cannot tell its
+        // magic number yet (it reads `_bootstrap_external`, not installed yet). The launcher
+        // checks the magic itself before it starts the interpreter; the version is checked here.
+        let _ = PyErr::take(py);
+        if header.python_version == (version.major, version.minor) {
+            return Ok(());
+        }
+    }
+    let running = (magic as u32).to_le_bytes();
     if header.bytecode_magic != running || header.python_version != (version.major, version.minor) {
         return Err(ArchiveError::new_err(format!(
             "ingot archive `{path}` was built for Python {}.{} (bytecode magic {}), but this is Python {}.{} \
@@ -453,7 +464,12 @@ impl IngotFinder {
     fn exec_module<'py>(slf: &Bound<'py, Self>, module: &Bound<'py, PyAny>) -> PyResult<()> {
         let py = slf.py();
         let finder = slf.get();
-        let name = module.getattr(intern!(py, "__name__"))?;
+        // The spec's name, not `__name__`: an extension module can name itself otherwise
+        // (`_decimal` creates a module called `decimal`), and `decimal` is another entry.
+        let name = match module.getattr(intern!(py, "__spec__")) {
+            Ok(spec) if !spec.is_none() => spec.getattr(intern!(py, "name"))?,
+            _ => module.getattr(intern!(py, "__name__"))?,
+        };
         let name = name.cast::<PyString>()?.to_str()?;
         let entry = finder.entry(py, name)?;
         let kind = entry.kind();

@@ -1,0 +1,98 @@
+//! Links the launcher against the static `libpython3.X.a` of the interpreter pyo3 was configured
+//! with (`PYO3_PYTHON`, or the `python3` on `PATH`), whole, and exports its symbols so that
+//! extension modules loaded at run time resolve `Py*` from the executable.
+//!
+//! pyo3-ffi's own link lines are switched off (Cargo.toml turns on its `extension-module`
+//! feature): they would link `libpython3.X.so`. When the interpreter has no static library, the
+//! launcher falls back to linking the shared one and says so with a warning.
+
+use std::path::Path;
+use std::process::Command;
+
+const PROBE: &str = r#"
+import importlib.util, sys, sysconfig
+for key in ("LIBPL", "LIBRARY", "LDLIBRARY", "LIBDIR", "LIBS", "SYSLIBS", "VERSION"):
+    print(key + "=" + str(sysconfig.get_config_var(key) or ""))
+print("MAGIC=" + importlib.util.MAGIC_NUMBER.hex())
+print("RUNNING=%d.%d" % sys.version_info[:2])
+"#;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    println!("cargo:rerun-if-env-changed=PYO3_CONFIG_FILE");
+    println!("cargo:rerun-if-env-changed=INGOT_LAUNCHER_SHARED");
+    pyo3_build_config::use_pyo3_cfgs();
+
+    let config = pyo3_build_config::get();
+    let version = config.version();
+    let wanted = format!("{}.{}", version.major, version.minor);
+    let python = config
+        .executable()
+        .map(str::to_string)
+        .or_else(|| std::env::var("PYO3_PYTHON").ok())
+        .unwrap_or_else(|| format!("/root/.pyenv/versions/3.11.7/bin/python{wanted}"));
+
+    let output = Command::new(&python)
+        .args(["-I", "-c", PROBE])
+        .output()
+        .unwrap_or_else(|error| panic!("ingot-launcher: cannot run {python}: {error}"));
+    assert!(
+        output.status.success(),
+        "ingot-launcher: {python} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).expect("sysconfig output is UTF-8");
+    let var = |key: &str| -> String {
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{key}=")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        var("RUNNING"),
+        wanted,
+        "ingot-launcher: pyo3 is configured for Python {wanted} but {python} is Python {}; set PYO3_PYTHON",
+        var("RUNNING")
+    );
+
+    let libpl = var("LIBPL");
+    let library = var("LIBRARY");
+    let static_lib = Path::new(&libpl).join(&library);
+    let forced_shared = std::env::var_os("INGOT_LAUNCHER_SHARED").is_some();
+    let linkage = if !forced_shared && !library.is_empty() && static_lib.is_file() {
+        let name = library.strip_prefix("lib").and_then(|name| name.strip_suffix(".a")).expect("LIBRARY is libNAME.a");
+        println!("cargo:rustc-link-search=native={libpl}");
+        // Whole: extension modules need symbols the launcher itself never references.
+        println!("cargo:rustc-link-lib=static:+whole-archive,-bundle={name}");
+        "static"
+    } else {
+        let libdir = var("LIBDIR");
+        let name = format!("python{}", var("VERSION"));
+        println!(
+            "cargo:warning=ingot-launcher: no static {} for {python}: linking lib{name}.so from {libdir} instead",
+            static_lib.display()
+        );
+        println!("cargo:rustc-link-search=native={libdir}");
+        println!("cargo:rustc-link-lib=dylib={name}");
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{libdir}");
+        "shared"
+    };
+    // The system libraries libpython needs (LIBS and SYSLIBS: -ldl -lm -lpthread -lutil ...).
+    let mut seen = Vec::new();
+    for flag in var("LIBS").split_whitespace().chain(var("SYSLIBS").split_whitespace()) {
+        if let Some(name) = flag.strip_prefix("-l") {
+            if !seen.contains(&name.to_string()) {
+                seen.push(name.to_string());
+                println!("cargo:rustc-link-lib=dylib={name}");
+            }
+        }
+    }
+    // The executable exports libpython's symbols for extension modules (`-Xlinker -export-dynamic`,
+    // as python's own LINKFORSHARED).
+    println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic");
+
+    println!("cargo:rustc-env=INGOT_LAUNCHER_PYTHON_VERSION={wanted}");
+    println!("cargo:rustc-env=INGOT_LAUNCHER_BYTECODE_MAGIC={}", var("MAGIC"));
+    println!("cargo:rustc-env=INGOT_LAUNCHER_LINKAGE={linkage}");
+}

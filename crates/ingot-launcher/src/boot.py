@@ -1,0 +1,65 @@
+# The launcher's Python half: compiled from this source by the launcher after the interpreter's
+# main initialization, in a namespace of its own (not a module in sys.modules).
+#
+# `finder` (the archive's IngotFinder) is in the namespace when this runs.
+
+import sys
+
+
+def seal_import_system(finder):
+    """Leaves the archive as the only source of modules: no path finder, no file-system path
+    hooks, and the archive itself as the one sys.path entry (for pkgutil & co)."""
+    sys.meta_path[:] = [entry for entry in sys.meta_path
+                        if getattr(entry, "__name__", None) != "PathFinder"]
+    if finder not in sys.meta_path:
+        sys.meta_path.insert(0, finder)
+    sys.path_hooks[:] = [finder.path_hook]
+    sys.path_importer_cache.clear()
+    sys.path[:] = [finder.path]
+
+
+def run_module(module):
+    import runpy
+    runpy._run_module_as_main(module, alter_argv=False)
+
+
+def run_code(code, argv):
+    """``python -c CODE``: what multiprocessing's spawn, resource tracker and forkserver run."""
+    sys.argv[:] = argv
+    main = sys.modules["__main__"]
+    exec(compile(code, "<string>", "exec"), main.__dict__)
+
+
+def run_frozen_fork(argv):
+    """``EXE --multiprocessing-fork name=value ...``, as multiprocessing.freeze_support() does."""
+    kwds = {}
+    for arg in argv[2:]:
+        name, value = arg.split("=")
+        kwds[name] = None if value == "None" else int(value)
+    from multiprocessing.spawn import spawn_main
+    spawn_main(**kwds)
+
+
+def shutdown():
+    """What Py_FinalizeEx promises before the interpreter is torn down: wait for non-daemon
+    threads, run atexit handlers, flush the standard streams. True if a flush failed."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:  # as Py_FinalizeEx: reported, then on with the exit
+            import traceback
+            print("Exception ignored on threading shutdown:", file=sys.stderr)
+            traceback.print_exc()
+    import atexit
+    atexit._run_exitfuncs()
+    failed = False
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is None:
+            continue
+        try:
+            stream.flush()
+        except BaseException:
+            failed = failed or name == "stdout"
+    return failed

@@ -1,0 +1,499 @@
+//! The ingot launcher: a CPython interpreter (libpython linked in statically) that runs the
+//! application in the ingot archive appended to its own executable, importing everything from
+//! that archive. See README.md for the start-up phases and the exit rules.
+
+use std::ffi::{c_char, c_int, CStr, CString, OsString};
+use std::mem::MaybeUninit;
+use std::os::unix::ffi::OsStrExt;
+
+use ingot_format::{Archive, Namespace, Role};
+use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyList, PyString};
+use serde::Deserialize;
+
+/// The launch configuration's name in the archive (Files name space).
+pub const LAUNCH_CONFIG: &str = "__ingot__/launch.json";
+
+/// The Python this launcher embeds, `major.minor` (from the build script).
+pub const PYTHON_VERSION: &str = env!("INGOT_LAUNCHER_PYTHON_VERSION");
+/// `importlib.util.MAGIC_NUMBER` of that Python, in hex.
+pub const BYTECODE_MAGIC: &str = env!("INGOT_LAUNCHER_BYTECODE_MAGIC");
+/// `static` or `shared`: how libpython is linked.
+pub const LINKAGE: &str = env!("INGOT_LAUNCHER_LINKAGE");
+
+const BOOT_SOURCE: &CStr = match CStr::from_bytes_with_nul(concat!(include_str!("boot.py"), "\0").as_bytes()) {
+    Ok(source) => source,
+    Err(_) => panic!("boot.py contains a NUL byte"),
+};
+
+extern "C" {
+    // CPython 3.8+: the second phase of a two-phase initialization (`PyConfig._init_main = 0`).
+    fn _Py_InitializeMain() -> ffi::PyStatus;
+}
+
+/// `__ingot__/launch.json`.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct LaunchConfig {
+    pub version: u32,
+    pub run: Run,
+    #[serde(default = "yes")]
+    pub fast_exit: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What to run.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Run {
+    /// Import `module` and call `module.function()`; its result is the exit status.
+    Function { module: String, function: String },
+    /// `python -m module`.
+    Module { module: String },
+}
+
+impl LaunchConfig {
+    pub fn parse(bytes: &[u8]) -> Result<LaunchConfig, String> {
+        let config: LaunchConfig = serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
+        if config.version != 1 {
+            return Err(format!("version {} is not supported (this launcher reads version 1)", config.version));
+        }
+        let names: Vec<&str> = match &config.run {
+            Run::Function { module, function } => vec![module.as_str(), function.as_str()],
+            Run::Module { module } => vec![module.as_str()],
+        };
+        for name in names {
+            if name.is_empty() || name.split('.').any(str::is_empty) {
+                return Err(format!("`{name}` is not a Python name"));
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// What the process was asked to do: the application, or what Python would do for the command
+/// lines multiprocessing gives `sys.executable` (spawned children, the resource tracker, the
+/// forkserver).
+#[derive(Debug, PartialEq)]
+pub enum Task {
+    App,
+    /// `EXE [flags] -c CODE args...`: run CODE as `__main__` with `sys.argv = ['-c', args...]`.
+    Code { code: String, argv: Vec<String> },
+    /// `EXE --multiprocessing-fork name=value...` (multiprocessing's form for frozen executables).
+    FrozenFork,
+}
+
+/// Recognizes multiprocessing's command lines. Only these: an application's own `-c` option is
+/// left alone unless the code is multiprocessing's or `--multiprocessing-fork` follows it.
+pub fn task(argv: &[OsString]) -> Task {
+    let args: Vec<&[u8]> = argv.iter().skip(1).map(|arg| arg.as_bytes()).collect();
+    if args.first() == Some(&&b"--multiprocessing-fork"[..]) {
+        return Task::FrozenFork;
+    }
+    // The interpreter flags `subprocess._args_from_interpreter_flags()` can give.
+    let mut index = 0;
+    while index < args.len() {
+        let arg = args[index];
+        let single = |flag: &[u8]| arg == flag;
+        if [&b"-W"[..], b"-X"].iter().any(|flag| single(flag)) {
+            index += 2;
+        } else if arg.len() >= 2 && arg[0] == b'-' && arg[1] != b'-' && arg[1] != b'c'
+            && (arg.starts_with(b"-W") || arg.starts_with(b"-X") || arg[1..].iter().all(|c| b"bBdEIOqsSuv".contains(c)))
+        {
+            index += 1;
+        } else {
+            break;
+        }
+    }
+    if args.get(index) != Some(&&b"-c"[..]) {
+        return Task::App;
+    }
+    let Some(code) = args.get(index + 1).and_then(|code| std::str::from_utf8(code).ok()) else {
+        return Task::App;
+    };
+    let rest: Vec<String> = args[index + 2..].iter().map(|arg| String::from_utf8_lossy(arg).into_owned()).collect();
+    let ours = code.trim_start().starts_with("from multiprocessing.") || rest.iter().any(|arg| arg == "--multiprocessing-fork");
+    if !ours {
+        return Task::App;
+    }
+    let mut argv = vec!["-c".to_string()];
+    argv.extend(rest);
+    Task::Code { code: code.to_string(), argv }
+}
+
+/// Prints `ingot: <what>: <reason>` and exits 1.
+fn fail(what: &str, reason: impl std::fmt::Display) -> ! {
+    eprintln!("ingot: {what}: {reason}");
+    std::process::exit(1)
+}
+
+/// Opens the archive appended to `exe`, checks it was built for this Python, and reads its
+/// launch configuration.
+pub fn read_archive(exe: &std::path::Path) -> Result<LaunchConfig, (String, String)> {
+    let shown = exe.display().to_string();
+    let archive = Archive::open_path(exe).map_err(|error| {
+        let mut reason = chain(&error);
+        if matches!(error, ingot_format::Error::NotAnArchive) {
+            reason.push_str(&format!(
+                " (this is the ingot launcher for Python {PYTHON_VERSION}: append an archive built with \
+                 Python {PYTHON_VERSION} to a copy of it)"
+            ));
+        }
+        (shown.clone(), reason)
+    })?;
+    let header = archive.header();
+    let magic: String = header.bytecode_magic.iter().map(|byte| format!("{byte:02x}")).collect();
+    let version = format!("{}.{}", header.python_version.0, header.python_version.1);
+    if version != PYTHON_VERSION || magic != BYTECODE_MAGIC {
+        return Err((
+            shown,
+            format!(
+                "the archive was built for Python {version} (bytecode magic {magic}), but this launcher \
+                 embeds Python {PYTHON_VERSION} (bytecode magic {BYTECODE_MAGIC}); build it with Python {PYTHON_VERSION}"
+            ),
+        ));
+    }
+    let entry = archive
+        .find(Namespace::Files, LAUNCH_CONFIG)
+        .map_err(|error| (shown.clone(), chain(&error)))?
+        .ok_or_else(|| (shown.clone(), format!("the archive has no {LAUNCH_CONFIG}")))?;
+    let bytes = entry
+        .data(Role::Content)
+        .map_err(|error| (shown.clone(), chain(&error)))?
+        .ok_or_else(|| (shown.clone(), format!("{LAUNCH_CONFIG} is empty")))?;
+    LaunchConfig::parse(&bytes).map_err(|error| (format!("{shown}: {LAUNCH_CONFIG}"), error))
+}
+
+/// An error and its sources, `: `-separated.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// The launcher's entry point.
+pub fn main() -> ! {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .unwrap_or_else(|error| fail("cannot find its own executable (/proc/self/exe)", error));
+    let config = read_archive(&exe).unwrap_or_else(|(what, reason)| fail(&what, reason));
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let task = task(&argv);
+    let exe_str = exe.to_str().unwrap_or_else(|| fail(&exe.display().to_string(), "the path is not UTF-8")).to_string();
+    // SAFETY: called once, on the main thread, before anything else touches Python.
+    unsafe { initialize(&exe, &argv) };
+    // SAFETY: the interpreter is initialized and this thread holds the GIL.
+    let py = unsafe { Python::assume_attached() };
+    let (outcome, fast_exit) = match run(py, &exe_str, &config, &task) {
+        Ok(outcome) => (outcome, config.fast_exit),
+        Err(error) => {
+            // A failure of the launcher's own Python code, not of the application.
+            error.print(py);
+            (Outcome::Code(1), config.fast_exit)
+        }
+    };
+    finish(py, outcome, fast_exit)
+}
+
+fn status_error(status: &ffi::PyStatus) -> String {
+    let text = |pointer: *const c_char| {
+        if pointer.is_null() {
+            String::new()
+        } else {
+            // SAFETY: PyStatus strings are static NUL-terminated C strings.
+            unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned()
+        }
+    };
+    match (text(status.func), text(status.err_msg)) {
+        (func, message) if func.is_empty() => message,
+        (func, message) => format!("{func}: {message}"),
+    }
+}
+
+/// Exits on a failed status, as `Py_ExitStatusException` would but with an `ingot:` message.
+unsafe fn check(status: ffi::PyStatus, phase: &str) {
+    if ffi::PyStatus_IsExit(status) != 0 {
+        std::process::exit(status.exitcode);
+    }
+    if ffi::PyStatus_Exception(status) != 0 {
+        if ffi::PyErr_Occurred().is_null() {
+            fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
+        }
+        ffi::PyErr_Print();
+        fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
+    }
+}
+
+/// Initializes CPython in isolated mode, in two phases, with the archive's finder installed
+/// between them (see README.md, "Start-up").
+unsafe fn initialize(exe: &std::path::Path, argv: &[OsString]) {
+    // The importer, as the built-in module `_ingot`.
+    use ingot_importer::_ingot;
+    pyo3::append_to_inittab!(_ingot);
+
+    // Pre-initialization: `python -I` (locale configured and C locale coerced as python does,
+    // the environment ignored).
+    let mut preconfig = MaybeUninit::<ffi::PyPreConfig>::uninit();
+    ffi::PyPreConfig_InitPythonConfig(preconfig.as_mut_ptr());
+    let mut preconfig = preconfig.assume_init();
+    preconfig.isolated = 1;
+    preconfig.use_environment = 0;
+    preconfig.parse_argv = 0;
+    check(ffi::Py_PreInitialize(&preconfig), "pre-initialization");
+
+    let mut config = MaybeUninit::<ffi::PyConfig>::uninit();
+    ffi::PyConfig_InitIsolatedConfig(config.as_mut_ptr());
+    let config = config.as_mut_ptr();
+    (*config).site_import = 0;
+    (*config).user_site_directory = 0;
+    (*config).use_environment = 0;
+    #[cfg(Py_3_11)]
+    {
+        (*config).safe_path = 1;
+    }
+    (*config).module_search_paths_set = 1;
+    (*config).pathconfig_warnings = 0;
+    (*config).parse_argv = 0;
+    // As python does (the isolated defaults are for embedding in another program): SIGINT raises
+    // KeyboardInterrupt, SIGPIPE is ignored, and the C stdio is set up.
+    (*config).install_signal_handlers = 1;
+    (*config).configure_c_stdio = 1;
+    (*config)._init_main = 0;
+
+    let exe_c = CString::new(exe.as_os_str().as_bytes()).unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
+        .collect();
+    let mut pointers: Vec<*const c_char> = args.iter().map(|arg| arg.as_ptr()).collect();
+    let set = |status: ffi::PyStatus, what: &str| check(status, what);
+    set(ffi::PyConfig_SetBytesArgv(config, pointers.len() as ffi::Py_ssize_t, pointers.as_mut_ptr()), "argv");
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).executable, exe_c.as_ptr()), "executable");
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).program_name, exe_c.as_ptr()), "program_name");
+    // prefix, exec_prefix and home: the executable's directory, so that the path configuration
+    // searches for no standard library or virtual environment on disk.
+    let home = exe.parent().map(|dir| dir.as_os_str().as_bytes().to_vec()).unwrap_or_else(|| b"/".to_vec());
+    let home = CString::new(home).unwrap_or_else(|_| fail("home", "path contains NUL"));
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).home, home.as_ptr()), "home");
+
+    let status = ffi::Py_InitializeFromConfig(config);
+    ffi::PyConfig_Clear(config);
+    check(status, "core");
+
+    // Core phase done: builtin and frozen modules only. The archive's finder goes first on
+    // sys.meta_path so that the main phase (encodings, io, ...) imports from the archive.
+    let py = Python::assume_attached();
+    if let Err(error) = install_finder(py, exe) {
+        error.print(py);
+        fail(&exe.display().to_string(), "cannot install the archive's finder");
+    }
+    check(_Py_InitializeMain(), "main");
+}
+
+fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
+    let module = py.import("_ingot")?;
+    // A str: a PathBuf would convert to pathlib.Path, not importable yet.
+    let finder = module.getattr("IngotFinder")?.call1((exe.as_os_str().to_string_lossy(),))?;
+    let meta_path = py.import("sys")?.getattr("meta_path")?.cast_into::<PyList>()?;
+    meta_path.insert(0, finder)?;
+    Ok(())
+}
+
+/// How the application ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Outcome {
+    Code(i32),
+    /// An uncaught KeyboardInterrupt: the process ends by SIGINT, as python's does.
+    Interrupted,
+}
+
+fn run<'py>(py: Python<'py>, exe: &str, config: &LaunchConfig, task: &Task) -> PyResult<Outcome> {
+    let boot = PyDict::new(py);
+    boot.set_item("__name__", "_ingot_boot")?;
+    boot.set_item("__builtins__", py.import("builtins")?)?;
+    py.run(BOOT_SOURCE, Some(&boot), None)?;
+    let finder = py
+        .import("sys")?
+        .getattr("meta_path")?
+        .try_iter()?
+        .find(|entry| entry.as_ref().is_ok_and(|entry| entry.get_type().name().is_ok_and(|name| name == "IngotFinder")))
+        .transpose()?
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the archive's finder left sys.meta_path"))?;
+    boot.get_item("seal_import_system")?.expect("boot.py").call1((finder,))?;
+    let sys = py.import("sys")?;
+    sys.setattr("executable", exe)?;
+
+    let call = |name: &str, args: Vec<Bound<'py, PyAny>>| -> PyResult<Bound<'py, PyAny>> {
+        let function = boot.get_item(name)?.expect("boot.py");
+        function.call1(pyo3::types::PyTuple::new(py, args)?)
+    };
+    let result = match (task, &config.run) {
+        (Task::Code { code, argv }, _) => {
+            call("run_code", vec![PyString::new(py, code).into_any(), PyList::new(py, argv)?.into_any()])
+        }
+        (Task::FrozenFork, _) => call("run_frozen_fork", vec![sys.getattr("argv")?]),
+        // Called from here, not from boot.py: no launcher frame in the application's tracebacks.
+        (Task::App, Run::Function { module, function }) => py.import(module.as_str()).and_then(|module| module.call_method0(function.as_str())),
+        (Task::App, Run::Module { module }) => call("run_module", vec![PyString::new(py, module).into_any()]),
+    };
+    Ok(match result {
+        Ok(value) => Outcome::Code(exit_code(py, &value)),
+        Err(error) if error.is_instance_of::<PySystemExit>(py) => {
+            let code = error.value(py).getattr("code")?;
+            Outcome::Code(exit_code(py, &code))
+        }
+        Err(error) if error.is_instance_of::<PyKeyboardInterrupt>(py) => {
+            print_exception(py, error);
+            Outcome::Interrupted
+        }
+        Err(error) => {
+            print_exception(py, error);
+            Outcome::Code(1)
+        }
+    })
+}
+
+/// Prints an uncaught exception: through `sys.excepthook`, or, when that is the default one, with
+/// the `traceback` module, which (unlike the C printer before Python 3.13) shows the source lines
+/// of modules in the archive.
+fn print_exception(py: Python<'_>, error: PyErr) {
+    let printed = (|| -> PyResult<bool> {
+        let sys = py.import("sys")?;
+        if !sys.getattr("excepthook")?.is(&sys.getattr("__excepthook__")?) {
+            return Ok(false);
+        }
+        let value = error.value(py);
+        let traceback = match error.traceback(py) {
+            Some(traceback) => traceback.into_any(),
+            None => py.None().into_bound(py),
+        };
+        sys.setattr("last_type", value.get_type())?;
+        sys.setattr("last_value", value)?;
+        sys.setattr("last_traceback", &traceback)?;
+        py.import("traceback")?.call_method1("print_exception", (value.get_type(), value, traceback))?;
+        Ok(true)
+    })();
+    match printed {
+        Ok(true) => {}
+        Ok(false) => error.print(py),
+        Err(_) => error.print(py),
+    }
+}
+
+/// The exit status for `sys.exit(value)` (`_Py_HandleSystemExit`): None is 0, an int is itself,
+/// anything else is printed to `sys.stderr` and is 1.
+fn exit_code(py: Python<'_>, value: &Bound<'_, PyAny>) -> i32 {
+    if value.is_none() {
+        return 0;
+    }
+    if value.is_instance_of::<PyInt>() {
+        // SAFETY: `value` is an int; on overflow CPython gives -1 (with an error we clear).
+        let code = unsafe { ffi::PyLong_AsLong(value.as_ptr()) };
+        if code == -1 {
+            let _ = PyErr::take(py);
+        }
+        return code as c_int;
+    }
+    let printed = (|| -> PyResult<()> {
+        let stderr = py.import("sys")?.getattr("stderr")?;
+        if stderr.is_none() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("no sys.stderr"));
+        }
+        stderr.call_method1("write", (value.str()?,))?;
+        stderr.call_method1("write", ("\n",))?;
+        Ok(())
+    })();
+    if printed.is_err() {
+        let _ = PyErr::take(py);
+        if let Ok(text) = value.str() {
+            eprintln!("{text}");
+        }
+    }
+    1
+}
+
+/// Ends the process: fast (what Python promises at exit, then `_exit`) or through
+/// `Py_FinalizeEx`.
+fn finish(py: Python<'_>, outcome: Outcome, fast_exit: bool) -> ! {
+    let mut code = match outcome {
+        Outcome::Code(code) => code,
+        Outcome::Interrupted => 130,
+    };
+    if fast_exit {
+        let flush_failed = (|| -> PyResult<bool> {
+            let boot = PyDict::new(py);
+            boot.set_item("__builtins__", py.import("builtins")?)?;
+            py.run(BOOT_SOURCE, Some(&boot), None)?;
+            boot.get_item("shutdown")?.expect("boot.py").call0()?.extract()
+        })();
+        if !matches!(flush_failed, Ok(false)) {
+            if let Err(error) = flush_failed {
+                error.print(py);
+            }
+            code = 120;
+        }
+        // SAFETY: flushing C stdio for extension modules that wrote with it.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+    } else {
+        // SAFETY: no Python object is held past this point.
+        if unsafe { ffi::Py_FinalizeEx() } < 0 {
+            code = 120;
+        }
+    }
+    if outcome == Outcome::Interrupted {
+        // SAFETY: plain libc calls; as CPython's exit_sigint.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::kill(libc::getpid(), libc::SIGINT);
+        }
+    }
+    // SAFETY: ends the process without running destructors or atexit (done above, or finalized).
+    unsafe { libc::_exit(code) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn launch_config() {
+        let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}"#).unwrap();
+        assert_eq!(config.run, Run::Function { module: "app.cli".into(), function: "main".into() });
+        assert!(config.fast_exit);
+        let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false}"#).unwrap();
+        assert_eq!(config.run, Run::Module { module: "app".into() });
+        assert!(!config.fast_exit);
+        assert!(LaunchConfig::parse(br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#).is_err());
+        assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#).is_err());
+        assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#).is_err());
+        assert!(LaunchConfig::parse(b"not json").is_err());
+    }
+
+    #[test]
+    fn multiprocessing_command_lines() {
+        assert_eq!(task(&args(&["app"])), Task::App);
+        assert_eq!(task(&args(&["app", "-c", "config.toml"])), Task::App);
+        let spawn = "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7)";
+        assert_eq!(
+            task(&args(&["app", "-S", "-I", "-c", spawn, "--multiprocessing-fork"])),
+            Task::Code { code: spawn.into(), argv: vec!["-c".into(), "--multiprocessing-fork".into()] }
+        );
+        assert_eq!(
+            task(&args(&["app", "-W", "ignore", "-Xdev", "-c", "from multiprocessing.resource_tracker import main;main(4)"])),
+            Task::Code { code: "from multiprocessing.resource_tracker import main;main(4)".into(), argv: vec!["-c".into()] }
+        );
+        assert_eq!(task(&args(&["app", "--multiprocessing-fork", "pipe_handle=7"])), Task::FrozenFork);
+        assert_eq!(task(&args(&["app", "--verbose", "-c", "from multiprocessing.x import y"])), Task::App);
+    }
+}

@@ -1,0 +1,344 @@
+"""The launcher (crates/ingot-launcher): an executable with an archive appended runs the app in it,
+importing everything from the archive.
+
+The launcher is built once per session (`cargo build -p ingot-launcher`), or taken from
+`INGOT_LAUNCHER`. Archives are packed by a Python of the version the launcher embeds (this one,
+or the one `INGOT_TEST_PYTHONS` lists for it) with `ingot.pack.pack`, plus the launch
+configuration `__ingot__/launch.json`.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import ingot
+from conftest import ROOT, python_for
+
+APP = {
+    "app/__init__.py": "",
+    "app/cli.py": """
+        import json
+        import sys
+
+        def square(x):
+            return x * x
+
+        def main():
+            what = sys.argv[1] if len(sys.argv) > 1 else "hello"
+            if what == "hello":
+                print("hello, world")
+            elif what == "return":
+                return int(sys.argv[2]) if sys.argv[2].lstrip("-").isdigit() else sys.argv[2]
+            elif what == "exit":
+                sys.exit(sys.argv[2] if len(sys.argv) > 2 else None)
+            elif what == "raise":
+                raise ValueError("boom")
+            elif what == "interrupt":
+                raise KeyboardInterrupt
+            elif what == "info":
+                print(json.dumps({"executable": sys.executable, "argv": sys.argv,
+                                  "path": sys.path, "prefix": sys.prefix}))
+            elif what == "modules":
+                import json as _json, ssl, sqlite3, decimal, email.message, xml.dom.minidom
+                outside = {}
+                for name, module in sorted(sys.modules.items()):
+                    spec = getattr(module, "__spec__", None)
+                    loader = getattr(spec, "loader", None) or getattr(module, "__loader__", None)
+                    label = loader.__name__ if isinstance(loader, type) else type(loader).__name__
+                    file = getattr(module, "__file__", None)
+                    if label not in ("IngotFinder", "BuiltinImporter", "FrozenImporter") and (
+                            spec is not None or file is not None):
+                        outside[name] = label
+                    elif file is not None and not file.startswith(sys.executable + "/"):
+                        outside[name] = file
+                print(_json.dumps(outside))
+            elif what == "native":
+                import ssl, sqlite3
+                context = ssl.create_default_context()
+                connection = sqlite3.connect(":memory:")
+                connection.execute("create table t (x)")
+                connection.executemany("insert into t values (?)", [(1,), (2,), (3,)])
+                print(ssl.OPENSSL_VERSION.split()[0], context.verify_mode == ssl.CERT_REQUIRED,
+                      connection.execute("select sum(x) from t").fetchone()[0])
+            elif what == "shutdown":
+                import atexit, threading, time
+                atexit.register(lambda: print("atexit ran"))
+                threading.Thread(target=lambda: (time.sleep(0.2), print("thread joined"))).start()
+                sys.stdout.write("buffered, no newline|")
+            elif what == "spawn":
+                import multiprocessing
+                with multiprocessing.get_context("spawn").Pool(2) as pool:
+                    print(pool.map(square, range(5)))
+            else:
+                raise SystemExit(f"unknown {what}")
+    """,
+    "app/__main__.py": """
+        import sys
+        if sys.argv[1:] == ["shutdown"]:
+            import app.cli
+            app.cli.main()
+        else:
+            print("module", __name__, sys.argv[1:])
+        if sys.argv[1:] == ["fail"]:
+            sys.exit(4)
+    """,
+}
+
+FUNCTION = {"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}
+MODULE = {"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": False}
+
+PACK = """
+import sys
+import ingot.pack as pack
+
+output, site, launch = sys.argv[1:]
+Writer = pack.ArchiveWriter
+
+class WithLaunchConfig:
+    # Adds __ingot__/launch.json to what `ingot pack` writes.
+    def __init__(self, **options):
+        self.writer = Writer(**options)
+    def __len__(self):
+        return len(self.writer)
+    def __getattr__(self, name):
+        return getattr(self.writer, name)
+    def write(self, path):
+        self.writer.add_data_file("__ingot__/launch.json", launch.encode())
+        return self.writer.write(path)
+
+pack.ArchiveWriter = WithLaunchConfig
+pack.pack(output, directories=[site])
+"""
+
+
+@pytest.fixture(scope="session")
+def launcher():
+    """The launcher executable (no archive appended)."""
+    if os.environ.get("INGOT_LAUNCHER"):
+        return Path(os.environ["INGOT_LAUNCHER"])
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is needed to build the launcher (or set INGOT_LAUNCHER)")
+    subprocess.run(["cargo", "build", "--quiet", "-p", "ingot-launcher"], cwd=ROOT, check=True)
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / "debug" / "ingot-launcher"
+
+
+@pytest.fixture(scope="session")
+def launcher_python(launcher):
+    """A Python of the version the launcher embeds, with ingot installed: it packs the archives.
+    The bare launcher names that version in its error message."""
+    version = launcher_python_version(launcher)
+    if version == "%d.%d" % sys.version_info[:2]:
+        return sys.executable
+    return python_for(version)
+
+
+def make_app(tmp_path, launcher, python, launch, name="app"):
+    site = tmp_path / f"{name}-site"
+    for relative, source in APP.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_text(textwrap.dedent(source))
+    archive = tmp_path / f"{name}.ingot"
+    subprocess.run([python, "-c", PACK, archive, site, json.dumps(launch)], check=True,
+                   capture_output=True, timeout=300)
+    app = tmp_path / name
+    with open(app, "wb") as out:
+        out.write(launcher.read_bytes())
+        out.write(archive.read_bytes())
+    app.chmod(0o755)
+    return app
+
+
+@pytest.fixture(scope="session")
+def function_app(tmp_path_factory, launcher, launcher_python):
+    return make_app(tmp_path_factory.mktemp("function"), launcher, launcher_python, FUNCTION)
+
+
+@pytest.fixture(scope="session")
+def module_app(tmp_path_factory, launcher, launcher_python):
+    return make_app(tmp_path_factory.mktemp("module"), launcher, launcher_python, MODULE)
+
+
+def run(app, *args, env=None, timeout=60):
+    return subprocess.run([str(app), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def test_hello_world(function_app):
+    result = run(function_app)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "hello, world\n", "")
+
+
+@pytest.mark.parametrize("args, code, stderr", [
+    (["return", "3"], 3, ""),
+    (["return", "0"], 0, ""),
+    (["return", "not a number"], 1, "not a number\n"),
+    (["exit"], 0, ""),
+    (["exit", "the message"], 1, "the message\n"),
+])
+def test_exit_codes(function_app, args, code, stderr):
+    result = run(function_app, *args)
+    assert (result.returncode, result.stderr) == (code, stderr)
+
+
+def test_uncaught_exception_prints_traceback_with_source(function_app):
+    result = run(function_app, "raise")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Traceback (most recent call last):\n")
+    assert f'File "{function_app}/app/cli.py"' in result.stderr
+    assert 'raise ValueError("boom")' in result.stderr  # the source line, from the archive
+    assert result.stderr.endswith("ValueError: boom\n")
+
+
+def test_keyboard_interrupt_ends_by_sigint(function_app):
+    result = run(function_app, "interrupt")
+    assert result.returncode == -signal.SIGINT
+    assert result.stderr.endswith("KeyboardInterrupt\n")
+
+
+def test_module_kind_runs_as_main(module_app):
+    result = run(module_app, "a", "b")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "module __main__ ['a', 'b']\n", "")
+    assert run(module_app, "fail").returncode == 4
+
+
+def test_executable_argv_and_path(function_app):
+    result = run(function_app, "info", "x y")
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert info["executable"] == str(function_app)
+    assert info["argv"] == [str(function_app), "info", "x y"]
+    assert info["path"] == [str(function_app)]
+
+
+def test_every_module_comes_from_the_archive(function_app):
+    result = run(function_app, "modules")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {}
+
+
+def test_ssl_and_sqlite3(function_app):
+    result = run(function_app, "native")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "OpenSSL True 6\n"
+
+
+@pytest.mark.parametrize("fast_exit", [True, False])
+def test_exit_joins_threads_runs_atexit_and_flushes(function_app, module_app, fast_exit):
+    # The function app exits fast (the default), the module app through Py_FinalizeEx.
+    result = run(function_app if fast_exit else module_app, "shutdown")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "buffered, no newline|thread joined\natexit ran\n"
+
+
+def test_environment_is_ignored(function_app, tmp_path):
+    (tmp_path / "os.py").write_text("raise SystemExit('imported from PYTHONPATH')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), PYTHONHOME="/junk/home",
+               PYTHONSTARTUP=str(tmp_path / "os.py"), PYTHONOPTIMIZE="2", PYTHONINSPECT="1")
+    result = run(function_app, "info", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["path"] == [str(function_app)]
+
+
+def test_multiprocessing_spawn(function_app):
+    result = run(function_app, "spawn", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[0, 1, 4, 9, 16]\n"
+
+
+def damaged(tmp_path, app, name, change):
+    data = bytearray(app.read_bytes())
+    change(data)
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    path.chmod(0o755)
+    return path
+
+
+def index_offset(app):
+    """The file offset of the archive's entry table (inside the index checksum)."""
+    data = app.read_bytes()
+    archive_size = int.from_bytes(data[-16:-8], "little")  # the trailer (docs/format.md)
+    start = len(data) - archive_size
+    entries_offset = int.from_bytes(data[start + 24:start + 32], "little")
+    return start + entries_offset
+
+
+@pytest.fixture(scope="session")
+def launcher_magic(launcher_python):
+    code = "import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())"
+    return bytes.fromhex(subprocess.run([launcher_python, "-c", code], capture_output=True,
+                                        text=True, check=True).stdout.strip())
+
+
+def small_app(tmp_path, launcher, name, magic, version, launch=None):
+    """The launcher with a one-module archive (and `launch` as its launch configuration)."""
+    writer = ingot.ArchiveWriter(bytecode_magic=magic, python_version=version)
+    writer.add_module("app", source=b"")
+    if launch is not None:
+        writer.add_data_file("__ingot__/launch.json", launch.encode())
+    archive = tmp_path / f"{name}.ingot"
+    writer.write(str(archive))
+    return damaged(tmp_path, launcher, name, lambda data: data.extend(archive.read_bytes()))
+
+
+@pytest.mark.parametrize("how", ["truncated", "cut-trailer", "index-byte", "bare", "no-config",
+                                 "bad-config", "other-python"])
+def test_damaged_app_fails_cleanly(tmp_path, function_app, launcher, launcher_python,
+                                   launcher_magic, how):
+    version = tuple(map(int, re.search(r"(\d+)\.(\d+)", launcher_python_version(launcher)).groups()))
+    if how == "truncated":
+        app = damaged(tmp_path, function_app, how, lambda data: data.__delitem__(slice(-100_000, -16)))
+    elif how == "cut-trailer":
+        app = damaged(tmp_path, function_app, how, lambda data: data.__delitem__(slice(-10, None)))
+    elif how == "index-byte":
+        offset = index_offset(function_app) + 30
+        app = damaged(tmp_path, function_app, how, lambda data: data.__setitem__(offset, data[offset] ^ 0xFF))
+    elif how == "bare":
+        app = launcher
+    elif how == "no-config":
+        app = small_app(tmp_path, launcher, how, launcher_magic, version)
+    elif how == "bad-config":
+        app = small_app(tmp_path, launcher, how, launcher_magic, version, '{"version": 1, "run": {}}')
+    else:
+        app = small_app(tmp_path, launcher, how, b"\0\0\r\n", (3, 99), json.dumps(FUNCTION))
+    result = run(app)
+    assert result.returncode == 1, result
+    assert result.stdout == ""
+    assert re.fullmatch(r"ingot: [^\n]+: [^\n]+\n", result.stderr), result.stderr
+    if how == "other-python":
+        assert "was built for Python 3.99" in result.stderr
+
+
+def launcher_python_version(launcher):
+    result = subprocess.run([launcher], capture_output=True, text=True, timeout=30)
+    return re.search(r"launcher for Python (\d+\.\d+)", result.stderr).group(1)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_no_module_is_read_from_the_file_system(function_app, launcher_python, tmp_path):
+    log = tmp_path / "strace.log"
+    result = subprocess.run(
+        ["strace", "-f", "-o", str(log), "-e", "trace=openat,open,stat,lstat,newfstatat,statx,access",
+         str(function_app), "modules"],
+        capture_output=True, text=True, timeout=120)
+    if result.returncode != 0 and "ptrace" in result.stderr:
+        pytest.skip(f"strace cannot trace here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    stdlib = subprocess.run([launcher_python, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    paths = re.findall(r'"([^"]*)"', log.read_text())
+    assert paths, "strace logged no file access"
+    offending = [path for path in paths
+                 if path.endswith((".py", ".pyc", ".so")) and not path.startswith("/proc/self/fd/")
+                 and not re.search(r"/lib[^/]*\.so[.\d]*$", path)
+                 or path.startswith(stdlib) or "site-packages" in path or "__pycache__" in path]
+    assert offending == []
