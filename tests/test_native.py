@@ -1,0 +1,124 @@
+"""Extension modules and shared libraries loaded from memory: concurrency, fork, bookkeeping."""
+
+import glob
+import json
+import os
+import sys
+import sysconfig
+
+import pytest
+
+import ingot
+
+from conftest import ArchiveBuilder, run_python
+
+DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
+EXTENSIONS = ["math", "cmath", "_json", "_csv", "_bisect", "_heapq", "_random", "array", "_struct",
+              "_decimal", "_sqlite3", "zlib"]
+
+
+@pytest.fixture(scope="module")
+def native_archive(tmp_path_factory):
+    from ingot import elf
+
+    builder = ArchiveBuilder()
+    images = {}
+    for name in EXTENSIONS:
+        (path,) = glob.glob(os.path.join(DYNLOAD, f"{name}.cpython-*.so"))
+        with open(path, "rb") as file:
+            image = ingot.loadable_image(file.read())
+        images[name] = path
+        builder.writer.add_extension_module(name, image, ingot.elf_dynamic(image)["needed"])
+    # The shared libraries those need, resolved as the loader would (libsqlite3, libz, ...).
+    resolution = elf.resolve([elf.read_elf(path) for path in images.values()])
+    for file_name, library in resolution.libraries.items():
+        with open(library.path, "rb") as file:
+            image = file.read()
+        builder.writer.add_shared_library(file_name, image, soname=library.soname, needed=list(library.needed))
+    return builder.write(tmp_path_factory.mktemp("native") / "native.ingot")
+
+
+def test_extension_modules_come_from_memfds(native_archive):
+    result = run_python(sys.executable, """
+        import json, sys, ingot
+        finder = ingot.install(sys.argv[1])
+        import math, _sqlite3, zlib
+        maps = {line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if len(line.split()) > 5}
+        print(json.dumps({
+            "loaders": [m.__spec__.loader is finder for m in (math, _sqlite3, zlib)],
+            "files": [m.__file__ for m in (math, _sqlite3, zlib)],
+            "memfds": sorted(m for m in maps if m.startswith("/memfd:ingot:")),
+            "sqlite": _sqlite3.sqlite_version,
+            "sqrt": math.sqrt(16.0),
+        }))
+    """, native_archive)
+    report = json.loads(result.stdout)
+    assert report["loaders"] == [True, True, True]
+    assert all(path.startswith(f"{native_archive}/") for path in report["files"])
+    assert any("math.cpython" in name for name in report["memfds"])
+    assert any("libsqlite3" in name for name in report["memfds"]), report["memfds"]
+    assert report["sqrt"] == 4.0 and report["sqlite"]
+
+
+def test_concurrent_extension_imports_from_threads(native_archive):
+    result = run_python(sys.executable, """
+        import sys, threading, importlib, ingot
+        ingot.install(sys.argv[1])
+        names = sys.argv[2].split(",")
+        barrier = threading.Barrier(6)
+        errors = []
+        def work(offset):
+            try:
+                barrier.wait()
+                for name in names[offset:] + names[:offset]:
+                    importlib.import_module(name)
+            except BaseException as error:
+                errors.append(repr(error))
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        print("errors", errors)
+        print("loaded", sorted(n for n in names if n in sys.modules))
+    """, native_archive, ",".join(EXTENSIONS))
+    assert "errors []" in result.stdout
+    assert f"loaded {sorted(EXTENSIONS)}" in result.stdout
+
+
+def test_forked_child_loads_extension_modules_and_libraries(native_archive):
+    result = run_python(sys.executable, """
+        import os, sys, ingot
+        ingot.install(sys.argv[1])
+        import math                      # loaded before the fork
+        pid = os.fork()
+        if pid == 0:
+            import _sqlite3, _decimal    # loaded after it, libsqlite3 with it
+            ok = math.floor(2.5) == 2 and _sqlite3.sqlite_version and str(_decimal.Decimal(1) / 4) == "0.25"
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+    """, native_archive)
+    assert result.stdout.strip() == "child 0"
+
+
+def test_a_corrupted_extension_image_is_refused_before_it_is_loaded(native_archive, tmp_path):
+    data = bytearray(native_archive.read_bytes())
+    finder = ingot.IngotFinder(str(native_archive))
+    size = dict((name, size) for kind, name, size in finder.entries() if kind == "extension-module")["cmath"]
+    assert size > 0
+    with open(glob.glob(os.path.join(DYNLOAD, "cmath.cpython-*.so"))[0], "rb") as file:
+        image = ingot.loadable_image(file.read())
+    offset = data.find(image[4096:4160])
+    assert offset > 0
+    data[offset] ^= 0xFF
+    broken = tmp_path / "broken.ingot"
+    broken.write_bytes(bytes(data))
+    result = run_python(sys.executable, """
+        import sys, ingot
+        ingot.install(sys.argv[1])
+        try:
+            import cmath
+        except ImportError as error:
+            print(type(error).__name__, error)
+    """, broken)
+    assert result.stdout.startswith("ArchiveError"), result.stdout
+    assert "cmath" in result.stdout and "corrupted" in result.stdout
