@@ -14,7 +14,7 @@ import pytest
 import ingot
 from ingot import cli
 from ingot.build import (BuildError, BuildOptions, build, console_script_plan, describe,
-                         find_launcher, _stdlib_excludes)
+                         find_launcher, launcher_python, _stdlib_excludes)
 from ingot.project import Config, ConfigError, load_project, plan_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,6 +275,49 @@ def test_import_stdlib_script_runs_from_the_archive(tmp_path):
     assert run.stdout.startswith("imported ") and " modules in " in run.stdout
 
 
+def test_bare_ingot_build_in_a_project_directory(tmp_path):
+    project = write_project(tmp_path / "greet", """
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "greet"
+        version = "0.1"
+        [project.scripts]
+        greet = "greet:main"
+    """)
+    (project / "greet.py").write_text("import sys\ndef main():\n    print('greet', sys.argv[1:])\n")
+    pip_build(project, "--archive-only")  # no SOURCE: the current directory
+    run = run_archive(project / "dist" / "greet.ingot", "a", "b")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "greet ['a', 'b']\n"
+
+
+def test_package_directory_build_without_pip(tmp_path):
+    tool = tmp_path / "src" / "tool"
+    tool.mkdir(parents=True)
+    (tool / "__init__.py").write_text("NAME = 'tool'\n")
+    (tool / "__main__.py").write_text("from tool import NAME\nprint(NAME, __name__)\n")
+    (tool / "__pycache__").mkdir()
+    (tool / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"junk")
+    run = pip_build(tmp_path, tool, "--archive-only", "--exclude", "xml")
+    assert "pip:" not in run.stderr
+    archive = tmp_path / "dist" / "tool.ingot"
+    assert run_archive(archive).stdout == "tool __main__\n"
+    names = {name for _, name, _ in ingot.IngotFinder(str(archive)).entries()}
+    assert "xml" not in names and "json" in names and not any("stale" in n for n in names)
+
+
+def test_console_script_build_runs(tmp_path):
+    import importlib.metadata
+
+    run = pip_build(tmp_path, "--console-script", "pytest", "--archive-only")
+    assert f"pytest=={importlib.metadata.version('pytest')}" in run.stderr
+    run = run_archive(tmp_path / "dist" / "pytest.ingot", "--version")
+    assert run.returncode == 0, run.stderr
+    assert f"pytest {importlib.metadata.version('pytest')}" in run.stdout + run.stderr
+
+
 def test_executable_is_launcher_then_archive(hello_archive, tmp_path, capsys):
     launcher = tmp_path / "fake-launcher"
     launcher.write_bytes(b"\x7fELF not really a launcher\n" * 100)
@@ -348,9 +391,26 @@ def _real_launcher():
     return None
 
 
+HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
+                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+def test_launcher_for_another_python_is_refused(tmp_path, capsys):
+    embedded = launcher_python(_real_launcher())
+    assert embedded is not None, "the launcher does not say which Python it embeds"
+    if embedded == HERE:
+        pytest.skip(f"the launcher embeds this Python ({HERE})")
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(_real_launcher()),
+                     "-o", str(tmp_path / "x")]) == 1
+    assert f"embeds Python {embedded}, but this is Python {HERE}" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
                     "cargo build --release -p ingot-launcher); archive-only builds are tested")
 def test_executable_runs_end_to_end(tmp_path):
+    if launcher_python(_real_launcher()) != HERE:
+        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
     out = tmp_path / "hello"
     pip_build(tmp_path, EXAMPLES / "hello", "--launcher", _real_launcher(), "-o", out)
     shutil.rmtree(tmp_path / "dist", ignore_errors=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,28 @@ def find_launcher(option: str | None = None) -> Path:
                          hint="build it (cargo build --release -p ingot-launcher) and pass "
                               "--launcher PATH or set INGOT_LAUNCHER; or use --archive-only")
     return path
+
+
+def launcher_python(path: Path) -> str | None:
+    """The Python version ("3.11") the launcher at ``path`` embeds, as it reports when run with
+    no archive appended; None when it does not say (not executable, another program)."""
+    try:
+        run = subprocess.run([str(path)], capture_output=True, timeout=10, env={},
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(rb"ingot launcher for Python (\d+\.\d+)", run.stderr + run.stdout)
+    return found.group(1).decode() if found else None
+
+
+def _check_launcher(path: Path) -> None:
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    embedded = launcher_python(path)
+    if embedded is not None and embedded != here:
+        raise BuildError(f"the launcher {path} embeds Python {embedded}, but this is Python "
+                         f"{here}: the archive's bytecode and extension modules would not match",
+                         hint=f"run ingot with Python {embedded} (python{embedded} -m ingot "
+                              "build ...), or give a launcher built for Python " + here)
 
 
 def is_ingot_file(path: Path) -> bool:
@@ -184,6 +207,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         output.parent.mkdir()
     _check_output(output, options.force)
     launcher = None if options.archive_only else find_launcher(options.launcher)
+    if launcher is not None:
+        _check_launcher(launcher)
     launch = {"version": 1, "run": plan.run}
     if config.fast_exit is not None:
         launch["fast_exit"] = config.fast_exit

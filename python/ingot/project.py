@@ -59,11 +59,11 @@ class Config:
     compress: int | None = None
 
 
-#: TOML key -> (Config attribute, expected type description, check).
 def _is_str_list(value) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
+#: TOML key -> (what it must be, check).
 _KEYS = {
     "entry": ("a string 'module:function'", lambda v: isinstance(v, str)),
     "module": ("a string (a module name)", lambda v: isinstance(v, str)),
@@ -103,17 +103,23 @@ class Project:
         return list(self.project_dependencies or [])
 
 
-def load_toml(path: Path) -> dict:
-    """Parses the TOML file at ``path`` (``tomllib``, or ``tomli`` on Python 3.10)."""
+def _tomllib(path: Path):
+    """``tomllib``, or ``tomli`` on Python 3.10 (ConfigError naming ``path`` if it is missing)."""
     if sys.version_info >= (3, 11):
         import tomllib
-    else:
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise ConfigError(f"cannot read {path}: Python {sys.version_info[0]}."
-                              f"{sys.version_info[1]} has no TOML parser (tomllib is 3.11+)",
-                              hint="pip install tomli, or run ingot with Python 3.11+") from None
+        return tomllib
+    try:
+        import tomli
+        return tomli
+    except ImportError:
+        raise ConfigError(f"cannot read {path}: Python {sys.version_info[0]}.{sys.version_info[1]}"
+                          " has no TOML parser (tomllib is 3.11+)",
+                          hint="pip install tomli, or run ingot with Python 3.11+") from None
+
+
+def load_toml(path: Path) -> dict:
+    """Parses the TOML file at ``path``."""
+    tomllib = _tomllib(path)
     try:
         with open(path, "rb") as file:
             return tomllib.load(file)
@@ -230,15 +236,12 @@ def merge(base: Config, overrides: Config) -> Config:
 
 def inline_dependencies(script: Path) -> list[str]:
     """The ``dependencies`` of a script's inline metadata (PEP 723 ``# /// script`` block)."""
-    blocks = [m for m in _INLINE.finditer(script.read_text(encoding="utf-8", errors="replace"))]
-    if not blocks:
+    block = _INLINE.search(script.read_text(encoding="utf-8", errors="replace"))
+    if not block:
         return []
     content = "".join(line[2:] if line.startswith("# ") else line[1:]
-                      for line in blocks[0].group("content").splitlines(keepends=True))
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        tomllib = __import__("tomli")
+                      for line in block.group("content").splitlines(keepends=True))
+    tomllib = _tomllib(script)
     try:
         dependencies = tomllib.loads(content).get("dependencies", [])
     except tomllib.TOMLDecodeError as error:
@@ -338,8 +341,6 @@ def finish(plan: Plan, options) -> Plan:
     if config.script is not None:
         script_module = _script_module(Path(config.script))
         plan.copies.append((f"{script_module}.py", Path(config.script)))
-        if options.source is None or Path(options.source).suffix != ".py":
-            plan.name = plan.name or script_module
     plan.run = _run(config, "--entry/[tool.ingot] entry", script_module) or {}
     _add_packages(plan)
     if config.requirements is not None:
