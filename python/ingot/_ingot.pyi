@@ -4,14 +4,19 @@ import os
 from collections.abc import Iterator
 from importlib.machinery import ModuleSpec
 from types import CodeType, ModuleType
-from typing import Any
+from typing import Any, final
+
+from typing_extensions import Self
+
+__all__ = ["ArchiveError", "ArchiveWriter", "FORMAT_VERSION", "IngotFinder", "IngotPathEntryFinder", "elf_dynamic", "loadable_image"]
 
 FORMAT_VERSION: int
 
 class ArchiveError(ImportError): ...
 
+@final
 class IngotFinder:
-    def __init__(self, path: str | os.PathLike[str]) -> None: ...
+    def __new__(cls, path: str | os.PathLike[str]) -> Self: ...
     @property
     def path(self) -> str: ...
     # importlib.abc.MetaPathFinder
@@ -40,6 +45,7 @@ class IngotFinder:
     def _isfile(self, relative: str) -> bool: ...
     def _dist_info_dirs(self) -> list[str]: ...
 
+@final
 class IngotPathEntryFinder:
     @property
     def path(self) -> str: ...
@@ -47,10 +53,11 @@ class IngotPathEntryFinder:
     def iter_modules(self, prefix: str = "") -> list[tuple[str, bool]]: ...
     def invalidate_caches(self) -> None: ...
 
+@final
 class ArchiveWriter:
-    def __init__(
-        self, *, bytecode_magic: bytes, python_version: tuple[int, int], compression_level: int | None = None
-    ) -> None: ...
+    def __new__(
+        cls, *, bytecode_magic: bytes, python_version: tuple[int, int], compression_level: int | None = None
+    ) -> Self: ...
     def add_module(
         self, name: str, *, source: bytes | None = None, bytecode: dict[int, bytes] | None = None, is_package: bool = False
     ) -> None: ...
