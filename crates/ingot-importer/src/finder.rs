@@ -92,10 +92,15 @@ impl Shared {
             let entry = entry.map_err(|error| self.error(error))?;
             let rest = &entry.name()[file_prefix.len()..];
             match rest.split_once('/') {
-                Some((directory, _)) => children.insert(directory.to_string(), true),
-                None => children.entry(rest.to_string()).or_insert(false).then_some(true),
-            };
+                Some((directory, _)) => {
+                    children.insert(directory.to_string(), true);
+                }
+                None => {
+                    children.entry(rest.to_string()).or_insert(false);
+                }
+            }
         }
+        // A path with a dot in it cannot name a package: no modules below it.
         if relative.contains('.') {
             return Ok(children);
         }
@@ -166,16 +171,10 @@ impl Shared {
         Ok(found)
     }
 
-    /// Normalizes an absolute or archive-relative path to one relative to the archive root, or
-    /// `None` when it is outside the archive.
-    pub fn relative<'a>(&self, path: &'a str) -> Option<String> {
-        let rest = if path == self.path {
-            ""
-        } else if let Some(rest) = path.strip_prefix(&self.prefix) {
-            rest
-        } else {
-            return None;
-        };
+    /// The normalized path relative to the archive root of `path`, a path under the archive
+    /// path (`/opt/app.ingot/pkg/../pkg/x`); `None` when it is not under it or climbs out of it.
+    pub fn relative(&self, path: &str) -> Option<String> {
+        let rest = if path == self.path { "" } else { path.strip_prefix(&self.prefix)? };
         let mut parts: Vec<&str> = Vec::new();
         for part in rest.split('/') {
             match part {
@@ -355,8 +354,8 @@ fn check_interpreter(py: Python<'_>, path: &str, archive: &Archive) -> PyResult<
     let magic = unsafe { ffi::PyImport_GetMagicNumber() };
     let version = py.version_info();
     if magic == -1 {
-        // Before the main initialization phase (the launcher), CPython 3.11-3.12 cannot tell its
-        // magic number yet (it reads `_bootstrap_external`, not installed yet). The launcher
+        // Before the main initialization phase (the launcher), CPython (3.11 at least) cannot tell
+        // its magic number yet (it reads `_bootstrap_external`, not installed yet). The launcher
         // checks the magic itself before it starts the interpreter; the version is checked here.
         let _ = PyErr::take(py);
         if header.python_version == (version.major, version.minor) {
