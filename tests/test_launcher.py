@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from conftest import ROOT, python_for
+from conftest import ROOT, interpreters, python_for
 
 APP = {
     "app/__init__.py": "",
@@ -119,22 +119,44 @@ pack.pack(output, directories=[site])
 """
 
 
+def build_launcher(env=None):
+    """`cargo build -p ingot-launcher` (debug: it shares the build of `cargo test --workspace`;
+    libpython itself is optimized either way); returns the executable."""
+    environment = dict(os.environ, **(env or {}))
+    subprocess.run(["cargo", "build", "--quiet", "-p", "ingot-launcher"], cwd=ROOT, check=True,
+                   env=environment)
+    target = Path(environment.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / "debug" / "ingot-launcher"
+
+
+def launcher_python_version(launcher):
+    """The Python version the launcher embeds: the bare launcher names it in its error."""
+    result = subprocess.run([launcher], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1, result
+    return re.search(r"launcher for Python (\d+\.\d+)", result.stderr).group(1)
+
+
 @pytest.fixture(scope="session")
 def launcher():
-    """The launcher executable (no archive appended)."""
+    """The launcher executable (no archive appended): `INGOT_LAUNCHER`, or built for the Python
+    pyo3 finds (`PYO3_PYTHON` or `python3`); if no test Python has that version, built again in
+    a target directory of its own for this Python."""
     if os.environ.get("INGOT_LAUNCHER"):
         return Path(os.environ["INGOT_LAUNCHER"])
     if shutil.which("cargo") is None:
         pytest.skip("cargo is needed to build the launcher (or set INGOT_LAUNCHER)")
-    subprocess.run(["cargo", "build", "--quiet", "-p", "ingot-launcher"], cwd=ROOT, check=True)
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    return target / "debug" / "ingot-launcher"
+    path = build_launcher()
+    if launcher_python_version(path) in interpreters() or os.environ.get("PYO3_PYTHON"):
+        return path
+    version = "%d.%d" % sys.version_info[:2]
+    base = getattr(sys, "_base_executable", sys.executable)
+    return build_launcher({"PYO3_PYTHON": base,
+                           "CARGO_TARGET_DIR": str(ROOT / "target" / f"launcher-{version}")})
 
 
 @pytest.fixture(scope="session")
 def launcher_python(launcher):
-    """A Python of the version the launcher embeds, with ingot installed: it packs the archives.
-    The bare launcher names that version in its error message."""
+    """A Python of the version the launcher embeds, with ingot installed: it packs the archives."""
     version = launcher_python_version(launcher)
     if version == "%d.%d" % sys.version_info[:2]:
         return sys.executable
@@ -316,11 +338,6 @@ def test_damaged_app_fails_cleanly(tmp_path, function_app, launcher, launcher_py
     assert re.fullmatch(r"ingot: [^\n]+: [^\n]+\n", result.stderr), result.stderr
     if how == "other-python":
         assert "was built for Python 3.99" in result.stderr
-
-
-def launcher_python_version(launcher):
-    result = subprocess.run([launcher], capture_output=True, text=True, timeout=30)
-    return re.search(r"launcher for Python (\d+\.\d+)", result.stderr).group(1)
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
