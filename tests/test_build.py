@@ -54,10 +54,10 @@ def plan(source, archive_only=False, **overrides):
                                     archive_only=archive_only))
 
 
-def pip_build(tmp_path, *args):
-    """`ingot build ... --archive-only`, skipping the test when pip cannot reach PyPI."""
+def pip_build(tmp_path, *args, env=None):
+    """`ingot build ...` in a subprocess, skipping the test when pip cannot reach PyPI."""
     run = subprocess.run([sys.executable, "-m", "ingot", "build", *map(str, args)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
     if run.returncode != 0 and "pip could not install" in run.stderr and \
             ("NewConnectionError" in run.stderr or "No matching distribution" in run.stderr):
         pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
@@ -191,6 +191,9 @@ def test_script_source_with_inline_dependencies(tmp_path):
     resolved = plan(script)
     assert resolved.run == {"kind": "module", "module": "my_tool"}
     assert resolved.copies == [("my_tool.py", script)] and resolved.requirements == ["six==1.16.0"]
+    called = plan(script, entry="my_tool:main", dependencies=["rich"])
+    assert called.run == {"kind": "function", "module": "my_tool", "function": "main"}
+    assert called.copies == [("my_tool.py", script)] and called.requirements == ["rich"]
     (tmp_path / "json.py").write_text("")
     with pytest.raises(ConfigError, match="standard library"):
         plan(tmp_path / "json.py")
@@ -248,8 +251,15 @@ def test_hello_archive_runs_with_the_importer(hello_archive):
 
 
 def test_builds_are_reproducible(hello_archive, tmp_path):
-    pip_build(tmp_path, EXAMPLES / "hello", "--archive-only", "-o", "again.ingot", "-q")
+    # Another copy of the project, another time, another working directory: the same bytes.
+    copy = shutil.copytree(EXAMPLES / "hello", tmp_path / "elsewhere" / "hello",
+                           ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    pip_build(tmp_path, copy, "--archive-only", "-o", "again.ingot", "-q",
+              env={**os.environ, "SOURCE_DATE_EPOCH": "1234567890"})
     assert (tmp_path / "again.ingot").read_bytes() == hello_archive.read_bytes()
+    names = {name for _, name, _ in ingot.IngotFinder(str(hello_archive)).entries()}
+    assert "hello-1.0.0.dist-info/METADATA" in names
+    assert not any(name.endswith("direct_url.json") for name in names)
 
 
 def test_cli_app_archive_runs_click_and_rich_from_the_archive(tmp_path):

@@ -8,7 +8,9 @@ The application comes from a script, a package directory, a project directory (i
 ``pyproject.toml``, see :mod:`ingot.project`) or an installed console script. Dependencies are
 installed by pip (wheels only) into a staging directory; :func:`ingot.pack.pack` collects them
 with the standard library and adds ``__ingot__/launch.json``, which tells the launcher what to
-run. The archive holds no timestamps or temporary paths: the same inputs give the same bytes.
+run. The archive holds no timestamps, temporary paths or the project's path (pip's
+``direct_url.json`` is left out): the same inputs give the same bytes, wherever the project is
+and whatever ``SOURCE_DATE_EPOCH`` says (pip still sees it, for wheels it builds).
 """
 
 from __future__ import annotations
@@ -162,6 +164,13 @@ def _stage(plan: Plan, staging: Path, say) -> list[Path]:
     roots += plan.roots
     if plan.pip_project is not None:
         _pip(app, ["--no-deps", str(plan.pip_project)], say, f"the project {plan.pip_project}")
+        for direct_url in app.glob("*.dist-info/direct_url.json"):
+            direct_url.unlink()  # the project's absolute path: the archive would depend on it
+            record = direct_url.with_name("RECORD")
+            if record.is_file():
+                lines = record.read_bytes().splitlines(keepends=True)
+                record.write_bytes(b"".join(line for line in lines if not line.startswith(
+                    f"{direct_url.parent.name}/direct_url.json,".encode())))
     if plan.requirements or plan.requirement_files:
         deps.mkdir()
         args = ["--only-binary", ":all:", *plan.requirements]

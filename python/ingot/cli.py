@@ -201,6 +201,12 @@ def _inspect(args: argparse.Namespace) -> int:
     print(f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
           f"archive {_size(info['archive_size'])}), Python {info['python']}")
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
+    kinds: dict[str, list[int]] = {}
+    for entry in info["entries"]:
+        counts = kinds.setdefault(entry["kind"], [0, 0])
+        counts[0] += 1
+        counts[1] += entry["size"]
+    print("; ".join(f"{count} {kind} ({_size(size)})" for kind, (count, size) in kinds.items()))
     for entry in info["entries"]:
         print(f"{entry['kind']:<20}{entry['size']:>12}  {entry['name']}")
     return 0

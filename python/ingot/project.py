@@ -311,8 +311,11 @@ def plan_source(options) -> Plan:
         plan.requirements = list(config.dependencies if config.dependencies is not None
                                  else project.project_dependencies or [])
     elif source.is_file() and source.suffix == ".py":
-        config = merge(Config(script=str(source)), overrides)
-        plan = Plan(_script_module(source), {}, config, Path())
+        config, name = merge(Config(), overrides), _script_module(source)
+        if not any((config.entry, config.module, config.script)):
+            config.module = name  # run as __main__; --entry can call a function of it instead
+        plan = Plan(name, {}, config, Path())
+        plan.copies.append((f"{name}.py", source))
         plan.requirements = list(config.dependencies if config.dependencies is not None
                                  else inline_dependencies(source))
     elif (source / "__init__.py").is_file():
