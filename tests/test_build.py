@@ -13,9 +13,10 @@ import pytest
 
 import ingot
 from ingot import cli
-from ingot.build import (BuildError, BuildOptions, build, console_script_plan, describe,
+from ingot.build import (BuildError, BuildOptions, build, describe,
                          find_launcher, launcher_python, _stdlib_excludes)
-from ingot.project import Config, ConfigError, load_project, plan_source
+from ingot.project import Config, ConfigError, load_project
+from ingot.sources import console_script_plan, plan_source
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

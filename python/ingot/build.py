@@ -5,10 +5,12 @@ executable (the launcher binary followed by an archive) or, with ``archive_only`
     result = build(BuildOptions(source="examples/hello", archive_only=True))
 
 The application comes from a script, a package directory, a project directory (its
-``pyproject.toml``, see :mod:`ingot.project`) or an installed console script. Dependencies are
-installed by pip (wheels only) into a staging directory; :func:`ingot.pack.pack` collects them
-with the standard library and adds ``__ingot__/launch.json``, which tells the launcher what to
-run. The archive holds no timestamps, temporary paths or the project's path (pip's
+``pyproject.toml``, see :mod:`ingot.project`) or an installed console script, resolved by
+:mod:`ingot.sources`. Dependencies are installed by pip (wheels only) into a staging directory;
+:func:`ingot.pack.pack` collects them with the standard library and adds
+``__ingot__/launch.json``, which tells the launcher what to run.
+
+The archive holds no timestamps, temporary paths or the project's path (pip's
 ``direct_url.json`` is left out): the same inputs give the same bytes, wherever the project is
 and whatever ``SOURCE_DATE_EPOCH`` says (pip still sees it, for wheels it builds).
 """
@@ -29,7 +31,8 @@ from typing import Callable
 
 from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.errors import IngotError
-from ingot.project import Config, ConfigError, Plan, finish, merge, plan_source
+from ingot.project import Config
+from ingot.sources import Plan, console_script_plan, plan_source
 
 __all__ = ["BuildError", "BuildOptions", "BuildResult", "LAUNCH_CONFIG", "build", "describe",
            "find_launcher"]
@@ -67,15 +70,13 @@ class BuildResult:
 
 
 def find_launcher(option: str | None = None) -> Path:
-    """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else the one shipped with ingot."""
-    candidates = []
+    """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else ingot's own."""
     if option:
-        candidates.append(("--launcher", Path(option)))
+        origin, path = "--launcher", Path(option)
     elif os.environ.get("INGOT_LAUNCHER"):
-        candidates.append(("INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])))
+        origin, path = "INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])
     else:
-        candidates.append(("ingot's package", Path(__file__).parent / "_launcher" / "ingot-launcher"))
-    origin, path = candidates[0]
+        origin, path = "ingot's package", Path(__file__).parent / "_launcher" / "ingot-launcher"
     if not path.is_file():
         raise BuildError(f"no launcher binary at {path} (from {origin})",
                          hint="build it (cargo build --release -p ingot-launcher) and pass "
@@ -242,63 +243,6 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     size = _write(output, [head, archive], 0o644 if options.archive_only else 0o755)
     return BuildResult(output, size, result, plan.run, launcher, len(head),
                        time.perf_counter() - started, list(result.warnings))
-
-
-def _packaging():
-    """``packaging``'s Requirement and canonicalize_name (pip's copy if it is not installed)."""
-    try:
-        from packaging.requirements import Requirement
-        from packaging.utils import canonicalize_name
-    except ImportError:
-        from pip._vendor.packaging.requirements import Requirement
-        from pip._vendor.packaging.utils import canonicalize_name
-    return Requirement, canonicalize_name
-
-
-def installed_requirements(dist) -> list[str]:
-    """``name==version`` of ``dist`` and every distribution it needs, transitively, as installed
-    in the running environment (markers evaluated here, extras followed)."""
-    import importlib.metadata as metadata
-
-    Requirement, canonical = _packaging()
-    pins: dict[str, str] = {}
-    done: set[tuple[str, str]] = set()
-    queue = [(dist, "")]
-    while queue:
-        current, extra = queue.pop()
-        name = canonical(current.metadata["Name"])
-        pins[name] = f"{current.metadata['Name']}=={current.version}"
-        if (name, extra) in done:
-            continue
-        done.add((name, extra))
-        for text in current.requires or []:
-            requirement = Requirement(text)
-            if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
-                continue
-            try:
-                needed = metadata.distribution(requirement.name)
-            except metadata.PackageNotFoundError:
-                raise BuildError(f"{current.metadata['Name']} needs {requirement}, which is not "
-                                 f"installed in {sys.prefix}") from None
-            queue += [(needed, e) for e in sorted(requirement.extras) or [""]]
-    return sorted(pins.values(), key=str.lower)
-
-
-def console_script_plan(name: str, options: BuildOptions) -> Plan:
-    """A plan for the console script ``name`` installed in the running environment: its entry
-    point, and its distribution and dependencies pinned to the installed versions."""
-    import importlib.metadata as metadata
-
-    found = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == name]
-    if not found:
-        raise ConfigError(f"no console script {name!r} is installed in {sys.prefix}",
-                          hint=f"pip install the project that provides it into {sys.prefix}")
-    entry, dist = found[0], found[0].dist
-    config = merge(Config(entry=f"{entry.module}:{entry.attr}"), options.config)
-    plan = Plan(name, {}, config, Path())
-    plan.requirements = installed_requirements(dist) if config.dependencies is None \
-        else list(config.dependencies)
-    return finish(plan, options)
 
 
 def describe(path) -> dict:

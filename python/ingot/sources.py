@@ -1,0 +1,243 @@
+"""What to build: a source (a project, a package directory, a script, an installed console
+script) and the options of ``ingot build``, resolved into a :class:`Plan`: what to run, what to
+copy or pip-install, where to write. Nothing is installed or written here.
+
+    from ingot.build import BuildOptions
+    from ingot.sources import plan_source
+    plan = plan_source(BuildOptions(source="examples/hello"))
+    plan.run   # {"kind": "function", "module": "hello", "function": "main"}
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingot.project import (Config, ConfigError, is_str_list, load_project, parse_entry,
+                           tomllib_for)
+
+__all__ = ["Plan", "console_script_plan", "finish", "inline_dependencies",
+           "installed_requirements", "merge", "plan_source"]
+
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_INLINE = re.compile(r"(?m)^# /// script$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+
+
+@dataclass
+class Plan:
+    """A build, resolved: what to run, what to copy or pip-install, where to write."""
+
+    name: str
+    run: dict  # launch.json "run"
+    config: Config  # the settings in effect (project's, overridden by options)
+    output: Path
+    default_output: bool = False
+    copies: list[tuple[str, Path]] = field(default_factory=list)  # (name in app root, source)
+    roots: list[Path] = field(default_factory=list)  # directories of packages, collected as is
+    pip_project: Path | None = None  # pip install --no-deps this directory
+    requirements: list[str] = field(default_factory=list)
+    requirement_files: list[Path] = field(default_factory=list)
+
+
+def _absolute(config: Config, root: Path) -> Config:
+    """``config`` with its paths made relative to ``root`` (a project's directory)."""
+    for key in ("script", "requirements", "output"):
+        if getattr(config, key) is not None:
+            setattr(config, key, str(root / getattr(config, key)))
+    if config.packages is not None:
+        config.packages = [str(root / path) for path in config.packages]
+    return config
+
+
+def merge(base: Config, overrides: Config) -> Config:
+    """``base`` with every setting ``overrides`` gives replacing it (one of entry/module/script
+    given in ``overrides`` replaces all three)."""
+    merged = Config(**vars(base))
+    if any(getattr(overrides, key) is not None for key in ("entry", "module", "script")):
+        merged.entry = merged.module = merged.script = None
+    for key, value in vars(overrides).items():
+        if value is not None and value != []:
+            setattr(merged, key, value)
+    return merged
+
+
+def inline_dependencies(script: Path) -> list[str]:
+    """The ``dependencies`` of a script's inline metadata (PEP 723 ``# /// script`` block)."""
+    block = _INLINE.search(script.read_text(encoding="utf-8", errors="replace"))
+    if not block:
+        return []
+    content = "".join(line[2:] if line.startswith("# ") else line[1:]
+                      for line in block.group("content").splitlines(keepends=True))
+    tomllib = tomllib_for(script)
+    try:
+        dependencies = tomllib.loads(content).get("dependencies", [])
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{script}: the '# /// script' block is not valid TOML: "
+                          f"{error}") from error
+    if not is_str_list(dependencies):
+        raise ConfigError(f"{script}: '# /// script' dependencies must be a list of strings")
+    return dependencies
+
+
+def _run(config: Config, where: str, script_module: str | None = None) -> dict | None:
+    if config.entry is not None:
+        module, function = parse_entry(config.entry, where)
+        return {"kind": "function", "module": module, "function": function}
+    if config.module is not None:
+        if not _MODULE.fullmatch(config.module):
+            raise ConfigError(f"{where}: {config.module!r} is not a module name")
+        return {"kind": "module", "module": config.module}
+    if script_module is not None:
+        return {"kind": "module", "module": script_module}
+    return None
+
+
+def _script_module(path: Path) -> str:
+    if not path.is_file():
+        raise ConfigError(f"script {path} does not exist")
+    name = re.sub(r"\W", "_", path.stem)
+    name = f"_{name}" if name[:1].isdigit() else name
+    if name in sys.stdlib_module_names:
+        raise ConfigError(f"script {path} would be module {name!r}, which the standard library "
+                          "has", hint="rename the script")
+    return name
+
+
+def _add_packages(plan: Plan) -> None:
+    for text in plan.config.packages or []:
+        path = Path(text)
+        if (path / "__init__.py").is_file() or (path.is_file() and path.suffix == ".py"):
+            plan.copies.append((path.name, path))
+        elif path.is_dir():
+            plan.roots.append(path)
+        else:
+            raise ConfigError(f"package {path}: no such package, module or directory")
+
+
+def plan_source(options) -> Plan:
+    """Resolves ``options`` (an :class:`ingot.build.BuildOptions`) into a :class:`Plan`."""
+    overrides = options.config
+    source = Path(options.source or ".")
+    if source.name == "pyproject.toml" or (source / "pyproject.toml").is_file():
+        project = load_project(source)
+        config = merge(_absolute(project.config, project.root), overrides)
+        name = project.name or project.root.resolve().name
+        if config.entry in project.scripts:  # --entry NAME: one of [project.scripts]
+            name, config.entry = config.entry, project.scripts[config.entry]
+        elif not any((config.entry, config.module, config.script)):
+            if len(project.scripts) != 1:
+                names = ", ".join(sorted(project.scripts)) or "none"
+                raise ConfigError(f"{project.pyproject}: which entry point to run? "
+                                  f"[project.scripts] has {len(project.scripts)} ({names}) and "
+                                  "[tool.ingot] sets none of entry, module, script",
+                                  hint="choose with --entry NAME (or 'module:function'), "
+                                       "--module or --script")
+            (name, config.entry), = project.scripts.items()
+        plan = Plan(name, {}, config, Path())
+        if config.packages is None:
+            plan.pip_project = project.root
+        plan.requirements = list(config.dependencies if config.dependencies is not None
+                                 else project.project_dependencies or [])
+    elif source.is_file() and source.suffix == ".py":
+        config, name = merge(Config(), overrides), _script_module(source)
+        if not any((config.entry, config.module, config.script)):
+            config.module = name  # run as __main__; --entry can call a function of it instead
+        plan = Plan(name, {}, config, Path())
+        plan.copies.append((f"{name}.py", source))
+        plan.requirements = list(config.dependencies if config.dependencies is not None
+                                 else inline_dependencies(source))
+    elif (source / "__init__.py").is_file():
+        config = merge(Config(), overrides)
+        name = source.resolve().name
+        if not any((config.entry, config.module, config.script)):
+            if not (source / "__main__.py").is_file():
+                raise ConfigError(f"package {source} has no __main__.py: what should run?",
+                                  hint="give --entry 'module:function' or --module")
+            config.module = name
+        plan = Plan(name, {}, config, Path())
+        plan.copies.append((name, source))
+        plan.requirements = list(config.dependencies or [])
+    else:
+        what = "does not exist" if not source.exists() else \
+            "is not a script (.py), a package (__init__.py) or a project (pyproject.toml)"
+        raise ConfigError(f"{source} {what}", hint="give a script, a package directory, a "
+                          "project directory, or --console-script NAME")
+    return finish(plan, options)
+
+
+def finish(plan: Plan, options) -> Plan:
+    """Fills in the run config, the copied script and packages, the requirements file, output."""
+    config = plan.config
+    script_module = None
+    if config.script is not None:
+        script_module = _script_module(Path(config.script))
+        plan.copies.append((f"{script_module}.py", Path(config.script)))
+    plan.run = _run(config, "--entry/[tool.ingot] entry", script_module) or {}
+    _add_packages(plan)
+    if config.requirements is not None:
+        if not Path(config.requirements).is_file():
+            raise ConfigError(f"requirements file {config.requirements} does not exist")
+        plan.requirement_files.append(Path(config.requirements))
+    suffix = ".ingot" if options.archive_only else ""
+    plan.default_output = config.output is None
+    plan.output = Path(config.output) if config.output else Path("dist") / f"{plan.name}{suffix}"
+    return plan
+
+
+def _packaging():
+    """``packaging``'s Requirement and canonicalize_name (pip's copy if it is not installed)."""
+    try:
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+    except ImportError:
+        from pip._vendor.packaging.requirements import Requirement
+        from pip._vendor.packaging.utils import canonicalize_name
+    return Requirement, canonicalize_name
+
+
+def installed_requirements(dist) -> list[str]:
+    """``name==version`` of ``dist`` and every distribution it needs, transitively, as installed
+    in the running environment (markers evaluated here, extras followed)."""
+    import importlib.metadata as metadata
+
+    Requirement, canonical = _packaging()
+    pins: dict[str, str] = {}
+    done: set[tuple[str, str]] = set()
+    queue = [(dist, "")]
+    while queue:
+        current, extra = queue.pop()
+        name = canonical(current.metadata["Name"])
+        pins[name] = f"{current.metadata['Name']}=={current.version}"
+        if (name, extra) in done:
+            continue
+        done.add((name, extra))
+        for text in current.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
+                continue
+            try:
+                needed = metadata.distribution(requirement.name)
+            except metadata.PackageNotFoundError:
+                raise ConfigError(f"{current.metadata['Name']} needs {requirement}, which is not "
+                                 f"installed in {sys.prefix}") from None
+            queue += [(needed, e) for e in sorted(requirement.extras) or [""]]
+    return sorted(pins.values(), key=str.lower)
+
+
+def console_script_plan(name: str, options) -> Plan:
+    """A plan for the console script ``name`` installed in the running environment: its entry
+    point, and its distribution and dependencies pinned to the installed versions."""
+    import importlib.metadata as metadata
+
+    found = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == name]
+    if not found:
+        raise ConfigError(f"no console script {name!r} is installed in {sys.prefix}",
+                          hint=f"pip install the project that provides it into {sys.prefix}")
+    entry, dist = found[0], found[0].dist
+    config = merge(Config(entry=f"{entry.module}:{entry.attr}"), options.config)
+    plan = Plan(name, {}, config, Path())
+    plan.requirements = installed_requirements(dist) if config.dependencies is None \
+        else list(config.dependencies)
+    return finish(plan, options)
