@@ -225,6 +225,10 @@ def test_console_script_pins_the_installed_distributions():
     assert f"pluggy=={importlib.metadata.version('pluggy')}" in resolved.requirements
     with pytest.raises(ConfigError, match="no console script 'no-such-command'"):
         console_script_plan("no-such-command", BuildOptions())
+    if "file://" in (importlib.metadata.distribution("ingot").read_text("direct_url.json") or ""):
+        with pytest.raises(ConfigError, match=r"ingot .* is installed from file://") as error:
+            console_script_plan("ingot", BuildOptions())  # installed from this checkout
+        assert "ingot build " in error.value.hint
 
 
 def test_include_re_admits_default_stdlib_exclusions():
@@ -429,3 +433,20 @@ def test_executable_runs_end_to_end(tmp_path):
                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     assert "Hello from memory!" in run.stdout
+
+
+@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
+                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+def test_executable_passes_argv_and_the_exit_status(tmp_path):
+    if launcher_python(_real_launcher()) != HERE:
+        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "__init__.py").write_text("import sys\ndef main():\n    print(sys.argv[1:])\n"
+                                      "    return int(sys.argv[1])\n")
+    for fast_exit in ("--fast-exit", "--no-fast-exit"):
+        out = tmp_path / f"tool{fast_exit}"
+        pip_build(tmp_path, tool, "--entry", "tool:main", "--launcher", _real_launcher(),
+                  "-o", out, "-q", fast_exit)
+        run = subprocess.run([str(out), "3", "é x"], capture_output=True, text=True, timeout=60)
+        assert (run.returncode, run.stdout) == (3, "['3', 'é x']\n"), run.stderr

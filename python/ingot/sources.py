@@ -10,6 +10,7 @@ copy or pip-install, where to write. Nothing is installed or written here.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -197,6 +198,22 @@ def _packaging():
     return Requirement, canonicalize_name
 
 
+def _check_from_index(dist) -> None:
+    """ConfigError if ``dist`` was installed from a local directory or file (PEP 610): pip
+    could not install ``name==version`` of it from an index."""
+    try:
+        origin = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return
+    url = origin.get("url", "") if isinstance(origin, dict) else ""
+    if url.startswith("file://"):
+        editable = " (editable)" if origin.get("dir_info", {}).get("editable") else ""
+        raise ConfigError(f"{dist.metadata['Name']} {dist.version} is installed from "
+                          f"{url}{editable}, not from a package index",
+                          hint=f"build its project instead: ingot build {url[7:]}"
+                          if "dir_info" in origin else "install it from an index first")
+
+
 def installed_requirements(dist) -> list[str]:
     """``name==version`` of ``dist`` and every distribution it needs, transitively, as installed
     in the running environment (markers evaluated here, extras followed)."""
@@ -209,6 +226,7 @@ def installed_requirements(dist) -> list[str]:
     while queue:
         current, extra = queue.pop()
         name = canonical(current.metadata["Name"])
+        _check_from_index(current)
         pins[name] = f"{current.metadata['Name']}=={current.version}"
         if (name, extra) in done:
             continue
@@ -221,7 +239,7 @@ def installed_requirements(dist) -> list[str]:
                 needed = metadata.distribution(requirement.name)
             except metadata.PackageNotFoundError:
                 raise ConfigError(f"{current.metadata['Name']} needs {requirement}, which is not "
-                                 f"installed in {sys.prefix}") from None
+                                  f"installed in {sys.prefix}") from None
             queue += [(needed, e) for e in sorted(requirement.extras) or [""]]
     return sorted(pins.values(), key=str.lower)
 
