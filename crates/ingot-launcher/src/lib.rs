@@ -191,15 +191,25 @@ pub fn main() -> ! {
     unsafe { initialize(&exe, &argv) };
     // SAFETY: the interpreter is initialized and this thread holds the GIL.
     let py = unsafe { Python::assume_attached() };
-    let (outcome, fast_exit) = match run(py, &exe_str, &config, &task) {
-        Ok(outcome) => (outcome, config.fast_exit),
-        Err(error) => {
-            // A failure of the launcher's own Python code, not of the application.
-            error.print(py);
-            (Outcome::Code(1), config.fast_exit)
-        }
-    };
-    finish(py, outcome, fast_exit)
+    let boot = boot(py).unwrap_or_else(|error| {
+        error.print(py);
+        fail(&exe_str, "cannot load the launcher's Python code")
+    });
+    let outcome = run(py, &boot, &exe_str, &config, &task).unwrap_or_else(|error| {
+        // A failure of the launcher's own Python code, not of the application.
+        error.print(py);
+        Outcome::Code(1)
+    });
+    finish(py, boot, outcome, config.fast_exit)
+}
+
+/// boot.py's namespace.
+fn boot(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let boot = PyDict::new(py);
+    boot.set_item("__name__", "_ingot_boot")?;
+    boot.set_item("__builtins__", py.import("builtins")?)?;
+    py.run(BOOT_SOURCE, Some(&boot), None)?;
+    Ok(boot)
 }
 
 fn status_error(status: &ffi::PyStatus) -> String {
@@ -314,11 +324,7 @@ pub enum Outcome {
     Interrupted,
 }
 
-fn run<'py>(py: Python<'py>, exe: &str, config: &LaunchConfig, task: &Task) -> PyResult<Outcome> {
-    let boot = PyDict::new(py);
-    boot.set_item("__name__", "_ingot_boot")?;
-    boot.set_item("__builtins__", py.import("builtins")?)?;
-    py.run(BOOT_SOURCE, Some(&boot), None)?;
+fn run<'py>(py: Python<'py>, boot: &Bound<'py, PyDict>, exe: &str, config: &LaunchConfig, task: &Task) -> PyResult<Outcome> {
     let finder = py
         .import("sys")?
         .getattr("meta_path")?
@@ -421,18 +427,13 @@ fn exit_code(py: Python<'_>, value: &Bound<'_, PyAny>) -> i32 {
 
 /// Ends the process: fast (what Python promises at exit, then `_exit`) or through
 /// `Py_FinalizeEx`.
-fn finish(py: Python<'_>, outcome: Outcome, fast_exit: bool) -> ! {
+fn finish(py: Python<'_>, boot: Bound<'_, PyDict>, outcome: Outcome, fast_exit: bool) -> ! {
     let mut code = match outcome {
         Outcome::Code(code) => code,
         Outcome::Interrupted => 130,
     };
     if fast_exit {
-        let flush_failed = (|| -> PyResult<bool> {
-            let boot = PyDict::new(py);
-            boot.set_item("__builtins__", py.import("builtins")?)?;
-            py.run(BOOT_SOURCE, Some(&boot), None)?;
-            boot.get_item("shutdown")?.expect("boot.py").call0()?.extract()
-        })();
+        let flush_failed = (|| -> PyResult<bool> { boot.get_item("shutdown")?.expect("boot.py").call0()?.extract() })();
         if !matches!(flush_failed, Ok(false)) {
             if let Err(error) = flush_failed {
                 error.print(py);
@@ -442,6 +443,7 @@ fn finish(py: Python<'_>, outcome: Outcome, fast_exit: bool) -> ! {
         // SAFETY: flushing C stdio for extension modules that wrote with it.
         unsafe { libc::fflush(std::ptr::null_mut()) };
     } else {
+        drop(boot);
         // SAFETY: no Python object is held past this point.
         if unsafe { ffi::Py_FinalizeEx() } < 0 {
             code = 120;
