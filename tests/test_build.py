@@ -308,6 +308,18 @@ def test_bare_ingot_build_in_a_project_directory(tmp_path):
     assert run.stdout == "greet ['a', 'b']\n"
 
 
+def test_script_with_inline_dependencies_and_a_requirements_file(tmp_path):
+    script = tmp_path / "report.py"
+    script.write_text("# /// script\n# dependencies = ['six==1.16.0']\n# ///\n"
+                      "import certifi, six\nprint(six.__version__, certifi.__file__)\n")
+    (tmp_path / "requirements.txt").write_text("certifi\n")
+    run = pip_build(tmp_path, script, "-r", "requirements.txt", "--archive-only")
+    assert "six==1.16.0, -r requirements.txt" in run.stderr
+    archive = tmp_path / "dist" / "report.ingot"
+    run = run_archive(archive)
+    assert run.stdout == f"1.16.0 {archive}/certifi/__init__.py\n", run.stderr
+
+
 def test_package_directory_build_without_pip(tmp_path):
     tool = tmp_path / "src" / "tool"
     tool.mkdir(parents=True)
