@@ -333,6 +333,12 @@ def test_package_directory_build_without_pip(tmp_path):
     assert run_archive(archive).stdout == "tool __main__\n"
     names = {name for _, name, _ in ingot.IngotFinder(str(archive)).entries()}
     assert "xml" not in names and "json" in names and not any("stale" in n for n in names)
+    other = tmp_path / "other" / "tool"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    with pytest.raises(BuildError, match="would both be 'tool'"):
+        build(BuildOptions(source=str(tool), config=Config(packages=[str(other)],
+                           output=str(tmp_path / "t.ingot")), archive_only=True))
 
 
 def test_console_script_build_runs(tmp_path):

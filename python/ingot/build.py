@@ -157,11 +157,20 @@ def _stage(plan: Plan, staging: Path, say) -> list[Path]:
     app, deps = staging / "app", staging / "deps"
     app.mkdir()
     roots = [app]
+    copied: dict[str, Path] = {}
     for name, path in plan.copies:
-        if path.is_dir():
-            shutil.copytree(path, app / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copyfile(path, app / name)
+        if name in copied:
+            raise BuildError(f"{path} and {copied[name]} would both be {name!r} in the archive",
+                             hint="rename one, or leave one out")
+        copied[name] = path
+        try:
+            if path.is_dir():
+                shutil.copytree(path, app / name,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copyfile(path, app / name)
+        except OSError as error:
+            raise BuildError(f"cannot copy {path}: {error}") from error
     roots += plan.roots
     if plan.pip_project is not None:
         _pip(app, ["--no-deps", str(plan.pip_project)], say, f"the project {plan.pip_project}")
