@@ -413,6 +413,8 @@ def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
             "size": len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))} \
         in info["entries"]
     assert cli.main(["inspect", str(ROOT / "README.md")]) == 1
+    assert cli.main(["build", "app.py", "--console-script", "black"]) == 1
+    assert "not both" in capsys.readouterr().err
 
 
 # --- end to end, with the real launcher ----------------------------------------------------------

@@ -162,6 +162,10 @@ def _build(args: argparse.Namespace) -> int:
     from ingot.build import BuildOptions, build
     from ingot.project import Config
 
+    if args.console_script and args.source:
+        raise IngotError(f"give a SOURCE ({args.source}) or --console-script "
+                         f"({args.console_script}), not both")
+
     def say(message: str) -> None:
         if not args.quiet:
             print(message, file=sys.stderr)
