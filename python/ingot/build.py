@@ -76,7 +76,8 @@ def find_launcher(option: str | None = None) -> Path:
     elif os.environ.get("INGOT_LAUNCHER"):
         origin, path = "INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])
     else:
-        origin, path = "ingot's package", Path(__file__).parent / "_launcher" / "ingot-launcher"
+        version = "%d.%d" % sys.version_info[:2]
+        origin, path = "ingot's package", Path(__file__).parent / "_launcher" / f"ingot-launcher-{version}"
     if not path.is_file():
         raise BuildError(f"no launcher binary at {path} (from {origin})",
                          hint="build it (cargo build --release -p ingot-launcher) and pass "

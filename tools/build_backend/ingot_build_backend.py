@@ -1,0 +1,51 @@
+"""PEP 517 backend for ingot: maturin's, after building the launcher.
+
+The `ingot` wheel carries, besides the extension module maturin builds, the launcher binary
+(`crates/ingot-launcher`) compiled against the interpreter the wheel is built for, at
+`ingot/_launcher/ingot-launcher-X.Y`, so that `ingot build` needs no compiler. maturin builds one
+crate per wheel, hence this wrapper: it runs `cargo build -p ingot-launcher` with `PYO3_PYTHON`
+set to the building interpreter, copies the binary into the package, then hands over to maturin.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import maturin
+from maturin import (  # noqa: F401 - re-exported PEP 517 hooks
+    build_sdist,
+    get_requires_for_build_editable,
+    get_requires_for_build_sdist,
+    get_requires_for_build_wheel,
+    prepare_metadata_for_build_editable,
+    prepare_metadata_for_build_wheel,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _build_launcher():
+    version = "%d.%d" % sys.version_info[:2]
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    environment = dict(os.environ, PYO3_PYTHON=sys.executable)
+    command = ["cargo", "build", "--release", "-p", "ingot-launcher"]
+    print(f"ingot: building the launcher for Python {version}: {' '.join(command)}", file=sys.stderr)
+    subprocess.run(command, cwd=ROOT, env=environment, check=True, stdout=sys.stderr)
+    destination = ROOT / "python" / "ingot" / "_launcher" / f"ingot-launcher-{version}"
+    destination.parent.mkdir(exist_ok=True)
+    temporary = destination.with_name(destination.name + ".tmp")
+    shutil.copyfile(target / "release" / "ingot-launcher", temporary)
+    temporary.chmod(0o755)
+    temporary.replace(destination)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    _build_launcher()
+    return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    _build_launcher()
+    return maturin.build_editable(wheel_directory, config_settings, metadata_directory)
