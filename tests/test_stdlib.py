@@ -67,22 +67,23 @@ print(json.dumps(report))
 
 
 @pytest.fixture(scope="module", params=["3.11", "3.10"])
-def stdlib_archive(request, tmp_path_factory):
+def reduced_run(request, tmp_path_factory):
+    """Packs the stdlib with that Python, runs import_stdlib.py in a reduced process, and returns
+    (archive, report)."""
     python = python_for(request.param)
     archive = tmp_path_factory.mktemp(f"stdlib-{request.param}") / "stdlib.ingot"
     subprocess.run([python, "-m", "ingot", "pack", "-o", str(archive)], check=True, capture_output=True)
     site = run_python(python, "import ingot, os; print(os.path.dirname(os.path.dirname(ingot.__file__)))")
-    return python, site.stdout.strip(), archive
-
-
-def test_every_stdlib_module_imports_from_the_archive(stdlib_archive):
-    python, site, archive = stdlib_archive
     result = subprocess.run(
-        [python, "-I", "-S", "-c", REDUCED_PROCESS, site, str(archive), str(IMPORT_STDLIB)],
+        [python, "-I", "-S", "-c", REDUCED_PROCESS, site.stdout.strip(), str(archive), str(IMPORT_STDLIB)],
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    return archive, json.loads(result.stdout)
+
+
+def test_every_stdlib_module_imports_from_the_archive(reduced_run):
+    archive, report = reduced_run
     assert len(report["wanted"]) > 400
     # Only what `python -I -S` imports to start (encodings, codecs, io, abc, os, ...) was there before.
     assert len(report["at_startup"]) < 30, report["at_startup"]
@@ -98,13 +99,8 @@ def test_every_stdlib_module_imports_from_the_archive(stdlib_archive):
     assert report["sqlite"] and report["ssl"].startswith("OpenSSL")
 
 
-def test_shared_libraries_of_ssl_and_sqlite3_come_from_memory(stdlib_archive):
-    python, site, archive = stdlib_archive
-    result = subprocess.run(
-        [python, "-I", "-S", "-c", REDUCED_PROCESS, site, str(archive), str(IMPORT_STDLIB)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    maps = json.loads(result.stdout)["maps"]
+def test_shared_libraries_of_ssl_and_sqlite3_come_from_memory(reduced_run):
+    _, report = reduced_run
+    maps = report["maps"]
     assert maps, "libssl and libsqlite3 are not mapped at all"
     assert all(name.startswith("/memfd:ingot:") for name in maps), maps
