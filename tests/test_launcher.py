@@ -86,7 +86,7 @@ APP = {
             import app.cli
             app.cli.main()
         else:
-            print("module", __name__, sys.argv[1:])
+            print("module", __name__, __spec__.name, "runpy" in sys.modules, sys.argv[1:])
         if sys.argv[1:] == ["fail"]:
             sys.exit(4)
     """,
@@ -228,7 +228,8 @@ def test_keyboard_interrupt_ends_by_sigint(function_app):
 
 def test_module_kind_runs_as_main(module_app):
     result = run(module_app, "a", "b")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "module __main__ ['a', 'b']\n", "")
+    # Run as `python -m app` would, through app.__main__, without importing runpy.
+    assert (result.returncode, result.stdout, result.stderr) == (0, "module __main__ app.__main__ False ['a', 'b']\n", "")
     assert run(module_app, "fail").returncode == 4
 
 
