@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -319,3 +320,31 @@ def test_import_stdlib_in_the_room(build_executable, room):
     found = re.fullmatch(r"imported (\d+) modules in [\d.]+ ms \(Python 3\.\d+\)\n", run.stdout)
     assert found, run.stdout
     assert int(found.group(1)) >= 455
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(build_executable, tmp_path):
+    # The issue's strace acceptance, on the host (not in the room): every file system call of the
+    # import_stdlib executable and its children.
+    executable = build_executable("import-stdlib", EXAMPLES / "import-stdlib" / "import_stdlib.py")
+    log = tmp_path / "strace.log"
+    result = subprocess.run(["strace", "-f", "-o", str(log), "-e", "trace=%file,%desc", str(executable)],
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode != 0 and "ptrace" in result.stderr:
+        require_or_skip(f"strace cannot trace here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    paths = [match.group(1) for line in calls for match in [re.search(r'"([^"]*)"', line)] if match]
+    assert len(paths) > 10, "strace logged too little to be meaningful"
+    # No module file, and nothing under a real Python installation. (sysconfig, at import, derives
+    # `<sys.prefix>/lib/python3.X/...` paths from the executable's directory and lstat()s them;
+    # they do not exist, hold no modules, and are the stdlib's own doing, not an import.)
+    installations = {sysconfig.get_paths()["stdlib"], sys.base_prefix, sys.prefix}
+    module_files = [path for path in paths
+                    if path.endswith((".py", ".pyc")) or "__pycache__" in path or "site-packages" in path
+                    or any(path.startswith(root) for root in installations)]
+    assert module_files == []
+    writes = [line for line in calls
+              if re.search(r"\b(open|openat|creat)\(", line) and re.search(r"O_WRONLY|O_RDWR|O_CREAT", line)
+              or re.search(r"\b(mkdir|mkdirat|unlink|unlinkat|rename|renameat2?|link|symlink)\(", line)]
+    assert writes == []
