@@ -4,6 +4,7 @@
 //! Built twice: as the extension module `ingot._ingot` (for an ordinary Python, and for the
 //! tests) and as a library the launcher links and registers as a built-in module.
 
+mod cache;
 mod elf;
 mod error;
 mod finder;

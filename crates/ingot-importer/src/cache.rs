@@ -1,0 +1,555 @@
+//! The extraction cache: directories of real files materialized from an archive, for the packages
+//! that need them (the `files` policy) and for native code where memory files cannot be used.
+//!
+//! Layout: `<root>/<section>/<id>/...`, where `<root>` is `$INGOT_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/ingot`, else `$HOME/.cache/ingot`; `<section>` is `trees` (packages) or
+//! `native` (extension modules and shared libraries); `<id>` is derived from the content, so a tree
+//! is never updated in place: different content is a different directory.
+//!
+//! Rules that make the cache safe to share between processes and to survive crashes:
+//! - A tree is written into a temporary directory (`<section>/.tmp-<id>-<pid>-<nanos>`) and renamed
+//!   into place whole. Readers only ever look at `<section>/<id>`, so a half-written tree is never
+//!   seen; temporary directories left by killed processes are removed by a later writer.
+//! - Concurrent first starts each write their own temporary tree; the first rename wins, the others
+//!   find the directory taken (`ENOTEMPTY`), drop their copy and use the winner's.
+//! - Every tree is verified before use (each file: regular, the expected size, the expected XXH3);
+//!   a tree that fails (tampered, partial after a power loss) is rebuilt and swapped in atomically
+//!   (`renameat2(RENAME_EXCHANGE)`), never trusted.
+//! - Directories are created `0700` and files `0600` (`0700` for ELF objects and `#!` scripts); an
+//!   existing cache root owned by another user, or writable by group or others, is refused.
+//!
+//! Writes go in parallel over a few threads, each reusing its buffers, with file descriptors closed
+//! by a separate thread so that slow closes stay off the writers' path. `INGOT_WRITE_STRATEGY`
+//! selects `stream` (`write(2)`, the default) or `mmap` (size the file, copy into a shared map);
+//! see docs/benchmarks.md for the measurement behind the default.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+/// The environment variable that names the cache root, overriding the XDG default.
+pub const CACHE_DIR_VAR: &str = "INGOT_CACHE_DIR";
+/// The environment variable that selects the write strategy (`stream` or `mmap`).
+pub const WRITE_STRATEGY_VAR: &str = "INGOT_WRITE_STRATEGY";
+
+/// Temporary trees older than this are taken for leftovers of killed processes.
+const STALE_AFTER: Duration = Duration::from_secs(3600);
+
+/// One file of a tree: its path relative to the tree, its size and the XXH3-64 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeFile {
+    pub path: String,
+    pub size: u64,
+    pub hash: u64,
+}
+
+/// How files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    Stream,
+    Mmap,
+}
+
+impl Strategy {
+    /// `$INGOT_WRITE_STRATEGY`, `stream` when unset.
+    pub fn from_env() -> Result<Strategy, String> {
+        match std::env::var(WRITE_STRATEGY_VAR) {
+            Err(_) => Ok(Strategy::Stream),
+            Ok(value) => match value.as_str() {
+                "" | "stream" => Ok(Strategy::Stream),
+                "mmap" => Ok(Strategy::Mmap),
+                other => Err(format!("{WRITE_STRATEGY_VAR}={other:?} is not a write strategy (expected `stream` or `mmap`)")),
+            },
+        }
+    }
+}
+
+/// The cache root: `$INGOT_CACHE_DIR`, else `$XDG_CACHE_HOME/ingot`, else `$HOME/.cache/ingot`.
+/// Relative settings are ignored as the XDG specification says; none usable is an error.
+pub fn root() -> Result<PathBuf, String> {
+    let absolute = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
+    if let Some(value) = std::env::var_os(CACHE_DIR_VAR) {
+        let path = PathBuf::from(&value);
+        if !path.is_absolute() {
+            return Err(format!("{CACHE_DIR_VAR}={} is not an absolute path", path.display()));
+        }
+        return Ok(path);
+    }
+    if let Some(path) = absolute("XDG_CACHE_HOME") {
+        return Ok(path.join("ingot"));
+    }
+    if let Some(path) = absolute("HOME") {
+        return Ok(path.join(".cache").join("ingot"));
+    }
+    Err(format!("no cache directory: set {CACHE_DIR_VAR} (or XDG_CACHE_HOME or HOME) to an absolute path"))
+}
+
+fn io_error(what: &str, path: &Path, error: std::io::Error) -> String {
+    format!("{what} `{}`: {error}", path.display())
+}
+
+/// Creates `path` (and missing parents) if needed; checks that `path` itself is a directory of
+/// ours that nobody else can write to. `private` directories this function creates are `0700`.
+fn private_dir(path: &Path) -> Result<(), String> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                // Parents (such as ~/.cache) get the usual permissions, as `mkdir -p` gives them.
+                fs::create_dir_all(parent).map_err(|error| io_error("cannot create cache directory", parent, error))?;
+            }
+            match fs::DirBuilder::new().mode(0o700).create(path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(io_error("cannot create cache directory", path, error)),
+            }
+        }
+        Err(error) => return Err(io_error("cannot use cache directory", path, error)),
+    }
+    let metadata = fs::symlink_metadata(path).map_err(|error| io_error("cannot use cache directory", path, error))?;
+    if !metadata.is_dir() {
+        return Err(format!("cache directory `{}` is not a directory", path.display()));
+    }
+    // SAFETY: no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if metadata.uid() != uid {
+        return Err(format!(
+            "cache directory `{}` belongs to user {}, not to this user ({uid}); set {CACHE_DIR_VAR} to a directory of yours",
+            path.display(),
+            metadata.uid()
+        ));
+    }
+    if metadata.mode() & 0o022 != 0 {
+        return Err(format!(
+            "cache directory `{}` is writable by other users (mode {:o}); make it private (chmod 700) or set {CACHE_DIR_VAR}",
+            path.display(),
+            metadata.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a tree-relative path from an archive: relative, no `.`/`..`/empty components, no NUL.
+fn check_relative(path: &str) -> Result<(), String> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains('\0')
+        || path.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+    if bad {
+        return Err(format!("unsafe path `{path}` in a cache tree manifest"));
+    }
+    Ok(())
+}
+
+/// Why a tree on disk cannot be used.
+enum Unusable {
+    /// There is nothing at the tree's path.
+    Missing,
+    /// Something is there but it is not the expected tree.
+    Bad(String),
+}
+
+/// Returns `<root>/<section>/<id>`, a directory holding exactly the bytes `content` gives for each
+/// of `files`, writing it first if it is missing and rewriting it if it does not verify.
+pub fn ensure_tree<'a, F>(root: &Path, section: &str, id: &str, files: &[TreeFile], content: F) -> Result<PathBuf, String>
+where
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+{
+    for file in files {
+        check_relative(&file.path)?;
+    }
+    check_relative(id)?;
+    let strategy = Strategy::from_env()?;
+    private_dir(root)?;
+    let parent = root.join(section);
+    private_dir(&parent)?;
+    let tree = parent.join(id);
+    // Three rounds at most: a lost race is followed by a verification of the winner's tree.
+    for _ in 0..3 {
+        match verify(&tree, files) {
+            Ok(()) => return Ok(tree),
+            Err(Unusable::Missing) => {
+                let temporary = write_temporary(&parent, id, files, &content, strategy)?;
+                match fs::rename(&temporary, &tree) {
+                    Ok(()) => return Ok(tree),
+                    Err(error) if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) => {
+                        // Another process got there first: use its tree (verified next round).
+                        let _ = fs::remove_dir_all(&temporary);
+                    }
+                    Err(error) => {
+                        let _ = fs::remove_dir_all(&temporary);
+                        return Err(io_error("cannot move cache tree into place at", &tree, error));
+                    }
+                }
+            }
+            Err(Unusable::Bad(_why)) => {
+                let temporary = write_temporary(&parent, id, files, &content, strategy)?;
+                replace(&temporary, &tree)?;
+                return Ok(tree);
+            }
+        }
+    }
+    Err(format!("cache tree `{}` keeps changing under this process; is another program writing there?", tree.display()))
+}
+
+/// Swaps a freshly written tree in for a bad one, then removes the bad one.
+fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
+    let c = |path: &Path| CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| format!("path `{}` contains NUL", path.display()));
+    let (from, to) = (c(fresh)?, c(tree)?);
+    // SAFETY: both are valid NUL-terminated paths.
+    let swapped = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) };
+    if swapped == 0 {
+        // `fresh` now names the bad tree.
+        let _ = remove_any(fresh);
+        return Ok(());
+    }
+    // No RENAME_EXCHANGE on this file system (or the bad tree vanished): move the bad one aside,
+    // then rename. A reader in between sees no tree and waits for ours or writes its own.
+    let aside = fresh.with_extension("old");
+    match fs::rename(tree, &aside) {
+        Ok(()) => {
+            let _ = remove_any(&aside);
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            let _ = fs::remove_dir_all(fresh);
+            return Err(io_error("cannot replace damaged cache tree", tree, error));
+        }
+    }
+    match fs::rename(fresh, tree) {
+        Ok(()) => Ok(()),
+        Err(error) if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) => {
+            // Someone else repaired it first; theirs is as good as ours.
+            let _ = fs::remove_dir_all(fresh);
+            Ok(())
+        }
+        Err(error) => {
+            let _ = fs::remove_dir_all(fresh);
+            Err(io_error("cannot move cache tree into place at", tree, error))
+        }
+    }
+}
+
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(error) => Err(error),
+    }
+}
+
+/// How many threads to spread `count` files over.
+fn threads_for(count: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores.min(8).min(count.div_ceil(32)).max(1)
+}
+
+/// Splits `files` into `parts` groups of about equal byte size (largest files first).
+fn partition(files: &[TreeFile], parts: usize) -> Vec<Vec<&TreeFile>> {
+    let mut order: Vec<&TreeFile> = files.iter().collect();
+    order.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.path.cmp(&b.path)));
+    let mut groups: Vec<(u64, Vec<&TreeFile>)> = (0..parts).map(|_| (0, Vec::new())).collect();
+    for file in order {
+        let lightest = groups.iter_mut().min_by_key(|(bytes, _)| *bytes).expect("at least one group");
+        lightest.0 += file.size.max(4096);
+        lightest.1.push(file);
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// Checks the tree at `tree` against `files`.
+fn verify(tree: &Path, files: &[TreeFile]) -> Result<(), Unusable> {
+    let metadata = match fs::symlink_metadata(tree) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
+        Err(error) => return Err(Unusable::Bad(error.to_string())),
+    };
+    // SAFETY: no preconditions.
+    if !metadata.is_dir() || metadata.uid() != unsafe { libc::geteuid() } || metadata.mode() & 0o022 != 0 {
+        return Err(Unusable::Bad("not a private directory of ours".to_string()));
+    }
+    let groups = partition(files, threads_for(files.len()));
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .iter()
+            .skip(1)
+            .map(|group| scope.spawn(move || verify_group(tree, group)))
+            .collect();
+        let mut results = vec![groups.first().map_or(Ok(()), |group| verify_group(tree, group))];
+        results.extend(handles.into_iter().map(|handle| handle.join().unwrap_or_else(|_| Err("verifier panicked".to_string()))));
+        results
+    });
+    for result in results {
+        result.map_err(Unusable::Bad)?;
+    }
+    Ok(())
+}
+
+fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
+    let mut buffer = Vec::new();
+    for file in files {
+        let path = tree.join(&file.path);
+        let mut handle = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|error| format!("{}: {error}", file.path))?;
+        let metadata = handle.metadata().map_err(|error| format!("{}: {error}", file.path))?;
+        if !metadata.is_file() || metadata.len() != file.size {
+            return Err(format!("{}: expected a file of {} bytes", file.path, file.size));
+        }
+        buffer.clear();
+        handle.read_to_end(&mut buffer).map_err(|error| format!("{}: {error}", file.path))?;
+        if buffer.len() as u64 != file.size || xxh3_64(&buffer) != file.hash {
+            return Err(format!("{}: content differs from the archive", file.path));
+        }
+    }
+    Ok(())
+}
+
+/// Removes temporary trees that killed processes left in `parent` (older than an hour).
+fn remove_stale(parent: &Path) {
+    let Ok(listing) = fs::read_dir(parent) else { return };
+    let now = SystemTime::now();
+    for child in listing.flatten() {
+        if !child.file_name().as_encoded_bytes().starts_with(b".tmp-") {
+            continue;
+        }
+        let old = child
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .ok()
+            .and_then(|modified| now.duration_since(modified).ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if old {
+            let _ = fs::remove_dir_all(child.path());
+        }
+    }
+}
+
+/// Writes `files` into a new temporary directory of `parent` and returns its path.
+fn write_temporary<'a, F>(parent: &Path, id: &str, files: &[TreeFile], content: &F, strategy: Strategy) -> Result<PathBuf, String>
+where
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+{
+    remove_stale(parent);
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |time| time.subsec_nanos());
+    let temporary = parent.join(format!(".tmp-{id}-{}-{nanos}", std::process::id()));
+    let mut builder = fs::DirBuilder::new();
+    builder.mode(0o700);
+    builder.create(&temporary).map_err(|error| io_error("cannot create cache directory", &temporary, error))?;
+    let result = write_files(&temporary, files, content, strategy, &builder);
+    if let Err(error) = result {
+        let _ = fs::remove_dir_all(&temporary);
+        return Err(error);
+    }
+    Ok(temporary)
+}
+
+fn write_files<'a, F>(tree: &Path, files: &[TreeFile], content: &F, strategy: Strategy, builder: &fs::DirBuilder) -> Result<(), String>
+where
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+{
+    let directories: BTreeSet<&str> = files
+        .iter()
+        .flat_map(|file| file.path.match_indices('/').map(move |(at, _)| &file.path[..at]))
+        .collect();
+    for directory in directories {
+        let path = tree.join(directory);
+        match builder.create(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
+            Err(error) => return Err(io_error("cannot create cache directory", &path, error)),
+        }
+    }
+    let groups = partition(files, threads_for(files.len()));
+    let (closer, closing) = mpsc::channel::<File>();
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        // Closes files off the writers' path (a close can be slow on some file systems).
+        scope.spawn(move || for file in closing { drop(file) });
+        for group in &groups {
+            let closer = closer.clone();
+            let first_error = &first_error;
+            scope.spawn(move || {
+                for file in group {
+                    if first_error.lock().map_or(true, |error| error.is_some()) {
+                        return;
+                    }
+                    match write_one(tree, file, content, strategy) {
+                        Ok(handle) => {
+                            let _ = closer.send(handle);
+                        }
+                        Err(error) => {
+                            if let Ok(mut slot) = first_error.lock() {
+                                slot.get_or_insert(error);
+                            }
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        drop(closer);
+    });
+    match first_error.into_inner() {
+        Ok(None) => Ok(()),
+        Ok(Some(error)) => Err(error),
+        Err(_) => Err("a cache writer panicked".to_string()),
+    }
+}
+
+fn write_one<'a, F>(tree: &Path, file: &TreeFile, content: &F, strategy: Strategy) -> Result<File, String>
+where
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+{
+    let bytes = content(file)?;
+    if bytes.len() as u64 != file.size || xxh3_64(&bytes) != file.hash {
+        return Err(format!("{}: the archive's bytes do not match the tree manifest", file.path));
+    }
+    let path = tree.join(&file.path);
+    let executable = bytes.starts_with(b"\x7fELF") || bytes.starts_with(b"#!");
+    let mut handle = OpenOptions::new()
+        .read(strategy == Strategy::Mmap)
+        .write(true)
+        .create_new(true)
+        .mode(if executable { 0o700 } else { 0o600 })
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|error| io_error("cannot create cache file", &path, error))?;
+    let written = match strategy {
+        Strategy::Stream => handle.write_all(&bytes),
+        Strategy::Mmap if bytes.is_empty() => Ok(()),
+        Strategy::Mmap => handle.set_len(bytes.len() as u64).and_then(|()| {
+            // SAFETY: the file was just created by this process and is not mapped elsewhere.
+            let mut map = unsafe { memmap2::MmapMut::map_mut(&handle)? };
+            map.copy_from_slice(&bytes);
+            Ok(())
+        }),
+    };
+    written.map_err(|error| io_error("cannot write cache file", &path, error))?;
+    Ok(handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree_files(contents: &[(&str, &[u8])]) -> Vec<TreeFile> {
+        contents
+            .iter()
+            .map(|(path, bytes)| TreeFile { path: path.to_string(), size: bytes.len() as u64, hash: xxh3_64(bytes) })
+            .collect()
+    }
+
+    fn source<'a>(contents: &'a [(&'a str, &'a [u8])]) -> impl Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync + 'a {
+        move |file: &TreeFile| {
+            contents
+                .iter()
+                .find(|(path, _)| *path == file.path)
+                .map(|(_, bytes)| Cow::Borrowed(*bytes))
+                .ok_or_else(|| "missing".to_string())
+        }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ingot-cache-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    const CONTENTS: &[(&str, &[u8])] = &[("pkg/__init__.py", b"x = 1\n"), ("pkg/data/a.txt", b"alpha"), ("pkg/empty", b"")];
+
+    #[test]
+    fn writes_a_missing_tree_then_reuses_it() {
+        let root = scratch("reuse");
+        let files = tree_files(CONTENTS);
+        let tree = ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
+        assert_eq!(fs::read(tree.join("pkg/data/a.txt")).unwrap(), b"alpha");
+        let inode = fs::metadata(tree.join("pkg/__init__.py")).unwrap().ino();
+        let again = ensure_tree(&root, "trees", "t1", &files, |_| Err("must not be read".to_string())).unwrap();
+        assert_eq!(again, tree);
+        assert_eq!(fs::metadata(tree.join("pkg/__init__.py")).unwrap().ino(), inode);
+        let mode = fs::metadata(&tree).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn repairs_an_altered_file() {
+        let root = scratch("repair");
+        let files = tree_files(CONTENTS);
+        let tree = ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
+        fs::write(tree.join("pkg/data/a.txt"), b"alphA").unwrap();
+        ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
+        assert_eq!(fs::read(tree.join("pkg/data/a.txt")).unwrap(), b"alpha");
+        fs::remove_file(tree.join("pkg/empty")).unwrap();
+        ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
+        assert!(tree.join("pkg/empty").is_file());
+        let leftovers: Vec<_> = fs::read_dir(root.join("trees")).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(leftovers, vec![std::ffi::OsString::from("t1")]);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn refuses_manifest_paths_that_leave_the_tree() {
+        let root = scratch("unsafe");
+        for bad in ["../x", "/etc/passwd", "a//b", "a/./b", ""] {
+            let files = vec![TreeFile { path: bad.to_string(), size: 0, hash: xxh3_64(b"") }];
+            let error = ensure_tree(&root, "trees", "t", &files, |_| Ok(Cow::Borrowed(b""))).unwrap_err();
+            assert!(error.contains("unsafe path"), "{bad}: {error}");
+        }
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn refuses_a_root_writable_by_others() {
+        let root = scratch("shared");
+        fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let files = tree_files(CONTENTS);
+        let error = ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap_err();
+        assert!(error.contains("writable by other users"), "{error}");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn content_that_does_not_match_the_manifest_is_not_kept() {
+        let root = scratch("mismatch");
+        let files = tree_files(CONTENTS);
+        let error = ensure_tree(&root, "trees", "t1", &files, |_| Ok(Cow::Borrowed(b"other"))).unwrap_err();
+        assert!(error.contains("do not match"), "{error}");
+        assert_eq!(fs::read_dir(root.join("trees")).unwrap().count(), 0);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn both_strategies_write_the_same_bytes() {
+        let root = scratch("strategies");
+        let big = vec![7u8; 100_000];
+        let contents: Vec<(String, Vec<u8>)> = (0..100).map(|i| (format!("p/f{i}"), big[..i * 997].to_vec())).collect();
+        let files: Vec<TreeFile> = contents
+            .iter()
+            .map(|(path, bytes)| TreeFile { path: path.clone(), size: bytes.len() as u64, hash: xxh3_64(bytes) })
+            .collect();
+        let lookup = |file: &TreeFile| Ok(Cow::Owned(contents.iter().find(|(p, _)| *p == file.path).unwrap().1.clone()));
+        for (strategy, id) in [(Strategy::Stream, "s"), (Strategy::Mmap, "m")] {
+            let parent = root.join("trees");
+            private_dir(&root).unwrap();
+            private_dir(&parent).unwrap();
+            let temporary = write_temporary(&parent, id, &files, &lookup, strategy).unwrap();
+            assert!(verify(&temporary, &files).is_ok(), "{strategy:?}");
+        }
+        fs::remove_dir_all(root).unwrap();
+    }
+}
