@@ -73,6 +73,13 @@ APP = {
                 atexit.register(lambda: print("atexit ran"))
                 threading.Thread(target=lambda: (time.sleep(0.2), print("thread joined"))).start()
                 sys.stdout.write("buffered, no newline|")
+            elif what == "fsimport":
+                import importlib.machinery
+                directory = sys.argv[2]
+                sys.path.append(directory)
+                import diskmod, diskpkg.sub
+                spec = importlib.machinery.PathFinder.find_spec("diskmod", [directory])
+                print(diskmod.__file__, diskpkg.sub.VALUE, spec and spec.origin)
             elif what == "spawn":
                 import multiprocessing
                 with multiprocessing.get_context("spawn").Pool(2) as pool:
@@ -94,6 +101,7 @@ APP = {
 
 FUNCTION = {"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}
 MODULE = {"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": False}
+FILESYSTEM = dict(FUNCTION, filesystem_imports=True)
 
 PACK = """
 import sys
@@ -189,6 +197,11 @@ def module_app(tmp_path_factory, launcher, launcher_python):
     return make_app(tmp_path_factory.mktemp("module"), launcher, launcher_python, MODULE)
 
 
+@pytest.fixture(scope="session")
+def filesystem_app(tmp_path_factory, launcher, launcher_python):
+    return make_app(tmp_path_factory.mktemp("filesystem"), launcher, launcher_python, FILESYSTEM)
+
+
 def run(app, *args, env=None, timeout=60):
     return subprocess.run([str(app), *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
@@ -275,6 +288,53 @@ def test_multiprocessing_spawn(function_app):
     result = run(function_app, "spawn", timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "[0, 1, 4, 9, 16]\n"
+
+
+@pytest.fixture
+def disk_modules(tmp_path):
+    """A directory with a module and a package, for an app to put on sys.path."""
+    directory = tmp_path / "on-disk"
+    (directory / "diskpkg").mkdir(parents=True)
+    (directory / "diskmod.py").write_text("")
+    (directory / "diskpkg" / "__init__.py").write_text("")
+    (directory / "diskpkg" / "sub.py").write_text("VALUE = 'sub from disk'\n")
+    return directory
+
+
+def test_filesystem_imports_from_directories_the_app_adds(filesystem_app, disk_modules):
+    result = run(filesystem_app, "fsimport", str(disk_modules))
+    assert result.returncode == 0, result.stderr
+    module = disk_modules / "diskmod.py"
+    # importlib.machinery.PathFinder.find_spec (pytest's assertion rewriter calls it) works too.
+    assert result.stdout == f"{module} sub from disk {module}\n"
+    # sys.path still starts as the archive alone; the archive still comes first.
+    info = run(filesystem_app, "info")
+    assert json.loads(info.stdout)["path"] == [str(filesystem_app)]
+    assert run(filesystem_app, "modules").stdout == "{}\n"
+
+
+def test_no_filesystem_imports_by_default(function_app, disk_modules):
+    result = run(function_app, "fsimport", str(disk_modules))
+    assert result.returncode == 1
+    assert result.stderr.endswith("ModuleNotFoundError: No module named 'diskmod'\n")
+
+
+def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
+    from ingot import cli
+    from ingot.project import load_project
+
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "__init__.py").write_text("")
+    (tool / "__main__.py").write_text("")
+    for options, expected in (([], None), (["--filesystem-imports"], True)):
+        out = tmp_path / "tool.ingot"
+        assert cli.main(["build", str(tool), "--archive-only", "-q", "--exclude", "[!t]*",
+                         "-o", str(out), *options]) == 0
+        launch = json.loads(ingot.IngotFinder(str(out))._read("__ingot__/launch.json"))
+        assert launch.get("filesystem_imports") is expected
+    (tmp_path / "pyproject.toml").write_text("[tool.ingot]\nfilesystem-imports = true\n")
+    assert load_project(tmp_path).config.filesystem_imports is True
 
 
 def damaged(tmp_path, app, name, change):

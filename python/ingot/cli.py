@@ -105,6 +105,9 @@ def _build_parser(commands) -> None:
     fast.add_argument("--fast-exit", dest="fast_exit", action="store_true", default=None,
                       help="exit without finalizing the interpreter")
     fast.add_argument("--no-fast-exit", dest="fast_exit", action="store_false")
+    build.add_argument("--filesystem-imports", action="store_true", default=None,
+                       help="also import .py files from directories the application adds to "
+                            "sys.path (after the archive)")
     build.add_argument("--optimize", type=_levels, metavar="LEVELS",
                        help="bytecode optimization levels, e.g. 0,2 (default: 0)")
     build.add_argument("--compress", type=int, metavar="LEVEL",
@@ -174,6 +177,7 @@ def _build(args: argparse.Namespace) -> int:
                     packages=args.packages, dependencies=args.dependencies,
                     requirements=args.requirements, include=args.include or [],
                     exclude=args.exclude or [], output=args.output, fast_exit=args.fast_exit,
+                    filesystem_imports=args.filesystem_imports,
                     optimize=list(args.optimize) if args.optimize else None,
                     compress=args.compress)
     options = BuildOptions(source=args.source, console_script=args.console_script, config=config,

@@ -19,6 +19,8 @@ include         list[str]   module-name globs to keep although the stdlib defaul
 exclude         list[str]   module-name globs to leave out (stdlib and dependencies)
 output          str         the executable to write, relative to the project
 fast-exit       bool        exit without finalizing the interpreter (launch.json ``fast_exit``)
+filesystem-     bool        also import ``.py`` files from directories the app puts on ``sys.path``
+  imports                   (after the archive; default false; launch.json ``filesystem_imports``)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)
 compress        int         zstd level of the archive's blobs (default: stored as is)
 =============== =========== ====================================================================
@@ -55,6 +57,7 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     output: str | None = None
     fast_exit: bool | None = None
+    filesystem_imports: bool | None = None
     optimize: list[int] | None = None
     compress: int | None = None
 
@@ -75,6 +78,7 @@ _KEYS = {
     "exclude": ("a list of strings (module-name globs)", is_str_list),
     "output": ("a string (a path)", lambda v: isinstance(v, str)),
     "fast-exit": ("true or false", lambda v: isinstance(v, bool)),
+    "filesystem-imports": ("true or false", lambda v: isinstance(v, bool)),
     "optimize": ("a list of 0, 1, 2", lambda v: isinstance(v, list) and all(
         type(item) is int and item in (0, 1, 2) for item in v)),
     "compress": ("an integer zstd level (-7 to 22)", lambda v: type(v) is int and -7 <= v <= 22),

@@ -6,14 +6,30 @@
 import sys
 
 
-def seal_import_system(finder):
+def seal_import_system(finder, filesystem_imports=False):
     """Leaves the archive as the only source of modules: no path finder, no file-system path
-    hooks, and the archive itself as the one sys.path entry (for pkgutil & co)."""
-    sys.meta_path[:] = [entry for entry in sys.meta_path
-                        if getattr(entry, "__name__", None) != "PathFinder"]
-    if finder not in sys.meta_path:
-        sys.meta_path.insert(0, finder)
-    sys.path_hooks[:] = [finder.path_hook]
+    hooks, and the archive itself as the one sys.path entry (for pkgutil & co).
+
+    With ``filesystem_imports``, importlib's PathFinder stays on sys.meta_path after the archive's
+    finder, and the FileFinder path hook in sys.path_hooks after the archive's, so that modules can
+    be imported from directories the application puts on sys.path (sys.path still starts as just
+    the archive)."""
+    path_finders = [entry for entry in sys.meta_path
+                    if getattr(entry, "__name__", None) == "PathFinder"]
+    sys.meta_path[:] = [entry for entry in sys.meta_path if entry not in path_finders]
+    if finder in sys.meta_path:
+        sys.meta_path.remove(finder)
+    sys.meta_path.insert(0, finder)
+    hooks = [finder.path_hook]
+    if filesystem_imports:
+        sys.meta_path.extend(path_finders)
+        file_finder = [hook for hook in sys.path_hooks
+                       if getattr(hook, "__name__", None) == "path_hook_for_FileFinder"]
+        if not file_finder:  # not where CPython 3.10-3.13 put it: make one as importlib does
+            import _frozen_importlib_external as external
+            file_finder = [external.FileFinder.path_hook(*external._get_supported_file_loaders())]
+        hooks += file_finder
+    sys.path_hooks[:] = hooks
     sys.path_importer_cache.clear()
     sys.path[:] = [finder.path]
 

@@ -40,6 +40,10 @@ pub struct LaunchConfig {
     pub run: Run,
     #[serde(default = "yes")]
     pub fast_exit: bool,
+    /// Keep importlib's path finder (after the archive's) and the `FileFinder` path hook, so
+    /// that the application can import `.py` files from directories it puts on `sys.path`.
+    #[serde(default)]
+    pub filesystem_imports: bool,
 }
 
 fn yes() -> bool {
@@ -332,7 +336,7 @@ fn run<'py>(py: Python<'py>, boot: &Bound<'py, PyDict>, exe: &str, config: &Laun
         .find(|entry| entry.as_ref().is_ok_and(|entry| entry.get_type().name().is_ok_and(|name| name == "IngotFinder")))
         .transpose()?
         .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the archive's finder left sys.meta_path"))?;
-    boot.get_item("seal_import_system")?.expect("boot.py").call1((finder,))?;
+    boot.get_item("seal_import_system")?.expect("boot.py").call1((finder, config.filesystem_imports))?;
     let sys = py.import("sys")?;
     sys.setattr("executable", exe)?;
 
@@ -473,9 +477,14 @@ mod tests {
         let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}"#).unwrap();
         assert_eq!(config.run, Run::Function { module: "app.cli".into(), function: "main".into() });
         assert!(config.fast_exit);
-        let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false}"#).unwrap();
+        assert!(!config.filesystem_imports);
+        let config = LaunchConfig::parse(
+            br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false, "filesystem_imports": true}"#,
+        )
+        .unwrap();
         assert_eq!(config.run, Run::Module { module: "app".into() });
         assert!(!config.fast_exit);
+        assert!(config.filesystem_imports);
         assert!(LaunchConfig::parse(br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#).is_err());
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#).is_err());
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#).is_err());
