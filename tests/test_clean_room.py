@@ -1,11 +1,9 @@
 """The clean-room acceptance: each executable `ingot build` writes runs where no Python exists.
 
-A room is a temporary directory holding only the executable (as `/app`), the glibc files it links
-(`ldd`: libc, libm, libgcc_s and the dynamic loader, at their original paths), `/dev/null` and
-`/dev/urandom` (bind mounts of the host's) and `/proc` (a fresh procfs), and nothing else: no
-Python, no standard library, no `/etc`, no `/usr`, no certificates, no OpenSSL configuration. The
-mounts are made in a mount namespace of their own (`unshare --mount`), so they vanish with it, and
-the executable runs under `chroot` with an empty environment.
+The room (tests/cleanroom.py) holds only the executable (as `/app`), the glibc files it links,
+`/dev/null`, `/dev/urandom` and `/proc`: no Python, no standard library, no `/etc`, no `/usr`, no
+certificates, no OpenSSL configuration; the executable runs under `chroot` with an empty
+environment.
 
 This needs root (CAP_SYS_ADMIN for the mounts, CAP_SYS_CHROOT): without it the tests skip, unless
 `INGOT_REQUIRE_PYTHONS` is set (as CI does), where they fail.
@@ -13,26 +11,22 @@ This needs root (CAP_SYS_ADMIN for the mounts, CAP_SYS_CHROOT): without it the t
 
 import hashlib
 import json
-import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
 import textwrap
-from pathlib import Path
 
 import pytest
 
-import ingot
-from conftest import ROOT, interpreters, python_for
-from ingot.build import launcher_python
+from conftest import ROOT
+
+# The fixtures room_launcher, build_executable, room (and require_or_skip, imported where used:
+# a module-level import would come before pytest registers and assert-rewrites the plugin).
+pytest_plugins = ["cleanroom"]
 
 EXAMPLES = ROOT / "examples"
-SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-CHROOT = shutil.which("chroot", path=SYSTEM_PATH) or "chroot"
-GLIBC = ("libc.so.6", "libm.so.6", "libgcc_s.so.1")  # and the dynamic loader, ld-linux*
 
 # Runs inside the room: what the room holds, seen from inside, and the native stdlib modules
 # (OpenSSL through _ssl and _hashlib, SQLite through _sqlite3) loaded from the archive.
@@ -84,173 +78,11 @@ PROBE = textwrap.dedent("""
 """)
 
 
-def require_or_skip(reason):
-    if os.environ.get("INGOT_REQUIRE_PYTHONS"):
-        pytest.fail(f"clean room required (INGOT_REQUIRE_PYTHONS is set): {reason}")
-    pytest.skip(reason)
-
-
-# --- the launcher, the Python that builds, the executables ----------------------------------------
-
-@pytest.fixture(scope="session")
-def room_launcher(tmp_path_factory):
-    """(launcher, Python with ingot installed of the version it embeds): `INGOT_LAUNCHER`, else
-    target/release/ingot-launcher, else the one ingot's package carries for this Python (the first
-    of them that embeds a Python we have), else target/release/ingot-launcher built by cargo for
-    PYO3_PYTHON or this Python. It is copied first, so that a rebuild of target/ during the
-    session (for another Python) cannot change it under the tests."""
-    packaged = Path(ingot.__file__).parent / "_launcher" / "ingot-launcher-{}.{}".format(
-        *sys.version_info[:2])
-    candidates = [Path(candidate) for candidate in
-                  (os.environ.get("INGOT_LAUNCHER"), ROOT / "target/release/ingot-launcher",
-                   packaged)
-                  if candidate and Path(candidate).is_file()]
-    if not candidates:
-        if shutil.which("cargo") is None:
-            require_or_skip("no launcher (INGOT_LAUNCHER, target/release/ingot-launcher) and "
-                            "no cargo to build one")
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "ingot-launcher"],
-                       cwd=ROOT, check=True, env=dict(os.environ, PYO3_PYTHON=os.environ.get(
-                           "PYO3_PYTHON", sys.executable)))
-        candidates = [Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-                      / "release" / "ingot-launcher"]
-    snapshots = []
-    for number, candidate in enumerate(candidates):
-        snapshot = tmp_path_factory.mktemp("launcher") / f"ingot-launcher-{number}"
-        shutil.copy2(candidate, snapshot)
-        version = launcher_python(snapshot)
-        assert version, f"{candidate} does not say which Python it embeds"
-        if version in interpreters():
-            return snapshot, interpreters()[version]
-        snapshots.append((snapshot, version))
-    snapshot, version = snapshots[0]
-    return snapshot, python_for(version)  # skips, or fails under INGOT_REQUIRE_PYTHONS
-
-
-@pytest.fixture(scope="session")
-def build_executable(clean_room_possible, room_launcher, tmp_path_factory):
-    """`ingot build SOURCE ...` once per session and name; returns the executable."""
-    launcher, python = room_launcher
-    built = {}
-    workdir = tmp_path_factory.mktemp("clean-room-builds")
-
-    def build(name, source, *options):
-        if name not in built:
-            out = workdir / name
-            run = subprocess.run([python, "-m", "ingot", "build", str(source), *options,
-                                  "--launcher", str(launcher), "-o", str(out), "--force",
-                                  "-q"], capture_output=True, text=True, cwd=workdir,
-                                 timeout=600)
-            if run.returncode != 0 and "pip could not install" in run.stderr and (
-                    "NewConnectionError" in run.stderr or
-                    "No matching distribution" in run.stderr):
-                pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
-            assert run.returncode == 0, run.stderr
-            built[name] = out
-        return built[name]
-
-    return build
-
-
 @pytest.fixture(scope="session")
 def probe_executable(build_executable, tmp_path_factory):
     script = tmp_path_factory.mktemp("probe") / "probe.py"
     script.write_text(PROBE)
     return build_executable("probe", script)
-
-
-# --- the room ------------------------------------------------------------------------------------
-
-def linked_files(executable):
-    """The absolute paths `ldd` resolves for the executable (not linux-vdso)."""
-    run = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    paths = []
-    for line in run.stdout.splitlines():
-        found = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
-        if found:
-            paths.append(found.group(1))
-    return paths
-
-
-@pytest.fixture(scope="session")
-def clean_room_possible(tmp_path_factory):
-    """Root, unshare, mount and chroot work here; else skip (fail under INGOT_REQUIRE_PYTHONS)."""
-    if not sys.platform.startswith("linux"):
-        require_or_skip("the clean room is Linux-only (unshare, mount -t proc, chroot)")
-    for tool in ("unshare", "mount", "chroot", "ldd"):
-        if shutil.which(tool, path=SYSTEM_PATH) is None:
-            require_or_skip(f"{tool} is not installed")
-    if os.geteuid() != 0:
-        require_or_skip("the clean room needs root (mount namespaces, mount -t proc, chroot)")
-    scratch = tmp_path_factory.mktemp("room-check")
-    (scratch / "proc").mkdir()
-    proc = shlex.quote(str(scratch / "proc"))
-    run = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c",
-                          f"mount -t proc proc {proc} && umount {proc} && chroot / true"],
-                         capture_output=True, text=True, timeout=60, env={"PATH": SYSTEM_PATH})
-    if run.returncode != 0:
-        require_or_skip(f"unshare/mount/chroot are not permitted here: {run.stderr.strip()}")
-
-
-class Room:
-    def __init__(self, root: Path, executable: Path):
-        self.root = root
-        self.libraries = linked_files(executable)
-        names = {Path(path).name for path in self.libraries}
-        loaders = {name for name in names if name.startswith("ld-linux")}
-        assert len(loaders) == 1 and names - loaders <= set(GLIBC), \
-            f"the executable links more than glibc: {self.libraries}"
-        root.mkdir()
-        shutil.copy2(executable, root / "app")
-        for library in self.libraries:
-            target = root / library.lstrip("/")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(library, target)  # follows symlinks: the file itself, at the linked path
-        (root / "proc").mkdir()
-        (root / "dev").mkdir()
-        for device in ("null", "urandom"):
-            (root / "dev" / device).touch()
-
-    def files(self):
-        """Every file, symlink and directory in the room (as seen from outside: /proc is empty)."""
-        return sorted("/" + str(path.relative_to(self.root)) for path in self.root.rglob("*"))
-
-    def run(self, *args, timeout=120):
-        """/app ARGS in the room: a private mount namespace with /proc and the two devices mounted,
-        chroot, empty environment."""
-        root = shlex.quote(str(self.root))
-        script = " && ".join([
-            f"mount --bind /dev/null {root}/dev/null",
-            f"mount --bind /dev/urandom {root}/dev/urandom",
-            f"mount -t proc proc {root}/proc",
-            f"{{ env -i {shlex.quote(CHROOT)} {root} /app {shlex.join(args)}; status=$?; }}",
-            f"umount {root}/proc {root}/dev/urandom {root}/dev/null",
-            "exit $status",
-        ])
-        env = {"PATH": SYSTEM_PATH}  # for unshare, sh, mount; the app gets no environment
-        return subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script],
-                              capture_output=True, text=True, timeout=timeout, env=env)
-
-
-@pytest.fixture
-def room(tmp_path, clean_room_possible):
-    """make(executable): a room for it, checked to hold exactly the executable, glibc and the
-    mount points, and nothing named like Python."""
-    def make(executable):
-        made = Room(tmp_path / "room", executable)
-        assert made.files() == expected_files(made)
-        assert not [path for path in made.files() if "python" in path.lower()]
-        return made
-    return make
-
-
-def expected_files(made):
-    """The room's tree: /app, /dev/{null,urandom}, /proc, glibc at its paths and their dirs."""
-    return sorted({"/app", "/dev", "/dev/null", "/dev/urandom", "/proc"} |
-                  {str(parent) for library in made.libraries
-                   for parent in Path(library).parents if str(parent) != "/"} |
-                  set(made.libraries))
 
 
 # --- the executables, each in a room of its own -------------------------------------------------
@@ -331,6 +163,7 @@ def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(build_
     result = subprocess.run(["strace", "-f", "-o", str(log), "-e", "trace=%file,%desc", str(executable)],
                             capture_output=True, text=True, timeout=300)
     if result.returncode != 0 and "ptrace" in result.stderr:
+        from cleanroom import require_or_skip
         require_or_skip(f"strace cannot trace here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
     calls = log.read_text().splitlines()

@@ -1,0 +1,318 @@
+"""The clean room, shared by the tests that run executables where no Python exists.
+
+A room is a temporary directory holding only the executable (as `/app`), the glibc files it links
+(`ldd`: libc, libm, libgcc_s and the dynamic loader, at their original paths), `/dev/null` and
+`/dev/urandom` (bind mounts of the host's) and `/proc` (a fresh procfs), and nothing else: no
+Python, no standard library, no `/etc`, no `/usr`, no certificates, no OpenSSL configuration. The
+mounts are made in a mount namespace of their own (`unshare --mount`), so they vanish with it, and
+the executable runs under `chroot` with an empty environment (or exactly the variables a test
+gives). A test can add files: copies of host files or directories (`copy=`), empty writable
+directories (`dirs=`, e.g. a HOME or a cache) and bind mounts of host paths (`bind=`). The room
+shares the host's network namespace (only the mount namespace is private), so a server the test
+runs on 127.0.0.1 is reachable from inside; there is no /etc/hosts or resolver configuration, so
+use addresses, not names.
+
+This needs root (CAP_SYS_ADMIN for the mounts, CAP_SYS_CHROOT): without it the tests skip, unless
+`INGOT_REQUIRE_PYTHONS` is set (as CI does), where they fail.
+
+Test modules use it as a plugin, which registers the fixtures below (and import its helpers,
+such as `require_or_skip`, inside functions: a module-level import would come before pytest
+registers the plugin and rewrites its asserts, and pytest warns about that):
+
+    pytest_plugins = ["cleanroom"]
+
+    def test_something(build_executable, room):
+        executable = build_executable("name", project_dir, "--some-option")  # once per session
+        run = room(executable, copy={"/data": data_dir}, dirs=["/cache"]).run(
+            "/data/input.txt", env={"INGOT_CACHE_DIR": "/cache"})
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ingot
+from conftest import ROOT, interpreters, python_for
+from ingot.build import launcher_python
+
+__all__ = ["CHROOT", "GLIBC", "SYSTEM_PATH", "Builder", "Room", "expected_files", "find_launcher",
+           "linked_files", "require_or_skip"]
+
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+CHROOT = shutil.which("chroot", path=SYSTEM_PATH) or "chroot"
+GLIBC = ("libc.so.6", "libm.so.6", "libgcc_s.so.1")  # and the dynamic loader, ld-linux*
+
+
+def require_or_skip(reason):
+    """Skips the test, or fails it when `INGOT_REQUIRE_PYTHONS` is set (CI: nothing may skip for
+    want of an interpreter, root or a tool)."""
+    if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+        pytest.fail(f"clean room required (INGOT_REQUIRE_PYTHONS is set): {reason}")
+    pytest.skip(reason)
+
+
+# --- launchers and builds -------------------------------------------------------------------------
+
+def launcher_candidates(version=None):
+    """Launcher files that exist, in order: `INGOT_LAUNCHER`, target/release/ingot-launcher, the
+    one ingot's package carries for `version` (default: this Python's)."""
+    version = version or "{}.{}".format(*sys.version_info[:2])
+    packaged = Path(ingot.__file__).parent / "_launcher" / f"ingot-launcher-{version}"
+    return [Path(candidate) for candidate in
+            (os.environ.get("INGOT_LAUNCHER"), ROOT / "target/release/ingot-launcher", packaged)
+            if candidate and Path(candidate).is_file()]
+
+
+def snapshot(launcher: Path, directory: Path, number=0) -> Path:
+    """A copy of `launcher` in `directory`, so that a rebuild of target/ during the session (for
+    another Python) cannot change it under the tests."""
+    copy = directory / f"ingot-launcher-{number}"
+    shutil.copy2(launcher, copy)
+    return copy
+
+
+def find_launcher(tmp_path_factory, version=None):
+    """(launcher snapshot, Python with ingot installed of the version it embeds).
+
+    With `version` ("3.11"): the first candidate that embeds that version, and the Python of that
+    version (skip, or fail under INGOT_REQUIRE_PYTHONS, if either is missing). Without: the first
+    candidate that embeds a Python we have, else target/release/ingot-launcher built by cargo for
+    PYO3_PYTHON or this Python."""
+    candidates = launcher_candidates(version)
+    if not candidates and version is None:
+        if shutil.which("cargo") is None:
+            require_or_skip("no launcher (INGOT_LAUNCHER, target/release/ingot-launcher) and "
+                            "no cargo to build one")
+        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "ingot-launcher"],
+                       cwd=ROOT, check=True, env=dict(os.environ, PYO3_PYTHON=os.environ.get(
+                           "PYO3_PYTHON", sys.executable)))
+        candidates = [Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+                      / "release" / "ingot-launcher"]
+    directory = tmp_path_factory.mktemp("launcher")
+    snapshots = []
+    for number, candidate in enumerate(candidates):
+        copy = snapshot(candidate, directory, number)
+        embedded = launcher_python(copy)
+        assert embedded, f"{candidate} does not say which Python it embeds"
+        if version is not None and embedded != version:
+            continue
+        if embedded in interpreters():
+            return copy, interpreters()[embedded]
+        snapshots.append((copy, embedded))
+    if not snapshots:
+        require_or_skip(f"no launcher embedding Python {version} (INGOT_LAUNCHER, "
+                        f"target/release/ingot-launcher, ingot/_launcher/ingot-launcher-{version}; "
+                        f"found: {[str(path) for path in candidates]})")
+    copy, embedded = snapshots[0]
+    return copy, python_for(embedded)  # skips, or fails under INGOT_REQUIRE_PYTHONS
+
+
+class Builder:
+    """`ingot build SOURCE OPTIONS` with one launcher and Python, once per name: the executables
+    are written to `workdir` and kept for the session."""
+
+    def __init__(self, launcher: Path, python: str, workdir: Path, timeout=600):
+        self.launcher, self.python, self.workdir, self.timeout = launcher, python, workdir, timeout
+        self.built: dict[str, Path] = {}
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, name, source, *options, env=None):
+        if name not in self.built:
+            out = self.workdir / name
+            started = time.perf_counter()
+            run = subprocess.run([self.python, "-m", "ingot", "build", str(source), *options,
+                                  "--launcher", str(self.launcher), "-o", str(out), "--force",
+                                  "-q"], capture_output=True, text=True, cwd=self.workdir,
+                                 timeout=self.timeout, env=env)
+            self.seconds[name] = time.perf_counter() - started
+            if run.returncode != 0 and "pip could not install" in run.stderr and (
+                    "NewConnectionError" in run.stderr or
+                    "No matching distribution" in run.stderr):
+                pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
+            assert run.returncode == 0, f"ingot build {source} {shlex.join(options)} failed " \
+                f"(exit {run.returncode}):\n{run.stderr}{run.stdout}"
+            self.built[name] = out
+        return self.built[name]
+
+
+@pytest.fixture(scope="session")
+def room_launcher(tmp_path_factory):
+    """(launcher, Python with ingot installed of the version it embeds): `INGOT_LAUNCHER`, else
+    target/release/ingot-launcher, else the one ingot's package carries for this Python (the first
+    of them that embeds a Python we have), else target/release/ingot-launcher built by cargo for
+    PYO3_PYTHON or this Python; copied first (see `snapshot`)."""
+    return find_launcher(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def build_executable(clean_room_possible, room_launcher, tmp_path_factory):
+    """`ingot build SOURCE ...` once per session and name; returns the executable."""
+    launcher, python = room_launcher
+    return Builder(launcher, python, tmp_path_factory.mktemp("clean-room-builds"))
+
+
+# --- the room ------------------------------------------------------------------------------------
+
+def linked_files(executable):
+    """The absolute paths `ldd` resolves for the executable (not linux-vdso)."""
+    run = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    paths = []
+    for line in run.stdout.splitlines():
+        found = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+        if found:
+            paths.append(found.group(1))
+    return paths
+
+
+@pytest.fixture(scope="session")
+def clean_room_possible(tmp_path_factory):
+    """Root, unshare, mount and chroot work here; else skip (fail under INGOT_REQUIRE_PYTHONS)."""
+    if not sys.platform.startswith("linux"):
+        require_or_skip("the clean room is Linux-only (unshare, mount -t proc, chroot)")
+    for tool in ("unshare", "mount", "chroot", "ldd"):
+        if shutil.which(tool, path=SYSTEM_PATH) is None:
+            require_or_skip(f"{tool} is not installed")
+    if os.geteuid() != 0:
+        require_or_skip("the clean room needs root (mount namespaces, mount -t proc, chroot)")
+    scratch = tmp_path_factory.mktemp("room-check")
+    (scratch / "proc").mkdir()
+    proc = shlex.quote(str(scratch / "proc"))
+    run = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c",
+                          f"mount -t proc proc {proc} && umount {proc} && chroot / true"],
+                         capture_output=True, text=True, timeout=60, env={"PATH": SYSTEM_PATH})
+    if run.returncode != 0:
+        require_or_skip(f"unshare/mount/chroot are not permitted here: {run.stderr.strip()}")
+
+
+def _inside(path) -> str:
+    """An absolute path in the room, checked to stay in it."""
+    path = str(path)
+    assert path.startswith("/") and ".." not in Path(path).parts and path != "/", \
+        f"a room path must be absolute, below / and without '..': {path!r}"
+    return path
+
+
+class Room:
+    """A room for `executable` at `root` (which must not exist yet).
+
+    copy:  {room path: host file or directory}: copied in (directories recursively).
+    dirs:  room paths of empty directories, writable by anyone (a HOME, a cache directory).
+    bind:  {room path: host file or directory}: bind-mounted in for each run (read-write; give
+           (host path, "ro") for read-only). From outside, between runs, only the empty mount
+           point is there.
+    """
+
+    def __init__(self, root: Path, executable: Path, *, copy=None, dirs=(), bind=None):
+        self.root = root
+        self.libraries = linked_files(executable)
+        names = {Path(path).name for path in self.libraries}
+        loaders = {name for name in names if name.startswith("ld-linux")}
+        assert len(loaders) == 1 and names - loaders <= set(GLIBC), \
+            f"the executable links more than glibc: {self.libraries}"
+        root.mkdir()
+        shutil.copy2(executable, root / "app")
+        for library in self.libraries:
+            target = root / library.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(library, target)  # follows symlinks: the file itself, at the linked path
+        (root / "proc").mkdir()
+        (root / "dev").mkdir()
+        for device in ("null", "urandom"):
+            (root / "dev" / device).touch()
+        self.copied = {}
+        for inside, source in (copy or {}).items():
+            target = self.path(inside)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if Path(source).is_dir():
+                shutil.copytree(source, target, symlinks=True)
+            else:
+                shutil.copy2(source, target)
+            self.copied[_inside(inside)] = Path(source)
+        self.dirs = [_inside(inside) for inside in dirs]
+        for inside in self.dirs:
+            self.path(inside).mkdir(parents=True, exist_ok=True)
+            self.path(inside).chmod(0o1777)
+        self.binds = {}
+        for inside, source in (bind or {}).items():
+            source, mode = source if isinstance(source, tuple) else (source, "rw")
+            assert mode in ("rw", "ro"), mode
+            target = self.path(inside)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if Path(source).is_dir():
+                target.mkdir(exist_ok=True)
+            else:
+                target.touch()
+            self.binds[_inside(inside)] = (Path(source), mode)
+
+    def path(self, inside) -> Path:
+        """The host path of room path `inside` (e.g. to read what the app wrote)."""
+        return self.root / _inside(inside).lstrip("/")
+
+    def files(self):
+        """Every file, symlink and directory in the room (as seen from outside: /proc is empty)."""
+        return sorted("/" + str(path.relative_to(self.root)) for path in self.root.rglob("*"))
+
+    def run(self, *args, env=None, timeout=120, input=None):
+        """/app ARGS in the room: a private mount namespace with /proc, the two devices and the
+        binds mounted, chroot (working directory /), the environment `env` only (default none)."""
+        root = shlex.quote(str(self.root))
+        mounts = [f"mount --bind /dev/null {root}/dev/null",
+                  f"mount --bind /dev/urandom {root}/dev/urandom",
+                  f"mount -t proc proc {root}/proc"]
+        for inside, (source, mode) in self.binds.items():
+            target = shlex.quote(str(self.path(inside)))
+            mounts.append(f"mount --bind {shlex.quote(str(source))} {target}")
+            if mode == "ro":
+                mounts.append(f"mount -o remount,bind,ro {target}")
+        variables = [f"{name}={value}" for name, value in (env or {}).items()]
+        script = " && ".join([
+            *mounts,
+            f"{{ env -i {shlex.join(variables)} {shlex.quote(CHROOT)} {root} /app "
+            f"{shlex.join(args)}; status=$?; }}",
+            "exit $status",  # the mounts go with the namespace
+        ])
+        host = {"PATH": SYSTEM_PATH}  # for unshare, sh, mount; the app gets only `env`
+        return subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script],
+                              capture_output=True, text=True, timeout=timeout, env=host,
+                              input=input)
+
+
+def expected_files(made: Room):
+    """The room's tree: /app, /dev/{null,urandom}, /proc, glibc at its paths, what was added
+    (copies with their contents, empty directories, bind mount points) and their directories."""
+    added = set(made.dirs) | set(made.binds)
+    for inside, source in made.copied.items():
+        added.add(inside)
+        if source.is_dir():
+            added |= {inside + "/" + str(path.relative_to(source)) for path in source.rglob("*")}
+    paths = {"/app", "/dev", "/dev/null", "/dev/urandom", "/proc"} | set(made.libraries) | added
+    return sorted(paths | {str(parent) for path in paths
+                           for parent in Path(path).parents if str(parent) != "/"})
+
+
+@pytest.fixture
+def room(tmp_path, clean_room_possible):
+    """make(executable, copy=, dirs=, bind=): a room for it (see Room), checked to hold exactly
+    the executable, glibc, the mount points and what was asked for, and nothing named like
+    Python outside what was asked for."""
+    rooms = []
+
+    def make(executable, **extras):
+        made = Room(tmp_path / f"room-{len(rooms)}", executable, **extras)
+        rooms.append(made)
+        assert made.files() == expected_files(made)
+        added = tuple(list(made.copied) + made.dirs + list(made.binds))
+        assert not [path for path in made.files() if "python" in path.lower()
+                    and not path.startswith(added)]
+        return made
+    return make
