@@ -337,6 +337,55 @@ def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
     assert load_project(tmp_path).config.filesystem_imports is True
 
 
+# Runs in a mount namespace where /proc is an empty tmpfs: the app started by an absolute path, a
+# relative path, a PATH search (through a symbolic link), and with an argv[0] that names nothing.
+NO_PROC = """
+import json, os, subprocess, sys
+app, bin = sys.argv[1:]
+def run(args, **options):
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, **options)
+    return [done.returncode, done.stdout, done.stderr]
+print(json.dumps({
+    "proc": os.listdir("/proc"),
+    "hello": run([app]),
+    "absolute": run([app, "info"]),
+    "relative": run(["./" + os.path.basename(app), "info"], cwd=os.path.dirname(app)),
+    "path": run(["linked-app", "info"], env={"PATH": "/nonexistent:" + bin}),
+    "nowhere": run(["no-such-app"], executable=app, env={"PATH": bin}),
+}))
+"""
+
+
+def test_runs_without_proc(function_app, tmp_path):
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("running without /proc needs root and unshare (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip("running without /proc needs root and unshare (a mount namespace)")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "linked-app").symlink_to(function_app)
+    script = "mount -t tmpfs none /proc && exec \"$@\""
+    result = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script, "sh",
+                             sys.executable, "-I", "-c", NO_PROC, str(function_app),
+                             str(tmp_path / "bin")], capture_output=True, text=True, timeout=300)
+    if result.returncode != 0 and "unshare" in result.stderr + result.stdout:
+        pytest.skip(f"unshare --mount is not permitted here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["proc"] == []
+    assert seen["hello"] == [0, "hello, world\n", ""]
+    for how, argv0 in (("absolute", str(function_app)), ("relative", f"./{function_app.name}"),
+                       ("path", "linked-app")):
+        code, out, err = seen[how]
+        assert (code, err) == (0, ""), (how, err)
+        info = json.loads(out)
+        assert info["executable"] == str(function_app.resolve()), how
+        assert info["argv"] == [argv0, "info"] and info["path"] == [info["executable"]], how
+    code, out, err = seen["nowhere"]
+    assert (code, out) == (1, "")
+    assert err.startswith("ingot: cannot find its own executable: /proc/self/exe: "), err
+    assert "argv[0] \"no-such-app\": no executable of that name on PATH" in err, err
+
+
 def damaged(tmp_path, app, name, change):
     data = bytearray(app.read_bytes())
     change(data)

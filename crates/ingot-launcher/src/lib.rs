@@ -2,9 +2,11 @@
 //! application in the ingot archive appended to its own executable, importing everything from
 //! that archive. See README.md for the start-up phases and the exit rules.
 
-use std::ffi::{c_char, c_int, CStr, CString, OsString};
+use std::ffi::{c_char, c_int, CStr, CString, OsStr, OsString};
 use std::mem::MaybeUninit;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use ingot_format::{Archive, Namespace, Role};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
@@ -183,10 +185,67 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The executable file this process runs: `/proc/self/exe`, or, where /proc is not mounted (a
+/// chroot, a container without procfs), the file `argv[0]` names as a shell would have found it
+/// (see [`find_executable`]). The error names both attempts.
+pub fn own_executable() -> Result<PathBuf, String> {
+    let proc_error = match std::fs::read_link("/proc/self/exe") {
+        Ok(exe) => return Ok(exe),
+        Err(error) => error,
+    };
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let cwd = std::env::current_dir().ok();
+    find_executable(&argv0, std::env::var_os("PATH").as_deref(), cwd.as_deref()).map_err(|reason| {
+        format!(
+            "/proc/self/exe: {proc_error}; argv[0] {:?}: {reason} (mount /proc, or start it by its path)",
+            argv0.to_string_lossy()
+        )
+    })
+}
+
+/// The default `PATH` of glibc's `execvp` (`confstr(_CS_PATH)`), when `PATH` is not set.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// The file a shell runs for the command `argv0`: a name with a `/` is a path (relative to `cwd`),
+/// any other name is searched in `path` (`PATH`; an empty entry is the current directory) for an
+/// executable regular file, as `execvp` does. The result has its symbolic links resolved, as
+/// `/proc/self/exe` has.
+pub fn find_executable(argv0: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) -> Result<PathBuf, String> {
+    let absolute = |candidate: &Path| -> Option<PathBuf> {
+        if candidate.is_absolute() {
+            Some(candidate.to_path_buf())
+        } else {
+            cwd.map(|cwd| cwd.join(candidate))
+        }
+    };
+    let is_executable = |candidate: &Path| {
+        std::fs::metadata(candidate).is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+    };
+    let bytes = argv0.as_bytes();
+    if bytes.is_empty() {
+        return Err("it is empty".into());
+    }
+    let found = if bytes.contains(&b'/') {
+        let candidate = absolute(Path::new(argv0)).ok_or("the current directory is unknown")?;
+        if !is_executable(&candidate) {
+            return Err(format!("{} is not an executable file", candidate.display()));
+        }
+        candidate
+    } else {
+        let path = path.unwrap_or(OsStr::new(DEFAULT_PATH));
+        path.as_bytes()
+            .split(|&byte| byte == b':')
+            .map(|entry| if entry.is_empty() { Path::new(".") } else { Path::new(OsStr::from_bytes(entry)) })
+            .filter_map(|directory| absolute(&directory.join(argv0)))
+            .find(|candidate| is_executable(candidate))
+            .ok_or_else(|| format!("no executable of that name on PATH ({})", path.to_string_lossy()))?
+    };
+    Ok(std::fs::canonicalize(&found).unwrap_or(found))
+}
+
 /// The launcher's entry point.
 pub fn main() -> ! {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .unwrap_or_else(|error| fail("cannot find its own executable (/proc/self/exe)", error));
+    let exe = own_executable().unwrap_or_else(|reason| fail("cannot find its own executable", reason));
     let config = read_archive(&exe).unwrap_or_else(|(what, reason)| fail(&what, reason));
     let argv: Vec<OsString> = std::env::args_os().collect();
     let task = task(&argv);
@@ -489,6 +548,32 @@ mod tests {
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#).is_err());
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#).is_err());
         assert!(LaunchConfig::parse(b"not json").is_err());
+    }
+
+    #[test]
+    fn executable_from_argv0() {
+        let root = std::env::temp_dir().join(format!("ingot-launcher-test-{}", std::process::id()));
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let app = bin.join("app");
+        std::fs::write(&app, b"").unwrap();
+        std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(bin.join("data"), b"").unwrap();
+        std::os::unix::fs::symlink(&app, root.join("link")).unwrap();
+        let app = std::fs::canonicalize(&app).unwrap();
+        let find = |argv0: &str, path: Option<&str>, cwd: &Path| find_executable(OsStr::new(argv0), path.map(OsStr::new), Some(cwd));
+        assert_eq!(find(app.to_str().unwrap(), None, Path::new("/")).unwrap(), app);
+        assert_eq!(find("bin/app", None, &root).unwrap(), app);
+        assert_eq!(find("./link", None, &root).unwrap(), app); // links resolved, as /proc/self/exe
+        let path = format!("/nonexistent::{}", bin.display());
+        assert_eq!(find("app", Some(&path), &root).unwrap(), app);
+        assert_eq!(find("app", Some("/nonexistent:"), &bin).unwrap(), app); // "" is the cwd
+        assert!(find("app", Some("/nonexistent"), &bin).unwrap_err().contains("no executable of that name on PATH"));
+        assert!(find("data", Some(bin.to_str().unwrap()), &root).is_err()); // not executable
+        assert!(find("bin/data", None, &root).unwrap_err().contains("is not an executable file"));
+        assert!(find("bin", Some(root.to_str().unwrap()), &root).is_err()); // a directory
+        assert!(find("", None, &root).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
