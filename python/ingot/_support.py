@@ -120,6 +120,19 @@ class IngotResourceReader(_traversable_resources()):
         return IngotTraversable(self._finder, self._directory)
 
 
+class FileTreeReader(_traversable_resources()):
+    """``get_resource_reader`` result for a package under the ``files`` policy: ``files()`` is its
+    materialized directory in the extraction cache, a real ``pathlib.Path`` (so ``as_file`` hands
+    out real paths without copying)."""
+
+    def __init__(self, directory):
+        self._directory = directory
+
+    def files(self):
+        import pathlib
+        return pathlib.Path(self._directory)
+
+
 def _canonical(name):
     return re.sub(r"[-_.]+", "_", name).lower()
 

@@ -14,7 +14,9 @@ interpreter give the same archive, byte for byte (see :mod:`ingot.bytecode`).
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ingot import elf
-from ingot._ingot import ArchiveWriter, loadable_image
+from ingot._ingot import ArchiveWriter, content_hash, loadable_image
 from ingot.bytecode import compile_module
 from ingot.collect import (
     DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
@@ -113,23 +115,57 @@ def _read(item: Item) -> bytes:
         return file.read()
 
 
+#: Where the importer looks for the tree manifests of ``files`` packages (see
+#: crates/ingot-importer/src/files.rs).
+FILES_MANIFEST_DIR = "__ingot__/files/"
+
+
+def _top_level(item: Item) -> str | None:
+    """The top-level package an item belongs to (None for shared libraries and dist-info)."""
+    if item.kind in _MODULE_KINDS:
+        return item.name.split(".")[0]
+    if item.kind == "data-file":
+        return item.name.split("/")[0] if "/" in item.name else None
+    return None
+
+
+def _tree_path(item: Item) -> str:
+    """The path of an item's file in its package's tree: the archive's own virtual path."""
+    stem = item.name.replace(".", "/")
+    if item.kind == "module":
+        return stem + ".py"
+    if item.kind == "package":
+        return stem + "/__init__.py"
+    if item.kind == "extension-module":
+        return stem + importlib.machinery.EXTENSION_SUFFIXES[0]
+    return item.name
+
+
+def files_manifest(package: str, files: dict[str, bytes]) -> bytes:
+    """The tree manifest of a ``files`` package: its files' paths, sizes and XXH3-64 hashes."""
+    listing = [[path, len(data), f"{content_hash(data):016x}"] for path, data in sorted(files.items())]
+    document = {"version": 1, "package": package, "files": listing}
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
 def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool,
-         keep_debug_info: bool = False) -> int:
-    """Adds one item to ``writer``; returns its size. Raises OSError, ValueError, SyntaxError.
+         keep_debug_info: bool = False) -> tuple[int, bytes | None]:
+    """Adds one item to ``writer``; returns its size and the bytes a file of its package's tree
+    would hold (None: no file). Raises OSError, ValueError, SyntaxError.
 
     Native images are cut after their last loadable segment unless ``keep_debug_info``: the
     loader never reads debug sections, and each extension module is copied into memory when
     imported."""
     if item.kind == "namespace-package":
         writer.add_namespace_package(item.name)
-        return 0
+        return 0, None
     content = _read(item)
     if item.kind in ("module", "package"):
         bytecode = compile_module(content, item.relpath or item.name, levels)
         source = content if include_source else None
         writer.add_module(item.name, source=source, bytecode=bytecode or None,
                           is_package=item.kind == "package")
-        return len(source or b"") + sum(map(len, bytecode.values()))
+        return len(source or b"") + sum(map(len, bytecode.values())), source
     if item.kind in ("extension-module", "shared-library") and not keep_debug_info:
         content = loadable_image(content)
     if item.kind == "extension-module":
@@ -142,9 +178,10 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
         writer.add_data_file(item.name, content)
     elif item.kind == "dist-info-file":
         writer.add_dist_info_file(item.name, content)
+        return len(content), None
     else:
         raise ValueError(f"unknown item kind {item.kind!r}")
-    return len(content)
+    return len(content), content
 
 
 def _check_options(output: Path, levels, include_source: bool, compression_level) -> tuple:
@@ -171,6 +208,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          optimize_levels: Iterable[int] = (0,), include_source: bool = True,
          compression_level: int | None = None, keep_debug_info: bool = False,
          exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
+         files_packages: Iterable[str] = (),
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
@@ -180,7 +218,10 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     ``compression_level`` (None: stored as is). Extension modules and shared libraries lose their
     debug sections unless ``keep_debug_info``. ``exclude`` (globs on dotted names) leaves modules
     and packages of ``directories`` out. ``extra_files`` (path -> content) are added as data
-    files, e.g. ``__ingot__/launch.json``. ``progress`` receives one line per step.
+    files, e.g. ``__ingot__/launch.json``. ``files_packages`` names top-level packages under the
+    ``files`` policy: their modules' sources, data files and extension modules are also listed in
+    a tree manifest, from which the importer materializes them into the extraction cache on first
+    import. ``progress`` receives one line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -200,6 +241,13 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for collection in collections:
         result.warnings += collection.warnings
     plan = _merge(collections, result.warnings)
+    files_packages = sorted(set(files_packages))
+    present = {_top_level(item) for item in plan.values()}
+    for package in files_packages:
+        if package not in present:
+            raise PackError(f"the files policy names package {package!r}, which is not in the archive",
+                            hint="give the top-level import name of a collected package")
+    trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
@@ -207,7 +255,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for key in sorted(plan):
         item = plan[key]
         try:
-            size = _add(writer, item, levels, include_source, keep_debug_info)
+            size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info)
         except SyntaxError as error:
             result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                                    f"{item.kind} {item.name!r} left out")
@@ -218,7 +266,13 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         result.manifest.append(ManifestEntry(item.kind, item.name, size))
         result.counts[item.kind] += 1
         result.sizes[item.kind] += size
-    for name, content in sorted((extra_files or {}).items()):
+        package = _top_level(item)
+        if package in trees and tree_bytes is not None:
+            trees[package][_tree_path(item)] = tree_bytes
+    extra_files = dict(extra_files or {})
+    for package, tree in trees.items():
+        extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
+    for name, content in sorted(extra_files.items()):
         if writer.contains(name, "files"):
             raise PackError(f"cannot add {name}: the archive already holds a file of that name")
         writer.add_data_file(name, content)

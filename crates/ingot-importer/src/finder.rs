@@ -10,12 +10,13 @@ use std::ffi::c_char;
 use std::sync::{Arc, OnceLock};
 
 use ingot_format::{Archive, Entry, Kind, Namespace, Role};
-use pyo3::exceptions::{PyFileNotFoundError, PyImportError};
+use pyo3::exceptions::{PyFileNotFoundError, PyImportError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
 use crate::error::{archive_error, ArchiveError};
+use crate::files::{self, FilesPolicy};
 use crate::native;
 
 /// Everything a finder and its path-entry finders share.
@@ -31,6 +32,8 @@ pub struct Shared {
     pub extension_suffix: String,
     /// Top-level `*.dist-info` directories, computed on first use.
     pub dist_info_dirs: OnceLock<Vec<String>>,
+    /// Packages under the `files` policy and their materialized trees.
+    pub files: FilesPolicy,
 }
 
 impl Shared {
@@ -55,33 +58,77 @@ impl Shared {
     }
 
     /// Maps a path relative to the archive root to the entry and blob that hold its bytes: a data
-    /// or dist-info file, or the source of a module (`a/b.py`, `a/__init__.py`).
-    fn file(&self, relative: &str) -> PyResult<Option<(Entry<'_>, Role)>> {
-        if let Some(entry) = self.archive.find(Namespace::Files, relative).map_err(|error| self.error(error))? {
+    /// or dist-info file, the source of a module (`a/b.py`, `a/__init__.py`), or the image of an
+    /// extension module (`a/b<extension suffix>`).
+    fn file_raw(&self, relative: &str) -> ingot_format::Result<Option<(Entry<'_>, Role)>> {
+        if let Some(entry) = self.archive.find(Namespace::Files, relative)? {
             return Ok(Some((entry, Role::Content)));
         }
-        if let Some(stem) = relative.strip_suffix(".py") {
-            let (module, wanted) = match stem.strip_suffix("/__init__") {
-                Some(package) => (package, Kind::Package),
-                None => (stem, Kind::Module),
-            };
-            if !module.contains('.') {
-                if let Some(entry) = self.module(&module.replace('/', "."))? {
-                    if entry.kind() == Some(wanted) && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() {
-                        return Ok(Some((entry, Role::Source)));
-                    }
-                }
+        let (module, wanted, role) = if let Some(stem) = relative.strip_suffix(".py") {
+            match stem.strip_suffix("/__init__") {
+                Some(package) => (package, Kind::Package, Role::Source),
+                None => (stem, Kind::Module, Role::Source),
+            }
+        } else if let Some(stem) = relative.strip_suffix(self.extension_suffix.as_str()) {
+            (stem, Kind::ExtensionModule, Role::Content)
+        } else {
+            return Ok(None);
+        };
+        if module.is_empty() || module.contains('.') {
+            return Ok(None);
+        }
+        if let Some(entry) = self.archive.find(Namespace::Modules, &module.replace('/', "."))? {
+            if entry.kind() == Some(wanted) && entry.blob(role)?.is_some() {
+                return Ok(Some((entry, role)));
             }
         }
         Ok(None)
     }
 
+    fn file(&self, relative: &str) -> PyResult<Option<(Entry<'_>, Role)>> {
+        self.file_raw(relative).map_err(|error| self.error(error))
+    }
+
     /// The bytes of a file relative to the archive root.
     pub fn read(&self, relative: &str) -> PyResult<Option<Cow<'_, [u8]>>> {
-        match self.file(relative)? {
-            Some((entry, role)) => entry.data(role).map_err(|error| self.error(error)),
+        self.read_raw(relative).map_err(|error| self.error(error))
+    }
+
+    fn read_raw(&self, relative: &str) -> ingot_format::Result<Option<Cow<'_, [u8]>>> {
+        match self.file_raw(relative)? {
+            Some((entry, role)) => entry.data(role),
             None => Ok(None),
         }
+    }
+
+    /// For a module whose package is under the `files` policy: the root of its materialized tree
+    /// in the extraction cache (written or verified on the package's first import). `None` for
+    /// modules served from memory.
+    pub fn tree_root(&self, py: Python<'_>, module: &str) -> PyResult<Option<String>> {
+        if !self.files.covers(module) {
+            return Ok(None);
+        }
+        let package = module.split('.').next().unwrap_or(module);
+        if let Some(root) = self.files.materialized(package) {
+            return Ok(Some(root));
+        }
+        // Without the GIL: the writers are threads, and other Python threads may go on meanwhile.
+        // The policy's lock is only ever waited for without the GIL held.
+        let result = py.detach(|| {
+            self.files.tree(&self.archive, package, |relative| self.read_raw(relative).map_err(|error| error.to_string()))
+        });
+        result.map(Some).map_err(|why| {
+            PyImportError::new_err(format!(
+                "ingot archive `{}`: cannot materialize package `{package}` (files policy) in the extraction cache: {why}",
+                self.path
+            ))
+        })
+    }
+
+    /// The path relative to the archive root of `path`: a virtual path under the archive path, or
+    /// a real path inside a materialized tree.
+    pub fn relative_any(&self, path: &str) -> Option<String> {
+        self.relative(path).or_else(|| if self.files.is_empty() { None } else { self.files.relative(path) })
     }
 
     /// The children of a directory relative to the archive root (`""` is the root): name → is_dir.
@@ -224,6 +271,7 @@ impl IngotFinder {
         let suffixes = imp.call_method0("extension_suffixes")?;
         let extension_suffix: String = suffixes.get_item(0)?.extract()?;
         let bootstrap = py.import("_frozen_importlib")?;
+        let files = FilesPolicy::load(&archive).map_err(|error| archive_error(&path, error))?;
         let shared = Shared {
             archive,
             prefix: format!("{path}/"),
@@ -231,6 +279,7 @@ impl IngotFinder {
             bytecode_role,
             extension_suffix,
             dist_info_dirs: OnceLock::new(),
+            files,
         };
         Ok(IngotFinder {
             shared: Arc::new(shared),
@@ -318,8 +367,13 @@ impl IngotFinder {
         ArchiveError::new_err(format!("ingot archive `{}`: module `{name}`: invalid bytecode: {why}", self.shared.path))
     }
 
-    fn origin(&self, name: &str, kind: Kind) -> Option<String> {
-        self.shared.module_file(name, kind).map(|file| format!("{}{file}", self.shared.prefix))
+    /// The module's `__file__`: under the archive path, or in its materialized tree (`tree`).
+    fn origin(&self, name: &str, kind: Kind, tree: Option<&str>) -> Option<String> {
+        let file = self.shared.module_file(name, kind)?;
+        Some(match tree {
+            Some(root) => format!("{root}/{file}"),
+            None => format!("{}{file}", self.shared.prefix),
+        })
     }
 
     /// Loads an extension module's image from memory: first the shared libraries it needs that the
@@ -329,13 +383,19 @@ impl IngotFinder {
         if let Some(needed) = entry.data(Role::Needed).map_err(|error| self.error(error))? {
             native::load_needed(&self.shared.archive, name, &native::needed_names(&needed))?;
         }
+        if self.shared.tree_root(py, name)?.is_some() {
+            // Its package is materialized: load the real file, as the file-system importer would.
+            let module = self.create_dynamic.bind(py).call1((spec,))?;
+            let _ = module.setattr(intern!(py, "__file__"), spec.getattr(intern!(py, "origin"))?);
+            return Ok(module);
+        }
         let image = entry
             .data(Role::Content)
             .map_err(|error| self.error(error))?
             .ok_or_else(|| ArchiveError::new_err(format!("ingot archive `{}`: extension module `{name}` has no image", self.shared.path)))?;
         let label = format!("{name}{}", self.shared.extension_suffix);
-        let (_fd, memory_path) = native::memory_file(&label, &image)
-            .map_err(|what| PyImportError::new_err(format!("cannot load extension module `{name}` from memory: {what}")))?;
+        let memory_path = native::native_file(&label, &image)
+            .map_err(|what| PyImportError::new_err(format!("cannot load extension module `{name}`: {what}")))?;
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
         let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;
@@ -422,7 +482,8 @@ impl IngotFinder {
         let spec_class = finder.module_spec.bind(py);
         let kwargs = PyDict::new(py);
         let is_package = matches!(kind, Kind::Package | Kind::NamespacePackage);
-        let origin = finder.origin(fullname, kind);
+        let tree = finder.shared.tree_root(py, fullname)?;
+        let origin = finder.origin(fullname, kind, tree.as_deref());
         if let Some(origin) = &origin {
             kwargs.set_item(intern!(py, "origin"), origin)?;
         }
@@ -431,7 +492,10 @@ impl IngotFinder {
         }
         let spec = spec_class.call((fullname, slf), Some(&kwargs))?;
         if is_package {
-            let directory = format!("{}{}", finder.shared.prefix, fullname.replace('.', "/"));
+            let directory = match &tree {
+                Some(root) => files::package_dir(root, fullname),
+                None => format!("{}{}", finder.shared.prefix, fullname.replace('.', "/")),
+            };
             spec.setattr(intern!(py, "submodule_search_locations"), PyList::new(py, [directory])?)?;
         }
         // `has_location` stays false, as for frozen modules: the origin is not a file a path-based
@@ -474,7 +538,8 @@ impl IngotFinder {
         let kind = entry.kind();
         match kind {
             Some(Kind::Module | Kind::Package) => {
-                let origin = finder.origin(name, kind.unwrap_or(Kind::Module)).unwrap_or_default();
+                let tree = finder.shared.tree_root(py, name)?;
+                let origin = finder.origin(name, kind.unwrap_or(Kind::Module), tree.as_deref()).unwrap_or_default();
                 let origin = PyString::new(py, &origin);
                 let globals = match module.cast::<PyModule>() {
                     Ok(module) => module.dict(),
@@ -507,7 +572,8 @@ impl IngotFinder {
         let entry = finder.entry(py, fullname)?;
         match entry.kind() {
             Some(kind @ (Kind::Module | Kind::Package)) => {
-                let origin = PyString::new(py, &finder.origin(fullname, kind).unwrap_or_default());
+                let tree = finder.shared.tree_root(py, fullname)?;
+                let origin = PyString::new(py, &finder.origin(fullname, kind, tree.as_deref()).unwrap_or_default());
                 finder.code(py, &entry, &origin).map(Some)
             }
             _ => Ok(None),
@@ -532,9 +598,10 @@ impl IngotFinder {
 
     fn get_filename(&self, py: Python<'_>, fullname: &str) -> PyResult<String> {
         let entry = self.entry(py, fullname)?;
+        let tree = self.shared.tree_root(py, fullname)?;
         entry
             .kind()
-            .and_then(|kind| self.origin(fullname, kind))
+            .and_then(|kind| self.origin(fullname, kind, tree.as_deref()))
             .ok_or_else(|| self.not_ours(py, fullname))
     }
 
@@ -543,7 +610,7 @@ impl IngotFinder {
     /// The bytes of a file under the archive path (a data file, a dist-info file or a module's
     /// source), as `zipimporter.get_data` gives them; `FileNotFoundError` otherwise.
     fn get_data<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let relative = self.shared.relative(path).unwrap_or_else(|| path.to_string());
+        let relative = self.shared.relative_any(path).unwrap_or_else(|| path.to_string());
         match self.shared.read(&relative)? {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
             None => Err(PyFileNotFoundError::new_err((libc::ENOENT, "No such file in ingot archive", path.to_string()))),
@@ -561,6 +628,10 @@ impl IngotFinder {
             Some(Kind::Package | Kind::NamespacePackage) => fullname.replace('.', "/"),
             _ => fullname.rsplit_once('.').map(|(parent, _)| parent.replace('.', "/")).unwrap_or_default(),
         };
+        if let Some(root) = finder.shared.tree_root(py, fullname)? {
+            // A materialized package: its resources are real files (`as_file` needs no copy).
+            return finder.support(py)?.getattr("FileTreeReader")?.call1((format!("{root}/{directory}"),));
+        }
         finder.support(py)?.getattr("IngotResourceReader")?.call1((slf, directory))
     }
 
@@ -586,7 +657,7 @@ impl IngotFinder {
     /// inside it; `ImportError` for any other path.
     fn path_hook(slf: &Bound<'_, Self>, path: &str) -> PyResult<IngotPathEntryFinder> {
         let finder = slf.get();
-        let relative = finder.shared.relative(path).ok_or_else(|| PyImportError::new_err(format!("not an ingot archive path: {path}")))?;
+        let relative = finder.shared.relative_any(path).ok_or_else(|| PyImportError::new_err(format!("not an ingot archive path: {path}")))?;
         if !finder.shared.is_dir(&relative)? {
             return Err(PyImportError::new_err(format!("not a directory in ingot archive: {path}")));
         }
@@ -612,6 +683,18 @@ impl IngotFinder {
 
     fn _isfile(&self, relative: &str) -> PyResult<bool> {
         Ok(self.shared.file(relative)?.is_some())
+    }
+
+    /// The top-level packages under the `files` policy, sorted.
+    fn _files_packages(&self) -> Vec<String> {
+        self.shared.files.packages()
+    }
+
+    /// The root of `package`'s tree in the extraction cache, materializing it if needed.
+    fn _tree(&self, py: Python<'_>, package: &str) -> PyResult<String> {
+        self.shared
+            .tree_root(py, package)?
+            .ok_or_else(|| PyValueError::new_err(format!("package `{package}` is not under the files policy")))
     }
 
     fn _dist_info_dirs(&self) -> PyResult<Vec<String>> {

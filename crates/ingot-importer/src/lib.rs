@@ -7,6 +7,7 @@
 mod cache;
 mod elf;
 mod error;
+mod files;
 mod finder;
 mod native;
 mod writer;
@@ -25,6 +26,34 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<writer::ArchiveWriter>()?;
     module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
     module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
+    module.add_function(wrap_pyfunction!(content_hash, module)?)?;
+    module.add_function(wrap_pyfunction!(write_tree, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     Ok(())
+}
+
+/// `content_hash(data: bytes) -> int`: the XXH3-64 of `data`, as tree manifests record it.
+#[pyfunction]
+fn content_hash(data: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(data)
+}
+
+/// `write_tree(root: str, id: str, files: list[tuple[str, bytes]]) -> str`: materializes `files`
+/// (tree-relative path, bytes) as the cache tree `<root>/trees/<id>` the way the importer does it
+/// for a `files` package (verify, or write a temporary tree and rename it into place); returns the
+/// tree's path. For tools and benchmarks; raises OSError on failure.
+#[pyfunction]
+fn write_tree(py: Python<'_>, root: std::path::PathBuf, id: &str, files: Vec<(String, Vec<u8>)>) -> PyResult<String> {
+    let manifest: Vec<cache::TreeFile> = files
+        .iter()
+        .map(|(path, bytes)| cache::TreeFile { path: path.clone(), size: bytes.len() as u64, hash: xxhash_rust::xxh3::xxh3_64(bytes) })
+        .collect();
+    let by_path: std::collections::HashMap<&str, &[u8]> = files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+    let result = py.detach(|| {
+        cache::ensure_tree(&root, "trees", id, &manifest, |file| {
+            by_path.get(file.path.as_str()).map(|bytes| std::borrow::Cow::Borrowed(*bytes)).ok_or_else(|| format!("no bytes for `{}`", file.path))
+        })
+    });
+    let tree = result.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    Ok(tree.to_string_lossy().into_owned())
 }

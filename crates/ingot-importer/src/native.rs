@@ -18,16 +18,60 @@ use ingot_format::{Archive, Kind, Namespace, Role};
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 
+use crate::cache;
+
 /// Sonames of the shared libraries loaded from archives by this process, across finders.
 static LOADED_LIBRARIES: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// A failure to bring native code into memory, as an `ImportError` naming the module.
 fn native_error(module: &str, what: String) -> PyErr {
-    PyImportError::new_err(format!("cannot load extension module `{module}` from memory: {what}"))
+    PyImportError::new_err(format!("cannot load extension module `{module}`: {what}"))
+}
+
+/// The environment variable that chooses where native code is loaded from: `memory` (memory
+/// files, the default) or `cache` (files in the extraction cache, as when memory files fail).
+pub const NATIVE_VAR: &str = "INGOT_NATIVE";
+
+fn use_cache() -> Result<bool, String> {
+    static MODE: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
+    MODE.get_or_init(|| match std::env::var(NATIVE_VAR).as_deref() {
+        Err(_) | Ok("") | Ok("memory") => Ok(false),
+        Ok("cache") => Ok(true),
+        Ok(other) => Err(format!("{NATIVE_VAR}={other:?} is not a native-code mode (expected `memory` or `cache`)")),
+    })
+    .clone()
+}
+
+/// A path the dynamic loader can open holding `image`: a memory file (`/proc/self/fd/N`), or,
+/// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
+/// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache.
+pub fn native_file(label: &str, image: &[u8]) -> Result<String, String> {
+    if use_cache()? {
+        return cached_file(label, image);
+    }
+    match memory_file(label, image) {
+        Ok((_fd, path)) => Ok(path),
+        Err(why) => cached_file(label, image)
+            .map_err(|error| format!("not from memory ({why}), and not through the extraction cache either ({error})")),
+    }
+}
+
+/// `image` as `<cache>/native/<xxh3>-<size>/<label>`, written once and verified on each use.
+fn cached_file(label: &str, image: &[u8]) -> Result<String, String> {
+    if label.is_empty() || label.contains('/') || label.starts_with('.') {
+        return Err(format!("`{label}` cannot name a cache file"));
+    }
+    let root = cache::root()?;
+    let hash = xxhash_rust::xxh3::xxh3_64(image);
+    let id = format!("{hash:016x}-{:x}", image.len());
+    let file = cache::TreeFile { path: label.to_string(), size: image.len() as u64, hash };
+    let tree = cache::ensure_tree(&root, "native", &id, &[file], |_| Ok(std::borrow::Cow::Borrowed(image)))?;
+    let path = tree.join(label);
+    path.to_str().map(str::to_string).ok_or_else(|| format!("cache path `{}` is not valid UTF-8", path.display()))
 }
 
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
-pub fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
+fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     let name = CString::new(format!("ingot:{label}")).map_err(|_| "name contains NUL".to_string())?;
     // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
     // otherwise make it non-executable; older kernels reject the flag with EINVAL.
@@ -40,10 +84,7 @@ pub fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     }
     if fd < 0 {
         let error = std::io::Error::last_os_error();
-        return Err(format!(
-            "memfd_create failed ({error}); loading native code through an extraction cache is not \
-             available in this version of ingot"
-        ));
+        return Err(format!("memfd_create failed: {error}"));
     }
     let mut written = 0usize;
     while written < image.len() {
@@ -67,10 +108,7 @@ pub fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     if !*PROC_MOUNTED.get_or_init(|| std::path::Path::new(&path).exists()) {
         // SAFETY: closing the descriptor we opened.
         unsafe { libc::close(fd) };
-        return Err(format!(
-            "`{path}` does not exist (is /proc mounted?); loading native code through an extraction \
-             cache is not available in this version of ingot"
-        ));
+        return Err(format!("`{path}` does not exist (is /proc mounted?)"));
     }
     Ok((fd, path))
 }
@@ -142,7 +180,7 @@ fn load_library(
         .data(Role::Content)
         .map_err(archive_error)?
         .ok_or_else(|| native_error(module, format!("shared library `{name}` has no content")))?;
-    let (_fd, path) = memory_file(name, &image).map_err(|what| native_error(module, what))?;
+    let path = native_file(name, &image).map_err(|what| native_error(module, what))?;
     dlopen(&path).map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
     loaded.insert(name.to_string());
     if let Some(soname) = entry.data(Role::Soname).map_err(archive_error)? {

@@ -1,0 +1,147 @@
+//! The `files` policy: packages whose files must exist on a file system (code that opens paths
+//! built from `__file__`, lists its directory, or hands a path to C code) are materialized once
+//! into the extraction cache (`cache.rs`), and their `__file__`/`__path__` point there.
+//!
+//! The archive says which packages: for each one, `ingot pack` writes a tree manifest,
+//! `__ingot__/files/<package>.json`:
+//!
+//! ```json
+//! {"version": 1, "package": "certifi",
+//!  "files": [["certifi/__init__.py", 94, "6c1d0f1e2a3b4c5d"], ["certifi/cacert.pem", 292041, "..."]]}
+//! ```
+//!
+//! Each file is (path relative to the tree root, size, XXH3-64 of its bytes in hex); the paths are
+//! those of the archive's own virtual tree (`certifi/cacert.pem` is the data file of that name,
+//! `certifi/core.py` the source of `certifi.core`, `pkg/_ext<suffix>` the image of an extension
+//! module). The tree's cache id is the XXH3-128 of the manifest's bytes, so a different build gets
+//! a different directory and a tree is never updated in place.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use ingot_format::{Archive, Namespace};
+use serde::Deserialize;
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::cache::{self, TreeFile};
+
+/// Where tree manifests live in an archive's `Files` namespace.
+pub const MANIFEST_DIR: &str = "__ingot__/files/";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    version: u32,
+    package: String,
+    files: Vec<(String, u64, String)>,
+}
+
+/// The packages of one archive under the `files` policy, and the trees materialized so far.
+pub struct FilesPolicy {
+    packages: HashSet<String>,
+    /// package -> absolute path of its tree root (the directory holding `<package>/`).
+    trees: Mutex<HashMap<String, String>>,
+}
+
+impl FilesPolicy {
+    /// Reads the list of `files` packages from the archive (names only: manifests are read when a
+    /// package is first imported).
+    pub fn load(archive: &Archive) -> ingot_format::Result<FilesPolicy> {
+        let mut packages = HashSet::new();
+        for entry in archive.find_prefix(Namespace::Files, MANIFEST_DIR)? {
+            let entry = entry?;
+            if let Some(package) = entry.name()[MANIFEST_DIR.len()..].strip_suffix(".json") {
+                if !package.is_empty() && !package.contains('/') {
+                    packages.insert(package.to_string());
+                }
+            }
+        }
+        Ok(FilesPolicy { packages, trees: Mutex::new(HashMap::new()) })
+    }
+
+    /// Whether the top-level package of the dotted `module` name is under the `files` policy.
+    pub fn covers(&self, module: &str) -> bool {
+        !self.packages.is_empty() && self.packages.contains(module.split('.').next().unwrap_or(module))
+    }
+
+    pub fn packages(&self) -> Vec<String> {
+        let mut packages: Vec<String> = self.packages.iter().cloned().collect();
+        packages.sort();
+        packages
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packages.is_empty()
+    }
+
+    /// The tree root of an already materialized package, if any.
+    pub fn materialized(&self, package: &str) -> Option<String> {
+        self.trees.lock().ok()?.get(package).cloned()
+    }
+
+    /// Maps a real path inside a materialized tree back to the tree-relative path
+    /// (`<root>/certifi/cacert.pem` -> `certifi/cacert.pem`).
+    pub fn relative(&self, path: &str) -> Option<String> {
+        let trees = self.trees.lock().ok()?;
+        trees.iter().find_map(|(package, root)| {
+            let rest = path.strip_prefix(root.as_str())?.strip_prefix('/')?;
+            (rest == package || rest.starts_with(&format!("{package}/"))).then(|| rest.to_string())
+        })
+    }
+
+    /// The tree root for `package`, materializing (or verifying) it in the cache on first use.
+    /// `read` gives the bytes of a tree-relative path from the archive.
+    pub fn tree<'a, R>(&self, archive: &'a Archive, package: &str, read: R) -> Result<String, String>
+    where
+        R: Fn(&str) -> Result<Option<Cow<'a, [u8]>>, String> + Sync,
+    {
+        let mut trees = self.trees.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(root) = trees.get(package) {
+            return Ok(root.clone());
+        }
+        let name = format!("{MANIFEST_DIR}{package}.json");
+        let bytes = archive
+            .find(Namespace::Files, &name)
+            .and_then(|entry| entry.map(|entry| entry.data(ingot_format::Role::Content)).transpose())
+            .map_err(|error| error.to_string())?
+            .flatten()
+            .ok_or_else(|| format!("the archive has no tree manifest `{name}`"))?;
+        let files = parse_manifest(&bytes, package).map_err(|why| format!("tree manifest `{name}`: {why}"))?;
+        let id = format!("{:032x}", xxh3_128(&bytes));
+        let root = cache::root()?;
+        let tree = cache::ensure_tree(&root, "trees", &id, &files, |file| {
+            read(&file.path)?.ok_or_else(|| format!("`{}` is in the tree manifest but not in the archive", file.path))
+        })?;
+        let tree = tree.to_str().ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?.to_string();
+        trees.insert(package.to_string(), tree.clone());
+        Ok(tree)
+    }
+}
+
+fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, String> {
+    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
+    if manifest.version != 1 {
+        return Err(format!("version {} is not supported (expected 1)", manifest.version));
+    }
+    if manifest.package != package {
+        return Err(format!("it describes package `{}`", manifest.package));
+    }
+    let prefix = format!("{package}/");
+    manifest
+        .files
+        .into_iter()
+        .map(|(path, size, hash)| {
+            if !path.starts_with(&prefix) {
+                return Err(format!("`{path}` is outside package `{package}`"));
+            }
+            let hash = u64::from_str_radix(&hash, 16).map_err(|_| format!("`{path}`: bad hash `{hash}`"))?;
+            Ok(TreeFile { path, size, hash })
+        })
+        .collect()
+}
+
+/// A tree root's package directory: `<root>/<package path>`.
+pub fn package_dir(root: &str, module: &str) -> String {
+    format!("{root}/{}", module.replace('.', "/"))
+}

@@ -1,0 +1,346 @@
+"""The `files` policy and the extraction cache: packages that need real files get them, once,
+safely; native code goes through the cache where memory files cannot be used."""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import time
+
+import pytest
+
+import ingot
+from ingot.pack import pack
+
+from conftest import run_python
+
+DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
+SUFFIX = [s for s in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES if s.startswith(".cpython")][0]
+
+FPKG_INIT = '''
+import os
+HERE = os.path.dirname(__file__)
+
+def greeting():
+    with open(os.path.join(HERE, "data", "greeting.txt")) as file:
+        return file.read()
+
+def listing():
+    return sorted(os.listdir(os.path.join(HERE, "data")))
+'''
+
+# What a program using `fpkg` reports: where things are and whether plain file access works.
+PROBE = '''
+import importlib.resources, json, os, sys, ingot
+finder = ingot.install(sys.argv[1])
+import fpkg, fpkg.sub
+report = {"file": fpkg.__file__, "path": list(fpkg.__path__), "sub": fpkg.sub.__file__}
+try:
+    report["greeting"] = fpkg.greeting()
+    report["listing"] = fpkg.listing()
+except OSError as error:
+    report["error"] = f"{type(error).__name__}: {error}"
+files = importlib.resources.files("fpkg")
+report["resources_type"] = type(files).__name__
+report["resource"] = (files / "data" / "greeting.txt").read_text()
+with importlib.resources.as_file(files / "data" / "greeting.txt") as path:
+    report["as_file"] = str(path)
+report["source_line"] = finder.get_source("fpkg.sub").strip()
+report["sub_code_file"] = fpkg.sub.where.__code__.co_filename
+print(json.dumps(report))
+'''
+
+
+def make_site(root, with_extension=False):
+    site = root / "site"
+    package = site / "fpkg"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text(FPKG_INIT)
+    (package / "sub.py").write_text("def where():\n    return __file__\n")
+    (package / "data" / "greeting.txt").write_text("hello from a real file\n")
+    (package / "data" / "other.bin").write_bytes(bytes(range(256)) * 64)
+    (site / "mpkg").mkdir()
+    (site / "mpkg" / "__init__.py").write_text("VALUE = 7\n")
+    if with_extension:
+        (source,) = glob.glob(os.path.join(DYNLOAD, "_statistics.cpython-*.so"))
+        shutil.copy(source, package / f"_statistics{SUFFIX}")
+    return site
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory):
+    root = tmp_path_factory.mktemp("files-policy")
+    site = make_site(root, with_extension=True)
+    files = pack(root / "files.ingot", stdlib=False, directories=[site], files_packages=["fpkg"])
+    memory = pack(root / "memory.ingot", stdlib=False, directories=[site])
+    return files.output, memory.output
+
+
+def cache_env(cache, **extra):
+    env = dict(os.environ, INGOT_CACHE_DIR=str(cache))
+    env.pop("INGOT_NATIVE", None)
+    env.update(extra)
+    return env
+
+
+def tree_files(cache):
+    """Every file under the cache, with its inode and mtime."""
+    found = {}
+    for top, _, names in os.walk(cache):
+        for name in names:
+            path = os.path.join(top, name)
+            info = os.stat(path)
+            found[os.path.relpath(path, cache)] = (info.st_ino, info.st_mtime_ns, info.st_size)
+    return found
+
+
+def trees(cache):
+    return sorted(os.listdir(cache / "trees")) if (cache / "trees").exists() else []
+
+
+def test_memory_policy_leaves_file_paths_virtual(archives, tmp_path):
+    _, memory = archives
+    report = json.loads(run_python(sys.executable, PROBE, memory, env=cache_env(tmp_path / "c")).stdout)
+    assert report["file"] == f"{memory}/fpkg/__init__.py"
+    assert report["error"].startswith(("FileNotFoundError", "NotADirectoryError"))
+    assert report["resource"] == "hello from a real file\n"
+    assert not (tmp_path / "c").exists()
+
+
+def test_files_policy_gives_real_files_and_paths(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    report = json.loads(run_python(sys.executable, PROBE, files, env=cache_env(cache)).stdout)
+    (tree,) = trees(cache)
+    root = str(cache / "trees" / tree)
+    assert report["file"] == f"{root}/fpkg/__init__.py"
+    assert report["path"] == [f"{root}/fpkg"]
+    assert report["sub"] == f"{root}/fpkg/sub.py" == report["sub_code_file"]
+    assert report["greeting"] == "hello from a real file\n"
+    assert report["listing"] == ["greeting.txt", "other.bin"]
+    assert report["resources_type"] in ("PosixPath", "Path")
+    assert report["as_file"] == f"{root}/fpkg/data/greeting.txt"  # no temporary copy
+    assert report["source_line"] == "def where():\n    return __file__".strip()
+    assert oct(os.stat(cache).st_mode & 0o777) == "0o700"
+    assert oct(os.stat(os.path.join(root, "fpkg", "data", "greeting.txt")).st_mode & 0o777) == "0o600"
+
+
+def test_second_start_writes_nothing(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    run_python(sys.executable, PROBE, files, env=cache_env(cache))
+    before = tree_files(cache)
+    listing_before = sorted(os.listdir(cache / "trees"))
+    run_python(sys.executable, PROBE, files, env=cache_env(cache))
+    assert tree_files(cache) == before
+    assert sorted(os.listdir(cache / "trees")) == listing_before
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_second_start_makes_no_write_syscall_into_the_cache(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    run_python(sys.executable, PROBE, files, env=cache_env(cache))
+    log = tmp_path / "strace.log"
+    subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc",
+                    sys.executable, "-c", PROBE, str(files)], env=cache_env(cache), check=True,
+                   capture_output=True)
+    writes = [line for line in log.read_text().splitlines() if str(cache) in line and (
+        "O_WRONLY" in line or "O_RDWR" in line or "O_CREAT" in line or "rename" in line
+        or "unlink" in line or "mkdir" in line)]
+    assert writes == []
+
+
+def test_memory_only_app_never_creates_the_cache(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    run_python(sys.executable, """
+        import sys, ingot
+        ingot.install(sys.argv[1])
+        import mpkg
+        assert mpkg.VALUE == 7
+    """, files, env=cache_env(cache))
+    assert not cache.exists()
+
+
+def test_altered_and_missing_files_are_detected_and_repaired(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    run_python(sys.executable, PROBE, files, env=cache_env(cache))
+    (tree,) = trees(cache)
+    greeting = cache / "trees" / tree / "fpkg" / "data" / "greeting.txt"
+    greeting.write_text("hello from a tampered file\n")
+    report = json.loads(run_python(sys.executable, PROBE, files, env=cache_env(cache)).stdout)
+    assert report["greeting"] == "hello from a real file\n"
+    # Same length, different bytes: only the hash can tell.
+    greeting.write_text("HELLO from a real file\n")
+    report = json.loads(run_python(sys.executable, PROBE, files, env=cache_env(cache)).stdout)
+    assert report["greeting"] == "hello from a real file\n"
+    (cache / "trees" / tree / "fpkg" / "sub.py").unlink()
+    report = json.loads(run_python(sys.executable, PROBE, files, env=cache_env(cache)).stdout)
+    assert os.path.isfile(report["sub"])
+    assert trees(cache) == [tree]
+
+
+def test_concurrent_first_starts_all_succeed_and_leave_one_tree(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    processes = [subprocess.Popen([sys.executable, "-c", PROBE, str(files)], env=cache_env(cache),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(8)]
+    results = [(process.wait(timeout=120), *process.communicate()) for process in processes]
+    for code, out, err in results:
+        assert code == 0, err
+        assert json.loads(out)["greeting"] == "hello from a real file\n"
+    assert len(trees(cache)) == 1
+    assert not [name for name in trees(cache) if name.startswith(".tmp-")]
+
+
+def test_a_killed_materialization_leaves_nothing_trusted(tmp_path):
+    # A package large enough that writing it takes a while: kill the writer at several points.
+    site = tmp_path / "site"
+    (site / "big" / "data").mkdir(parents=True)
+    (site / "big" / "__init__.py").write_text("")
+    for index in range(1500):
+        (site / "big" / "data" / f"f{index:04}.txt").write_bytes(os.urandom(2048))
+    archive = pack(tmp_path / "big.ingot", stdlib=False, directories=[site], files_packages=["big"]).output
+    check = """
+        import os, sys, ingot
+        ingot.install(sys.argv[1])
+        import big
+        names = os.listdir(os.path.join(os.path.dirname(big.__file__), "data"))
+        assert len(names) == 1500, len(names)
+        print("ok")
+    """
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3):
+        cache = tmp_path / f"cache-{delay}"
+        process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(check), str(archive)],
+                                   env=cache_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+        complete = [name for name in trees(cache) if not name.startswith(".tmp-")]
+        for name in complete:  # a tree under its final name is always whole
+            assert len(os.listdir(cache / "trees" / name / "big" / "data")) == 1500
+        result = run_python(sys.executable, check, archive, env=cache_env(cache))
+        assert result.stdout == "ok\n"
+
+
+def test_extension_module_of_a_files_package_loads_from_its_tree(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    result = run_python(sys.executable, """
+        import json, sys, ingot
+        ingot.install(sys.argv[1])
+        import fpkg._statistics as ext
+        maps = {line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if len(line.split()) > 5}
+        print(json.dumps({"file": ext.__file__, "mapped": ext.__file__ in maps,
+                          "memfd": any("_statistics" in m and "memfd" in m for m in maps),
+                          "value": ext._normal_dist_inv_cdf(0.5, 0.0, 1.0)}))
+    """, files, env=cache_env(cache))
+    report = json.loads(result.stdout)
+    assert report["file"].startswith(str(cache / "trees"))
+    assert report["mapped"] and not report["memfd"]
+    assert report["value"] == 0.0
+
+
+def test_unusable_cache_dir_is_a_clear_import_error(archives, tmp_path):
+    files, _ = archives
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    result = run_python(sys.executable, PROBE, files, env=cache_env(shared), check=False)
+    assert result.returncode == 1
+    assert "cannot materialize package `fpkg`" in result.stderr
+    assert "writable by other users" in result.stderr
+    assert "Traceback" in result.stderr and "Segmentation" not in result.stderr
+    relative = run_python(sys.executable, PROBE, files, env=cache_env("relative/dir"), check=False)
+    assert "is not an absolute path" in relative.stderr
+
+
+def test_pack_refuses_a_files_package_it_does_not_hold(tmp_path):
+    site = make_site(tmp_path)
+    with pytest.raises(ingot.errors.PackError, match="'nothere', which is not in the archive"):
+        pack(tmp_path / "x.ingot", stdlib=False, directories=[site], files_packages=["nothere"])
+
+
+# --- native code through the cache ---------------------------------------------------------------
+
+NATIVE_PROBE = """
+    import json, sys, ingot
+    ingot.install(sys.argv[1])
+    import _sqlite3, _bisect
+    maps = {line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if len(line.split()) > 5}
+    print(json.dumps({
+        "memfds": sorted(m for m in maps if "memfd:ingot" in m),
+        "cached": sorted(m for m in maps if m.startswith(sys.argv[2])),
+        "sqlite": _sqlite3.sqlite_version,
+        "bisect": _bisect.bisect_right([1, 2, 3], 2),
+    }))
+"""
+
+
+@pytest.fixture(scope="module")
+def native_archive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("native-cache")
+    site = root / "site"
+    site.mkdir()
+    for name in ("_sqlite3", "_bisect"):
+        (source,) = glob.glob(os.path.join(DYNLOAD, f"{name}.cpython-*.so"))
+        shutil.copy(source, site)
+    return pack(root / "native.ingot", stdlib=False, directories=[site]).output
+
+
+def test_native_code_through_the_cache_when_asked(native_archive, tmp_path):
+    cache = tmp_path / "cache"
+    env = cache_env(cache, INGOT_NATIVE="cache")
+    report = json.loads(run_python(sys.executable, NATIVE_PROBE, native_archive, cache, env=env).stdout)
+    assert report["memfds"] == []
+    assert any("libsqlite3" in path for path in report["cached"]), report["cached"]
+    assert any("_sqlite3" in path for path in report["cached"])
+    assert report["sqlite"] and report["bisect"] == 2
+    before = tree_files(cache)
+    run_python(sys.executable, NATIVE_PROBE, native_archive, cache, env=env)
+    assert tree_files(cache) == before
+
+
+def test_bad_native_mode_is_a_clear_error(native_archive, tmp_path):
+    result = run_python(sys.executable, NATIVE_PROBE, native_archive, tmp_path,
+                        env=cache_env(tmp_path / "c", INGOT_NATIVE="disk"), check=False)
+    assert result.returncode == 1
+    assert "INGOT_NATIVE=\"disk\" is not a native-code mode" in result.stderr
+
+
+def _can_set_memfd_noexec():
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+                            "echo 2 > /proc/sys/vm/memfd_noexec && cat /proc/sys/vm/memfd_noexec"],
+                           capture_output=True, text=True)
+    return probe.returncode == 0 and probe.stdout.strip() == "2"
+
+
+def test_native_code_falls_back_to_the_cache_under_memfd_noexec(native_archive, tmp_path):
+    if not _can_set_memfd_noexec():
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("this test needs root and a kernel with vm.memfd_noexec (Linux 6.3+)")
+        pytest.skip("needs root and a kernel with vm.memfd_noexec (Linux 6.3+)")
+    cache = tmp_path / "cache"
+    script = tmp_path / "probe.py"
+    script.write_text(textwrap.dedent(NATIVE_PROBE))
+    # vm.memfd_noexec is per pid namespace: 2 refuses executable memory files in this one only.
+    result = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+         'echo 2 > /proc/sys/vm/memfd_noexec && exec "$0" "$@"',
+         sys.executable, str(script), str(native_archive), str(cache)],
+        env=cache_env(cache), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["memfds"] == []
+    assert any("libsqlite3" in path for path in report["cached"]), report["cached"]
+    assert report["sqlite"] and report["bisect"] == 2
