@@ -21,6 +21,7 @@ import pytest
 
 import ingot
 from conftest import ROOT, interpreters, python_for
+from ingot.build import BuildError, launcher_facts
 
 APP = {
     "app/__init__.py": "",
@@ -138,10 +139,8 @@ def build_launcher(env=None):
 
 
 def launcher_python_version(launcher):
-    """The Python version the launcher embeds: the bare launcher names it in its error."""
-    result = subprocess.run([launcher], capture_output=True, text=True, timeout=30)
-    assert result.returncode == 1, result
-    return re.search(r"launcher for Python (\d+\.\d+)", result.stderr).group(1)
+    """The Python version the launcher embeds (from its .ingot.launcher section)."""
+    return launcher_facts(launcher)["python"]
 
 
 @pytest.fixture(scope="session")
@@ -384,6 +383,59 @@ def test_runs_without_proc(function_app, tmp_path):
     assert (code, out) == (1, "")
     assert err.startswith("ingot: cannot find its own executable: /proc/self/exe: "), err
     assert "argv[0] \"no-such-app\": no executable of that name on PATH" in err, err
+
+
+def test_launcher_facts_from_its_elf_section(launcher, launcher_python, tmp_path):
+    import importlib.metadata
+
+    facts = launcher_facts(launcher)
+    code = "import importlib.util, sys; print('%d.%d' % sys.version_info[:2], " \
+           "importlib.util.MAGIC_NUMBER.hex())"
+    python, magic = subprocess.run([launcher_python, "-c", code], capture_output=True, text=True,
+                                   check=True).stdout.split()
+    assert (facts["python"], facts["bytecode_magic"]) == (python, magic)
+    assert facts["ingot"] == importlib.metadata.version("ingot")
+    assert facts["format"] == 1 and facts["launch_config"] == [1]
+    # The bare launcher says the same.
+    bare = run(launcher)
+    assert f"this is the ingot launcher for Python {python}" in bare.stderr
+    # Read without running it: a launcher that is not executable is read all the same.
+    copy = tmp_path / "not-executable"
+    shutil.copyfile(launcher, copy)
+    copy.chmod(0o644)
+    assert launcher_facts(copy) == facts
+
+
+def test_launcher_facts_of_other_files_are_clear_errors(launcher, tmp_path):
+    true = shutil.which("true")
+    with pytest.raises(BuildError, match=r"is not an ingot launcher: it has no \.ingot\.launcher "
+                                         "section"):
+        launcher_facts(true)
+    data = launcher.read_bytes()
+    for name, content, reason in (
+            ("half", data[:len(data) // 2], "it is truncated"),  # the section table is at the end
+            ("header", data[:40], "it is truncated"),
+            ("empty", b"", "it is not an ELF file"),
+            ("text", b"#!/bin/sh\necho hello\n", "it is not an ELF file")):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(BuildError, match=f"{name} is not an ingot launcher: {reason}"):
+            launcher_facts(tmp_path / name)
+    with pytest.raises(BuildError, match="cannot read the launcher"):
+        launcher_facts(tmp_path / "missing")
+
+
+def test_ingot_build_refuses_a_launcher_without_facts(tmp_path, capsys):
+    from ingot import cli
+
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "__init__.py").write_text("")
+    (tool / "__main__.py").write_text("")
+    assert cli.main(["build", str(tool), "--launcher", shutil.which("true"), "-q",
+                     "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "is not an ingot launcher: it has no .ingot.launcher section" in err, err
+    assert not (tmp_path / "out").exists()
 
 
 def damaged(tmp_path, app, name, change):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from ingot.project import Config
 from ingot.sources import Plan, console_script_plan, plan_source
 
 __all__ = ["BuildError", "BuildOptions", "BuildResult", "LAUNCH_CONFIG", "build", "describe",
-           "find_launcher"]
+           "find_launcher", "launcher_facts"]
 
 LAUNCH_CONFIG = "__ingot__/launch.json"
 _TRAILER_MAGIC = b"INGOTEND"
@@ -85,26 +84,130 @@ def find_launcher(option: str | None = None) -> Path:
     return path
 
 
-def launcher_python(path: Path) -> str | None:
-    """The Python version ("3.11") the launcher at ``path`` embeds, as it reports when run with
-    no archive appended; None when it does not say (not executable, another program)."""
+#: The ELF section in which the launcher carries its facts (crates/ingot-launcher: ``FACTS``).
+LAUNCHER_SECTION = ".ingot.launcher"
+#: The newest format of those facts this ingot reads, and the launch.json version it writes.
+_FACTS_FORMAT = 1
+_LAUNCH_CONFIG_VERSION = 1
+
+
+def _elf_section(path: Path, name: str) -> bytes | None:
+    """The contents of the section ``name`` of the ELF file at ``path`` (None if it has none),
+    read from the section header table; BuildError if the file is not a whole ELF file."""
+    import struct
+
+    def fail(reason: str) -> BuildError:
+        return BuildError(f"{path} is not an ingot launcher: {reason}",
+                          hint="give the ingot-launcher binary (cargo build --release -p "
+                               "ingot-launcher), or the one ingot ships (no --launcher)")
+
     try:
-        run = subprocess.run([str(path)], capture_output=True, timeout=10, env={},
-                             stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+
+            def read(offset: int, count: int) -> bytes:
+                if offset < 0 or count < 0 or offset + count > size:
+                    raise fail(f"it is truncated (needs bytes {offset}-{offset + count}, "
+                               f"has {size})")
+                file.seek(offset)
+                return file.read(count)
+
+            ident = read(0, 16) if size >= 16 else b""
+            if ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+                raise fail("it is not an ELF file")
+            wide, order = ident[4] == 2, "<" if ident[5] == 1 else ">"
+            header = struct.Struct(order + ("HHIQQQIHHHHHH" if wide else "HHIIIIIHHHHHH"))
+            fields = header.unpack(read(16, header.size))
+            shoff, shentsize, shnum, shstrndx = fields[5], fields[10], fields[11], fields[12]
+            section = struct.Struct(order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
+            if shoff == 0:
+                raise fail("it has no section header table")
+            if shentsize < section.size:
+                raise fail(f"its section headers are {shentsize} bytes")
+
+            def section_header(index: int) -> tuple:
+                return section.unpack(read(shoff + index * shentsize, section.size))
+
+            if shnum == 0 or shstrndx == 0xFFFF:  # extended numbering: in section header 0
+                first = section_header(0)
+                shnum = shnum or first[5]
+                shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
+            if shstrndx >= shnum:
+                raise fail("its section name table is missing")
+            names = section_header(shstrndx)
+            names = read(names[4], names[5])
+            for index in range(shnum):
+                entry = section_header(index)
+                end = names.find(b"\0", entry[0])
+                if names[entry[0]:end if end >= 0 else None] == name.encode():
+                    if entry[1] == 8:  # SHT_NOBITS
+                        raise fail(f"its {name} section is empty")
+                    return read(entry[4], entry[5])
+            return None
+    except OSError as error:
+        raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
+
+
+def launcher_facts(path: Path) -> dict:
+    """What the launcher at ``path`` carries in its ``.ingot.launcher`` ELF section, without
+    running it: ``python`` ("3.11"), ``bytecode_magic`` (hex), ``ingot`` (version), ``format``,
+    ``launch_config`` (the launch.json versions it reads), ``linkage``. BuildError when the file
+    is not an ingot launcher (not ELF, truncated, no such section) or is too new for this ingot."""
+    path = Path(path)
+    data = _elf_section(path, LAUNCHER_SECTION)
+    if data is None:
+        raise BuildError(f"{path} is not an ingot launcher: it has no {LAUNCHER_SECTION} "
+                         "section (an ELF file, but not ingot-launcher, or one built before "
+                         "launchers carried it)",
+                         hint="give the ingot-launcher binary (cargo build --release -p "
+                              "ingot-launcher), or the one ingot ships (no --launcher)")
+    try:
+        facts = json.loads(data.decode())
+        if not isinstance(facts, dict) or not isinstance(facts.get("format"), int):
+            raise ValueError("not an object with a format")
+    except ValueError as error:
+        raise BuildError(f"{path}: its {LAUNCHER_SECTION} section is unreadable: {error}") \
+            from error
+    if facts["format"] > _FACTS_FORMAT:
+        raise BuildError(f"{path} is a launcher of a newer ingot ({facts.get('ingot')}; facts "
+                         f"format {facts['format']})",
+                         hint="upgrade ingot, or use the launcher it ships")
+    for key in ("python", "bytecode_magic", "ingot", "launch_config"):
+        if key not in facts:
+            raise BuildError(f"{path}: its {LAUNCHER_SECTION} section has no {key!r}")
+    return facts
+
+
+def launcher_python(path: Path) -> str | None:
+    """The Python version ("3.11") the launcher at ``path`` embeds (from :func:`launcher_facts`);
+    None when it is not an ingot launcher."""
+    try:
+        return launcher_facts(path)["python"]
+    except BuildError:
         return None
-    found = re.search(rb"ingot launcher for Python (\d+\.\d+)", run.stderr + run.stdout)
-    return found.group(1).decode() if found else None
 
 
-def _check_launcher(path: Path) -> None:
+def _check_launcher(path: Path) -> dict:
+    """The launcher's facts, checked against this Python and this ingot's launch.json."""
+    import importlib.util
+
+    facts = launcher_facts(path)
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    embedded = launcher_python(path)
-    if embedded is not None and embedded != here:
+    embedded, magic = facts["python"], importlib.util.MAGIC_NUMBER.hex()
+    if embedded != here:
         raise BuildError(f"the launcher {path} embeds Python {embedded}, but this is Python "
                          f"{here}: the archive's bytecode and extension modules would not match",
                          hint=f"run ingot with Python {embedded} (python{embedded} -m ingot "
                               "build ...), or give a launcher built for Python " + here)
+    if facts["bytecode_magic"] != magic:
+        raise BuildError(f"the launcher {path} embeds a Python {here} with bytecode magic "
+                         f"{facts['bytecode_magic']}, but this one's is {magic}",
+                         hint="give a launcher built for this interpreter")
+    if _LAUNCH_CONFIG_VERSION not in facts["launch_config"]:
+        raise BuildError(f"the launcher {path} (ingot {facts['ingot']}) reads launch "
+                         f"configuration versions {facts['launch_config']}, not "
+                         f"{_LAUNCH_CONFIG_VERSION}", hint="use the launcher this ingot ships")
+    return facts
 
 
 def is_ingot_file(path: Path) -> bool:
@@ -229,7 +332,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     launcher = None if options.archive_only else find_launcher(options.launcher)
     if launcher is not None:
         _check_launcher(launcher)
-    launch = {"version": 1, "run": plan.run}
+    launch = {"version": _LAUNCH_CONFIG_VERSION, "run": plan.run}
     if config.fast_exit is not None:
         launch["fast_exit"] = config.fast_exit
     if config.filesystem_imports:

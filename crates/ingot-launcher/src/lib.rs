@@ -25,6 +25,45 @@ pub const BYTECODE_MAGIC: &str = env!("INGOT_LAUNCHER_BYTECODE_MAGIC");
 /// `static` or `shared`: how libpython is linked.
 pub const LINKAGE: &str = env!("INGOT_LAUNCHER_LINKAGE");
 
+/// The launch configuration version this launcher reads.
+pub const LAUNCH_CONFIG_VERSION: u32 = 1;
+
+/// What `ingot build` needs to know about this launcher, as JSON, in the ELF section
+/// [`FACTS_SECTION`] of the executable, where it reads them without running the launcher:
+/// `format` (of this object; a reader refuses a newer one), `python` (`major.minor`),
+/// `bytecode_magic` (hex), `ingot` (the version of the launcher's crate, which is ingot's),
+/// `launch_config` (the launch.json versions it reads) and `linkage`.
+pub const FACTS: &str = concat!(
+    r#"{"format": 1, "python": ""#,
+    env!("INGOT_LAUNCHER_PYTHON_VERSION"),
+    r#"", "bytecode_magic": ""#,
+    env!("INGOT_LAUNCHER_BYTECODE_MAGIC"),
+    r#"", "ingot": ""#,
+    env!("CARGO_PKG_VERSION"),
+    r#"", "launch_config": [1], "linkage": ""#,
+    env!("INGOT_LAUNCHER_LINKAGE"),
+    r#""}"#
+);
+/// The ELF section holding [`FACTS`].
+pub const FACTS_SECTION: &str = ".ingot.launcher";
+
+const fn facts_bytes<const N: usize>() -> [u8; N] {
+    let bytes = FACTS.as_bytes();
+    let mut out = [0u8; N];
+    let mut index = 0;
+    while index < N {
+        out[index] = bytes[index];
+        index += 1;
+    }
+    out
+}
+
+/// [`FACTS`] in its section (the name must be [`FACTS_SECTION`]); `main` reads it, so that the
+/// linker keeps it.
+#[used]
+#[link_section = ".ingot.launcher"]
+static FACTS_IN_SECTION: [u8; FACTS.len()] = facts_bytes();
+
 const BOOT_SOURCE: &CStr = match CStr::from_bytes_with_nul(concat!(include_str!("boot.py"), "\0").as_bytes()) {
     Ok(source) => source,
     Err(_) => panic!("boot.py contains a NUL byte"),
@@ -65,8 +104,11 @@ pub enum Run {
 impl LaunchConfig {
     pub fn parse(bytes: &[u8]) -> Result<LaunchConfig, String> {
         let config: LaunchConfig = serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
-        if config.version != 1 {
-            return Err(format!("version {} is not supported (this launcher reads version 1)", config.version));
+        if config.version != LAUNCH_CONFIG_VERSION {
+            return Err(format!(
+                "version {} is not supported (this launcher reads version {LAUNCH_CONFIG_VERSION})",
+                config.version
+            ));
         }
         let names: Vec<&str> = match &config.run {
             Run::Function { module, function } => vec![module.as_str(), function.as_str()],
@@ -245,6 +287,8 @@ pub fn find_executable(argv0: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) 
 
 /// The launcher's entry point.
 pub fn main() -> ! {
+    // SAFETY: a plain read of a static; volatile, so that the section is referenced and kept.
+    let _ = unsafe { std::ptr::read_volatile(&FACTS_IN_SECTION[0]) };
     let exe = own_executable().unwrap_or_else(|reason| fail("cannot find its own executable", reason));
     let config = read_archive(&exe).unwrap_or_else(|(what, reason)| fail(&what, reason));
     let argv: Vec<OsString> = std::env::args_os().collect();
@@ -548,6 +592,16 @@ mod tests {
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#).is_err());
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#).is_err());
         assert!(LaunchConfig::parse(b"not json").is_err());
+    }
+
+    #[test]
+    fn facts() {
+        let facts: serde_json::Value = serde_json::from_str(FACTS).unwrap();
+        assert_eq!(facts["format"], 1);
+        assert_eq!(facts["python"], PYTHON_VERSION);
+        assert_eq!(facts["bytecode_magic"], BYTECODE_MAGIC);
+        assert_eq!(facts["launch_config"], serde_json::json!([LAUNCH_CONFIG_VERSION]));
+        assert_eq!(&FACTS_IN_SECTION[..], FACTS.as_bytes());
     }
 
     #[test]
