@@ -60,6 +60,20 @@ class ArchiveBuilder:
         return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_extraction_cache(tmp_path_factory):
+    """Every process the tests start uses a cache of its own, not the user's ~/.cache/ingot."""
+    cache = tmp_path_factory.mktemp("ingot-cache")
+    os.chmod(cache, 0o700)
+    previous = os.environ.get("INGOT_CACHE_DIR")
+    os.environ["INGOT_CACHE_DIR"] = str(cache)
+    yield cache
+    if previous is None:
+        os.environ.pop("INGOT_CACHE_DIR", None)
+    else:
+        os.environ["INGOT_CACHE_DIR"] = previous
+
+
 @pytest.fixture
 def builder():
     return ArchiveBuilder()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -244,6 +245,11 @@ def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-12:])
         hint = "is the requirement spelled right, and is there a wheel for this platform and " \
                "Python? (dependencies are installed from wheels only: --only-binary :all:)"
+        if what.startswith("the project") and re.search(
+                r"setuptools[-_]scm|hatch-vcs|versioningit", run.stderr + run.stdout, re.I):
+            hint = "the project's version seems to come from version control, and pip builds a " \
+                   "copy of the project without .git: set the version for the build (e.g. " \
+                   "SETUPTOOLS_SCM_PRETEND_VERSION=1.2.3)"
         raise BuildError(f"pip could not install {what} (exit {run.returncode}):\n{tail}",
                          hint=hint)
 
@@ -253,6 +259,30 @@ def _stdlib_excludes(config: Config) -> tuple[str, ...]:
     kept = [pattern for pattern in DEFAULT_STDLIB_EXCLUDES
             if not any(is_excluded(include, (pattern,)) for include in config.include)]
     return (*kept, *config.exclude)
+
+
+#: What is left out of the copy of a project that pip builds: version control, build outputs,
+#: virtual environments, caches (the usual .gitignore entries of a Python project).
+PROJECT_COPY_IGNORES = (".git", ".hg", ".svn", "build", "dist", ".venv*", "__pycache__", "*.pyc",
+                        "*.egg-info", ".eggs", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+                        ".ruff_cache")
+
+
+def _copy_project(project: Path, destination: Path) -> Path:
+    """A copy of the project directory ``project`` at ``destination``, without
+    :data:`PROJECT_COPY_IGNORES` and without virtual environments (directories with a
+    ``pyvenv.cfg``), with the files' times."""
+    skip = shutil.ignore_patterns(*PROJECT_COPY_IGNORES)
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return set(skip(directory, names)) | {
+            name for name in names if os.path.isfile(os.path.join(directory, name, "pyvenv.cfg"))}
+
+    try:
+        shutil.copytree(project, destination, ignore=ignore)
+    except (OSError, shutil.Error) as error:
+        raise BuildError(f"cannot copy the project {project} for pip to build: {error}") from error
+    return destination
 
 
 def _stage(plan: Plan, staging: Path, say) -> list[Path]:
@@ -277,7 +307,10 @@ def _stage(plan: Plan, staging: Path, say) -> list[Path]:
             raise BuildError(f"cannot copy {path}: {error}") from error
     roots += plan.roots
     if plan.pip_project is not None:
-        _pip(app, ["--no-deps", str(plan.pip_project)], say, f"the project {plan.pip_project}")
+        # pip builds a project directory in place, and setuptools leaves build/ and *.egg-info
+        # there: pip gets a copy instead, so the user's project is left as it was.
+        source = _copy_project(plan.pip_project, staging / "project")
+        _pip(app, ["--no-deps", str(source)], say, f"the project {plan.pip_project}")
         for direct_url in app.glob("*.dist-info/direct_url.json"):
             direct_url.unlink()  # the project's absolute path: the archive would depend on it
             record = direct_url.with_name("RECORD")
@@ -314,6 +347,40 @@ def _write(output: Path, parts: list[bytes], mode: int) -> int:
     return sum(map(len, parts))
 
 
+def _file_policy(config: Config, roots: list[Path], say) -> tuple[list[str], list[str]]:
+    """The ``files`` packages of a build (configured + the built-in table), and warnings for code
+    of the other collected packages that opens paths built from ``__file__``."""
+    from ingot.policy import resolve_policy, top_level_names
+
+    present: dict[str, Path] = {}
+    for root in roots:
+        for name in sorted(top_level_names(root)):
+            present.setdefault(name, root)
+    decision = resolve_policy(present, files=config.files, memory=config.memory)
+    for name in sorted(decision.files):
+        say(f"files policy: {name} ({decision.reasons[name]})")
+    warnings = []
+    try:
+        from ingot import filescan
+    except ImportError:  # pragma: no cover - the scanner ships with ingot
+        return sorted(decision.files), warnings
+    by_root: dict[Path, list[str]] = {}
+    for name, root in present.items():
+        if name not in decision.files:
+            by_root.setdefault(root, []).append(name)
+    findings = [finding for root, names in sorted(by_root.items())
+                for finding in filescan.scan_tree(root, sorted(names))]
+    by_package: dict[str, list] = {}
+    for finding in findings:
+        by_package.setdefault(finding.package, []).append(finding)
+    for package, found in sorted(by_package.items()):
+        shown = found[:3]
+        warnings += [filescan.format_finding(finding).removeprefix("warning: ") for finding in shown]
+        if len(found) > len(shown):
+            warnings.append(f"{package}: {len(found) - len(shown)} more such uses of __file__")
+    return sorted(decision.files), warnings
+
+
 def build(options: BuildOptions, progress: Callable[[str], None] | None = None) -> BuildResult:
     """Builds what ``options`` describe; raises IngotError subclasses on problems to fix."""
     from ingot.pack import pack
@@ -341,11 +408,14 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
         roots = _stage(plan, staging, say)
+        files_packages, policy_warnings = _file_policy(config, roots, say)
         result = pack(staging / "app.ingot", directories=roots,
                       stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
                       optimize_levels=tuple(config.optimize or (0,)),
                       compression_level=config.compress,
-                      extra_files={LAUNCH_CONFIG: launch_json}, progress=say)
+                      extra_files={LAUNCH_CONFIG: launch_json},
+                      files_packages=files_packages, progress=say)
+        result.warnings[:0] = policy_warnings
         module = plan.run["module"]
         if not any(name == module for kind in ("module", "package", "extension-module")
                    for name in result.names(kind)):

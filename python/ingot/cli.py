@@ -108,6 +108,12 @@ def _build_parser(commands) -> None:
     build.add_argument("--filesystem-imports", action="store_true", default=None,
                        help="also import .py files from directories the application adds to "
                             "sys.path (after the archive)")
+    build.add_argument("--files", dest="files", action="append", metavar="PACKAGE",
+                       help="materialize this top-level package as real files in the extraction "
+                            "cache, for code that needs them (repeatable; the files policy)")
+    build.add_argument("--memory", dest="memory", action="append", metavar="PACKAGE",
+                       help="keep this package in memory although the built-in table would "
+                            "materialize it (repeatable)")
     build.add_argument("--optimize", type=_levels, metavar="LEVELS",
                        help="bytecode optimization levels, e.g. 0,2 (default: 0)")
     build.add_argument("--compress", type=int, metavar="LEVEL",
@@ -178,6 +184,7 @@ def _build(args: argparse.Namespace) -> int:
                     requirements=args.requirements, include=args.include or [],
                     exclude=args.exclude or [], output=args.output, fast_exit=args.fast_exit,
                     filesystem_imports=args.filesystem_imports,
+                    files=args.files or [], memory=args.memory or [],
                     optimize=list(args.optimize) if args.optimize else None,
                     compress=args.compress)
     options = BuildOptions(source=args.source, console_script=args.console_script, config=config,

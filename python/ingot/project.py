@@ -23,6 +23,10 @@ filesystem-     bool        also import ``.py`` files from directories the app p
   imports                   (after the archive; default false; launch.json ``filesystem_imports``)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)
 compress        int         zstd level of the archive's blobs (default: stored as is)
+files           list[str]   top-level packages materialized as real files in the extraction
+                            cache (the ``files`` policy; see ingot.policy for the built-in ones)
+memory          list[str]   top-level packages kept in memory although ingot.policy's built-in
+                            table lists them for ``files``
 =============== =========== ====================================================================
 """
 
@@ -60,6 +64,8 @@ class Config:
     filesystem_imports: bool | None = None
     optimize: list[int] | None = None
     compress: int | None = None
+    files: list[str] = field(default_factory=list)
+    memory: list[str] = field(default_factory=list)
 
 
 def is_str_list(value) -> bool:
@@ -82,6 +88,8 @@ _KEYS = {
     "optimize": ("a list of 0, 1, 2", lambda v: isinstance(v, list) and all(
         type(item) is int and item in (0, 1, 2) for item in v)),
     "compress": ("an integer zstd level (-7 to 22)", lambda v: type(v) is int and -7 <= v <= 22),
+    "files": ("a list of strings (top-level package names)", is_str_list),
+    "memory": ("a list of strings (top-level package names)", is_str_list),
 }
 assert {key.replace("-", "_") for key in _KEYS} == {f.name for f in fields(Config)}
 

@@ -1,0 +1,96 @@
+"""Per-package file policy: which top-level packages are served from memory (the default) and
+which are materialized as real files into the extraction cache (``files``).
+
+    from ingot.policy import resolve_policy
+    decision = resolve_policy(present={"certifi", "rich"}, files=[], memory=[])
+    decision.files        # {"certifi"}: the built-in table knows it needs real files
+    decision.reasons      # {"certifi": "built-in: ..."}
+
+A package needs ``files`` when its code opens paths built from ``__file__``, lists its own
+directory, or hands a path to C code (OpenSSL's CA file, a shared library for ctypes). ``ingot
+build`` warns about such code (:mod:`ingot.filescan`); the table below covers known cases so that
+they need no configuration. ``[tool.ingot] memory = [...]`` overrides the table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ingot.errors import IngotError
+
+__all__ = ["KNOWN_FILES_PACKAGES", "PolicyDecision", "PolicyError", "resolve_policy",
+           "top_level_names"]
+
+#: Packages known to need real files, and why. Each was checked against the package's code.
+KNOWN_FILES_PACKAGES: dict[str, str] = {
+    "certifi": "certifi.where() returns the path of cacert.pem, which is handed to OpenSSL "
+               "(ssl.create_default_context(cafile=...), requests' verify=)",
+    "pytz": "pytz.open_resource() opens zoneinfo files under os.path.dirname(__file__)",
+    "botocore": "botocore loads its service models from a data directory next to __file__",
+    "babel": "babel reads its locale data from os.path.dirname(__file__)/locale-data",
+    "matplotlib": "matplotlib finds mpl-data (fonts, styles) next to __file__",
+}
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+class PolicyError(IngotError):
+    """A file-policy setting is unusable."""
+
+
+@dataclass
+class PolicyDecision:
+    files: set[str] = field(default_factory=set)
+    #: package -> why it is under the files policy ("configured" or the table's reason).
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def resolve_policy(present: Iterable[str], files: Iterable[str] = (),
+                   memory: Iterable[str] = ()) -> PolicyDecision:
+    """The ``files`` packages of a build: the configured ones, plus the table's known cases that
+    the build holds, minus those configured ``memory``. ``present`` holds the top-level names the
+    build collects."""
+    files, memory, present = list(files), list(memory), set(present)
+    for name in files + memory:
+        if not _NAME.fullmatch(name):
+            raise PolicyError(f"{name!r} is not a top-level package name",
+                              hint="the files and memory policies take import names, e.g. 'certifi'")
+    both = sorted(set(files) & set(memory))
+    if both:
+        raise PolicyError(f"{', '.join(map(repr, both))} set to both the files and the memory policy",
+                          hint="keep each package in one of [tool.ingot] files / memory")
+    missing = sorted(set(files) - present)
+    if missing:
+        raise PolicyError(f"the files policy names {', '.join(map(repr, missing))}, which the build "
+                          "does not collect", hint="give top-level import names of collected "
+                          "packages (e.g. 'yaml' for PyYAML)")
+    decision = PolicyDecision()
+    for name in files:
+        decision.files.add(name)
+        decision.reasons[name] = "configured"
+    for name, reason in KNOWN_FILES_PACKAGES.items():
+        if name in present and name not in memory and name not in decision.files:
+            decision.files.add(name)
+            decision.reasons[name] = f"built-in: {reason}"
+    return decision
+
+
+def top_level_names(root: str | os.PathLike) -> set[str]:
+    """The top-level import names a directory of packages (a site-packages) provides."""
+    names = set()
+    for child in Path(root).iterdir():
+        name = child.name
+        if child.is_dir():
+            if _NAME.fullmatch(name) and not name.endswith((".dist-info", ".data")):
+                names.add(name)
+        elif name.endswith(".py") and _NAME.fullmatch(name[:-3]):
+            names.add(name[:-3])
+        elif ".cpython-" in name or name.endswith((".abi3.so", ".so")):
+            stem = name.split(".")[0]
+            if _NAME.fullmatch(stem):
+                names.add(stem)
+    return names
