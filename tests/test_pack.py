@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import importlib.machinery
 import marshal
 import os
 import shutil
@@ -351,3 +353,15 @@ def test_bytecode_does_not_depend_on_the_hash_seed(tmp_path):
         for seed in ("1", "2", "3", "4")
     }
     assert len(outputs) == 1
+
+
+def test_source_beside_its_compiled_module_is_left_out_quietly(tmp_path):
+    # mypyc and Cython wheels ship mod.py beside mod.cpython-*.so: Python imports the .so.
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (source,) = glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload", "_bisect.cpython-*.so"))
+    make_tree(tmp_path, {"pkg/__init__.py": "", "pkg/_bisect.py": "x = 1\n"})
+    shutil.copy(source, tmp_path / "pkg" / f"_bisect{suffix}")
+    collection = collect_directory(tmp_path)
+    assert kinds(collection)["extension-module"] == {"pkg._bisect"}
+    assert "pkg._bisect" not in kinds(collection)["module"]
+    assert collection.warnings == []

@@ -152,7 +152,11 @@ class _Walker:
             if is_excluded(full, self.exclude):
                 continue
             (_, kind, entry), *losers = sorted(forms[name], key=lambda form: form[0])
-            for _, _, loser in losers:
+            for _, loser_kind, loser in losers:
+                if kind == "extension-module" and loser_kind == "module":
+                    # Sources shipped beside their compiled form (mypyc, Cython): normal, and
+                    # Python imports the extension module too.
+                    continue
                 self.warn(f"{self.relative(loser.path)}: left out, {full!r} is "
                           f"{self.relative(entry.path)} ({kind}), as Python would import it")
             path = Path(entry.path)

@@ -29,6 +29,8 @@ __all__ = ["KNOWN_FILES_PACKAGES", "PolicyDecision", "PolicyError", "resolve_pol
 KNOWN_FILES_PACKAGES: dict[str, str] = {
     "certifi": "certifi.where() returns the path of cacert.pem, which is handed to OpenSSL "
                "(ssl.create_default_context(cafile=...), requests' verify=)",
+    "blib2to3": "black's parser loads Grammar.txt by its path next to __file__ (without it, it "
+                "asks pkgutil.get_data for a pickle under an absolute cache path, which fails)",
     "pytz": "pytz.open_resource() opens zoneinfo files under os.path.dirname(__file__)",
     "botocore": "botocore loads its service models from a data directory next to __file__",
     "babel": "babel reads its locale data from os.path.dirname(__file__)/locale-data",
