@@ -342,6 +342,7 @@ def test_files_policy_options_and_the_file_scan_warnings(tmp_path):
     run = pip_build(tmp_path, script, "--dependency", "certifi==2024.8.30", "--archive-only",
                     "--force")
     assert "files policy: certifi (built-in:" in run.stderr
+    assert describe(archive)["files_packages"] == ["certifi"]
     bad = pip_build(tmp_path, script, "--dependency", "certifi==2024.8.30", "--files", "nothere",
                     "--archive-only", "--force", check=False)
     assert bad.returncode != 0
@@ -436,6 +437,7 @@ def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
     assert cli.main(["inspect", str(hello_archive), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["python"] == version and info["launcher_size"] == 0
+    assert info["files_packages"] == [] and "files policy: none" in out
     assert {"kind": "data-file", "name": "__ingot__/launch.json",
             "size": len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))} \
         in info["entries"]

@@ -454,6 +454,7 @@ def describe(path) -> dict:
         "path": str(path), "size": path.stat().st_size, "archive_size": archive_size,
         "launcher_size": path.stat().st_size - archive_size,
         "python": f"{header[76]}.{header[77]}", "launch": launch,
+        "files_packages": finder._files_packages(),
         "entries": [{"kind": kind, "name": name, "size": size} for kind, name, size in entries],
     }
 

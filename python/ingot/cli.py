@@ -216,6 +216,7 @@ def _inspect(args: argparse.Namespace) -> int:
     print(f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
           f"archive {_size(info['archive_size'])}), Python {info['python']}")
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
+    print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
     kinds: dict[str, list[int]] = {}
     for entry in info["entries"]:
         counts = kinds.setdefault(entry["kind"], [0, 0])
