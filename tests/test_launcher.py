@@ -424,6 +424,38 @@ def test_launcher_facts_of_other_files_are_clear_errors(launcher, tmp_path):
         launcher_facts(tmp_path / "missing")
 
 
+@pytest.mark.parametrize("change", ["python", "bytecode_magic", "launch_config", "format"])
+def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys, change):
+    # The launcher with one of its facts changed in place (same length, so the ELF stays valid).
+    from ingot import cli
+
+    facts = launcher_facts(launcher)
+    here = "%d.%d" % sys.version_info[:2]
+    old = json.dumps({change: facts[change]})[1:-1].encode()
+    new = {"python": f'"python": "{9 if here[-1] != "9" else 8}.{here[2:]}"',
+           "bytecode_magic": '"bytecode_magic": "00000000"',
+           "launch_config": '"launch_config": [7]', "format": '"format": 9'}[change].encode()
+    data = launcher.read_bytes()
+    assert data.count(old) == 1 and len(old) == len(new)
+    changed = tmp_path / "changed-launcher"
+    changed.write_bytes(data.replace(old, new))
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "__init__.py").write_text("")
+    (tool / "__main__.py").write_text("")
+    code = cli.main(["build", str(tool), "--launcher", str(changed), "-q", "-o",
+                     str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    if change != "format" and facts["python"] != here:  # refused for that first
+        assert code == 1 and f"embeds Python {facts['python']}, but this is Python {here}" in err
+        return
+    assert code == 1, err
+    assert {"python": f"embeds Python {new.decode()[11:-1]}, but this is Python {here}",
+            "bytecode_magic": "with bytecode magic 00000000, but this one's is",
+            "launch_config": "reads launch configuration versions [7], not 1",
+            "format": "is a launcher of a newer ingot"}[change] in err, err
+
+
 def test_ingot_build_refuses_a_launcher_without_facts(tmp_path, capsys):
     from ingot import cli
 
