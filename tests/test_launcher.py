@@ -470,6 +470,57 @@ def test_ingot_build_refuses_a_launcher_without_facts(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def tree_state(root):
+    """Every path under ``root`` with its type, size and modification time."""
+    state = {}
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            info = os.lstat(path)
+            state[os.path.relpath(path, root)] = (info.st_mode, info.st_size, info.st_mtime_ns)
+    return state
+
+
+def test_ingot_build_leaves_a_setuptools_project_as_it_was(launcher, tmp_path):
+    project = tmp_path / "greet"
+    (project / "src" / "greet").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(textwrap.dedent("""
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "greet"
+        version = "0.1"
+        [project.scripts]
+        greet = "greet:main"
+    """))
+    (project / "src" / "greet" / "__init__.py").write_text(
+        "import sys\ndef main():\n    print('greet', sys.argv[1:])\n")
+    # What the copy pip builds leaves out; they must be left alone, and not end up in the archive.
+    for junk in (".git/HEAD", ".venv/pyvenv.cfg", "env/pyvenv.cfg", "src/greet/__pycache__/x.pyc",
+                 "build/lib/stale.py", "dist/old.whl"):
+        (project / junk).parent.mkdir(parents=True, exist_ok=True)
+        (project / junk).write_text("")
+    before = tree_state(project)
+    same_python = launcher_facts(launcher)["python"] == "%d.%d" % sys.version_info[:2]
+    out = tmp_path / "greet-app"
+    options = ["--launcher", str(launcher)] if same_python else ["--archive-only"]
+    run_build = subprocess.run([sys.executable, "-m", "ingot", "build", ".", "-o", str(out), "-q",
+                                *options], capture_output=True, text=True,
+                               cwd=project, timeout=600)
+    if run_build.returncode != 0 and "pip could not install" in run_build.stderr and \
+            ("NewConnectionError" in run_build.stderr or "No matching" in run_build.stderr):
+        pytest.skip(f"pip could not reach PyPI: {run_build.stderr[-300:]}")
+    assert run_build.returncode == 0, run_build.stderr
+    assert tree_state(project) == before  # no build/, no greet.egg-info, nothing touched
+    names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
+    assert "greet" in names and "greet-0.1.dist-info/METADATA" in names
+    assert not [name for name in names if "stale" in name or name.startswith(("env", "build"))]
+    if same_python:
+        result = run(out, "a")
+        assert (result.returncode, result.stdout) == (0, "greet ['a']\n"), result.stderr
+
+
 def damaged(tmp_path, app, name, change):
     data = bytearray(app.read_bytes())
     change(data)
