@@ -36,7 +36,9 @@ REPO = os.path.dirname(HERE)
 SCRIPT = os.path.join(HERE, "import_stdlib.py")
 RUNNER = os.path.join(HERE, "runner.py")
 ALL_CONFIGS = ["stock", "zipimport", "floor", "floor-mmap", "oxidized", "ingot", "ingot-pyonly"]
-KNOWN_CONFIGS = ALL_CONFIGS + ["bare"]
+# ingot-nativecache: the ingot archive with native code loaded from the extraction cache
+# (INGOT_NATIVE=cache, cache filled by the verify run) instead of memory files.
+KNOWN_CONFIGS = ALL_CONFIGS + ["bare", "ingot-nativecache"]
 
 # run by the interpreter under test: names to pass to `ingot pack --stdlib-exclude` for ingot-pyonly
 PYONLY_EXCLUDES = """
@@ -73,10 +75,11 @@ def python_version(python: str) -> tuple[str, str]:
 
 
 class Config:
-    def __init__(self, name: str, argv: list[str], note: str = ""):
+    def __init__(self, name: str, argv: list[str], note: str = "", env: dict | None = None):
         self.name = name
         self.argv = argv
         self.note = note
+        self.env = env
         self.wall_ns: list[int] = []
         self.cpu_s: list[float] = []
         self.setup_ns: list[int] = []
@@ -185,6 +188,13 @@ def prepare(args, ver: str) -> tuple[list[Config], dict]:
         elif name in ingot_archives:
             configs.append(Config(name, base + [RUNNER, "ingot", SCRIPT, args.ingot_pythonpath,
                                                 ingot_archives[name]]))
+        elif name == "ingot-nativecache" and "ingot" in artifacts:
+            cache = os.path.join(out, "native-cache")
+            os.makedirs(cache, mode=0o700, exist_ok=True)
+            configs.append(Config(name, base + [RUNNER, "ingot", SCRIPT, args.ingot_pythonpath,
+                                                ingot_archives["ingot"]],
+                                  "ingot, native code from the extraction cache",
+                                  env=dict(os.environ, INGOT_NATIVE="cache", INGOT_CACHE_DIR=cache)))
     return configs, {"skipped": skipped, "artifacts": artifacts}
 
 
@@ -193,7 +203,7 @@ def verify(cfg: Config, stock_modules: set | None) -> str | None:
     argv = list(cfg.argv)
     if cfg.name != "bare":
         argv.insert(argv.index(RUNNER) + 1, "--verify")
-    proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, env=cfg.env)
     err = proc.stderr.decode(errors="replace")
     if proc.returncode == 3 and "ingot-bench-skip:" in err:
         return err.split("ingot-bench-skip:", 1)[1].strip()
@@ -234,7 +244,8 @@ def verify(cfg: Config, stock_modules: set | None) -> str | None:
 def run_once(cfg: Config, record: bool) -> None:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter_ns()
-    proc = subprocess.Popen(cfg.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cfg.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=cfg.env)
     _, err = proc.communicate()
     t1 = time.perf_counter_ns()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
