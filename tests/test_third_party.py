@@ -2,6 +2,7 @@
 deleted, then imported and used from the archive alone."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,17 @@ def _load(name):
     return importlib.resources.files(__name__).joinpath("templates", name).read_text()
 
 environment = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True)
+
+def render(**context):
+    return environment.get_template("page.html").render(**context)
+'''
+
+# The same templates through jinja2's PackageLoader, which needs a real directory (or a
+# zipimporter): the package is packed under the files policy.
+FILES_APP_INIT = '''
+import jinja2
+
+environment = jinja2.Environment(loader=jinja2.PackageLoader(__name__, "templates"), autoescape=True)
 
 def render(**context):
     return environment.get_template("page.html").render(**context)
@@ -57,6 +69,8 @@ highlighted = pygments.highlight("def f(): return 1", pygments.lexers.get_lexer_
 
 import webapp, markupsafe
 page = webapp.render(title="<Hi>", items=["a", "b"])
+import filesapp
+package_loader_page = filesapp.render(title="<Hi>", items=["a", "b"])
 
 names = ["rich", "click", "certifi", "jinja2", "pygments", "markupsafe", "webapp", "markupsafe._speedups"]
 print(json.dumps({
@@ -65,6 +79,8 @@ print(json.dumps({
     "pem_ok": pem.count("BEGIN CERTIFICATE") > 50,
     "highlighted": highlighted,
     "page": page,
+    "package_loader_page": package_loader_page,
+    "filesapp_file": filesapp.__file__,
     "from_archive": {name: sys.modules[name].__spec__.loader is finder for name in names},
     "versions": {name: metadata.version(name) for name in ["rich", "click", "certifi", "jinja2", "pygments", "markupsafe"]},
     "console_scripts": sorted(ep.name for ep in metadata.entry_points(group="console_scripts")
@@ -82,16 +98,17 @@ def archive(tmp_path_factory):
          "--target", str(site), *PACKAGES],
         check=True, capture_output=True, text=True,
     )
-    app = root / "app" / "webapp"
-    (app / "templates").mkdir(parents=True)
-    (app / "__init__.py").write_text(textwrap.dedent(APP_INIT))
-    (app / "templates" / "page.html").write_text(
-        "<h1>{{ title }}</h1><ul>{% for item in items %}<li>{{ item }}</li>{% endfor %}</ul>"
-    )
+    for name, init in (("webapp", APP_INIT), ("filesapp", FILES_APP_INIT)):
+        app = root / "app" / name
+        (app / "templates").mkdir(parents=True)
+        (app / "__init__.py").write_text(textwrap.dedent(init))
+        (app / "templates" / "page.html").write_text(
+            "<h1>{{ title }}</h1><ul>{% for item in items %}<li>{{ item }}</li>{% endfor %}</ul>"
+        )
     output = root / "deps.ingot"
     subprocess.run(
         [sys.executable, "-m", "ingot", "pack", "--no-stdlib", "--path", str(site), "--path", str(root / "app"),
-         "-o", str(output)],
+         "--files", "filesapp", "-o", str(output)],
         check=True, capture_output=True, text=True,
     )
     shutil.rmtree(site)
@@ -133,6 +150,11 @@ def test_pygments_highlights(report):
 
 def test_jinja2_renders_templates_read_through_importlib_resources(report):
     assert report["page"] == "<h1>&lt;Hi&gt;</h1><ul><li>a</li><li>b</li></ul>"
+
+
+def test_jinja2_package_loader_renders_from_a_files_policy_package(report):
+    assert report["package_loader_page"] == "<h1>&lt;Hi&gt;</h1><ul><li>a</li><li>b</li></ul>"
+    assert report["filesapp_file"].startswith(os.environ["INGOT_CACHE_DIR"])
 
 
 def test_metadata_versions_and_entry_points(report):

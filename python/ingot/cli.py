@@ -60,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
                            "included (default: cut after their last loadable segment)")
     pack.add_argument("--compress", type=int, default=None, metavar="LEVEL",
                       help="zstd-compress blobs at this level (default: store as is)")
+    pack.add_argument("--files", action="append", default=[], metavar="PACKAGE",
+                      help="put this top-level package under the files policy: materialized as "
+                           "real files in the extraction cache when imported (repeatable; unlike "
+                           "`ingot build`, no built-in defaults)")
     pack.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
     _build_parser(commands)
     inspect = commands.add_parser(
@@ -146,7 +150,7 @@ def _pack(args: argparse.Namespace) -> int:
     result = pack(args.output, stdlib=args.stdlib, directories=args.paths,
                   stdlib_exclude=(*excludes, *args.stdlib_exclude), optimize_levels=args.optimize,
                   include_source=args.source, compression_level=args.compress,
-                  keep_debug_info=args.keep_debug_info, progress=say)
+                  keep_debug_info=args.keep_debug_info, files_packages=args.files, progress=say)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
