@@ -604,3 +604,5 @@ def test_no_module_is_read_from_the_file_system(function_app, launcher_python, t
                  and not re.search(r"/lib[^/]*\.so[.\d]*$", path)
                  or path.startswith(stdlib) or "site-packages" in path or "__pycache__" in path]
     assert offending == []
+    # The path configuration reads nothing either (3.10's would look for a pyvenv.cfg).
+    assert [path for path in paths if path.endswith("pyvenv.cfg")] == []

@@ -399,6 +399,14 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString]) {
     let home = exe.parent().map(|dir| dir.as_os_str().as_bytes().to_vec()).unwrap_or_else(|| b"/".to_vec());
     let home = CString::new(home).unwrap_or_else(|_| fail("home", "path contains NUL"));
     set(ffi::PyConfig_SetBytesString(config, &mut (*config).home, home.as_ptr()), "home");
+    // The prefixes too, and the base executable: with all of them given, the path configuration
+    // computes nothing (3.10's C getpath otherwise reads `<dir>/pyvenv.cfg` and
+    // `<dir>/../pyvenv.cfg` and resolves the executable's links, even with `home` set).
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).prefix, home.as_ptr()), "prefix");
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_prefix, home.as_ptr()), "base_prefix");
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).exec_prefix, home.as_ptr()), "exec_prefix");
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_exec_prefix, home.as_ptr()), "base_exec_prefix");
+    set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()), "base_executable");
 
     let status = ffi::Py_InitializeFromConfig(config);
     ffi::PyConfig_Clear(config);
