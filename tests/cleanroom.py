@@ -44,12 +44,21 @@ import ingot
 from conftest import ROOT, interpreters, python_for
 from ingot.build import launcher_python
 
-__all__ = ["CHROOT", "GLIBC", "SYSTEM_PATH", "Builder", "Room", "expected_files", "find_launcher",
-           "linked_files", "require_or_skip"]
+__all__ = ["CHROOT", "GLIBC", "GLIBC_RUNTIME", "SYSTEM_PATH", "Builder", "Room", "expected_files",
+           "find_launcher", "linked_files", "require_or_skip"]
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 CHROOT = shutil.which("chroot", path=SYSTEM_PATH) or "chroot"
 GLIBC = ("libc.so.6", "libm.so.6", "libgcc_s.so.1")  # and the dynamic loader, ld-linux*
+#: glibc's run-time libraries (those that exist on the host go into a room made with
+#: glibc="all"): what ingot leaves to the target system (ingot.elf.HOST_LIBRARIES) and any glibc
+#: system has. Since glibc 2.34 libpthread, libdl, librt, libutil and libanl are empty stubs (their
+#: code is in libc.so.6), but extension modules built against an older glibc (manylinux2014)
+#: still name them in DT_NEEDED, and the loader must find them.
+GLIBC_RUNTIME = ("libc.so.6", "libm.so.6", "libmvec.so.1", "libpthread.so.0", "libdl.so.2",
+                 "librt.so.1", "libutil.so.1", "libresolv.so.2", "libanl.so.1", "libnsl.so.1",
+                 "libBrokenLocale.so.1", "libthread_db.so.1", "libnss_files.so.2",
+                 "libnss_dns.so.2", "libnss_compat.so.2")
 
 
 def require_or_skip(reason):
@@ -205,20 +214,29 @@ def _inside(path) -> str:
 class Room:
     """A room for `executable` at `root` (which must not exist yet).
 
+    glibc: "linked" (the files `ldd` resolves for the executable: libc, libm, libgcc_s, the
+           loader) or "all" (those, and the rest of glibc's run-time libraries, GLIBC_RUNTIME,
+           from the directory of the linked libc.so.6).
     copy:  {room path: host file or directory}: copied in (directories recursively).
-    dirs:  room paths of empty directories, writable by anyone (a HOME, a cache directory).
+    dirs:  room paths of empty private directories (mode 700; a HOME, a cache directory).
     bind:  {room path: host file or directory}: bind-mounted in for each run (read-write; give
            (host path, "ro") for read-only). From outside, between runs, only the empty mount
            point is there.
     """
 
-    def __init__(self, root: Path, executable: Path, *, copy=None, dirs=(), bind=None):
+    def __init__(self, root: Path, executable: Path, *, glibc="linked", copy=None, dirs=(),
+                 bind=None):
+        assert glibc in ("linked", "all"), glibc
         self.root = root
         self.libraries = linked_files(executable)
         names = {Path(path).name for path in self.libraries}
         loaders = {name for name in names if name.startswith("ld-linux")}
         assert len(loaders) == 1 and names - loaders <= set(GLIBC), \
             f"the executable links more than glibc: {self.libraries}"
+        if glibc == "all":
+            libc = next(Path(path) for path in self.libraries if Path(path).name == "libc.so.6")
+            self.libraries += [str(libc.parent / name) for name in GLIBC_RUNTIME
+                               if name not in names and (libc.parent / name).exists()]
         root.mkdir()
         shutil.copy2(executable, root / "app")
         for library in self.libraries:
@@ -241,7 +259,7 @@ class Room:
         self.dirs = [_inside(inside) for inside in dirs]
         for inside in self.dirs:
             self.path(inside).mkdir(parents=True, exist_ok=True)
-            self.path(inside).chmod(0o1777)
+            self.path(inside).chmod(0o700)  # private: the app runs as root
         self.binds = {}
         for inside, source in (bind or {}).items():
             source, mode = source if isinstance(source, tuple) else (source, "rw")
@@ -302,9 +320,9 @@ def expected_files(made: Room):
 
 @pytest.fixture
 def room(tmp_path, clean_room_possible):
-    """make(executable, copy=, dirs=, bind=): a room for it (see Room), checked to hold exactly
-    the executable, glibc, the mount points and what was asked for, and nothing named like
-    Python outside what was asked for."""
+    """make(executable, glibc=, copy=, dirs=, bind=): a room for it (see Room), checked to hold
+    exactly the executable, glibc, the mount points and what was asked for, and nothing named
+    like Python outside what was asked for."""
     rooms = []
 
     def make(executable, **extras):

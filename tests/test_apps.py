@@ -1,0 +1,541 @@
+"""The application matrix (issues 3 and 4): real applications built from PyPI wheels with
+`ingot build`, each run in the clean room (tests/cleanroom.py), where no Python exists.
+
+Each app is a small project in tests/apps/<name>/ (its dependencies pinned to exact versions,
+with manylinux wheels for CPython 3.11 x86-64, transitive ones included; a [project.scripts]
+entry; a main module that exercises the package and prints what the test checks). The builds are
+made once per session, two at a time (INGOT_APP_BUILD_JOBS), by the Python 3.11 ingot runs under
+and the launcher that embeds 3.11; the matrix runs on 3.11 only (the wheels are cp311 ones) and is
+skipped on other Pythons: scripts/test runs it in its 3.11 pass.
+
+The rooms hold all of glibc's run-time libraries (cleanroom.Room glibc="all"), not only those the
+launcher links: ingot leaves glibc to the target (ingot.elf.HOST_LIBRARIES), and wheels built
+for manylinux2014 name libpthread.so.0 (charset_normalizer's mypyc modules, numpy's OpenBLAS),
+which every glibc system has (an empty stub since glibc 2.34) but a room of the launcher's
+libraries only does not.
+
+The room shares the host's network namespace (only the mount namespace is private), so the
+requests app reaches an HTTPS server the test runs on 127.0.0.1 (a CA and a server certificate
+made with the openssl command line; the CA is copied into the room and named on the app's
+command line). Apps under the files policy get a private INGOT_CACHE_DIR in the room.
+"""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import ssl
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+# The fixtures clean_room_possible and room (helpers are imported inside functions: a
+# module-level import would come before pytest registers and assert-rewrites the plugin).
+pytest_plugins = ["cleanroom"]
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11),
+    reason="the app matrix pins cp311 wheels and runs under Python 3.11 only "
+           "(scripts/test's 3.11 pass runs it)")
+
+APPS = Path(__file__).resolve().parent / "apps"
+
+#: ingot features an app's [tool.ingot] needs, for a clear message if the build lacks them.
+FEATURES = {
+    "files": "the per-package file policy ([tool.ingot] files = [...], --files PKG)",
+    "filesystem-imports": "imports from the file system ([tool.ingot] filesystem-imports = true)",
+}
+
+#: Known failures, recognized in an app's stderr: (pattern, what it means).
+DIAGNOSES = [
+    (r"libpthread\.so\.0: cannot open shared object file",
+     "an extension module (built for manylinux2014) needs glibc's libpthread.so.0, which ingot "
+     "leaves to the host and this room does not hold"),
+    (r"Not a directory: '/app/blib2to3/Grammar\.txt'",
+     "black is compiled by mypyc with a shared group library (<hash>__mypyc, a top-level "
+     "extension module served from memory). `import black` initializes blib2to3.pygram natively "
+     "(mypyc's CPyImport_ImportNative, no sys.meta_path lookup) and derives its __file__ from "
+     "the group library's: /app/blib2to3/pygram...so, inside the executable, although blib2to3 "
+     "is under the files policy; pygram.initialize() then opens /app/blib2to3/Grammar.txt"),
+    (r"cannot materialize package", "the files policy could not write its extraction cache"),
+]
+
+
+# --- builds ---------------------------------------------------------------------------------------
+
+class Builds:
+    """The session's app builds, started in the background in the order the tests need them."""
+
+    def __init__(self, builder, names, jobs):
+        self.builder = builder
+        self.pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="ingot-app-build")
+        self.futures = {name: self.pool.submit(builder, name, APPS / name) for name in names}
+
+    def get(self, name):
+        if name not in self.futures:
+            self.futures[name] = self.pool.submit(self.builder, name, APPS / name)
+        try:
+            return self.futures[name].result()
+        except AssertionError as error:
+            text = str(error)
+            for key, feature in FEATURES.items():
+                if f"unknown key {key!r}" in text or f"--{key}" in text and "unrecognized" in text:
+                    pytest.fail(f"app {name!r} needs {feature}, which this ingot does not have "
+                                f"(yet):\n{text}", pytrace=False)
+            raise
+
+
+@pytest.fixture(scope="session")
+def app_builds(request, clean_room_possible, tmp_path_factory):
+    from cleanroom import Builder, find_launcher
+
+    launcher, python = find_launcher(tmp_path_factory, "3.11")
+    names = [item.callspec.params["app"] for item in request.session.items
+             if getattr(item, "module", None) is sys.modules[__name__]
+             and "app" in getattr(getattr(item, "callspec", None), "params", {})]
+    builds = Builds(Builder(launcher, python, tmp_path_factory.mktemp("app-builds")),
+                    list(dict.fromkeys(names)), int(os.environ.get("INGOT_APP_BUILD_JOBS", "2")))
+    yield builds
+    builds.pool.shutdown(wait=True, cancel_futures=True)
+
+
+# --- TLS material and an HTTPS server on the host -------------------------------------------------
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory):
+    """A CA (ca.pem) and a server certificate for IP 127.0.0.1 it signed (server.pem,
+    server.key), EC P-256, made with the openssl command line; `certs` holds the three files
+    an app may see (not the CA's key)."""
+    from cleanroom import require_or_skip
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        require_or_skip("the openssl command line is not installed (it makes the test CA)")
+    work = tmp_path_factory.mktemp("tls")
+    (work / "server.ext").write_text(
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for command in (
+            ["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=ingot test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+            ["req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=127.0.0.1"],
+            ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-set_serial", "4711", "-days", "2", "-extfile", "server.ext", "-out", "server.pem"]):
+        run = subprocess.run([openssl, *command], cwd=work, capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 0, f"openssl {' '.join(command)}:\n{run.stderr}"
+    certs = work / "certs"
+    certs.mkdir()
+    for name in ("ca.pem", "server.pem", "server.key"):
+        shutil.copy2(work / name, certs / name)
+    return SimpleNamespace(ca=certs / "ca.pem", cert=certs / "server.pem",
+                           key=certs / "server.key", certs=certs)
+
+
+@pytest.fixture(scope="session")
+def https_server(tls_files):
+    """An HTTPS server on 127.0.0.1 (a free port) with the test certificate: GET answers JSON;
+    `seen` lists the requests it got."""
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append({"path": self.path, "user_agent": self.headers.get("User-Agent")})
+            body = json.dumps({"greeting": "hello from the host", "path": self.path}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls_files.cert, tls_files.key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, name="https-server", daemon=True)
+    thread.start()
+    yield SimpleNamespace(url=f"https://127.0.0.1:{server.server_address[1]}", seen=seen)
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+# --- running an app -------------------------------------------------------------------------------
+
+class App:
+    """One app of the matrix in a test: its executable, rooms for it, and run checks."""
+
+    def __init__(self, name, executable, make_room, request, tmp_path):
+        self.name, self.executable, self.make_room = name, executable, make_room
+        self.request, self.tmp_path = request, tmp_path
+
+    def room(self, **extras):
+        return self.make_room(self.executable, glibc="all", **extras)
+
+    def fixture(self, name):
+        return self.request.getfixturevalue(name)
+
+    def check(self, run, status=0):
+        """Asserts the exit status; on a mismatch, says what a known failure means."""
+        if run.returncode != status:
+            known = [meaning for pattern, meaning in DIAGNOSES if re.search(pattern, run.stderr)]
+            pytest.fail(f"{self.name}: exit status {run.returncode}, expected {status}"
+                        + "".join(f"\nroot cause: {meaning}" for meaning in known)
+                        + f"\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
+                        pytrace=False)
+        return run
+
+    def json(self, run):
+        """The app's JSON line, after a successful run with nothing on stderr."""
+        self.check(run)
+        assert run.stderr == "", run.stderr
+        return json.loads(run.stdout)
+
+
+CASES = {}
+
+
+def case(name):
+    """Registers the test of app `name` (tests/apps/<name>)."""
+    def register(function):
+        CASES[name] = function
+        return function
+    return register
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+EXT = ".cpython-311-x86_64-linux-gnu.so"
+
+
+# --- issue 3 --------------------------------------------------------------------------------------
+
+@case("httpie")
+def check_httpie(app: App):
+    """`http --help` and an --offline request; a real request over TLS to the host's server;
+    charset_normalizer's mypyc-compiled cd/md loaded from the archive (memory files)."""
+    server, tls = app.fixture("https_server"), app.fixture("tls_files")
+    room = app.room(dirs=["/home", "/cache"], copy={"/certs/ca.pem": tls.ca})
+    env = {"HOME": "/home", "INGOT_CACHE_DIR": "/cache"}  # httpie needs a home (its config dir)
+
+    run = app.check(room.run("--help", env=env))
+    assert run.stdout.startswith("usage:\n    http [METHOD] URL [REQUEST_ITEM ...]\n"), run.stdout
+    assert "--offline" in run.stdout and "--verify VERIFY" in run.stdout
+
+    run = app.check(room.run("--offline", "--ignore-stdin", "POST", "http://127.0.0.1:9/post",
+                             "name=ingot", env=env))
+    assert run.stdout.startswith("POST /post HTTP/1.1\n"), run.stdout
+    assert "User-Agent: HTTPie/3.2.4" in run.stdout
+    assert run.stdout.rstrip().endswith('{"name": "ingot"}'), run.stdout
+
+    run = app.check(room.run("--ignore-stdin", "--verify=/certs/ca.pem", "--body",
+                             f"{server.url}/httpie", env=env))
+    assert json.loads(run.stdout) == {"greeting": "hello from the host", "path": "/httpie"}
+    assert {"path": "/httpie", "user_agent": "HTTPie/3.2.4"} in server.seen
+
+    seen = app.json(room.run("--charset-probe"))
+    assert (seen["encoding"], seen["decoded"], seen["version"]) == ("cp1251", True, "3.5.2")
+    for name in ("charset_normalizer.md", "charset_normalizer.cd"):
+        module = seen["modules"][name]
+        path = "/app/" + name.replace(".", "/") + EXT
+        assert module == {"file": path, "origin": path, "loader": "IngotFinder",
+                          "compiled": True}, (name, module)
+    assert seen["memfds"] == [f"/memfd:ingot:charset_normalizer.cd{EXT} (deleted)",
+                              f"/memfd:ingot:charset_normalizer.md{EXT} (deleted)"]
+
+
+@case("rich")
+def check_rich(app: App):
+    """A table rendered without colour, and markup with an emoji and a hyperlink in truecolor."""
+    seen = app.json(app.room().run())
+    assert seen["table"].splitlines() == [
+        "       Moons       ",
+        "┏━━━━━━━━━┳━━━━━━━┓",
+        "┃ planet  ┃ moons ┃",
+        "┡━━━━━━━━━╇━━━━━━━┩",
+        "│ Mercury │     0 │",
+        "│ Earth   │     1 │",
+        "│ Mars    │     2 │",
+        "│ Jupiter │    95 │",
+        "└─────────┴───────┘",
+    ]
+    assert re.fullmatch(r"\x1b\[1;31malert\x1b\[0m \U0001F680 \x1b\]8;id=\d+;https://example\.org"
+                        r"\x1b\\link\x1b\]8;;\x1b\\\n", seen["markup"]), seen["markup"]
+    assert seen["file"] == "/app/rich/__init__.py"
+
+
+@case("pygments")
+def check_pygments(app: App):
+    """A Python file in the room highlighted to HTML (with the style's CSS) and to a terminal."""
+    source = APPS / "pygments" / "data" / "fib.py"
+    seen = app.json(app.room(copy={"/data/fib.py": source}).run("/data/fib.py"))
+    assert seen["lexer"] == "Python"
+    assert seen["html"].startswith(
+        '<div class="code"><pre><span></span><span class="k">def</span><span class="w"> </span>'
+        '<span class="nf">fibonacci</span><span class="p">(</span>'), seen["html"][:300]
+    assert '<span class="sd">"""The first `count` Fibonacci numbers."""</span>' in seen["html"]
+    assert ".code .k { color: #008000; font-weight: bold }" in seen["css"]
+    assert "\x1b[38;5;" in seen["terminal"]
+    assert ANSI.sub("", seen["terminal"]) == source.read_text()
+    assert seen["file"] == "/app/pygments/__init__.py"
+
+
+@case("pyyaml")
+def check_pyyaml(app: App):
+    """yaml.CLoader/CDumper (libyaml in the _yaml extension), an SQLite database file written in
+    the room and read back on the host, a TLS 1.3 handshake with certificate files."""
+    tls = app.fixture("tls_files")
+    room = app.room(copy={"/data": APPS / "pyyaml" / "data", "/certs": tls.certs},
+                    dirs=["/work"])
+    seen = app.json(room.run("/data/inventory.yaml", "/work", "/certs"))
+    assert seen["with_libyaml"] is True
+    assert seen["yaml_module"] == f"/app/yaml/_yaml{EXT}"
+    shop = {"name": "Corner Store", "open": True}
+    assert seen["loaded"] == {
+        "shop": shop,
+        "items": [{"name": "apple", "count": 12, "price": 0.5},
+                  {"name": "pear", "count": 3, "price": 0.75},
+                  {"name": "plum", "count": 20, "price": 0.25}],
+        "branches": [shop, {"name": "Harbour", "open": False}],
+        "notes": "multi-line\ntext\n",
+    }
+    assert seen["dumped"] == "{total: [35, 13.25, 'apple,pear,plum']}\n"
+    assert seen["sqlite"][1:] == [[35, 13.25, "apple,pear,plum"], True]
+    with sqlite3.connect(room.path("/work/inventory.sqlite3")) as connection:
+        assert connection.execute("select name, count from item order by name").fetchall() == \
+            [("apple", 12), ("pear", 3), ("plum", 20)]
+    assert seen["tls"]["version"] == "TLSv1.3" and seen["tls"]["received"] == "ping over TLS"
+    assert seen["tls"]["peer"] == "127.0.0.1"
+    assert seen["tls"]["openssl"].startswith("OpenSSL ")
+
+
+# --- issue 4 --------------------------------------------------------------------------------------
+
+BLACK_FORMATTED = '''\
+def greet(name, greeting="Hello"):
+    return greeting + ", " + name + "!"
+
+
+values = {
+    "a": 1,
+    "b": [
+        1,
+        2,
+        3,
+    ],
+}
+if values["a"] == 1:
+    print(greet("room"))
+'''
+
+
+@case("black")
+def check_black(app: App):
+    """`black /work/ugly.py` reformats the file in place; the test reads the result."""
+    room = app.room(copy={"/work/ugly.py": APPS / "black" / "data" / "ugly.py"}, dirs=["/home"])
+    run = app.check(room.run("--compiled-probe", "/work/ugly.py", env={"HOME": "/home"}))
+    probe = json.loads(run.stdout.splitlines()[0])
+    assert probe["version"] == "26.10.1"
+    assert probe["linegen"] == f"/app/black/linegen{EXT}"  # mypyc-compiled, from the archive
+    assert "reformatted /work/ugly.py" in run.stderr and "1 file reformatted." in run.stderr
+    assert room.path("/work/ugly.py").read_text() == BLACK_FORMATTED
+
+
+@case("requests")
+def check_requests(app: App):
+    """certifi.where() names a real file (the files policy) and requests GETs from the host's
+    HTTPS server, verifying it against the test CA."""
+    server, tls = app.fixture("https_server"), app.fixture("tls_files")
+    room = app.room(copy={"/certs/ca.pem": tls.ca}, dirs=["/cache"])
+    seen = app.json(room.run(f"{server.url}/requests", "/certs/ca.pem",
+                             env={"INGOT_CACHE_DIR": "/cache"}))
+    assert re.fullmatch(r"/cache/.+/certifi/cacert\.pem", seen["where"]), seen["where"]
+    assert room.path(seen["where"]).is_file()
+    assert seen["certificates"] > 100 and seen["same_as_contents"] is True
+    assert seen["default_bundle"] == seen["where"]
+    assert (seen["status"], seen["content_type"]) == (200, "application/json")
+    assert json.loads(seen["body"]) == {"greeting": "hello from the host", "path": "/requests"}
+    assert {"path": "/requests", "user_agent": "python-requests/2.34.2"} in server.seen
+
+
+@case("jinja2")
+def check_jinja2(app: App):
+    """Templates from the app's own package data through jinja2.PackageLoader (files policy)."""
+    seen = app.json(app.room(dirs=["/cache"]).run(env={"INGOT_CACHE_DIR": "/cache"}))
+    assert seen["page"] == (
+        "<html><head><title>FROM MEMORY</title></head>\n"
+        "<body><ul><li>ingot: 3 items</li><li>&lt;script&gt;: 1 item</li></ul></body></html>")
+    assert seen["templates"] == ["base.html", "macros.html", "page.html"]
+    assert seen["speedups"] == f"/app/markupsafe/_speedups{EXT}"
+
+
+@case("pydantic")
+def check_pydantic(app: App):
+    """pydantic v2 models validated and serialized by pydantic_core (Rust)."""
+    seen = app.json(app.room().run())
+    user = {"id": 42, "name": "Ada Lovelace", "signup": "2024-05-06T07:08:09Z",
+            "tags": ["math", "engines"], "address": {"city": "London", "zip": "12345"}}
+    assert seen["user"] == user
+    assert json.loads(seen["json"]) == user
+    assert seen["errors"] == [["address.zip", "string_pattern_mismatch"], ["id", "int_parsing"],
+                              ["name", "string_too_short"],
+                              ["signup", "datetime_from_date_parsing"]]
+    assert seen["ints"] == [1, 2, 3]
+    assert seen["schema_keys"] == ["address", "id", "name", "signup", "tags"]
+    assert seen["versions"] == ["2.14.3", "2.50.4"]
+    assert seen["core"] == f"/app/pydantic_core/_pydantic_core{EXT}"
+
+
+@case("numpy")
+def check_numpy(app: App):
+    """A float64 matrix product through OpenBLAS (numpy.libs, loaded from memory), an inverse,
+    an FFT."""
+    seen = app.json(app.room().run())
+    assert seen["version"] == "2.4.6" and seen["blas"] == "scipy-openblas"
+    assert seen["matmul_error"] < 1e-9 and seen["identity"] is True and seen["fft_peak"] == 5
+    assert seen["umath"] == f"/app/numpy/_core/_multiarray_umath{EXT}"
+    memfds = " ".join(seen["memfds"])
+    assert "/memfd:ingot:libscipy_openblas64_-" in memfds, memfds
+    assert "/memfd:ingot:libgfortran-" in memfds and "_multiarray_umath" in memfds, memfds
+
+
+@case("cryptography")
+def check_cryptography(app: App):
+    """A Fernet round trip, the test CA and server certificates parsed and verified, a
+    certificate built and parsed back."""
+    tls = app.fixture("tls_files")
+    seen = app.json(app.room(copy={"/certs": tls.certs}).run("/certs/ca.pem", "/certs/server.pem"))
+    assert seen["fernet"] == "secret from memory"
+    assert (seen["ca_subject"], seen["server_subject"]) == ("CN=ingot test CA", "CN=127.0.0.1")
+    assert seen["server_issuer_is_ca"] is True and seen["ca_basic_constraints"] is True
+    assert seen["san_ips"] == ["127.0.0.1"]
+    assert seen["made"] == ["CN=made in the room", 4242, True]
+    assert seen["version"] == "50.0.2" and seen["openssl"].startswith("OpenSSL ")
+    assert seen["rust"].startswith("/app/cryptography/hazmat/bindings/_rust."), seen["rust"]
+
+
+@case("lxml")
+def check_lxml(app: App):
+    """XML with namespaces: XPath (paths, functions, attributes), XSLT; HTML with lxml.html."""
+    seen = app.json(app.room().run())
+    assert seen["titles"] == ["Dune", "Neuromancer", "Solaris"]
+    assert seen["euro_total"] == 16.75 and seen["usd_ids"] == ["b3"]
+    assert seen["xslt"] == "b1=Dune;b2=Neuromancer;b3=Solaris;"
+    assert seen["html"] == ["one", ["/three"], "onetwo 3"]
+    assert seen["roundtrip"].startswith('<book xmlns="urn:example:books" '
+                                        'xmlns:p="urn:example:price" id="b1"><title>Dune</title>')
+    assert seen["versions"][0] == [6, 1, 3, 0]
+    assert seen["etree"] == f"/app/lxml/etree{EXT}"
+
+
+@case("sqlalchemy")
+def check_sqlalchemy(app: App):
+    """The ORM on an SQLite file in the room (compiled extensions in use); the host reads it."""
+    room = app.room(dirs=["/work"])
+    seen = app.json(room.run("/work/books.sqlite3"))
+    assert seen["counts"] == [["Le Guin", 2], ["Lem", 1]]
+    assert seen["titles"] == [["Solaris", 1962, "Lem"], ["The Dispossessed", 1974, "Le Guin"]]
+    assert seen["version"] == "2.1.9" and seen["compiled"] is True
+    with sqlite3.connect(room.path("/work/books.sqlite3")) as connection:
+        assert connection.execute("select title from book order by title").fetchall() == \
+            [("Solaris",), ("The Dispossessed",)]
+
+
+# A test suite for pytest inside the executable, shipped into the room as real files. (Written
+# here rather than under tests/apps/, where the project's own pytest run would collect it.)
+SUITE = {
+    "conftest.py": '''\
+import pytest
+
+
+def pytest_report_header(config):
+    return "suite conftest loaded"
+
+
+@pytest.fixture
+def inventory():
+    return {"apples": 3, "pears": 2}
+''',
+    "test_inventory.py": '''\
+import pytest
+
+
+def test_total(inventory):
+    assert sum(inventory.values()) == 5
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_counts(count):
+    assert count in (1, 2)
+
+
+def test_restock(inventory):
+    inventory["pears"] += 1
+    assert inventory == {"apples": 3, "pears": 2}
+''',
+}
+
+
+@case("pytest")
+def check_pytest(app: App):
+    """pytest runs a suite of real files (conftest.py, a test module) from inside the executable
+    (filesystem-imports); the failing assertion's message is the rewritten one."""
+    suite = app.tmp_path / "suite"
+    suite.mkdir()
+    for name, text in SUITE.items():
+        (suite / name).write_text(text)
+    room = app.room(copy={"/suite": suite})
+    run = app.check(room.run("/suite", "-p", "no:cacheprovider", "-v", "--color=no"), status=1)
+    out = run.stdout
+    assert "suite conftest loaded" in out, out
+    assert re.search(r"^rootdir: /suite$", out, re.M), out
+    for test in ("test_total", "test_counts[1]", "test_counts[2]"):
+        assert f"test_inventory.py::{test} PASSED" in out, out
+    assert "test_inventory.py::test_restock FAILED" in out, out
+    # Assertion rewriting: the message compares the two dicts item by item.
+    assert "E       AssertionError: assert {'apples': 3, 'pears': 3} == {'apples': 3, 'pears': 2}" \
+        in out, out
+    assert "E         Differing items:" in out, out
+    assert "E         {'pears': 3} != {'pears': 2}" in out, out
+    assert re.search(r"=+ 1 failed, 3 passed in [\d.]+s =+$", out.rstrip()), out[-500:]
+
+
+# --- the matrix -----------------------------------------------------------------------------------
+
+ORDER = ["httpie", "rich", "pygments", "pyyaml", "black", "requests", "jinja2", "pydantic",
+         "numpy", "cryptography", "lxml", "sqlalchemy", "pytest"]
+assert sorted(ORDER) == sorted(CASES) == sorted(path.name for path in APPS.iterdir()
+                                                 if (path / "pyproject.toml").is_file())
+
+
+@pytest.mark.parametrize("app", ORDER)
+def test_app_in_the_room(app, app_builds, room, request, tmp_path):
+    CASES[app](App(app, app_builds.get(app), room, request, tmp_path))
+
+
+def test_packages_with_a_compiled_init_are_imported_from_it(app_builds):
+    """A package whose `__init__` is a compiled extension module (mypyc: black, black.resources,
+    pytokens) is imported from it by CPython (FileFinder tries extension suffixes first); the
+    archive should not serve it from its `__init__.py` and carry the extension as a module named
+    `black.__init__`."""
+    from ingot.build import describe
+
+    entries = describe(app_builds.get("black"))["entries"]
+    odd = sorted(entry["name"] for entry in entries if entry["name"].endswith(".__init__"))
+    packages = {entry["name"]: entry["kind"] for entry in entries
+                if entry["name"] in ("black", "black.resources")}
+    assert not odd, (f"extension modules archived under a module name ending in .__init__: {odd}; "
+                     f"the packages themselves are {packages}")
