@@ -256,8 +256,17 @@ impl IngotFinder {
     pub fn open(py: Python<'_>, path: &str) -> PyResult<IngotFinder> {
         let absolute = std::path::absolute(path)
             .map_err(|error| ArchiveError::new_err(format!("ingot archive `{path}`: {error}")))?;
+        let shown = absolute.to_string_lossy().trim_end_matches('/').to_string();
+        let archive = Archive::open_path(&absolute).map_err(|error| archive_error(&shown, error))?;
+        IngotFinder::from_archive(py, &absolute, archive)
+    }
+
+    /// A finder over an archive already opened from `path` (the launcher opens it once, to read
+    /// its launch configuration, and hands it over).
+    pub fn from_archive(py: Python<'_>, path: &std::path::Path, archive: Archive) -> PyResult<IngotFinder> {
+        let absolute = std::path::absolute(path)
+            .map_err(|error| ArchiveError::new_err(format!("ingot archive `{}`: {error}", path.display())))?;
         let path = absolute.to_string_lossy().trim_end_matches('/').to_string();
-        let archive = Archive::open_path(&absolute).map_err(|error| archive_error(&path, error))?;
         check_interpreter(py, &path, &archive)?;
 
         let sys = py.import(intern!(py, "sys"))?;

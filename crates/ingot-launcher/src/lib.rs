@@ -179,6 +179,9 @@ fn fail(what: &str, reason: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
+/// The archive `read_archive` opened, kept for the finder so that it is mapped and checked once.
+static OPENED: std::sync::Mutex<Option<Archive>> = std::sync::Mutex::new(None);
+
 /// Opens the archive appended to `exe`, checks it was built for this Python, and reads its
 /// launch configuration.
 pub fn read_archive(exe: &std::path::Path) -> Result<LaunchConfig, (String, String)> {
@@ -205,15 +208,21 @@ pub fn read_archive(exe: &std::path::Path) -> Result<LaunchConfig, (String, Stri
             ),
         ));
     }
-    let entry = archive
-        .find(Namespace::Files, LAUNCH_CONFIG)
-        .map_err(|error| (shown.clone(), chain(&error)))?
-        .ok_or_else(|| (shown.clone(), format!("the archive has no {LAUNCH_CONFIG}")))?;
-    let bytes = entry
-        .data(Role::Content)
-        .map_err(|error| (shown.clone(), chain(&error)))?
-        .ok_or_else(|| (shown.clone(), format!("{LAUNCH_CONFIG} is empty")))?;
-    LaunchConfig::parse(&bytes).map_err(|error| (format!("{shown}: {LAUNCH_CONFIG}"), error))
+    let config = {
+        let entry = archive
+            .find(Namespace::Files, LAUNCH_CONFIG)
+            .map_err(|error| (shown.clone(), chain(&error)))?
+            .ok_or_else(|| (shown.clone(), format!("the archive has no {LAUNCH_CONFIG}")))?;
+        let bytes = entry
+            .data(Role::Content)
+            .map_err(|error| (shown.clone(), chain(&error)))?
+            .ok_or_else(|| (shown.clone(), format!("{LAUNCH_CONFIG} is empty")))?;
+        LaunchConfig::parse(&bytes).map_err(|error| (format!("{shown}: {LAUNCH_CONFIG}"), error))?
+    };
+    if let Ok(mut slot) = OPENED.lock() {
+        *slot = Some(archive);
+    }
+    Ok(config)
 }
 
 /// An error and its sources, `: `-separated.
@@ -423,9 +432,12 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString]) {
 }
 
 fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
-    let module = py.import("_ingot")?;
-    // A str: a PathBuf would convert to pathlib.Path, not importable yet.
-    let finder = module.getattr("IngotFinder")?.call1((exe.as_os_str().to_string_lossy(),))?;
+    let opened = OPENED.lock().map(|mut slot| slot.take()).unwrap_or(None);
+    let finder = match opened {
+        Some(archive) => Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?.into_any(),
+        // A str: a PathBuf would convert to pathlib.Path, not importable yet.
+        None => py.import("_ingot")?.getattr("IngotFinder")?.call1((exe.as_os_str().to_string_lossy(),))?,
+    };
     let meta_path = py.import("sys")?.getattr("meta_path")?.cast_into::<PyList>()?;
     meta_path.insert(0, finder)?;
     Ok(())
