@@ -63,7 +63,8 @@ DIAGNOSES = [
      "extension module served from memory). `import black` initializes blib2to3.pygram natively "
      "(mypyc's CPyImport_ImportNative, no sys.meta_path lookup) and derives its __file__ from "
      "the group library's: /app/blib2to3/pygram...so, inside the executable, although blib2to3 "
-     "is under the files policy; pygram.initialize() then opens /app/blib2to3/Grammar.txt"),
+     "is under the files policy; pygram.initialize() then opens /app/blib2to3/Grammar.txt "
+     "(importing blib2to3.pygram through the import system before black avoids it)"),
     (r"cannot materialize package", "the files policy could not write its extraction cache"),
 ]
 
@@ -86,7 +87,8 @@ class Builds:
         except AssertionError as error:
             text = str(error)
             for key, feature in FEATURES.items():
-                if f"unknown key {key!r}" in text or f"--{key}" in text and "unrecognized" in text:
+                if (f"unknown key {key!r}" in text
+                        or f"--{key}" in text and "unrecognized arguments" in text):
                     pytest.fail(f"app {name!r} needs {feature}, which this ingot does not have "
                                 f"(yet):\n{text}", pytrace=False)
             raise
