@@ -106,7 +106,7 @@ fn exercise(bytes: Vec<u8>) {
         names.push(entry.name().to_string());
         for blob in entry.blobs() {
             let Ok(blob) = blob else { continue };
-            if blob.size > MAX_READ {
+            if blob.size() > MAX_READ {
                 all_small = false;
                 continue;
             }
@@ -115,7 +115,7 @@ fn exercise(bytes: Vec<u8>) {
             match (&first, &second) {
                 (Ok(first), Ok(second)) => {
                     assert_eq!(first, second, "two reads of one blob differ");
-                    assert_eq!(first.len() as u64, blob.size, "data length is not the declared size");
+                    assert_eq!(first.len() as u64, blob.size(), "data length is not the declared size");
                 }
                 (Err(_), Err(_)) => {}
                 _ => panic!("a second read of a blob disagrees with the first"),

@@ -73,17 +73,43 @@ pub struct Entry<'a> {
     blob_count: u32,
 }
 
-/// One blob record of an entry.
+/// One blob record of an entry, as read (and range-checked) by the archive it came from.
+///
+/// The fields are private: a `Blob` can only be made by its archive, so reading it needs no new
+/// check beyond "is this blob of this archive" (the archive's address, which cannot change while
+/// the blob borrows it).
 #[derive(Debug, Clone, Copy)]
 pub struct Blob<'a> {
+    archive: usize,
     index: u32,
     entry_name: &'a str,
-    pub role: Role,
-    pub compression: u8,
+    role: Role,
+    compression: u8,
     offset: usize,
-    pub stored_size: u64,
-    pub size: u64,
+    stored_size: u64,
+    size: u64,
     checksum: u64,
+}
+
+impl Blob<'_> {
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// `layout::compression::NONE` or `ZSTD`.
+    pub fn compression(&self) -> u8 {
+        self.compression
+    }
+
+    /// Bytes in the archive.
+    pub fn stored_size(&self) -> u64 {
+        self.stored_size
+    }
+
+    /// Bytes once decompressed.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
 }
 
 fn read_u32(bytes: &[u8], at: usize) -> u32 {
@@ -331,6 +357,7 @@ impl Archive {
             )));
         }
         Ok(Blob {
+            archive: self as *const Archive as usize,
             index,
             entry_name,
             role,
@@ -344,27 +371,20 @@ impl Archive {
 
     /// The stored bytes of `blob`, checked against its checksum the first time they are read.
     fn stored<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
-        // `blob` normally came from this archive's `Archive::blob`, which checked its range. But
-        // `Blob` is `Copy` with public fields, so a caller can hand in one from another archive or
-        // with a changed size: compare it with the record it claims to be before trusting it, both
-        // for the range and for the verified bit.
-        let record = (blob.index < self.header.blob_count)
-            .then(|| self.blob(blob.index, blob.entry_name).ok())
-            .flatten()
-            .filter(|record| {
-                (record.role, record.compression, record.offset, record.stored_size, record.size, record.checksum)
-                    == (blob.role, blob.compression, blob.offset, blob.stored_size, blob.size, blob.checksum)
-            })
-            .ok_or_else(|| {
-                Error::Malformed(format!(
-                    "entry `{}`: {} blob {} is not a blob of this archive",
-                    blob.entry_name,
-                    blob.role.label(),
-                    blob.index
-                ))
-            })?;
-        // In range: `Archive::blob` checked offset + stored_size against the data region.
-        let stored = &self.bytes()[record.offset..record.offset + record.stored_size as usize];
+        // Only this archive's `Archive::blob` makes blobs carrying its address, and it checked
+        // their range; a blob of another archive is refused.
+        if blob.archive != self as *const Archive as usize {
+            return Err(Error::Malformed(format!(
+                "entry `{}`: {} blob {} is not a blob of this archive",
+                blob.entry_name,
+                blob.role.label(),
+                blob.index
+            )));
+        }
+        let stored = self
+            .bytes()
+            .get(blob.offset..blob.offset.saturating_add(blob.stored_size as usize))
+            .ok_or_else(|| Error::Malformed(format!("entry `{}`: blob {} out of range", blob.entry_name, blob.index)))?;
         let word = &self.verified[blob.index as usize / 64];
         let bit = 1u64 << (blob.index % 64);
         if word.load(Ordering::Acquire) & bit == 0 {

@@ -30,7 +30,7 @@ fn walk(archive: &Archive) -> Result<()> {
             for blob in entry.blobs() {
                 let blob = blob?;
                 archive.data(&blob)?;
-                entry.data(blob.role)?;
+                entry.data(blob.role())?;
             }
             Ok(())
         })());
@@ -82,7 +82,7 @@ fn blobs_of(bytes: &[u8]) -> Vec<(usize, String, Role, u8)> {
         let entry = entry.unwrap();
         for blob in entry.blobs() {
             let blob = blob.unwrap();
-            out.push((index, entry.name().to_string(), blob.role, blob.compression));
+            out.push((index, entry.name().to_string(), blob.role(), blob.compression()));
             index += 1;
         }
     }
@@ -569,22 +569,8 @@ fn blob_from_another_archive_is_an_error_not_a_panic() {
     let content = library.blob(Role::Content).unwrap().unwrap();
     assert!(tiny.data(&content).is_err());
 
-    // A blob whose public size field was changed after it was read.
+    // The archive's own blobs still read.
     let entry = tiny.find(Namespace::Modules, "c").unwrap().unwrap();
-    let mut blob = entry.blob(Role::Source).unwrap().unwrap();
-    blob.stored_size = u64::MAX;
-    blob.size = u64::MAX;
-    assert!(tiny.data(&blob).is_err());
-    blob.stored_size = 1 << 20;
-    assert!(tiny.data(&blob).is_err());
-
-    // Once a blob is verified, a copy with a smaller (in range) size is still not a blob of the
-    // archive: its bytes were never checked as such.
     let genuine = entry.blob(Role::Source).unwrap().unwrap();
-    assert_eq!(&tiny.data(&genuine).unwrap()[..], b"x=1\n");
-    let mut shrunk = genuine;
-    shrunk.stored_size = 2;
-    shrunk.size = 2;
-    assert!(tiny.data(&shrunk).is_err());
     assert_eq!(&tiny.data(&genuine).unwrap()[..], b"x=1\n");
 }

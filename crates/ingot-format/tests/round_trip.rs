@@ -35,18 +35,18 @@ fn check_round_trip(entries: &[Spec], zstd_level: Option<i32>) -> Archive {
         let found: Vec<_> = entry.blobs().collect::<Result<_, _>>().unwrap();
         assert_eq!(found.len(), expected.len(), "{name}: blob count");
         for (blob, (role, content)) in found.iter().zip(&expected) {
-            assert_eq!(blob.role, *role, "{name}: blobs come in role order");
-            assert_eq!(blob.size, content.len() as u64);
+            assert_eq!(blob.role(), *role, "{name}: blobs come in role order");
+            assert_eq!(blob.size(), content.len() as u64);
             let data = archive.data(blob).unwrap();
             assert_eq!(&data[..], &content[..], "{name}: {} bytes", role.label());
             match zstd_level {
                 None => {
-                    assert_eq!(blob.compression, layout::compression::NONE);
+                    assert_eq!(blob.compression(), layout::compression::NONE);
                     assert!(matches!(data, Cow::Borrowed(_)), "uncompressed data is borrowed from the archive");
                 }
                 Some(_) if content.len() >= 256 => {
-                    assert_eq!(blob.compression, layout::compression::ZSTD, "{name}: {} compressed", role.label());
-                    assert!(blob.stored_size < blob.size);
+                    assert_eq!(blob.compression(), layout::compression::ZSTD, "{name}: {} compressed", role.label());
+                    assert!(blob.stored_size() < blob.size());
                 }
                 Some(_) => {}
             }
@@ -161,7 +161,7 @@ fn round_trip_empty_blobs_and_incompressible_blobs_under_zstd() {
     let archive = check_round_trip(&entries, Some(3));
     let noise = archive.find(Namespace::Files, "noise.bin").unwrap().unwrap();
     let blob = noise.blob(Role::Content).unwrap().unwrap();
-    assert_eq!(blob.compression, layout::compression::NONE, "a blob zstd does not shrink is stored as is");
+    assert_eq!(blob.compression(), layout::compression::NONE, "a blob zstd does not shrink is stored as is");
 }
 
 #[test]
@@ -538,7 +538,7 @@ fn data_region_holds_bytecode_first_then_elf_metadata_then_sources_then_contents
             for blob in entry.unwrap().blobs() {
                 let blob = blob.unwrap();
                 let record = blob_record(&bytes, blobs.len());
-                blobs.push((rank(blob.role), blobs.len(), get_u64(&bytes, record + layout::blob::OFFSET), blob.stored_size));
+                blobs.push((rank(blob.role()), blobs.len(), get_u64(&bytes, record + layout::blob::OFFSET), blob.stored_size()));
             }
         }
         blobs.sort();

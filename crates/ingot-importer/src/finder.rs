@@ -733,7 +733,7 @@ impl IngotFinder {
             let entry = entry.map_err(|error| self.error(error))?;
             let mut size = 0u64;
             for blob in entry.blobs() {
-                size += blob.map_err(|error| self.error(error))?.size;
+                size += blob.map_err(|error| self.error(error))?.size();
             }
             let kind = entry.kind().map_or("unknown", Kind::label);
             list.append(PyTuple::new(py, [kind.into_pyobject(py)?.into_any(), entry.name().into_pyobject(py)?.into_any(), size.into_pyobject(py)?.into_any()])?)?;
