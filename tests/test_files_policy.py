@@ -344,3 +344,24 @@ def test_native_code_falls_back_to_the_cache_under_memfd_noexec(native_archive, 
     assert report["memfds"] == []
     assert any("libsqlite3" in path for path in report["cached"]), report["cached"]
     assert report["sqlite"] and report["bisect"] == 2
+
+
+def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
+    site = make_site(tmp_path)
+    (site / "tmod.py").write_text("import os\nHERE = os.path.dirname(__file__)\n")
+    archive = pack(tmp_path / "both.ingot", stdlib=False, directories=[site],
+                   files_packages=["fpkg", "tmod"]).output
+    cache = tmp_path / "cache"
+    result = run_python(sys.executable, """
+        import json, os, sys, ingot
+        ingot.install(sys.argv[1])
+        import tmod, fpkg
+        print(json.dumps({"tmod": tmod.__file__, "fpkg": fpkg.__file__,
+                          "siblings": sorted(os.listdir(tmod.HERE))}))
+    """, archive, env=cache_env(cache))
+    report = json.loads(result.stdout)
+    (tree,) = trees(cache)
+    root = str(cache / "trees" / tree)
+    assert report["tmod"] == f"{root}/tmod.py"
+    assert report["fpkg"] == f"{root}/fpkg/__init__.py"
+    assert report["siblings"] == ["fpkg", "tmod.py"]

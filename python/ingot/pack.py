@@ -247,6 +247,11 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         if package not in present:
             raise PackError(f"the files policy names package {package!r}, which is not in the archive",
                             hint="give the top-level import name of a collected package")
+    if files_packages:
+        # A mypyc-compiled group's shared library (`<hash>__mypyc`) computes the `__file__` of the
+        # modules it holds from its own location: it goes into the tree with them.
+        files_packages += sorted(name for name in present
+                                 if name and name.endswith("__mypyc") and name not in files_packages)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")

@@ -13,8 +13,9 @@
 //! Each file is (path relative to the tree root, size, XXH3-64 of its bytes in hex); the paths are
 //! those of the archive's own virtual tree (`certifi/cacert.pem` is the data file of that name,
 //! `certifi/core.py` the source of `certifi.core`, `pkg/_ext<suffix>` the image of an extension
-//! module). The tree's cache id is the XXH3-128 of the manifest's bytes, so a different build gets
-//! a different directory and a tree is never updated in place.
+//! module). All the `files` packages of an archive share one tree, whose cache id is the XXH3-128
+//! of their names and manifests, so a different build gets a different directory and a tree is
+//! never updated in place.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -22,7 +23,7 @@ use std::sync::Mutex;
 
 use ingot_format::{Archive, Namespace};
 use serde::Deserialize;
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::{self, TreeFile};
 
@@ -92,6 +93,10 @@ impl FilesPolicy {
 
     /// The tree root for `package`, materializing (or verifying) it in the cache on first use.
     /// `read` gives the bytes of a tree-relative path from the archive.
+    ///
+    /// All the archive's `files` packages share one tree, materialized together: code often finds
+    /// a sibling's files relative to its own (mypyc's shared library computes the `__file__` of the
+    /// modules it holds from its own), and one verification is cheaper than several.
     pub fn tree<'a, R>(&self, archive: &'a Archive, package: &str, read: R) -> Result<String, String>
     where
         R: Fn(&str) -> Result<Option<Cow<'a, [u8]>>, String> + Sync,
@@ -100,21 +105,30 @@ impl FilesPolicy {
         if let Some(root) = trees.get(package) {
             return Ok(root.clone());
         }
-        let name = format!("{MANIFEST_DIR}{package}.json");
-        let bytes = archive
-            .find(Namespace::Files, &name)
-            .and_then(|entry| entry.map(|entry| entry.data(ingot_format::Role::Content)).transpose())
-            .map_err(|error| error.to_string())?
-            .flatten()
-            .ok_or_else(|| format!("the archive has no tree manifest `{name}`"))?;
-        let files = parse_manifest(&bytes, package).map_err(|why| format!("tree manifest `{name}`: {why}"))?;
-        let id = format!("{:032x}", xxh3_128(&bytes));
+        let mut files = Vec::new();
+        let mut hasher = Xxh3::new();
+        for name in self.packages() {
+            let manifest = format!("{MANIFEST_DIR}{name}.json");
+            let bytes = archive
+                .find(Namespace::Files, &manifest)
+                .and_then(|entry| entry.map(|entry| entry.data(ingot_format::Role::Content)).transpose())
+                .map_err(|error| error.to_string())?
+                .flatten()
+                .ok_or_else(|| format!("the archive has no tree manifest `{manifest}`"))?;
+            files.extend(parse_manifest(&bytes, &name).map_err(|why| format!("tree manifest `{manifest}`: {why}"))?);
+            hasher.update(name.as_bytes());
+            hasher.update(&[0]);
+            hasher.update(&bytes);
+        }
+        let id = format!("{:032x}", hasher.digest128());
         let root = cache::root()?;
         let tree = cache::ensure_tree(&root, "trees", &id, &files, |file| {
             read(&file.path)?.ok_or_else(|| format!("`{}` is in the tree manifest but not in the archive", file.path))
         })?;
         let tree = tree.to_str().ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?.to_string();
-        trees.insert(package.to_string(), tree.clone());
+        for name in &self.packages {
+            trees.insert(name.clone(), tree.clone());
+        }
         Ok(tree)
     }
 }
@@ -132,7 +146,10 @@ fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, String> 
         .files
         .into_iter()
         .map(|(path, size, hash)| {
-            if !path.starts_with(&prefix) {
+            // `pkg/...` for a package, `pkg.py` or `pkg<extension suffix>` for a top-level module.
+            let inside = path.starts_with(&prefix)
+                || path.strip_prefix(package).is_some_and(|rest| rest.starts_with('.') && !rest.contains('/'));
+            if !inside {
                 return Err(format!("`{path}` is outside package `{package}`"));
             }
             let hash = u64::from_str_radix(&hash, 16).map_err(|_| format!("`{path}`: bad hash `{hash}`"))?;
