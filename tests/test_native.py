@@ -122,3 +122,40 @@ def test_a_corrupted_extension_image_is_refused_before_it_is_loaded(native_archi
     """, broken)
     assert result.stdout.startswith("ArchiveError"), result.stdout
     assert "cmath" in result.stdout and "corrupted" in result.stdout
+
+
+@pytest.mark.parametrize("files_policy", [False, True], ids=["memory", "files"])
+def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_policy):
+    import importlib.machinery
+    import shutil
+
+    from ingot.pack import pack
+
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (source,) = glob.glob(os.path.join(DYNLOAD, "_bisect.cpython-*.so"))
+    package = tmp_path / "site" / "_bisect"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('the .py was imported')\n")
+    (package / "helper.py").write_text("VALUE = 5\n")
+    shutil.copy(source, package / f"__init__{suffix}")
+    archive = pack(tmp_path / "extpkg.ingot", stdlib=False, directories=[tmp_path / "site"],
+                   files_packages=["_bisect"] if files_policy else ()).output
+    result = run_python(sys.executable, """
+        import json, pkgutil, sys, ingot
+        finder = ingot.install(sys.argv[1])
+        import _bisect, _bisect.helper
+        print(json.dumps({"file": _bisect.__file__, "path": list(_bisect.__path__),
+                          "bisect": _bisect.bisect_right([1, 2, 3], 2), "helper": _bisect.helper.VALUE,
+                          "is_package": finder.is_package("_bisect"),
+                          "submodules": [m.name for m in pkgutil.iter_modules(_bisect.__path__)]}))
+    """, archive, env=dict(os.environ, INGOT_CACHE_DIR=str(tmp_path / "cache")))
+    report = json.loads(result.stdout)
+    assert report["bisect"] == 2 and report["helper"] == 5 and report["is_package"]
+    assert report["file"].endswith(f"/_bisect/__init__{suffix}")
+    assert report["path"] == [report["file"].rsplit("/", 1)[0]]
+    assert report["submodules"] == ["helper"]
+    if files_policy:
+        assert report["file"].startswith(str(tmp_path / "cache"))
+        assert os.path.isfile(report["file"])
+    else:
+        assert report["file"].startswith(f"{archive}/")

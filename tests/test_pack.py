@@ -365,3 +365,19 @@ def test_source_beside_its_compiled_module_is_left_out_quietly(tmp_path):
     assert kinds(collection)["extension-module"] == {"pkg._bisect"}
     assert "pkg._bisect" not in kinds(collection)["module"]
     assert collection.warnings == []
+
+
+def test_package_with_a_compiled_init_is_an_extension_package(tmp_path):
+    # As mypyc/Cython wheels ship them (black): __init__.py beside __init__.cpython-*.so, which
+    # Python imports. `_bisect` as a package: its PyInit__bisect is the package's init.
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (source,) = glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload", "_bisect.cpython-*.so"))
+    make_tree(tmp_path, {"_bisect/__init__.py": "raise ImportError('the .py was imported')\n",
+                         "_bisect/helper.py": "VALUE = 5\n"})
+    shutil.copy(source, tmp_path / "_bisect" / f"__init__{suffix}")
+    collection = collect_directory(tmp_path)
+    found = kinds(collection)
+    assert found["extension-package"] == {"_bisect"}
+    assert found["package"] == set() and found["extension-module"] == set()
+    assert found["module"] == {"_bisect.helper"} and found["data-file"] == set()
+    assert collection.warnings == []

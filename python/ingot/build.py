@@ -417,8 +417,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
                       files_packages=files_packages, progress=say)
         result.warnings[:0] = policy_warnings
         module = plan.run["module"]
-        if not any(name == module for kind in ("module", "package", "extension-module")
-                   for name in result.names(kind)):
+        runnable = ("module", "package", "extension-module", "extension-package")
+        if not any(name == module for kind in runnable for name in result.names(kind)):
             raise BuildError(f"the module to run, {module!r}, is not in the archive",
                              hint="check the entry point's module name (and that it is not "
                                   "left out by an exclude pattern)")

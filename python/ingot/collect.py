@@ -76,6 +76,27 @@ def _entries(directory: Path) -> list[os.DirEntry]:
         raise CollectError(f"cannot list {directory}: {error.strerror}") from error
 
 
+def _is_extension_for(path: str, name: str) -> bool:
+    """Whether ``path`` is an ELF object exporting the init function of module ``name``."""
+    symbol = b"PyInit_" + name.encode() if name.isascii() else b"PyInitU_"
+    try:
+        with open(path, "rb") as file:
+            image = file.read()
+    except OSError:
+        return False
+    return image[:4] == b"\x7fELF" and symbol in image
+
+
+def _extension_init(directory: Path, package: str) -> Path | None:
+    """A package's compiled ``__init__`` (``__init__.cpython-311-x86_64-linux-gnu.so``), which
+    Python prefers to ``__init__.py`` (extension suffixes come first in its search order)."""
+    for suffix in _EXTENSION_SUFFIXES:
+        candidate = directory / f"__init__{suffix}"
+        if candidate.is_file() and _is_extension_for(str(candidate), package):
+            return candidate
+    return None
+
+
 def _extension_module(entry: os.DirEntry) -> tuple[str, int] | None:
     """(module name, suffix rank) if ``entry`` is an extension module for this interpreter."""
     for rank, suffix in enumerate(_EXTENSION_SUFFIXES):
@@ -127,6 +148,8 @@ class _Walker:
             if entry.is_dir():
                 if name.endswith(".libs"):
                     self.libraries(Path(entry.path))
+                elif "." not in name and _extension_init(Path(entry.path), name):
+                    forms.setdefault(name, []).append(((0, 0), "extension-package", entry))
                 elif "." not in name and (Path(entry.path) / "__init__.py").is_file():
                     forms.setdefault(name, []).append(((0, 0), "package", entry))
                 elif "." not in name and _has_modules(Path(entry.path)):
@@ -134,6 +157,9 @@ class _Walker:
                 elif prefix:
                     self.data(Path(entry.path))
             elif entry.is_file():
+                if prefix and name.startswith("__init__.") and name.endswith(_EXTENSION_SUFFIXES) \
+                        and _extension_init(directory, prefix.rpartition(".")[2]) == Path(entry.path):
+                    continue  # the package's own compiled __init__: its "extension-package" entry
                 extension = _extension_module(entry)
                 stem = name[: -len(_SOURCE_SUFFIX)]
                 if extension:
@@ -162,6 +188,11 @@ class _Walker:
             path = Path(entry.path)
             if kind == "package":
                 self.add("package", full, path / "__init__.py", self.relative(path / "__init__.py"))
+                self.package(path, full)
+            elif kind == "extension-package":
+                init = _extension_init(path, name)
+                assert init is not None
+                self.add("extension-package", full, init, self.relative(init))
                 self.package(path, full)
             elif kind == "namespace-package":
                 if any((path / f"__init__{suffix}").exists() for suffix in _EXTENSION_SUFFIXES):

@@ -38,9 +38,9 @@ __all__ = [
 ]
 
 #: Entry kinds, in the order summaries list them.
-KINDS = ("module", "package", "namespace-package", "extension-module", "data-file",
-         "dist-info-file", "shared-library")
-_MODULE_KINDS = ("module", "package", "namespace-package", "extension-module")
+KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package",
+         "data-file", "dist-info-file", "shared-library")
+_MODULE_KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package")
 
 
 def _namespace(kind: str) -> str:
@@ -90,14 +90,14 @@ def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str]) -> No
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`)."""
     roots, known, owner = [], [], {}
     for item in plan.values():
-        if item.kind in ("extension-module", "shared-library"):
+        if item.kind in ("extension-module", "extension-package", "shared-library"):
             try:
                 obj = elf.read_elf(str(item.path))
             except (OSError, ValueError) as error:
                 warnings.append(f"{item.path}: not a readable ELF object ({error}); its libraries "
                                 "are not collected")
                 continue
-            (roots if item.kind == "extension-module" else known).append(obj)
+            (roots if item.kind != "shared-library" else known).append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
     resolution = elf.resolve(roots, known=known)
     for name, library in resolution.libraries.items():
@@ -138,7 +138,40 @@ def _tree_path(item: Item) -> str:
         return stem + "/__init__.py"
     if item.kind == "extension-module":
         return stem + importlib.machinery.EXTENSION_SUFFIXES[0]
+    if item.kind == "extension-package":
+        return stem + "/__init__" + importlib.machinery.EXTENSION_SUFFIXES[0]
     return item.name
+
+
+def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], Item]) -> list[str]:
+    """``files_packages`` and, for each mypyc-compiled group one of them belongs to, the group's
+    shared library (``<hash>__mypyc``) and its other packages.
+
+    The shared library holds the code of every module of the group and gives each the
+    ``__file__`` of a file next to its own location: for those to be real files, the library and
+    all the group's packages must be in the tree together."""
+    if not files_packages:
+        return files_packages
+    groups = {item.name for item in plan.values()
+              if item.kind == "extension-module" and item.name.endswith("__mypyc")
+              and "." not in item.name}
+    if not groups:
+        return files_packages
+    members: dict[str, set[str]] = {group: {group} for group in groups}
+    for item in plan.values():
+        if item.kind in ("extension-module", "extension-package") and item.name not in groups:
+            try:
+                image = _read(item)
+            except OSError:
+                continue
+            for group in groups:
+                if group.encode() in image:  # the shim imports its group's library by name
+                    members[group].add(item.name.split(".")[0])
+    chosen = set(files_packages)
+    for group, names in sorted(members.items()):
+        if names & chosen:
+            chosen |= names
+    return sorted(chosen)
 
 
 def files_manifest(package: str, files: dict[str, bytes]) -> bytes:
@@ -166,11 +199,12 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
         writer.add_module(item.name, source=source, bytecode=bytecode or None,
                           is_package=item.kind == "package")
         return len(source or b"") + sum(map(len, bytecode.values())), source
-    if item.kind in ("extension-module", "shared-library") and not keep_debug_info:
+    if item.kind in ("extension-module", "extension-package", "shared-library") \
+            and not keep_debug_info:
         content = loadable_image(content)
-    if item.kind == "extension-module":
+    if item.kind in ("extension-module", "extension-package"):
         writer.add_extension_module(item.name, content, list(elf.ElfObject.from_image(
-            str(item.path), content).needed))
+            str(item.path), content).needed), is_package=item.kind == "extension-package")
     elif item.kind == "shared-library":
         obj = elf.ElfObject.from_image(str(item.path), content)
         writer.add_shared_library(item.name, content, soname=obj.soname, needed=list(obj.needed))
@@ -247,11 +281,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         if package not in present:
             raise PackError(f"the files policy names package {package!r}, which is not in the archive",
                             hint="give the top-level import name of a collected package")
-    if files_packages:
-        # A mypyc-compiled group's shared library (`<hash>__mypyc`) computes the `__file__` of the
-        # modules it holds from its own location: it goes into the tree with them.
-        files_packages += sorted(name for name in present
-                                 if name and name.endswith("__mypyc") and name not in files_packages)
+    files_packages = _with_mypyc_groups(files_packages, plan)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")

@@ -7,9 +7,12 @@
 //!
 //! Version log (one line per change, newest last):
 //! - 1: first version: header, entry table, blob table, name region, data region, trailer.
+//! - 2: entry kind 8, `extension-package` (a package whose `__init__` is an extension module).
+//!   A version 1 reader would sort such entries into name space 255 and misread the table order,
+//!   so the version changes.
 
 /// The format version this code reads and writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// First 8 bytes of an archive.
 pub const HEADER_MAGIC: [u8; 8] = *b"\x89INGOT\r\n";
@@ -85,6 +88,7 @@ pub mod kind {
     pub const DATA_FILE: u8 = 5;
     pub const DIST_INFO_FILE: u8 = 6;
     pub const SHARED_LIBRARY: u8 = 7;
+    pub const EXTENSION_PACKAGE: u8 = 8;
 }
 
 /// Blob role tags.

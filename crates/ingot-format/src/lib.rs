@@ -33,10 +33,13 @@ pub enum Kind {
     DistInfoFile,
     /// A shared library that extension modules need: `content`, `soname`, `needed`.
     SharedLibrary,
+    /// A package whose `__init__` is a compiled extension module (mypyc, Cython): `content` and
+    /// `needed` blobs, as for an extension module. Since format version 2.
+    ExtensionPackage,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Module,
         Kind::Package,
         Kind::NamespacePackage,
@@ -44,6 +47,7 @@ impl Kind {
         Kind::DataFile,
         Kind::DistInfoFile,
         Kind::SharedLibrary,
+        Kind::ExtensionPackage,
     ];
 
     pub fn tag(self) -> u8 {
@@ -56,6 +60,7 @@ impl Kind {
             Kind::DataFile => DATA_FILE,
             Kind::DistInfoFile => DIST_INFO_FILE,
             Kind::SharedLibrary => SHARED_LIBRARY,
+            Kind::ExtensionPackage => EXTENSION_PACKAGE,
         }
     }
 
@@ -66,7 +71,7 @@ impl Kind {
     /// The name space the entry's name lives in.
     pub fn namespace(self) -> Namespace {
         match self {
-            Kind::Module | Kind::Package | Kind::NamespacePackage | Kind::ExtensionModule => {
+            Kind::Module | Kind::Package | Kind::NamespacePackage | Kind::ExtensionModule | Kind::ExtensionPackage => {
                 Namespace::Modules
             }
             Kind::DataFile | Kind::DistInfoFile => Namespace::Files,
@@ -84,6 +89,7 @@ impl Kind {
             Kind::DataFile => "data-file",
             Kind::DistInfoFile => "dist-info-file",
             Kind::SharedLibrary => "shared-library",
+            Kind::ExtensionPackage => "extension-package",
         }
     }
 }

@@ -38,7 +38,7 @@ fn allowed_roles(kind: Kind) -> &'static [Role] {
             &[Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2)]
         }
         Kind::NamespacePackage => &[],
-        Kind::ExtensionModule => &[Role::Content, Role::Needed],
+        Kind::ExtensionModule | Kind::ExtensionPackage => &[Role::Content, Role::Needed],
         Kind::DataFile | Kind::DistInfoFile => &[Role::Content],
         Kind::SharedLibrary => &[Role::Content, Role::Soname, Role::Needed],
     }

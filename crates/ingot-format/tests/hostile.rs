@@ -111,7 +111,7 @@ fn random_bytes_are_rejected() {
             bytes[len - 8..].copy_from_slice(&layout::TRAILER_MAGIC);
             if round % 3 == 0 {
                 bytes[..8].copy_from_slice(&layout::HEADER_MAGIC);
-                set_u32(&mut bytes, H::VERSION, 1);
+                set_u32(&mut bytes, H::VERSION, layout::VERSION);
             }
             assert!(Archive::from_vec(bytes).is_err(), "{len} random bytes, round {round}");
         }
@@ -128,7 +128,7 @@ fn random_bytes_with_a_valid_index_checksum_never_panic() {
         let len = 112 + (rng.next() % 400) as usize;
         let mut bytes = rng.bytes(len);
         bytes[..8].copy_from_slice(&layout::HEADER_MAGIC);
-        set_u32(&mut bytes, H::VERSION, 1);
+        set_u32(&mut bytes, H::VERSION, layout::VERSION);
         set_u32(&mut bytes, H::FLAGS, 0);
         set_u32(&mut bytes, H::ENTRY_COUNT, (rng.next() % 6) as u32);
         set_u32(&mut bytes, H::BLOB_COUNT, (rng.next() % 6) as u32);
@@ -189,7 +189,7 @@ fn wrong_header_magic_is_bad_magic() {
 #[test]
 fn wrong_version_is_unsupported_version_naming_both_versions() {
     let base = small(None);
-    for version in [0u32, 2, 7, u32::MAX] {
+    for version in [0u32, 1, 3, 7, u32::MAX] {
         let bytes = patched(&base, |bytes| set_u32(bytes, H::VERSION, version));
         match Archive::from_vec(bytes) {
             Err(error @ Error::UnsupportedVersion { .. }) => {
@@ -417,7 +417,7 @@ fn out_of_range_entry_records_with_a_valid_checksum_are_rejected() {
 #[test]
 fn unknown_entry_kind_is_reported_as_none_and_never_panics() {
     let base = small(None);
-    for tag in [0u8, 8, 200, 255] {
+    for tag in [0u8, 9, 200, 255] {
         let bytes = patched(&base, |b| {
             let record = entry_record(b, 1);
             b[record + E::KIND] = tag;

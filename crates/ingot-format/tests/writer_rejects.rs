@@ -152,7 +152,7 @@ fn writer_rejects_roles_not_allowed_for_the_kind() {
         match kind {
             Kind::Module | Kind::Package => vec![Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2)],
             Kind::NamespacePackage => vec![],
-            Kind::ExtensionModule => vec![Role::Content, Role::Needed],
+            Kind::ExtensionModule | Kind::ExtensionPackage => vec![Role::Content, Role::Needed],
             Kind::DataFile | Kind::DistInfoFile => vec![Role::Content],
             Kind::SharedLibrary => vec![Role::Content, Role::Soname, Role::Needed],
         }

@@ -53,6 +53,7 @@ impl Shared {
             Kind::Module => Some(format!("{stem}.py")),
             Kind::Package => Some(format!("{stem}/__init__.py")),
             Kind::ExtensionModule => Some(format!("{stem}{}", self.extension_suffix)),
+            Kind::ExtensionPackage => Some(format!("{stem}/__init__{}", self.extension_suffix)),
             _ => None,
         }
     }
@@ -70,7 +71,10 @@ impl Shared {
                 None => (stem, Kind::Module, Role::Source),
             }
         } else if let Some(stem) = relative.strip_suffix(self.extension_suffix.as_str()) {
-            (stem, Kind::ExtensionModule, Role::Content)
+            match stem.strip_suffix("/__init__") {
+                Some(package) => (package, Kind::ExtensionPackage, Role::Content),
+                None => (stem, Kind::ExtensionModule, Role::Content),
+            }
         } else {
             return Ok(None);
         };
@@ -160,7 +164,7 @@ impl Shared {
                 continue;
             }
             match entry.kind() {
-                Some(Kind::Package | Kind::NamespacePackage) => {
+                Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage) => {
                     children.insert(rest.to_string(), true);
                 }
                 Some(Kind::Module) if entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() => {
@@ -177,6 +181,9 @@ impl Shared {
                 if entry.kind() == Some(Kind::Package) && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() {
                     children.entry("__init__.py".to_string()).or_insert(false);
                 }
+                if entry.kind() == Some(Kind::ExtensionPackage) {
+                    children.entry(format!("__init__{}", self.extension_suffix)).or_insert(false);
+                }
             }
         }
         Ok(children)
@@ -189,7 +196,7 @@ impl Shared {
         }
         if !relative.contains('.') {
             if let Some(entry) = self.module(&relative.replace('/', "."))? {
-                if matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage)) {
+                if matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)) {
                     return Ok(true);
                 }
             }
@@ -210,7 +217,7 @@ impl Shared {
             if rest.contains('.') {
                 continue;
             }
-            let is_package = matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage));
+            let is_package = matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage));
             if entry.kind().is_some() {
                 found.push((rest.to_string(), is_package));
             }
@@ -490,7 +497,7 @@ impl IngotFinder {
         };
         let spec_class = finder.module_spec.bind(py);
         let kwargs = PyDict::new(py);
-        let is_package = matches!(kind, Kind::Package | Kind::NamespacePackage);
+        let is_package = matches!(kind, Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage);
         let tree = finder.shared.tree_root(py, fullname)?;
         let origin = finder.origin(fullname, kind, tree.as_deref());
         if let Some(origin) = &origin {
@@ -525,7 +532,7 @@ impl IngotFinder {
         let name = spec.getattr(intern!(py, "name"))?;
         let name = name.cast::<PyString>()?.to_str()?;
         let entry = finder.entry(py, name)?;
-        if entry.kind() == Some(Kind::ExtensionModule) {
+        if matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage)) {
             return finder.create_extension(py, slf, spec, &entry).map(Some);
         }
         Ok(None)
@@ -568,7 +575,7 @@ impl IngotFinder {
                 };
                 result.map(|_| ())
             }
-            Some(Kind::ExtensionModule) => finder.exec_dynamic.bind(py).call1((module,)).map(|_| ()),
+            Some(Kind::ExtensionModule | Kind::ExtensionPackage) => finder.exec_dynamic.bind(py).call1((module,)).map(|_| ()),
             _ => Ok(()),
         }
     }
@@ -602,7 +609,7 @@ impl IngotFinder {
 
     fn is_package(&self, py: Python<'_>, fullname: &str) -> PyResult<bool> {
         let entry = self.entry(py, fullname)?;
-        Ok(matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage)))
+        Ok(matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)))
     }
 
     fn get_filename(&self, py: Python<'_>, fullname: &str) -> PyResult<String> {
@@ -634,7 +641,7 @@ impl IngotFinder {
         let finder = slf.get();
         let entry = finder.entry(py, fullname)?;
         let directory = match entry.kind() {
-            Some(Kind::Package | Kind::NamespacePackage) => fullname.replace('.', "/"),
+            Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage) => fullname.replace('.', "/"),
             _ => fullname.rsplit_once('.').map(|(parent, _)| parent.replace('.', "/")).unwrap_or_default(),
         };
         if let Some(root) = finder.shared.tree_root(py, fullname)? {

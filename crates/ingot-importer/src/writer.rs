@@ -69,10 +69,12 @@ impl ArchiveWriter {
         self.add(Kind::NamespacePackage, name, Vec::new())
     }
 
-    /// Adds an extension module: its ELF image and the DT_NEEDED names it links.
-    #[pyo3(signature = (name, image, needed = Vec::new()))]
-    fn add_extension_module(&mut self, name: &str, image: Vec<u8>, needed: Vec<String>) -> PyResult<()> {
-        self.add(Kind::ExtensionModule, name, vec![(Role::Content, image), (Role::Needed, join_names(&needed)?)])
+    /// Adds an extension module: its ELF image and the DT_NEEDED names it links; with
+    /// `is_package`, a package whose `__init__` is that extension module.
+    #[pyo3(signature = (name, image, needed = Vec::new(), is_package = false))]
+    fn add_extension_module(&mut self, name: &str, image: Vec<u8>, needed: Vec<String>, is_package: bool) -> PyResult<()> {
+        let kind = if is_package { Kind::ExtensionPackage } else { Kind::ExtensionModule };
+        self.add(kind, name, vec![(Role::Content, image), (Role::Needed, join_names(&needed)?)])
     }
 
     /// Adds a package data file by its `/`-separated path relative to the import root
