@@ -159,3 +159,19 @@ def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_po
         assert os.path.isfile(report["file"])
     else:
         assert report["file"].startswith(f"{archive}/")
+
+
+def test_a_library_the_process_already_has_is_not_loaded_twice(native_archive):
+    result = run_python(sys.executable, """
+        import ctypes, json, sys, ingot
+        ctypes.CDLL("libsqlite3.so.0")  # the system's copy, loaded first
+        ingot.install(sys.argv[1])
+        import _sqlite3, zlib
+        maps = {line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if len(line.split()) > 5}
+        print(json.dumps({"sqlite_memfds": sorted(m for m in maps if "memfd:ingot:libsqlite3" in m),
+                          "sqlite_files": sorted(m for m in maps if "libsqlite3" in m and "memfd" not in m),
+                          "version": _sqlite3.sqlite_version}))
+    """, native_archive)
+    report = json.loads(result.stdout)
+    assert report["sqlite_memfds"] == []
+    assert report["sqlite_files"] and report["version"]

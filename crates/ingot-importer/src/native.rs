@@ -131,6 +131,16 @@ fn dlopen(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a shared object with this SONAME is loaded in the process (`RTLD_NOLOAD`: nothing is
+/// loaded by asking).
+fn already_in_process(soname: &str) -> bool {
+    let Ok(name) = CString::new(soname) else { return false };
+    // SAFETY: `name` is NUL-terminated; with RTLD_NOLOAD nothing is loaded, and the reference the
+    // call takes on an already-loaded object is kept for the life of the process.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    !handle.is_null()
+}
+
 /// The NUL-separated names of a `needed` blob.
 pub fn needed_names(blob: &[u8]) -> Vec<String> {
     blob.split(|byte| *byte == 0)
@@ -160,6 +170,12 @@ fn load_library(
     visiting: &mut Vec<String>,
 ) -> PyResult<()> {
     if loaded.contains(name) || visiting.iter().any(|seen| seen == name) {
+        return Ok(());
+    }
+    if already_in_process(name) {
+        // The process has it already (the launcher links libgcc_s, an earlier import loaded it
+        // from the system): a second copy from the archive would only duplicate its state.
+        loaded.insert(name.to_string());
         return Ok(());
     }
     let archive_error = |error: ingot_format::Error| native_error(module, error.to_string());
