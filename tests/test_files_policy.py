@@ -365,3 +365,57 @@ def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
     assert report["tmod"] == f"{root}/tmod.py"
     assert report["fpkg"] == f"{root}/fpkg/__init__.py"
     assert report["siblings"] == ["fpkg", "tmod.py"]
+
+
+# --- an executable ---------------------------------------------------------------------------
+
+def _launcher_or_skip():
+    from ingot.build import BuildError, find_launcher, launcher_python
+
+    try:
+        launcher = find_launcher()
+    except BuildError as error:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail(f"no launcher: {error}")
+        pytest.skip(f"no launcher: {error}")
+    if launcher_python(launcher) != f"{sys.version_info[0]}.{sys.version_info[1]}":
+        pytest.skip("the launcher embeds another Python")
+    return launcher
+
+
+def _writes(log, cache):
+    """Syscalls in an strace log that create, write, rename or remove something."""
+    markers = ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink", "mkdir", "rmdir", "ftruncate")
+    return [line for line in log.read_text().splitlines()
+            if any(marker in line for marker in markers) and "memfd" not in line
+            and " = -1 " not in line]  # failed attempts (mkdir of an existing parent) write nothing
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
+    launcher = _launcher_or_skip()
+    script = tmp_path / "tls_app.py"
+    script.write_text("import certifi, ssl\n"
+                      "context = ssl.create_default_context(cafile=certifi.where())\n"
+                      "print(certifi.where(), context.cert_store_stats()['x509_ca'] > 50)\n")
+    exe = tmp_path / "tls_app"
+    build = subprocess.run([sys.executable, "-m", "ingot", "build", str(script), "--dependency",
+                            "certifi==2024.8.30", "--launcher", str(launcher), "-o", str(exe)],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr
+    assert "files policy: certifi (built-in" in build.stderr
+    cache = tmp_path / "cache"
+    env = {"PATH": "/usr/bin:/bin", "INGOT_CACHE_DIR": str(cache)}
+    outputs = []
+    for run in ("first", "second"):
+        log = tmp_path / f"{run}.strace"
+        result = subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc",
+                                 str(exe)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                                timeout=120)
+        assert result.returncode == 0, result.stderr
+        outputs.append((result.stdout, _writes(log, cache)))
+    (first_out, first_writes), (second_out, second_writes) = outputs
+    assert first_out == second_out and first_out.startswith(f"{cache}/trees/")
+    assert first_out.rstrip().endswith("/certifi/cacert.pem True")
+    assert first_writes and all(str(cache) in line for line in first_writes), first_writes
+    assert second_writes == []
