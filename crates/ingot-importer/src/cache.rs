@@ -30,6 +30,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -40,6 +41,9 @@ use xxhash_rust::xxh3::xxh3_64;
 pub const CACHE_DIR_VAR: &str = "INGOT_CACHE_DIR";
 /// The environment variable that selects the write strategy (`stream` or `mmap`).
 pub const WRITE_STRATEGY_VAR: &str = "INGOT_WRITE_STRATEGY";
+
+/// Files a writer thread hands to the closing thread at a time.
+const CLOSE_BATCH: usize = 64;
 
 /// Temporary trees older than this are taken for leftovers of killed processes.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
@@ -253,17 +257,26 @@ fn threads_for(count: usize) -> usize {
     cores.min(8).min(count.div_ceil(32)).max(1)
 }
 
-/// Splits `files` into `parts` groups of about equal byte size (largest files first).
+/// Splits `files` into `parts` groups of about equal byte size, each a run of consecutive paths:
+/// a directory's files mostly go to one writer, which then does not contend with the others for
+/// that directory's lock when it creates them.
 fn partition(files: &[TreeFile], parts: usize) -> Vec<Vec<&TreeFile>> {
     let mut order: Vec<&TreeFile> = files.iter().collect();
-    order.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.path.cmp(&b.path)));
-    let mut groups: Vec<(u64, Vec<&TreeFile>)> = (0..parts).map(|_| (0, Vec::new())).collect();
+    order.sort_by(|a, b| a.path.cmp(&b.path));
+    let weight = |file: &TreeFile| file.size.max(4096);
+    let total: u64 = order.iter().map(|file| weight(file)).sum();
+    let share = total.div_ceil(parts.max(1) as u64).max(1);
+    let mut groups: Vec<Vec<&TreeFile>> = vec![Vec::new()];
+    let mut bytes = 0u64;
     for file in order {
-        let lightest = groups.iter_mut().min_by_key(|(bytes, _)| *bytes).expect("at least one group");
-        lightest.0 += file.size.max(4096);
-        lightest.1.push(file);
+        if bytes >= share && groups.len() < parts {
+            groups.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += weight(file);
+        groups.last_mut().expect("at least one group").push(file);
     }
-    groups.into_iter().map(|(_, group)| group).collect()
+    groups
 }
 
 /// Checks the tree at `tree` against `files`.
@@ -307,9 +320,10 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
         if !metadata.is_file() || metadata.len() != file.size {
             return Err(format!("{}: expected a file of {} bytes", file.path, file.size));
         }
-        buffer.clear();
-        handle.read_to_end(&mut buffer).map_err(|error| format!("{}: {error}", file.path))?;
-        if buffer.len() as u64 != file.size || xxh3_64(&buffer) != file.hash {
+        // The size is known: one read, no probe for the end of the file.
+        buffer.resize(file.size as usize, 0);
+        handle.read_exact(&mut buffer).map_err(|error| format!("{}: {error}", file.path))?;
+        if xxh3_64(&buffer) != file.hash {
             return Err(format!("{}: content differs from the archive", file.path));
         }
     }
@@ -372,34 +386,47 @@ where
         }
     }
     let groups = partition(files, threads_for(files.len()));
-    let (closer, closing) = mpsc::channel::<File>();
+    let (closer, closing) = mpsc::channel::<Vec<File>>();
+    let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<String>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        // Closes files off the writers' path (a close can be slow on some file systems).
-        scope.spawn(move || for file in closing { drop(file) });
-        for group in &groups {
-            let closer = closer.clone();
-            let first_error = &first_error;
-            scope.spawn(move || {
-                for file in group {
-                    if first_error.lock().map_or(true, |error| error.is_some()) {
-                        return;
-                    }
-                    match write_one(tree, file, content, strategy) {
-                        Ok(handle) => {
-                            let _ = closer.send(handle);
-                        }
-                        Err(error) => {
-                            if let Ok(mut slot) = first_error.lock() {
-                                slot.get_or_insert(error);
-                            }
-                            return;
-                        }
+    // One group on this thread, the others on their own; each hands its files, in batches, to a
+    // thread that closes them, off the writers' path (a close can be slow on some file systems).
+    let write_group = |group: &[&TreeFile], closer: mpsc::Sender<Vec<File>>| {
+        let mut open = Vec::with_capacity(CLOSE_BATCH);
+        for file in group {
+            if failed.load(Ordering::Relaxed) {
+                break;
+            }
+            match write_one(tree, file, content, strategy) {
+                Ok(handle) => {
+                    open.push(handle);
+                    if open.len() == CLOSE_BATCH {
+                        let _ = closer.send(std::mem::replace(&mut open, Vec::with_capacity(CLOSE_BATCH)));
                     }
                 }
-            });
+                Err(error) => {
+                    failed.store(true, Ordering::Relaxed);
+                    if let Ok(mut slot) = first_error.lock() {
+                        slot.get_or_insert(error);
+                    }
+                    break;
+                }
+            }
         }
-        drop(closer);
+        let _ = closer.send(open);
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(move || for batch in closing { drop(batch) });
+        let write_group = &write_group;
+        for group in groups.iter().skip(1) {
+            let closer = closer.clone();
+            scope.spawn(move || write_group(group, closer));
+        }
+        if let Some(group) = groups.first() {
+            write_group(group, closer);
+        } else {
+            drop(closer);
+        }
     });
     match first_error.into_inner() {
         Ok(None) => Ok(()),
@@ -413,7 +440,10 @@ where
     F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
 {
     let bytes = content(file)?;
-    if bytes.len() as u64 != file.size || xxh3_64(&bytes) != file.hash {
+    // The archive's checksums already cover these bytes (and the manifest); a size check catches a
+    // manifest that does not describe them without hashing everything a second time. A tree
+    // written from bytes that hash differently would fail its next verification and be rewritten.
+    if bytes.len() as u64 != file.size {
         return Err(format!("{}: the archive's bytes do not match the tree manifest", file.path));
     }
     let path = tree.join(&file.path);
