@@ -43,6 +43,7 @@ fn main() {
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("sysconfig output is UTF-8");
+    compile_boot(&python);
     let var = |key: &str| -> String {
         text.lines()
             .find_map(|line| line.strip_prefix(&format!("{key}=")))
@@ -95,4 +96,23 @@ fn main() {
     println!("cargo:rustc-env=INGOT_LAUNCHER_PYTHON_VERSION={wanted}");
     println!("cargo:rustc-env=INGOT_LAUNCHER_BYTECODE_MAGIC={}", var("MAGIC"));
     println!("cargo:rustc-env=INGOT_LAUNCHER_LINKAGE={linkage}");
+}
+
+/// Compiles `src/boot.py` with the interpreter the launcher embeds, so that the launcher
+/// unmarshals its code at start instead of compiling the source every time (~0.3 ms).
+fn compile_boot(python: &str) {
+    println!("cargo:rerun-if-changed=src/boot.py");
+    let source = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("src/boot.py");
+    let out = Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("boot.marshal");
+    let code = "import marshal, sys\n\
+                source = open(sys.argv[1], 'rb').read()\n\
+                code = compile(source, '<ingot boot>', 'exec', dont_inherit=True)\n\
+                open(sys.argv[2], 'wb').write(marshal.dumps(code))\n";
+    let status = Command::new(python)
+        .args(["-I", "-c", code])
+        .arg(&source)
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|error| panic!("ingot-launcher: cannot run {python} to compile boot.py: {error}"));
+    assert!(status.success(), "ingot-launcher: {python} could not compile {}", source.display());
 }

@@ -64,10 +64,8 @@ const fn facts_bytes<const N: usize>() -> [u8; N] {
 #[link_section = ".ingot.launcher"]
 static FACTS_IN_SECTION: [u8; FACTS.len()] = facts_bytes();
 
-const BOOT_SOURCE: &CStr = match CStr::from_bytes_with_nul(concat!(include_str!("boot.py"), "\0").as_bytes()) {
-    Ok(source) => source,
-    Err(_) => panic!("boot.py contains a NUL byte"),
-};
+/// `boot.py`, compiled by build.rs with the embedded interpreter (marshal format of that version).
+const BOOT_CODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/boot.marshal"));
 
 extern "C" {
     // CPython 3.8+: the second phase of a two-phase initialization (`PyConfig._init_main = 0`).
@@ -324,7 +322,11 @@ fn boot(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let boot = PyDict::new(py);
     boot.set_item("__name__", "_ingot_boot")?;
     boot.set_item("__builtins__", py.import("builtins")?)?;
-    py.run(BOOT_SOURCE, Some(&boot), None)?;
+    let length = ffi::Py_ssize_t::try_from(BOOT_CODE.len()).expect("boot code is small");
+    // SAFETY: BOOT_CODE is a static byte string; marshal copies what it keeps.
+    let code = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(BOOT_CODE.as_ptr().cast(), length))? };
+    // SAFETY: `code` is the code object build.rs marshalled; `boot` is a dict.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyEval_EvalCode(code.as_ptr(), boot.as_ptr(), boot.as_ptr()))? };
     Ok(boot)
 }
 
