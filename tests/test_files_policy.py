@@ -419,3 +419,17 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     assert first_out.rstrip().endswith("/certifi/cacert.pem True")
     assert first_writes and all(str(cache) in line for line in first_writes), first_writes
     assert second_writes == []
+
+
+def test_legacy_resources_path_gives_the_real_file(archives, tmp_path):
+    files, _ = archives
+    cache = tmp_path / "cache"
+    result = run_python(sys.executable, """
+        import importlib.resources, sys, warnings, ingot
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ingot.install(sys.argv[1])
+        with importlib.resources.path("fpkg", "__init__.py") as path:
+            print(path)
+    """, files, env=cache_env(cache))
+    (tree,) = trees(cache)
+    assert result.stdout.strip() == str(cache / "trees" / tree / "fpkg" / "__init__.py")

@@ -132,6 +132,15 @@ class FileTreeReader(_traversable_resources()):
         import pathlib
         return pathlib.Path(self._directory)
 
+    def resource_path(self, resource):
+        # Python 3.10's importlib.resources.path() asks for this first; without it, it copies
+        # the resource to a temporary file.
+        import os
+        path = os.path.join(self._directory, resource)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(path)
+        return path
+
 
 def _canonical(name):
     return re.sub(r"[-_.]+", "_", name).lower()
