@@ -81,6 +81,19 @@ APP = {
                 import diskmod, diskpkg.sub
                 spec = importlib.machinery.PathFinder.find_spec("diskmod", [directory])
                 print(diskmod.__file__, diskpkg.sub.VALUE, spec and spec.origin)
+            elif what == "regexes":
+                import re
+                name = "re._compiler" if sys.version_info >= (3, 11) else "sre_compile"
+                compiler = sys.modules[name].compile
+                before = (compiler.hits, compiler.misses)
+                word = re.compile(r"(?P<word>[a-z]+)-(\\d+)", re.IGNORECASE)
+                dynamic = re.compile("x+" + sys.argv[2])
+                after = (compiler.hits - before[0], compiler.misses - before[1])
+                plain = compiler.original(r"(?P<word>[a-z]+)-(\\d+)", int(re.IGNORECASE))
+                print(json.dumps([type(compiler).__name__, after,
+                                  [word.pattern, word.flags, word.groupindex] ==
+                                  [plain.pattern, plain.flags, plain.groupindex],
+                                  word.match("Abc-12").groups(), bool(dynamic.match("xxy"))]))
             elif what == "spawn":
                 import multiprocessing
                 with multiprocessing.get_context("spawn").Pool(2) as pool:
@@ -243,6 +256,13 @@ def test_module_kind_runs_as_main(module_app):
     # Run as `python -m app` would, through app.__main__, without importing runpy.
     assert (result.returncode, result.stdout, result.stderr) == (0, "module __main__ app.__main__ False ['a', 'b']\n", "")
     assert run(module_app, "fail").returncode == 4
+
+
+def test_regular_expressions_come_compiled_from_the_archive(function_app):
+    # The app's literal pattern is in the archive's table; the one it builds from argv is not.
+    result = run(function_app, "regexes", "y")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ["PrecompiledRegexes", [1, 1], True, ["Abc", "12"], True]
 
 
 def test_executable_argv_and_path(function_app):

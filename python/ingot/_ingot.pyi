@@ -8,7 +8,7 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["ArchiveError", "ArchiveWriter", "FORMAT_VERSION", "IngotFinder", "IngotPathEntryFinder", "elf_dynamic", "content_hash", "loadable_image", "write_tree"]
+__all__ = ["ArchiveError", "ArchiveWriter", "FORMAT_VERSION", "IngotFinder", "IngotPathEntryFinder", "PrecompiledRegexes", "elf_dynamic", "content_hash", "loadable_image", "write_tree"]
 
 FORMAT_VERSION: int
 
@@ -54,6 +54,18 @@ class IngotPathEntryFinder:
     def find_spec(self, fullname: str, target: ModuleType | None = None) -> ModuleSpec | None: ...
     def iter_modules(self, prefix: str = "") -> list[tuple[str, bool]]: ...
     def invalidate_caches(self) -> None: ...
+
+@final
+class PrecompiledRegexes:
+    """The regular-expression compiler's ``compile(p, flags=0)`` answered from the archive's
+    table of precompiled patterns (installed by the finder; see docs/importer.md)."""
+    def __call__(self, p: Any, flags: Any = None) -> Any: ...
+    @property
+    def hits(self) -> int: ...
+    @property
+    def misses(self) -> int: ...
+    @property
+    def original(self) -> Any: ...
 
 @final
 class ArchiveWriter:

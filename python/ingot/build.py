@@ -414,7 +414,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
                       optimize_levels=tuple(config.optimize or (0,)),
                       compression_level=config.compress,
                       extra_files={LAUNCH_CONFIG: launch_json},
-                      files_packages=files_packages, progress=say)
+                      files_packages=files_packages,
+                      precompile_regexes=config.precompile_regexes is not False, progress=say)
         result.warnings[:0] = policy_warnings
         module = plan.run["module"]
         runnable = ("module", "package", "extension-module", "extension-package")

@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="put this top-level package under the files policy: materialized as "
                            "real files in the extraction cache when imported (repeatable; unlike "
                            "`ingot build`, no built-in defaults)")
+    pack.add_argument("--no-precompile-regexes", dest="precompile_regexes", action="store_false",
+                      help="leave out the table of regular expressions compiled at build time")
     pack.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
     _build_parser(commands)
     inspect = commands.add_parser(
@@ -112,6 +114,9 @@ def _build_parser(commands) -> None:
     build.add_argument("--filesystem-imports", action="store_true", default=None,
                        help="also import .py files from directories the application adds to "
                             "sys.path (after the archive)")
+    build.add_argument("--no-precompile-regexes", dest="precompile_regexes", action="store_false",
+                       default=None, help="leave out the table of regular expressions compiled at "
+                                          "build time")
     build.add_argument("--files", dest="files", action="append", metavar="PACKAGE",
                        help="materialize this top-level package as real files in the extraction "
                             "cache, for code that needs them (repeatable; the files policy)")
@@ -140,7 +145,7 @@ def _size(count: float) -> str:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    from ingot.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, pack
+    from ingot.pack import DEFAULT_STDLIB_EXCLUDES, pack
 
     def say(message: str) -> None:
         if not args.quiet:
@@ -150,13 +155,11 @@ def _pack(args: argparse.Namespace) -> int:
     result = pack(args.output, stdlib=args.stdlib, directories=args.paths,
                   stdlib_exclude=(*excludes, *args.stdlib_exclude), optimize_levels=args.optimize,
                   include_source=args.source, compression_level=args.compress,
-                  keep_debug_info=args.keep_debug_info, files_packages=args.files, progress=say)
+                  keep_debug_info=args.keep_debug_info, files_packages=args.files,
+                  precompile_regexes=args.precompile_regexes, progress=say)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
-    for kind in KINDS:
-        say(f"{kind:<20}{result.counts[kind]:>8}{_size(result.sizes[kind]):>14}")
-    say(f"{'total':<20}{sum(result.counts.values()):>8}{_size(sum(result.sizes.values())):>14}")
+    _summary(result, say)
     say(f"wrote {result.output} ({_size(result.size)}) in {result.seconds:.1f} s"
         + (f", {len(result.warnings)} warnings" if result.warnings else ""))
     return 0
@@ -169,6 +172,8 @@ def _summary(result, say) -> None:
     for kind in KINDS:
         say(f"{kind:<20}{result.counts[kind]:>8}{_size(result.sizes[kind]):>14}")
     say(f"{'total':<20}{sum(result.counts.values()):>8}{_size(sum(result.sizes.values())):>14}")
+    if result.regexes:
+        say(f"{'(regular expressions':<20}{result.regexes:>8}{_size(result.regexes_size):>14})")
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -188,6 +193,7 @@ def _build(args: argparse.Namespace) -> int:
                     requirements=args.requirements, include=args.include or [],
                     exclude=args.exclude or [], output=args.output, fast_exit=args.fast_exit,
                     filesystem_imports=args.filesystem_imports,
+                    precompile_regexes=args.precompile_regexes,
                     files=args.files or [], memory=args.memory or [],
                     optimize=list(args.optimize) if args.optimize else None,
                     compress=args.compress)

@@ -31,6 +31,7 @@ from ingot.collect import (
     DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
 )
 from ingot.errors import PackError
+from ingot.regexes import patterns_in_source, precompiled_entries
 
 __all__ = [
     "DEFAULT_STDLIB_EXCLUDES", "KINDS", "ManifestEntry", "PackResult", "collect_directory",
@@ -65,6 +66,8 @@ class PackResult:
     warnings: list[str] = field(default_factory=list)
     manifest: list[ManifestEntry] = field(default_factory=list)
     seconds: float = 0.0
+    regexes: int = 0  # precompiled regular expressions (entries under __ingot__/re/)
+    regexes_size: int = 0
 
     def names(self, kind: str) -> set[str]:
         return {entry.name for entry in self.manifest if entry.kind == kind}
@@ -182,9 +185,10 @@ def files_manifest(package: str, files: dict[str, bytes]) -> bytes:
 
 
 def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool,
-         keep_debug_info: bool = False) -> tuple[int, bytes | None]:
+         keep_debug_info: bool = False, patterns: set | None = None) -> tuple[int, bytes | None]:
     """Adds one item to ``writer``; returns its size and the bytes a file of its package's tree
-    would hold (None: no file). Raises OSError, ValueError, SyntaxError.
+    would hold (None: no file). Raises OSError, ValueError, SyntaxError. The regular expressions
+    a module compiles are added to ``patterns`` (if not None).
 
     Native images are cut after their last loadable segment unless ``keep_debug_info``: the
     loader never reads debug sections, and each extension module is copied into memory when
@@ -198,6 +202,8 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
         source = content if include_source else None
         writer.add_module(item.name, source=source, bytecode=bytecode or None,
                           is_package=item.kind == "package")
+        if patterns is not None:
+            patterns |= patterns_in_source(content)
         return len(source or b"") + sum(map(len, bytecode.values())), source
     if item.kind in ("extension-module", "extension-package", "shared-library") \
             and not keep_debug_info:
@@ -242,7 +248,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          optimize_levels: Iterable[int] = (0,), include_source: bool = True,
          compression_level: int | None = None, keep_debug_info: bool = False,
          exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
-         files_packages: Iterable[str] = (),
+         files_packages: Iterable[str] = (), precompile_regexes: bool = True,
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
@@ -255,7 +261,8 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     files, e.g. ``__ingot__/launch.json``. ``files_packages`` names top-level packages under the
     ``files`` policy: their modules' sources, data files and extension modules are also listed in
     a tree manifest, from which the importer materializes them into the extraction cache on first
-    import. ``progress`` receives one line per step.
+    import. ``precompile_regexes`` adds the table of regular expressions the modules compile
+    (:mod:`ingot.regexes`). ``progress`` receives one line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -283,6 +290,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
                             hint="give the top-level import name of a collected package")
     files_packages = _with_mypyc_groups(files_packages, plan)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
+    patterns: set[tuple[str | bytes, int]] = set()
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
@@ -290,7 +298,8 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for key in sorted(plan):
         item = plan[key]
         try:
-            size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info)
+            size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info,
+                                    patterns if precompile_regexes else None)
         except SyntaxError as error:
             result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                                    f"{item.kind} {item.name!r} left out")
@@ -314,6 +323,15 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         result.manifest.append(ManifestEntry("data-file", name, len(content)))
         result.counts["data-file"] += 1
         result.sizes["data-file"] += len(content)
+    if precompile_regexes:
+        table = precompiled_entries(patterns)
+        for name, content in sorted(table.items()):
+            if writer.contains(name, "files"):
+                raise PackError(f"cannot add {name}: the archive already holds a file of that name")
+            writer.add_data_file(name, content)
+        result.regexes = max(len(table) - 1, 0)  # less the magic entry
+        result.regexes_size = sum(map(len, table.values()))
+        say(f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules")
     say(f"writing {len(writer)} entries to {output}")
     try:
         result.size = writer.write(str(output))

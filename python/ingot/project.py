@@ -21,6 +21,8 @@ output          str         the executable to write, relative to the project
 fast-exit       bool        exit without finalizing the interpreter (launch.json ``fast_exit``)
 filesystem-     bool        also import ``.py`` files from directories the app puts on ``sys.path``
   imports                   (after the archive; default false; launch.json ``filesystem_imports``)
+precompile-     bool        store the regular expressions the modules compile, compiled at build
+  regexes                   time (default true; see ingot.regexes)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)
 compress        int         zstd level of the archive's blobs (default: stored as is)
 files           list[str]   top-level packages materialized as real files in the extraction
@@ -62,6 +64,7 @@ class Config:
     output: str | None = None
     fast_exit: bool | None = None
     filesystem_imports: bool | None = None
+    precompile_regexes: bool | None = None
     optimize: list[int] | None = None
     compress: int | None = None
     files: list[str] = field(default_factory=list)
@@ -85,6 +88,7 @@ _KEYS = {
     "output": ("a string (a path)", lambda v: isinstance(v, str)),
     "fast-exit": ("true or false", lambda v: isinstance(v, bool)),
     "filesystem-imports": ("true or false", lambda v: isinstance(v, bool)),
+    "precompile-regexes": ("true or false", lambda v: isinstance(v, bool)),
     "optimize": ("a list of 0, 1, 2", lambda v: isinstance(v, list) and all(
         type(item) is int and item in (0, 1, 2) for item in v)),
     "compress": ("an integer zstd level (-7 to 22)", lambda v: type(v) is int and -7 <= v <= 22),

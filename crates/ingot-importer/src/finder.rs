@@ -18,6 +18,7 @@ use pyo3::{ffi, intern};
 use crate::error::{archive_error, ArchiveError};
 use crate::files::{self, FilesPolicy};
 use crate::native;
+use crate::regexes;
 
 /// Everything a finder and its path-entry finders share.
 pub struct Shared {
@@ -573,6 +574,9 @@ impl IngotFinder {
                 let result = unsafe {
                     Bound::from_owned_ptr_or_err(py, ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()))
                 };
+                if result.is_ok() && name == regexes::compiler_module(py) {
+                    regexes::install(py, &finder.shared, &globals);
+                }
                 result.map(|_| ())
             }
             Some(Kind::ExtensionModule | Kind::ExtensionPackage) => finder.exec_dynamic.bind(py).call1((module,)).map(|_| ()),

@@ -10,6 +10,7 @@ mod error;
 mod files;
 mod finder;
 mod native;
+mod regexes;
 mod writer;
 
 use pyo3::prelude::*;
@@ -24,6 +25,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<finder::IngotFinder>()?;
     module.add_class::<finder::IngotPathEntryFinder>()?;
     module.add_class::<writer::ArchiveWriter>()?;
+    module.add_class::<regexes::PrecompiledRegexes>()?;
     module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
     module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
     module.add_function(wrap_pyfunction!(content_hash, module)?)?;

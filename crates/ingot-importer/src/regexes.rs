@@ -1,0 +1,173 @@
+//! Precompiled regular expressions: the run-time half of `python/ingot/regexes.py`.
+//!
+//! When the finder executes the regular-expression compiler module (`re._compiler`, or
+//! `sre_compile` on 3.10) and the archive holds a table built with this interpreter's `_sre`
+//! (`__ingot__/re/magic`), the module's `compile(p, flags=0)` is replaced by a
+//! [`PrecompiledRegexes`] that looks `(p, flags)` up in the archive and, when found, calls
+//! `_sre.compile` with the stored arguments. Everything else (a pattern not in the table, a
+//! pattern object, flags that are not a plain int, an entry that does not decode or that
+//! `_sre.compile` refuses) goes to the original function, so a table can make compilation faster
+//! but never different. The layout is in docs/format.md, "Precompiled regular expressions".
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ingot_format::{Namespace, Role};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
+use pyo3::{ffi, intern};
+
+use crate::finder::Shared;
+
+/// The table's directory in the file name space.
+pub const ENTRY_PREFIX: &str = "__ingot__/re/";
+/// `_sre.MAGIC` of the interpreter that built the table, in decimal.
+pub const MAGIC_ENTRY: &str = "__ingot__/re/magic";
+
+/// The module whose `compile` is wrapped, for this interpreter.
+pub fn compiler_module(py: Python<'_>) -> &'static str {
+    if py.version_info() >= (3, 11) {
+        "re._compiler"
+    } else {
+        "sre_compile"
+    }
+}
+
+/// The table's key for a pattern: `s` or `b`, the flags in decimal, `:`, then the pattern (UTF-8
+/// for str).
+pub fn key(is_str: bool, flags: i64, pattern: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(pattern.len() + 24);
+    key.push(if is_str { b's' } else { b'b' });
+    key.extend_from_slice(flags.to_string().as_bytes());
+    key.push(b':');
+    key.extend_from_slice(pattern);
+    key
+}
+
+/// The archive entry a key is stored under.
+pub fn entry_name(key: &[u8]) -> String {
+    format!("{ENTRY_PREFIX}{:016x}", xxhash_rust::xxh3::xxh3_64(key))
+}
+
+/// Replaces `compile` in the compiler module's namespace if the archive has a table for this
+/// interpreter. A failure leaves the module as it was: the table is an optimization.
+pub fn install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>) {
+    let _ = try_install(py, shared, globals);
+}
+
+fn try_install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>) -> PyResult<()> {
+    let Ok(Some(entry)) = shared.archive.find(Namespace::Files, MAGIC_ENTRY) else {
+        return Ok(());
+    };
+    let Ok(Some(magic)) = entry.data(Role::Content) else {
+        return Ok(());
+    };
+    let sre = py.import("_sre")?;
+    let ours: i64 = sre.getattr("MAGIC")?.extract()?;
+    if std::str::from_utf8(&magic).ok().and_then(|text| text.trim().parse::<i64>().ok()) != Some(ours) {
+        return Ok(());
+    }
+    let Some(original) = globals.get_item(intern!(py, "compile"))? else {
+        return Ok(());
+    };
+    let wrapper = PrecompiledRegexes {
+        shared: Arc::clone(shared),
+        original: original.unbind(),
+        sre_compile: sre.getattr("compile")?.unbind(),
+        hits: AtomicU64::new(0),
+        misses: AtomicU64::new(0),
+    };
+    globals.set_item(intern!(py, "compile"), Bound::new(py, wrapper)?)
+}
+
+/// The regular-expression compiler's `compile(p, flags=0)`, answered from the archive's table
+/// when it can be.
+#[pyclass(module = "ingot._ingot", frozen)]
+pub struct PrecompiledRegexes {
+    shared: Arc<Shared>,
+    original: Py<PyAny>,
+    sre_compile: Py<PyAny>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl PrecompiledRegexes {
+    /// The compiled pattern from the table, or None (not there, or not usable).
+    fn lookup<'py>(&self, py: Python<'py>, pattern: &Bound<'py, PyAny>, flags: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyAny>> {
+        let flags_value: i64 = match flags {
+            None => 0,
+            Some(flags) if flags.is_exact_instance_of::<PyInt>() => flags.extract().ok()?,
+            Some(_) => return None,
+        };
+        let key = if let Ok(text) = pattern.cast_exact::<PyString>() {
+            key(true, flags_value, text.to_str().ok()?.as_bytes())
+        } else if let Ok(bytes) = pattern.cast_exact::<PyBytes>() {
+            key(false, flags_value, bytes.as_bytes())
+        } else {
+            return None;
+        };
+        let entry = self.shared.archive.find(Namespace::Files, &entry_name(&key)).ok()??;
+        let data = entry.data(Role::Content).ok()??;
+        let length = ffi::Py_ssize_t::try_from(data.len()).ok()?;
+        // SAFETY: `data` lives until the call returns; marshal copies what it keeps and reports
+        // malformed input as an exception (taken here, not left set).
+        let stored = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(data.as_ptr().cast(), length)) }.ok()?;
+        let stored = stored.cast_into::<PyTuple>().ok()?;
+        if stored.len() != 7 {
+            return None;
+        }
+        // A different pattern under the same name (a hash collision, or a damaged archive).
+        let same_pattern = stored.get_item(0).ok()?.eq(pattern).ok()? && stored.get_item(0).ok()?.get_type().is(&pattern.get_type());
+        let same_flags = stored.get_item(1).ok()?.extract::<i64>().ok()? == flags_value;
+        if !same_pattern || !same_flags {
+            return None;
+        }
+        let arguments = PyTuple::new(
+            py,
+            [stored.get_item(0).ok()?, stored.get_item(2).ok()?, stored.get_item(3).ok()?, stored.get_item(4).ok()?,
+             stored.get_item(5).ok()?, stored.get_item(6).ok()?],
+        )
+        .ok()?;
+        // `_sre.compile` checks the code it is given and raises on anything malformed.
+        self.sre_compile.bind(py).call1(arguments).ok()
+    }
+}
+
+#[pymethods]
+impl PrecompiledRegexes {
+    #[pyo3(signature = (p, flags = None))]
+    fn __call__<'py>(&self, py: Python<'py>, p: &Bound<'py, PyAny>, flags: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(compiled) = self.lookup(py, p, flags) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(compiled);
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let original = self.original.bind(py);
+        match flags {
+            Some(flags) => original.call1((p, flags)),
+            None => original.call1((p,)),
+        }
+    }
+
+    /// Patterns answered from the table.
+    #[getter]
+    fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Patterns handed to the original compiler.
+    #[getter]
+    fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    /// The compiler's own `compile`, which patterns not in the table go to.
+    #[getter]
+    fn original<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.original.bind(py).clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<ingot precompiled regular expressions of {:?}: {} hits, {} misses>", self.shared.path, self.hits(), self.misses())
+    }
+}
