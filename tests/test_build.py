@@ -499,3 +499,35 @@ def test_executable_passes_argv_and_the_exit_status(tmp_path):
                   "-o", out, "-q", fast_exit)
         run = subprocess.run([str(out), "3", "é x"], capture_output=True, text=True, timeout=60)
         assert (run.returncode, run.stdout) == (3, "['3', 'é x']\n"), run.stderr
+
+
+def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeypatch):
+    """A built-in preparation (ingot.policy.PREPARATIONS; black's grammar pickles) runs with the
+    build interpreter in the staged copy, and what it makes is archived in the package's tree; a
+    failing one is a warning, and leaves the build usable."""
+    from ingot import policy
+
+    tool = tmp_path / "src" / "tool"
+    tool.mkdir(parents=True)
+    (tool / "__init__.py").write_text("")
+    (tool / "__main__.py").write_text("print('tool')\n")
+    make = ("import os, sys\n"
+            "open(os.path.join(sys.argv[1], 'tool', 'made.txt'), 'w').write("
+            "os.environ['PYTHONHASHSEED'] + ' ' + str(sys.flags.no_site) + ' ' + sys.argv[1])\n")
+    monkeypatch.setitem(policy.PREPARATIONS, "tool", policy.Preparation(why="it makes made.txt",
+                                                                         code=make))
+    result = build(BuildOptions(source=str(tool), config=Config(files=["tool"],
+                                output=str(tmp_path / "t.ingot")), archive_only=True))
+    made = ingot.IngotFinder(str(tmp_path / "t.ingot"))._read("tool/made.txt").decode()
+    seed, no_site, where = made.split(" ", 2)
+    assert (seed, no_site) == ("0", "1") and not where.startswith(str(tmp_path))  # a copy
+    assert not (tool / "made.txt").exists()  # the project is left as it was
+    assert not any("preparation" in warning for warning in result.warnings)
+
+    monkeypatch.setitem(policy.PREPARATIONS, "tool", policy.Preparation(
+        why="it makes made.txt", code="raise SystemExit('no tables today')"))
+    result = build(BuildOptions(source=str(tool), config=Config(files=["tool"],
+                                output=str(tmp_path / "u.ingot")), archive_only=True))
+    assert any("tool: the build-time preparation failed (no tables today); without it, it makes "
+               "made.txt" in warning for warning in result.warnings)
+    assert run_archive(tmp_path / "u.ingot").stdout == "tool\n"

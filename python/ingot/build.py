@@ -381,6 +381,35 @@ def _file_policy(config: Config, roots: list[Path], say) -> tuple[list[str], lis
     return sorted(decision.files), warnings
 
 
+def _prepare(files_packages: list[str], roots: list[Path], say) -> list[str]:
+    """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
+    packages in their staged directories; returns warnings for those that failed (the package
+    still works, as it would without the files the step makes)."""
+    from ingot.policy import PREPARATIONS
+
+    warnings = []
+    for package in files_packages:
+        preparation = PREPARATIONS.get(package)
+        root = next((root for root in roots if (root / package).is_dir()), None)
+        if preparation is None or root is None:
+            continue
+        env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+        env["PYTHONHASHSEED"] = "0"
+        try:
+            done = subprocess.run([sys.executable, "-S", "-s", "-c", preparation.code, str(root)],
+                                  cwd=root, env=env, capture_output=True, text=True, timeout=300)
+            failure = None if done.returncode == 0 else \
+                (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        except (OSError, subprocess.TimeoutExpired) as error:
+            failure = str(error)
+        if failure is None:
+            say(f"prepared {package}: {preparation.why}")
+        else:
+            warnings.append(f"{package}: the build-time preparation failed ({failure}); "
+                            f"without it, {preparation.why}")
+    return warnings
+
+
 def build(options: BuildOptions, progress: Callable[[str], None] | None = None) -> BuildResult:
     """Builds what ``options`` describe; raises IngotError subclasses on problems to fix."""
     from ingot.pack import pack
@@ -409,6 +438,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         staging = Path(staging_name)
         roots = _stage(plan, staging, say)
         files_packages, policy_warnings = _file_policy(config, roots, say)
+        policy_warnings += _prepare(files_packages, roots, say)
         result = pack(staging / "app.ingot", directories=roots,
                       stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
                       optimize_levels=tuple(config.optimize or (0,)),

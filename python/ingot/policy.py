@@ -22,8 +22,8 @@ from typing import Iterable
 
 from ingot.errors import IngotError
 
-__all__ = ["KNOWN_FILES_PACKAGES", "PolicyDecision", "PolicyError", "resolve_policy",
-           "top_level_names"]
+__all__ = ["KNOWN_FILES_PACKAGES", "PREPARATIONS", "PolicyDecision", "PolicyError", "Preparation",
+           "resolve_policy", "top_level_names"]
 
 #: Packages known to need real files, and why. Each was checked against the package's code.
 KNOWN_FILES_PACKAGES: dict[str, str] = {
@@ -35,6 +35,34 @@ KNOWN_FILES_PACKAGES: dict[str, str] = {
     "botocore": "botocore loads its service models from a data directory next to __file__",
     "babel": "babel reads its locale data from os.path.dirname(__file__)/locale-data",
     "matplotlib": "matplotlib finds mpl-data (fonts, styles) next to __file__",
+}
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """A step ``ingot build`` runs for a ``files`` package, in its staged copy, to create files the
+    package would otherwise create (or do without) at every start. ``code`` is Python run by the
+    build interpreter (the launcher's Python) with ``-S -s``, ``PYTHONHASHSEED=0`` (the same
+    output on every build) and ``sys.argv[1]`` the directory that holds the package, first on
+    ``sys.path``."""
+
+    why: str
+    code: str
+
+
+#: Known preparations, by top-level package. Each uses the package's own tool for the job.
+PREPARATIONS: dict[str, Preparation] = {
+    "blib2to3": Preparation(
+        why="black builds its grammar tables from Grammar.txt at every import (~10 ms) unless "
+            "pickles made by the same Python sit next to it; blib2to3's driver writes them",
+        code=(
+            "import os, sys\n"
+            "from blib2to3.pgen2 import driver\n"
+            "base = os.path.join(sys.argv[1], 'blib2to3')\n"
+            "grammars = [os.path.join(base, name) for name in ('Grammar.txt', 'PatternGrammar.txt')]\n"
+            "sys.exit(0 if driver.main(*[g for g in grammars if os.path.isfile(g)]) else 1)\n"
+        ),
+    ),
 }
 
 _NAME = re.compile(r"[A-Za-z_]\w*")

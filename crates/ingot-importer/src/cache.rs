@@ -361,7 +361,11 @@ where
     let mut builder = fs::DirBuilder::new();
     builder.mode(0o700);
     builder.create(&temporary).map_err(|error| io_error("cannot create cache directory", &temporary, error))?;
-    let result = write_files(&temporary, files, content, strategy, &builder);
+    // Every file of a tree gets the same modification time, so that code comparing the times of
+    // two of its files (black compares a grammar pickle with Grammar.txt) sees them written
+    // together, whatever order the parallel writers took.
+    let written_at = SystemTime::now();
+    let result = write_files(&temporary, files, content, strategy, &builder, written_at);
     if let Err(error) = result {
         let _ = fs::remove_dir_all(&temporary);
         return Err(error);
@@ -369,7 +373,14 @@ where
     Ok(temporary)
 }
 
-fn write_files<'a, F>(tree: &Path, files: &[TreeFile], content: &F, strategy: Strategy, builder: &fs::DirBuilder) -> Result<(), String>
+fn write_files<'a, F>(
+    tree: &Path,
+    files: &[TreeFile],
+    content: &F,
+    strategy: Strategy,
+    builder: &fs::DirBuilder,
+    written_at: SystemTime,
+) -> Result<(), String>
 where
     F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
 {
@@ -397,7 +408,7 @@ where
             if failed.load(Ordering::Relaxed) {
                 break;
             }
-            match write_one(tree, file, content, strategy) {
+            match write_one(tree, file, content, strategy, written_at) {
                 Ok(handle) => {
                     open.push(handle);
                     if open.len() == CLOSE_BATCH {
@@ -435,7 +446,7 @@ where
     }
 }
 
-fn write_one<'a, F>(tree: &Path, file: &TreeFile, content: &F, strategy: Strategy) -> Result<File, String>
+fn write_one<'a, F>(tree: &Path, file: &TreeFile, content: &F, strategy: Strategy, written_at: SystemTime) -> Result<File, String>
 where
     F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
 {
@@ -466,7 +477,9 @@ where
             Ok(())
         }),
     };
-    written.map_err(|error| io_error("cannot write cache file", &path, error))?;
+    written
+        .and_then(|()| handle.set_modified(written_at))
+        .map_err(|error| io_error("cannot write cache file", &path, error))?;
     Ok(handle)
 }
 
@@ -514,6 +527,35 @@ mod tests {
         let mode = fs::metadata(&tree).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o700);
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn files_of_a_tree_share_one_modification_time() {
+        let many: Vec<(String, Vec<u8>)> = (0..300).map(|i| (format!("pkg/f{i:03}.txt"), vec![b'x'; i])).collect();
+        let contents: Vec<(&str, &[u8])> = many.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+        for strategy in [Strategy::Stream, Strategy::Mmap] {
+            let root = scratch(&format!("mtime-{strategy:?}"));
+            let files = tree_files(&contents);
+            // Writes that straddle clock ticks (a slow source), so that a tree without a common
+            // time would show several.
+            let plain = source(&contents);
+            let slow = |file: &TreeFile| {
+                if file.path.ends_with('0') {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                plain(file)
+            };
+            let tree = write_temporary(&root, "t", &files, &slow, strategy).unwrap();
+            let times: BTreeSet<i128> = contents
+                .iter()
+                .map(|(path, _)| {
+                    let metadata = fs::metadata(tree.join(path)).unwrap();
+                    i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec())
+                })
+                .collect();
+            assert_eq!(times.len(), 1, "{strategy:?}: {} different modification times", times.len());
+            fs::remove_dir_all(root).unwrap();
+        }
     }
 
     #[test]
