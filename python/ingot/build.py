@@ -445,7 +445,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
                       compression_level=config.compress,
                       extra_files={LAUNCH_CONFIG: launch_json},
                       files_packages=files_packages,
-                      precompile_regexes=config.precompile_regexes is not False, progress=say)
+                      precompile_regexes=config.precompile_regexes is not False,
+                      entry_modules=[plan.run["module"]], progress=say)
         result.warnings[:0] = policy_warnings
         module = plan.run["module"]
         runnable = ("module", "package", "extension-module", "extension-package")

@@ -44,12 +44,15 @@ class Item:
     """One archive entry to be: ``kind`` (as in :data:`ingot.pack.KINDS`), ``name`` (a dotted
     module name, a ``/``-separated path relative to the import root, or a library file name),
     ``path`` (the file to read; None for a namespace package) and, for modules, ``relpath``:
-    the file's path relative to the import root, the filename bytecode is compiled with."""
+    the file's path relative to the import root, the filename bytecode is compiled with. For
+    a compiled module shipped with its source (mypyc, Cython), ``source`` is that ``.py`` file:
+    not archived, but scanned for what the module imports and the patterns it compiles."""
 
     kind: str
     name: str
     path: Path | None = None
     relpath: str | None = None
+    source: Path | None = None
 
 
 @dataclass
@@ -127,8 +130,9 @@ class _Walker:
     def __init__(self, root: Path, exclude, collection: Collection) -> None:
         self.root, self.exclude, self.collection = root, tuple(exclude), collection
 
-    def add(self, kind: str, name: str, path: Path | None, relpath: str | None = None) -> None:
-        self.collection.items.append(Item(kind, name, path, relpath))
+    def add(self, kind: str, name: str, path: Path | None, relpath: str | None = None,
+            source: Path | None = None) -> None:
+        self.collection.items.append(Item(kind, name, path, relpath, source))
 
     def warn(self, message: str) -> None:
         self.collection.warnings.append(message)
@@ -178,10 +182,12 @@ class _Walker:
             if is_excluded(full, self.exclude):
                 continue
             (_, kind, entry), *losers = sorted(forms[name], key=lambda form: form[0])
+            source = None
             for _, loser_kind, loser in losers:
                 if kind == "extension-module" and loser_kind == "module":
                     # Sources shipped beside their compiled form (mypyc, Cython): normal, and
                     # Python imports the extension module too.
+                    source = Path(loser.path)
                     continue
                 self.warn(f"{self.relative(loser.path)}: left out, {full!r} is "
                           f"{self.relative(entry.path)} ({kind}), as Python would import it")
@@ -192,7 +198,8 @@ class _Walker:
             elif kind == "extension-package":
                 init = _extension_init(path, name)
                 assert init is not None
-                self.add("extension-package", full, init, self.relative(init))
+                self.add("extension-package", full, init, self.relative(init),
+                         path / "__init__.py" if (path / "__init__.py").is_file() else None)
                 self.package(path, full)
             elif kind == "namespace-package":
                 if any((path / f"__init__{suffix}").exists() for suffix in _EXTENSION_SUFFIXES):
@@ -201,7 +208,7 @@ class _Walker:
                 self.add("namespace-package", full, None)
                 self.package(path, full)
             else:
-                self.add(kind, full, path, self.relative(path))
+                self.add(kind, full, path, self.relative(path), source)
 
     def data(self, directory: Path) -> None:
         """Every file below ``directory`` (no sources, no bytecode) as a data file."""

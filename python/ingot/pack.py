@@ -31,7 +31,8 @@ from ingot.collect import (
     DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
 )
 from ingot.errors import PackError
-from ingot.regexes import patterns_in_source, precompiled_entries
+from ingot.firstuse import BOOT_MODULES, first_use_order, imports_in_source
+from ingot.regexes import MAGIC_ENTRY, entry_name, patterns_in_source, precompiled_entries
 
 __all__ = [
     "DEFAULT_STDLIB_EXCLUDES", "KINDS", "ManifestEntry", "PackResult", "collect_directory",
@@ -184,11 +185,28 @@ def files_manifest(package: str, files: dict[str, bytes]) -> bytes:
     return json.dumps(document, separators=(",", ":")).encode()
 
 
+@dataclass
+class _Scan:
+    """What ``_add`` learns from the items it adds: per module, the regular expressions it
+    compiles (None: not scanned) and the modules it imports; per extension module or shared
+    library, the sonames it needs."""
+    patterns: dict[str, set] | None = field(default_factory=dict)
+    imports: dict[str, list[str]] = field(default_factory=dict)
+    needed: dict[str, list[str]] = field(default_factory=dict)
+
+    def source(self, name: str, source: bytes, is_package: bool) -> None:
+        if self.patterns is not None:
+            found = patterns_in_source(source)
+            if found:
+                self.patterns[name] = found
+        self.imports[name] = imports_in_source(source, name, is_package)
+
+
 def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool,
-         keep_debug_info: bool = False, patterns: set | None = None) -> tuple[int, bytes | None]:
+         keep_debug_info: bool = False, scan: _Scan | None = None) -> tuple[int, bytes | None]:
     """Adds one item to ``writer``; returns its size and the bytes a file of its package's tree
-    would hold (None: no file). Raises OSError, ValueError, SyntaxError. The regular expressions
-    a module compiles are added to ``patterns`` (if not None).
+    would hold (None: no file). Raises OSError, ValueError, SyntaxError. What the item compiles,
+    imports or needs goes to ``scan`` (if not None).
 
     Native images are cut after their last loadable segment unless ``keep_debug_info``: the
     loader never reads debug sections, and each extension module is copied into memory when
@@ -202,18 +220,30 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
         source = content if include_source else None
         writer.add_module(item.name, source=source, bytecode=bytecode or None,
                           is_package=item.kind == "package")
-        if patterns is not None:
-            patterns |= patterns_in_source(content)
+        if scan is not None:
+            scan.source(item.name, content, item.kind == "package")
         return len(source or b"") + sum(map(len, bytecode.values())), source
     if item.kind in ("extension-module", "extension-package", "shared-library") \
             and not keep_debug_info:
         content = loadable_image(content)
+    if item.kind in ("extension-module", "extension-package") and scan is not None \
+            and item.source is not None:
+        # A compiled module's shipped source says what the compiled code imports and compiles.
+        try:
+            scan.source(item.name, item.source.read_bytes(), item.kind == "extension-package")
+        except OSError:
+            pass
     if item.kind in ("extension-module", "extension-package"):
-        writer.add_extension_module(item.name, content, list(elf.ElfObject.from_image(
-            str(item.path), content).needed), is_package=item.kind == "extension-package")
+        needed = list(elf.ElfObject.from_image(str(item.path), content).needed)
+        writer.add_extension_module(item.name, content, needed,
+                                    is_package=item.kind == "extension-package")
+        if scan is not None:
+            scan.needed[item.name] = needed
     elif item.kind == "shared-library":
         obj = elf.ElfObject.from_image(str(item.path), content)
         writer.add_shared_library(item.name, content, soname=obj.soname, needed=list(obj.needed))
+        if scan is not None:
+            scan.needed[item.name] = list(obj.needed)
     elif item.kind == "data-file":
         writer.add_data_file(item.name, content)
     elif item.kind == "dist-info-file":
@@ -222,6 +252,24 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
     else:
         raise ValueError(f"unknown item kind {item.kind!r}")
     return len(content), content
+
+
+def _first_use(scan: _Scan, result: PackResult, extra_files: dict[str, bytes],
+               table: dict[str, bytes], entry_modules: list[str]) -> list[tuple[str, str]]:
+    """The first-use order of the archive's entries (see :mod:`ingot.firstuse`): ingot's own
+    files read at start-up, then the launcher's modules and the entry modules' import graph."""
+    kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in _MODULE_KINDS}
+    companions: dict[str, list[tuple[str, str]]] = {}
+    for module, found in (scan.patterns or {}).items():
+        names = [entry_name(pattern, flags) for pattern, flags in sorted(
+            found, key=lambda pair: (type(pair[0]).__name__, pair[0], pair[1]))]
+        companions[module] = [("files", name) for name in names if name in table]
+    reserved = sorted(name for name in extra_files if name.startswith("__ingot__/"))
+    if MAGIC_ENTRY in table:
+        reserved.append(MAGIC_ENTRY)
+    return [("files", name) for name in reserved] + first_use_order(
+        [*BOOT_MODULES, *entry_modules], scan.imports, kinds, scan.needed, companions,
+        lazy=entry_modules)
 
 
 def _check_options(output: Path, levels, include_source: bool, compression_level) -> tuple:
@@ -249,6 +297,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          compression_level: int | None = None, keep_debug_info: bool = False,
          exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
          files_packages: Iterable[str] = (), precompile_regexes: bool = True,
+         entry_modules: Iterable[str] | None = None,
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
@@ -262,7 +311,9 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     ``files`` policy: their modules' sources, data files and extension modules are also listed in
     a tree manifest, from which the importer materializes them into the extraction cache on first
     import. ``precompile_regexes`` adds the table of regular expressions the modules compile
-    (:mod:`ingot.regexes`). ``progress`` receives one line per step.
+    (:mod:`ingot.regexes`). ``entry_modules`` (the modules an executable runs) puts what a start
+    is expected to read first in the data region (:mod:`ingot.firstuse`); None leaves the
+    archive in name order. ``progress`` receives one line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -290,7 +341,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
                             hint="give the top-level import name of a collected package")
     files_packages = _with_mypyc_groups(files_packages, plan)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
-    patterns: set[tuple[str | bytes, int]] = set()
+    scan = _Scan(patterns={} if precompile_regexes else None)
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
@@ -298,8 +349,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for key in sorted(plan):
         item = plan[key]
         try:
-            size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info,
-                                    patterns if precompile_regexes else None)
+            size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info, scan)
         except SyntaxError as error:
             result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                                    f"{item.kind} {item.name!r} left out")
@@ -324,6 +374,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         result.counts["data-file"] += 1
         result.sizes["data-file"] += len(content)
     if precompile_regexes:
+        patterns = set().union(*scan.patterns.values())
         table = precompiled_entries(patterns)
         for name, content in sorted(table.items()):
             if writer.contains(name, "files"):
@@ -332,6 +383,11 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         result.regexes = max(len(table) - 1, 0)  # less the magic entry
         result.regexes_size = sum(map(len, table.values()))
         say(f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules")
+    if entry_modules is not None:
+        order = _first_use(scan, result, extra_files, table if precompile_regexes else {},
+                           list(entry_modules))
+        writer.set_first_use(order)
+        say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
     say(f"writing {len(writer)} entries to {output}")
     try:
         result.size = writer.write(str(output))

@@ -30,6 +30,8 @@ struct PendingEntry {
 pub struct ArchiveWriter {
     options: WriterOptions,
     entries: BTreeMap<(Namespace, String), PendingEntry>,
+    /// Entries expected to be read at start-up, in the order they are expected to be read.
+    first_use: BTreeMap<(Namespace, String), u32>,
 }
 
 fn allowed_roles(kind: Kind) -> &'static [Role] {
@@ -105,7 +107,7 @@ fn align(value: u64) -> u64 {
 
 impl ArchiveWriter {
     pub fn new(options: WriterOptions) -> ArchiveWriter {
-        ArchiveWriter { options, entries: BTreeMap::new() }
+        ArchiveWriter { options, entries: BTreeMap::new(), first_use: BTreeMap::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -145,16 +147,32 @@ impl ArchiveWriter {
         Ok(())
     }
 
+    /// Declares the entries a program is expected to read when it starts, in the order it is
+    /// expected to read them (names not added are ignored; a name listed twice keeps its first
+    /// place). Their bytecode (optimization level 0), ELF metadata and file contents go first in
+    /// the data region, in that order, so that a cold start reads one contiguous stretch of the
+    /// file instead of pages scattered over all of it. It changes where blobs are, not what an
+    /// archive holds: readers follow the blob offsets either way.
+    pub fn set_first_use(&mut self, order: impl IntoIterator<Item = (Namespace, String)>) {
+        self.first_use.clear();
+        for (rank, key) in order.into_iter().enumerate() {
+            let rank = u32::try_from(rank).unwrap_or(u32::MAX);
+            self.first_use.entry(key).or_insert(rank);
+        }
+    }
+
     /// Writes the archive to `out` and returns its size.
     pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
         let entry_count = u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge("too many entries"))?;
         let blob_total: usize = self.entries.values().map(|entry| entry.blobs.len()).sum();
         let blob_count = u32::try_from(blob_total).map_err(|_| Error::TooLarge("too many blobs"))?;
 
-        // Store each blob, compressed where that pays.
+        // Store each blob, compressed where that pays; note the first-use rank of its entry.
         let mut stored: Vec<(Role, u8, std::borrow::Cow<'_, [u8]>, u64)> = Vec::with_capacity(blob_total);
-        for entry in self.entries.values() {
+        let mut ranks: Vec<Option<u32>> = Vec::with_capacity(blob_total);
+        for (key, entry) in &self.entries {
             for (role, bytes) in &entry.blobs {
+                ranks.push(self.first_use.get(key).copied());
                 let mut item = (*role, layout::compression::NONE, std::borrow::Cow::Borrowed(&bytes[..]), bytes.len() as u64);
                 if let Some(level) = self.options.zstd_level {
                     let packed = zstd::bulk::compress(bytes, level).map_err(Error::Write)?;
@@ -177,11 +195,20 @@ impl ArchiveWriter {
         }
         let data_offset = align(names_offset + names_size);
 
-        // Lay the data region out by role, then entry order: all bytecode first, so the pages an
-        // importer touches are contiguous (fault-around and readahead then bring in bytecode, not
-        // sources), then the small ELF metadata, then sources, then file contents.
+        // Lay the data region out in two parts. First the blobs of the first-use entries that a
+        // start reads (bytecode at level 0, ELF metadata, contents), in first-use order. Then
+        // everything else by role, then entry order: all bytecode first, so the pages an
+        // importer touches are contiguous (fault-around and readahead then bring in bytecode,
+        // not sources), then the small ELF metadata, then sources, then file contents.
         let mut order: Vec<usize> = (0..stored.len()).collect();
-        order.sort_by_key(|&blob| (data_rank(stored[blob].0), blob));
+        order.sort_by_key(|&blob| {
+            let role = stored[blob].0;
+            let read_at_start = !matches!(role, Role::Source | Role::Bytecode(1) | Role::Bytecode(2));
+            match ranks[blob] {
+                Some(rank) if read_at_start => (0, rank, data_rank(role), blob),
+                _ => (1, 0, data_rank(role), blob),
+            }
+        });
         let mut offsets = vec![0u64; stored.len()];
         let mut data_cursor = 0u64;
         for &blob in &order {

@@ -550,3 +550,65 @@ fn data_region_holds_bytecode_first_then_elf_metadata_then_sources_then_contents
         assert_eq!(get_u64(&bytes, layout::header::DATA_SIZE), end.next_multiple_of(16));
     }
 }
+
+/// Where `role`'s data of entry `name` starts in the archive (stored uncompressed).
+fn data_offset_of(archive: &Archive, namespace: Namespace, name: &str, role: Role) -> usize {
+    let data = archive.find(namespace, name).unwrap().unwrap().data(role).unwrap().unwrap();
+    data.as_ptr() as usize - archive.bytes().as_ptr() as usize
+}
+
+#[test]
+fn first_use_entries_lead_the_data_region_in_the_order_given() {
+    let module = |name: &'static str| -> Spec {
+        (Kind::Module, name, vec![(Role::Source, compressible(name, 300)), (Role::Bytecode(0), compressible(name, 200)),
+                                  (Role::Bytecode(2), compressible(name, 100))])
+    };
+    let entries: Vec<Spec> = vec![
+        module("a"),
+        module("b"),
+        module("c"),
+        (Kind::ExtensionModule, "ext", vec![(Role::Content, compressible("ELF", 400)), (Role::Needed, b"libz.so.1\0".to_vec())]),
+        (Kind::SharedLibrary, "libz.so.1", vec![(Role::Content, compressible("lib", 500)), (Role::Soname, b"libz.so.1".to_vec())]),
+    ];
+    let mut writer = ArchiveWriter::new(options(None));
+    for (kind, name, blobs) in &entries {
+        writer.add(*kind, name, blobs.clone()).unwrap();
+    }
+    let plain = writer.to_vec().unwrap();
+    writer.set_first_use([
+        (Namespace::Modules, "c".to_string()),
+        (Namespace::Modules, "ext".to_string()),
+        (Namespace::Libraries, "libz.so.1".to_string()),
+        (Namespace::Modules, "not-there".to_string()),
+        (Namespace::Modules, "c".to_string()),
+    ]);
+    let ordered = writer.to_vec().unwrap();
+    assert_eq!(ordered.len(), plain.len(), "the same blobs, elsewhere");
+    let archive = Archive::from_vec(ordered.clone()).unwrap();
+    let at = |namespace, name, role| data_offset_of(&archive, namespace, name, role);
+    let start = at(Namespace::Modules, "c", Role::Bytecode(0));
+    assert_eq!(start, get_u64(&ordered, layout::header::DATA_OFFSET) as usize, "c's bytecode comes first");
+    let sequence = [
+        start,
+        at(Namespace::Modules, "ext", Role::Needed),
+        at(Namespace::Modules, "ext", Role::Content),
+        at(Namespace::Libraries, "libz.so.1", Role::Soname),
+        at(Namespace::Libraries, "libz.so.1", Role::Content),
+        at(Namespace::Modules, "a", Role::Bytecode(0)),
+        at(Namespace::Modules, "b", Role::Bytecode(0)),
+    ];
+    assert!(sequence.windows(2).all(|pair| pair[0] < pair[1]), "{sequence:?}");
+    // What a start does not read stays behind: c's source and level-2 bytecode.
+    assert!(at(Namespace::Modules, "c", Role::Source) > at(Namespace::Modules, "b", Role::Bytecode(0)));
+    assert!(at(Namespace::Modules, "c", Role::Bytecode(2)) > at(Namespace::Modules, "b", Role::Bytecode(0)));
+    // Deterministic, and every entry reads back the same as from the archive without an order.
+    assert_eq!(writer.to_vec().unwrap(), ordered);
+    let unordered = Archive::from_vec(plain).unwrap();
+    for (kind, name, blobs) in &entries {
+        for (role, content) in blobs {
+            let namespace = kind.namespace();
+            assert_eq!(&archive.find(namespace, name).unwrap().unwrap().data(*role).unwrap().unwrap()[..], &content[..]);
+            assert_eq!(&unordered.find(namespace, name).unwrap().unwrap().data(*role).unwrap().unwrap()[..], &content[..]);
+        }
+    }
+}

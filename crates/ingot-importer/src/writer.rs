@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use ingot_format::{Kind, Role, WriterOptions};
+use ingot_format::{Kind, Namespace, Role, WriterOptions};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -116,6 +116,24 @@ impl ArchiveWriter {
             other => return Err(PyValueError::new_err(format!("unknown name space `{other}`"))),
         };
         Ok(self.inner.contains(kind, name))
+    }
+
+    /// Declares the entries a start is expected to read, in that order: `(name space, name)`
+    /// pairs, the name space being `"modules"`, `"files"` or `"libraries"`. Their blobs go first
+    /// in the data region (see `ingot_format::ArchiveWriter::set_first_use`).
+    fn set_first_use(&mut self, order: Vec<(String, String)>) -> PyResult<()> {
+        let mut keys = Vec::with_capacity(order.len());
+        for (namespace, name) in order {
+            let namespace = match namespace.as_str() {
+                "modules" => Namespace::Modules,
+                "files" => Namespace::Files,
+                "libraries" => Namespace::Libraries,
+                other => return Err(PyValueError::new_err(format!("unknown name space `{other}`"))),
+            };
+            keys.push((namespace, name));
+        }
+        self.inner.set_first_use(keys);
+        Ok(())
     }
 
     fn __len__(&self) -> usize {

@@ -1,0 +1,126 @@
+"""The first-use order of an archive (python/ingot/firstuse.py, ArchiveWriter.set_first_use):
+what a start is predicted to read goes first in the data region."""
+
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import ingot
+from ingot.bytecode import compile_module
+from ingot.firstuse import BOOT_MODULES, LAZY, TOP, first_use_order, imports_in_source
+from ingot.pack import pack
+
+SOURCE = b'''"""A module.
+
+import in_a_docstring
+"""
+import os, sys as system
+from . import sibling
+from ..up import (one,
+                  two as deux)
+try:
+    import json
+except ImportError:
+    import simplejson
+if __name__ == "__main__":
+    import doctest
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    import typing_extensions
+
+
+def main():
+    from .cli import run
+    return run()
+
+
+class Config:
+    import configparser
+'''
+
+
+def test_imports_are_found_in_order_and_sorted_by_where_they_run():
+    found = imports_in_source(SOURCE, "pkg.sub.mod", is_package=False)
+    assert found[TOP] == ["os", "sys", "pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.one",
+                          "pkg.up.two", "json", "typing", "typing.TYPE_CHECKING", "configparser"]
+    assert found[LAZY] == ["pkg.sub.cli", "pkg.sub.cli.run"]
+
+
+def test_relative_imports_of_a_package_start_from_the_package_itself():
+    found = imports_in_source(b"from . import a\nfrom .b import c\n", "pkg", is_package=True)
+    assert found[TOP] == ["pkg", "pkg.a", "pkg.b", "pkg.b.c"]
+
+
+def test_order_is_depth_first_parents_first_with_libraries_before_extensions():
+    kinds = {"app": "module", "app.cli": "module", "lib": "package", "lib.core": "module",
+             "lib._speedups": "extension-module", "unused": "module", "json": "package"}
+    imports = {
+        "app": {TOP: ["json"], LAZY: ["app.cli"]},
+        "app.cli": {TOP: ["lib.core", "missing.module"], LAZY: ["unused"]},
+        "lib": {TOP: [], LAZY: []},
+        "lib.core": {TOP: ["lib._speedups", "json"], LAZY: []},
+    }
+    needed = {"lib._speedups": ["libfast.so.1"], "libfast.so.1": ["libbase.so.2"]}
+    companions = {"lib.core": [("files", "__ingot__/re/0123456789abcdef")]}
+    order = first_use_order(["app"], imports, kinds, needed, companions, lazy=["app"])
+    assert order == [
+        ("modules", "app"), ("modules", "json"), ("modules", "app.cli"), ("modules", "lib"),
+        ("modules", "lib.core"), ("files", "__ingot__/re/0123456789abcdef"),
+        ("libraries", "libbase.so.2"), ("libraries", "libfast.so.1"),
+        ("modules", "lib._speedups"),
+    ]  # `unused` is imported in a function of app.cli, which is not an entry module
+
+
+def test_pack_puts_the_entry_modules_import_graph_first(tmp_path):
+    site = tmp_path / "site"
+    (site / "app").mkdir(parents=True)
+    (site / "app" / "__init__.py").write_text("import app.zeta\n")
+    (site / "app" / "zeta.py").write_text("import json\n")
+    (site / "app" / "alpha.py").write_text("X = 1\n")
+    ordered, plain = tmp_path / "ordered.ingot", tmp_path / "plain.ingot"
+    pack(ordered, directories=[site], entry_modules=["app"])
+    pack(plain, directories=[site])
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = {"encodings": stdlib / "encodings" / "__init__.py", "app": site / "app" / "__init__.py",
+             "app.zeta": site / "app" / "zeta.py", "json": stdlib / "json" / "__init__.py",
+             "app.alpha": site / "app" / "alpha.py"}
+    roots = {"encodings": stdlib, "json": stdlib}
+    at = {name: _offset(ordered, path, roots.get(name, site)) for name, path in files.items()}
+    assert at["encodings"] < at["app"] < at["app.zeta"] < at["json"] < at["app.alpha"]
+    assert _offset(plain, files["app.alpha"], site) < _offset(plain, files["app.zeta"], site)
+    assert ordered.stat().st_size == plain.stat().st_size
+    assert sorted(ingot.IngotFinder(str(ordered)).entries()) == \
+        sorted(ingot.IngotFinder(str(plain)).entries())
+
+
+def _offset(archive, source, root):
+    """Where the bytecode of the module at ``source`` starts in ``archive`` (ingot compiles the
+    same bytes every time: builds are reproducible)."""
+    relpath = source.relative_to(root).as_posix()
+    bytecode = compile_module(source.read_bytes(), relpath, (0,))[0]
+    return archive.read_bytes().index(bytecode)
+
+
+def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path):
+    """BOOT_MODULES lists what an executable imports from its archive before the application's
+    own code (they lead the first-use order); an application that imports nothing sees no
+    others."""
+    from test_build import _real_launcher, launcher_python, pip_build, HERE
+
+    launcher = _real_launcher()
+    if launcher is None or launcher_python(launcher) != HERE:
+        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys\n"
+        "print(' '.join(sorted(name for name, module in list(sys.modules.items()) if "
+        "type(getattr(getattr(module, '__spec__', None), 'loader', None)).__name__ "
+        "== 'IngotFinder')))\n")
+    out = tmp_path / "probe"
+    pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
+    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    seen = set(run.stdout.split()) - {"__main__"}
+    assert seen and seen <= set(BOOT_MODULES), seen - set(BOOT_MODULES)
