@@ -419,6 +419,24 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     assert first_out.rstrip().endswith("/certifi/cacert.pem True")
     assert first_writes and all(str(cache) in line for line in first_writes), first_writes
     assert second_writes == []
+    # The second start checked the tree on the launcher's verify-ahead thread, not on the main
+    # thread (whose id is the process id in strace -f's log).
+    second_log = (tmp_path / "second.strace").read_text().splitlines()
+    pid = int(second_log[0].split()[0])
+    readers = {int(line.split()[0]) for line in second_log
+               if "cacert.pem" in line and "openat(" in line and "O_NOFOLLOW" in line}
+    assert readers and pid not in readers, second_log[:3]
+
+    # A tree altered by hand fails that check; the import then repairs it and the app works.
+    (pem,) = cache.glob("trees/*/certifi/cacert.pem")
+    damaged = bytearray(pem.read_bytes())
+    damaged[100] ^= 0x01
+    pem.write_bytes(bytes(damaged))
+    result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=120)
+    assert result.returncode == 0 and result.stdout == first_out, result.stderr
+    (repaired,) = cache.glob("trees/*/certifi/cacert.pem")
+    assert repaired.read_bytes() != bytes(damaged)
 
 
 def test_legacy_resources_path_gives_the_real_file(archives, tmp_path):

@@ -90,9 +90,17 @@ def test_pack_puts_the_entry_modules_import_graph_first(tmp_path):
     at = {name: _offset(ordered, path, roots.get(name, site)) for name, path in files.items()}
     assert at["encodings"] < at["app"] < at["app.zeta"] < at["json"] < at["app.alpha"]
     assert _offset(plain, files["app.alpha"], site) < _offset(plain, files["app.zeta"], site)
-    assert ordered.stat().st_size == plain.stat().st_size
+    # The same entries, plus the list the launcher's read-ahead thread follows.
+    listing = ingot.IngotFinder(str(ordered))._read("__ingot__/first-use").decode().splitlines()
+    assert listing[0] == "f __ingot__/first-use"
+    modules = [line[2:] for line in listing if line.startswith("m ")]
+    assert modules[:len(BOOT_MODULES)] == list(BOOT_MODULES)
+    assert modules[len(BOOT_MODULES):] == ["app", "app.zeta", "json", "json.decoder",
+                                           *modules[len(BOOT_MODULES) + 4:]]
+    assert "app.alpha" not in modules
+    extra = ("data-file", "__ingot__/first-use", len("\n".join(listing)) + 1)
     assert sorted(ingot.IngotFinder(str(ordered)).entries()) == \
-        sorted(ingot.IngotFinder(str(plain)).entries())
+        sorted([*ingot.IngotFinder(str(plain)).entries(), extra])
 
 
 def _offset(archive, source, root):

@@ -39,6 +39,9 @@ __all__ = [
     "collect_stdlib", "pack",
 ]
 
+#: The predicted first-use order, one entry per line (docs/format.md, "Files ingot reserves").
+FIRST_USE_ENTRY = "__ingot__/first-use"
+
 #: Entry kinds, in the order summaries list them.
 KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package",
          "data-file", "dist-info-file", "shared-library")
@@ -386,6 +389,13 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     if entry_modules is not None:
         order = _first_use(scan, result, extra_files, table if precompile_regexes else {},
                            list(entry_modules))
+        # The list itself, read by the launcher's read-ahead thread (docs/format.md).
+        order.insert(0, ("files", FIRST_USE_ENTRY))
+        tags = {"modules": "m", "files": "f", "libraries": "l"}
+        listing = "".join(f"{tags[namespace]} {name}\n" for namespace, name in order).encode()
+        if writer.contains(FIRST_USE_ENTRY, "files"):
+            raise PackError(f"cannot add {FIRST_USE_ENTRY}: the archive already holds a file of that name")
+        writer.add_data_file(FIRST_USE_ENTRY, listing)
         writer.set_first_use(order)
         say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
     say(f"writing {len(writer)} entries to {output}")

@@ -205,6 +205,27 @@ where
     Err(format!("cache tree `{}` keeps changing under this process; is another program writing there?", tree.display()))
 }
 
+/// The tree `<root>/<section>/<id>` if it exists and verifies, found without creating, writing or
+/// repairing anything, on this thread only: for checking a tree ahead of its first use, off the
+/// main thread. `None` (missing, damaged, an unusable cache): the caller goes through
+/// [`ensure_tree`], which says why and repairs.
+pub fn existing_tree(root: &Path, section: &str, id: &str, files: &[TreeFile]) -> Option<PathBuf> {
+    if check_relative(id).is_err() || files.iter().any(|file| check_relative(&file.path).is_err()) {
+        return None;
+    }
+    // SAFETY: no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    for directory in [root.to_path_buf(), root.join(section)] {
+        let metadata = fs::symlink_metadata(&directory).ok()?;
+        if !metadata.is_dir() || metadata.uid() != uid || metadata.mode() & 0o022 != 0 {
+            return None;
+        }
+    }
+    let tree = root.join(section).join(id);
+    verify_in(&tree, files, 1).ok()?;
+    Some(tree)
+}
+
 /// Swaps a freshly written tree in for a bad one, then removes the bad one.
 fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
     let c = |path: &Path| CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| format!("path `{}` contains NUL", path.display()));
@@ -251,6 +272,9 @@ fn remove_any(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Files at least this large are verified through a mapping rather than read into a buffer.
+const MAP_AT_LEAST: u64 = 256 * 1024;
+
 /// How many threads to spread `count` files over.
 fn threads_for(count: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -281,6 +305,11 @@ fn partition(files: &[TreeFile], parts: usize) -> Vec<Vec<&TreeFile>> {
 
 /// Checks the tree at `tree` against `files`.
 fn verify(tree: &Path, files: &[TreeFile]) -> Result<(), Unusable> {
+    verify_in(tree, files, threads_for(files.len()))
+}
+
+/// [`verify`] with the files spread over `threads` threads (this one included).
+fn verify_in(tree: &Path, files: &[TreeFile], threads: usize) -> Result<(), Unusable> {
     let metadata = match fs::symlink_metadata(tree) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
@@ -290,7 +319,7 @@ fn verify(tree: &Path, files: &[TreeFile]) -> Result<(), Unusable> {
     if !metadata.is_dir() || metadata.uid() != unsafe { libc::geteuid() } || metadata.mode() & 0o022 != 0 {
         return Err(Unusable::Bad("not a private directory of ours".to_string()));
     }
-    let groups = partition(files, threads_for(files.len()));
+    let groups = partition(files, threads.max(1));
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .iter()
@@ -320,10 +349,20 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
         if !metadata.is_file() || metadata.len() != file.size {
             return Err(format!("{}: expected a file of {} bytes", file.path, file.size));
         }
-        // The size is known: one read, no probe for the end of the file.
-        buffer.resize(file.size as usize, 0);
-        handle.read_exact(&mut buffer).map_err(|error| format!("{}: {error}", file.path))?;
-        if xxh3_64(&buffer) != file.hash {
+        // Small files: one read (the size is known, no probe for the end of the file). Large
+        // ones: hashed through a read-only mapping of the page cache, not copied out of it.
+        let hash = if file.size >= MAP_AT_LEAST {
+            // SAFETY: a read-only private mapping; the file is ours (0600, in our 0700 tree). If
+            // it is truncated meanwhile, reading the mapping could fault: the size was just checked
+            // on this descriptor, and a tree is only ever replaced by renaming, never shortened.
+            let map = unsafe { memmap2::Mmap::map(&handle) }.map_err(|error| format!("{}: {error}", file.path))?;
+            xxh3_64(&map)
+        } else {
+            buffer.resize(file.size as usize, 0);
+            handle.read_exact(&mut buffer).map_err(|error| format!("{}: {error}", file.path))?;
+            xxh3_64(&buffer)
+        };
+        if hash != file.hash {
             return Err(format!("{}: content differs from the archive", file.path));
         }
     }

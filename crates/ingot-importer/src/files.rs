@@ -43,6 +43,15 @@ pub struct FilesPolicy {
     packages: HashSet<String>,
     /// package -> absolute path of its tree root (the directory holding `<package>/`).
     trees: Mutex<HashMap<String, String>>,
+    /// A verification of the existing tree started ahead of the first import ([`Self::verify_ahead`]).
+    ahead: Mutex<Option<Ahead>>,
+}
+
+/// A verification running on a thread of its own: the process that started it, and its result
+/// (the tree root, if the tree exists and verifies).
+struct Ahead {
+    pid: u32,
+    handle: std::thread::JoinHandle<Option<String>>,
 }
 
 impl FilesPolicy {
@@ -58,7 +67,7 @@ impl FilesPolicy {
                 }
             }
         }
-        Ok(FilesPolicy { packages, trees: Mutex::new(HashMap::new()) })
+        Ok(FilesPolicy { packages, trees: Mutex::new(HashMap::new()), ahead: Mutex::new(None) })
     }
 
     /// Whether the top-level package of the dotted `module` name is under the `files` policy.
@@ -105,6 +114,62 @@ impl FilesPolicy {
         if let Some(root) = trees.get(package) {
             return Ok(root.clone());
         }
+        let ahead = self.ahead.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        if let Some(ahead) = ahead {
+            if ahead.pid == std::process::id() {
+                if let Ok(Some(tree)) = ahead.handle.join() {
+                    for name in &self.packages {
+                        trees.insert(name.clone(), tree.clone());
+                    }
+                    return Ok(tree);
+                }
+            } else {
+                // A forked child: the thread was not copied; its handle must not be touched.
+                std::mem::forget(ahead.handle);
+            }
+        }
+        let (files, id) = self.plan(archive)?;
+        let root = cache::root()?;
+        let tree = cache::ensure_tree(&root, "trees", &id, &files, |file| {
+            read(&file.path)?.ok_or_else(|| format!("`{}` is in the tree manifest but not in the archive", file.path))
+        })?;
+        let tree = tree.to_str().ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?.to_string();
+        for name in &self.packages {
+            trees.insert(name.clone(), tree.clone());
+        }
+        Ok(tree)
+    }
+
+    /// Starts verifying the archive's tree in the cache on a thread of its own, so that the
+    /// first import of a `files` package finds it checked (or waits for the rest of the check)
+    /// instead of doing all of it then. Only an existing tree is verified: a missing or damaged
+    /// one is left to that import, which writes or repairs it as usual. The cache directory is
+    /// resolved here, on the caller's thread (the environment is not read from another thread).
+    /// `owner` holds the archive and this policy (a finder's shared state).
+    pub fn verify_ahead<S, A>(owner: &std::sync::Arc<S>, parts: A)
+    where
+        S: Send + Sync + 'static,
+        A: Fn(&S) -> (&Archive, &FilesPolicy) + Send + 'static,
+    {
+        let (_, policy) = parts(owner);
+        if policy.packages.is_empty() {
+            return;
+        }
+        let Ok(root) = cache::root() else { return };
+        let owner = std::sync::Arc::clone(owner);
+        let spawned = std::thread::Builder::new().name("ingot-verify".into()).spawn(move || {
+            let (archive, policy) = parts(&owner);
+            let (files, id) = policy.plan(archive).ok()?;
+            let tree = cache::existing_tree(&root, "trees", &id, &files)?;
+            tree.to_str().map(str::to_string)
+        });
+        if let (Ok(handle), Ok(mut slot)) = (spawned, policy.ahead.lock()) {
+            *slot = Some(Ahead { pid: std::process::id(), handle });
+        }
+    }
+
+    /// The files of the archive's tree (from every `files` package's manifest) and the tree's id.
+    fn plan(&self, archive: &Archive) -> Result<(Vec<TreeFile>, String), String> {
         let mut files = Vec::new();
         let mut hasher = Xxh3::new();
         for name in self.packages() {
@@ -121,15 +186,7 @@ impl FilesPolicy {
             hasher.update(&bytes);
         }
         let id = format!("{:032x}", hasher.digest128());
-        let root = cache::root()?;
-        let tree = cache::ensure_tree(&root, "trees", &id, &files, |file| {
-            read(&file.path)?.ok_or_else(|| format!("`{}` is in the tree manifest but not in the archive", file.path))
-        })?;
-        let tree = tree.to_str().ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?.to_string();
-        for name in &self.packages {
-            trees.insert(name.clone(), tree.clone());
-        }
-        Ok(tree)
+        Ok((files, id))
     }
 }
 

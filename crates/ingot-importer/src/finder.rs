@@ -37,7 +37,42 @@ pub struct Shared {
     pub files: FilesPolicy,
 }
 
+/// The list of entries a start is expected to read, in order, written by `ingot build`: one per
+/// line, `m <module>`, `f <file path>` or `l <library>` (see docs/format.md, "Files ingot reserves").
+pub const FIRST_USE: &str = "__ingot__/first-use";
+
 impl Shared {
+    /// Starts reading the archive's first-use entries ([`FIRST_USE`]) on a thread of its own:
+    /// their blobs are checked against their checksums and their pages mapped ahead of the
+    /// interpreter, which then finds them verified and resident (on a cold start, the file is read
+    /// while the interpreter works). Nothing happens without the list. Errors are left for the
+    /// reads that need the blobs to report.
+    pub fn read_ahead(self: &Arc<Self>) {
+        if !matches!(self.archive.find(Namespace::Files, FIRST_USE), Ok(Some(_))) {
+            return;
+        }
+        let shared = Arc::clone(self);
+        let _ = std::thread::Builder::new().name("ingot-read-ahead".into()).spawn(move || {
+            let Ok(Some(list)) = shared.archive.find(Namespace::Files, FIRST_USE) else { return };
+            let Ok(Some(list)) = list.data(Role::Content) else { return };
+            for line in list.split(|&byte| byte == b'\n') {
+                let (namespace, name) = match line {
+                    [b'm', b' ', name @ ..] => (Namespace::Modules, name),
+                    [b'f', b' ', name @ ..] => (Namespace::Files, name),
+                    [b'l', b' ', name @ ..] => (Namespace::Libraries, name),
+                    _ => continue,
+                };
+                let Ok(name) = std::str::from_utf8(name) else { continue };
+                let Ok(Some(entry)) = shared.archive.find(namespace, name) else { continue };
+                for blob in entry.blobs().flatten() {
+                    if !matches!(blob.role(), Role::Source | Role::Bytecode(1) | Role::Bytecode(2)) {
+                        let _ = shared.archive.verify_blob(&blob);
+                    }
+                }
+            }
+        });
+    }
+
     fn error(&self, error: ingot_format::Error) -> PyErr {
         archive_error(&self.path, error)
     }

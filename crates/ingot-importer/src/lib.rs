@@ -7,7 +7,7 @@
 mod cache;
 mod elf;
 mod error;
-mod files;
+pub mod files;
 mod finder;
 mod native;
 mod regexes;

@@ -436,7 +436,14 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString]) {
 fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
     let opened = OPENED.lock().map(|mut slot| slot.take()).unwrap_or(None);
     let finder = match opened {
-        Some(archive) => Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?.into_any(),
+        Some(archive) => {
+            let finder = Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?;
+            // Read what a start reads, and check the files tree (if the archive has one), while
+            // the interpreter starts.
+            finder.get().shared.read_ahead();
+            ingot_importer::files::FilesPolicy::verify_ahead(&finder.get().shared, |shared| (&shared.archive, &shared.files));
+            finder.into_any()
+        }
         // A str: a PathBuf would convert to pathlib.Path, not importable yet.
         None => py.import("_ingot")?.getattr("IngotFinder")?.call1((exe.as_os_str().to_string_lossy(),))?,
     };
