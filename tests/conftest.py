@@ -139,3 +139,20 @@ def run_python(python, code, *args, env=None, check=True, cwd=None, timeout=120)
             f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
         )
     return result
+
+
+def strace_calls(log):
+    """The system calls in an `strace -f -o LOG` log, one line each: a call that another thread
+    interrupted (`... <unfinished ...>`, later `<... name resumed> ...`) is joined back into one
+    line, so that its arguments and its result are on the same line."""
+    pending: dict[str, str] = {}
+    calls = []
+    for line in Path(log).read_text().splitlines():
+        pid, _, rest = line.partition(" ")
+        if line.endswith("<unfinished ...>"):
+            pending[pid] = line[: -len("<unfinished ...>")].rstrip()
+        elif rest.lstrip().startswith("<... ") and " resumed>" in rest:
+            calls.append(pending.pop(pid, line) + rest.split(" resumed>", 1)[1])
+        else:
+            calls.append(line)
+    return calls + list(pending.values())

@@ -20,7 +20,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, strace_calls
 
 # The fixtures room_launcher, build_executable, room (and require_or_skip, imported where used:
 # a module-level import would come before pytest registers and assert-rewrites the plugin).
@@ -166,7 +166,7 @@ def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(build_
         from cleanroom import require_or_skip
         require_or_skip(f"strace cannot trace here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
-    calls = log.read_text().splitlines()
+    calls = strace_calls(log)
     paths = [match.group(1) for line in calls for match in [re.search(r'"([^"]*)"', line)] if match]
     assert len(paths) > 10, "strace logged too little to be meaningful"
     # No module file, and nothing under a real Python installation. (sysconfig, at import, derives

@@ -17,7 +17,7 @@ import pytest
 import ingot
 from ingot.pack import pack
 
-from conftest import run_python
+from conftest import run_python, strace_calls
 
 DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
 SUFFIX = [s for s in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES if s.startswith(".cpython")][0]
@@ -150,7 +150,7 @@ def test_second_start_makes_no_write_syscall_into_the_cache(archives, tmp_path):
     subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc",
                     sys.executable, "-c", PROBE, str(files)], env=cache_env(cache), check=True,
                    capture_output=True)
-    writes = [line for line in log.read_text().splitlines() if str(cache) in line and (
+    writes = [line for line in strace_calls(log) if str(cache) in line and (
         "O_WRONLY" in line or "O_RDWR" in line or "O_CREAT" in line or "rename" in line
         or "unlink" in line or "mkdir" in line)]
     assert writes == []
@@ -386,7 +386,7 @@ def _launcher_or_skip():
 def _writes(log, cache):
     """Syscalls in an strace log that create, write, rename or remove something."""
     markers = ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink", "mkdir", "rmdir", "ftruncate")
-    return [line for line in log.read_text().splitlines()
+    return [line for line in strace_calls(log)
             if any(marker in line for marker in markers) and "memfd" not in line
             and " = -1 " not in line]  # failed attempts (mkdir of an existing parent) write nothing
 
@@ -421,7 +421,7 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     assert second_writes == []
     # The second start checked the tree on the launcher's verify-ahead thread, not on the main
     # thread (whose id is the process id in strace -f's log).
-    second_log = (tmp_path / "second.strace").read_text().splitlines()
+    second_log = strace_calls(tmp_path / "second.strace")
     pid = int(second_log[0].split()[0])
     readers = {int(line.split()[0]) for line in second_log
                if "cacert.pem" in line and "openat(" in line and "O_NOFOLLOW" in line}

@@ -69,6 +69,22 @@ impl Shared {
                         let _ = shared.archive.verify_blob(&blob);
                     }
                 }
+                // Native code: its memory file, made here rather than by the import.
+                let label = match entry.kind() {
+                    // (A `files` package's extension modules are loaded from its tree instead.)
+                    Some(Kind::ExtensionModule | Kind::ExtensionPackage) if !shared.files.covers(name) => {
+                        format!("{name}{}", shared.extension_suffix)
+                    }
+                    Some(Kind::SharedLibrary) if !native::already_in_process(name) => name.to_string(),
+                    _ => continue,
+                };
+                if let Ok(Some(blob)) = entry.blob(Role::Content) {
+                    if blob.compression() == ingot_format::layout::compression::NONE {
+                        if let Ok(image) = shared.archive.data(&blob) {
+                            native::prepare(&label, &image);
+                        }
+                    }
+                }
             }
         });
     }

@@ -10,9 +10,9 @@
 //! names of loaded objects, so a closed `/proc/self/fd/N` whose number was reused for another
 //! library would be mistaken for the first one. They are opened close-on-exec.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use ingot_format::{Archive, Kind, Namespace, Role};
 use pyo3::exceptions::PyImportError;
@@ -42,12 +42,79 @@ fn use_cache() -> Result<bool, String> {
     .clone()
 }
 
+/// Memory files made ahead of use ([`prepare`]), by the address of the image they copy (an
+/// uncompressed blob: a fixed place in the archive's mapping).
+enum Prepared {
+    /// Being copied by the read-ahead thread of process `pid`.
+    InProgress { pid: u32 },
+    Ready(String),
+    /// Taken by an import, or made by it: not to be prepared.
+    Taken,
+}
+
+static PREPARED: Mutex<Option<HashMap<usize, Prepared>>> = Mutex::new(None);
+static PREPARED_CHANGED: Condvar = Condvar::new();
+
+/// Copies `image` into a memory file ahead of its import, on the read-ahead thread, so that the
+/// import finds it ready ([`native_file`]). Nothing is done if the import has begun, memory files
+/// are not in use, or this fails (the import then does it itself, and reports any error).
+pub fn prepare(label: &str, image: &[u8]) {
+    if use_cache() != Ok(false) || image.is_empty() {
+        return;
+    }
+    let key = image.as_ptr() as usize;
+    {
+        let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let map = guard.get_or_insert_with(HashMap::new);
+        if map.contains_key(&key) {
+            return;
+        }
+        map.insert(key, Prepared::InProgress { pid: std::process::id() });
+    }
+    let made = memory_file(label, image);
+    let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    match made {
+        Ok((_fd, path)) => map.insert(key, Prepared::Ready(path)),
+        Err(_) => map.insert(key, Prepared::Taken),
+    };
+    PREPARED_CHANGED.notify_all();
+}
+
+/// The memory file [`prepare`] made for `image`, waiting for it if it is being made; None if there
+/// is none (and none will be made now).
+fn take_prepared(image: &[u8]) -> Option<String> {
+    let key = image.as_ptr() as usize;
+    let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    loop {
+        let map = guard.get_or_insert_with(HashMap::new);
+        match map.get(&key) {
+            Some(Prepared::Ready(path)) => {
+                let path = path.clone();
+                map.insert(key, Prepared::Taken);
+                return Some(path);
+            }
+            // Only a thread of this process can finish it (a forked child has no such thread).
+            Some(Prepared::InProgress { pid }) if *pid == std::process::id() => {
+                guard = PREPARED_CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+            _ => {
+                map.insert(key, Prepared::Taken);
+                return None;
+            }
+        }
+    }
+}
+
 /// A path the dynamic loader can open holding `image`: a memory file (`/proc/self/fd/N`), or,
 /// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
 /// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache.
 pub fn native_file(label: &str, image: &[u8]) -> Result<String, String> {
     if use_cache()? {
         return cached_file(label, image);
+    }
+    if let Some(path) = take_prepared(image) {
+        return Ok(path);
     }
     match memory_file(label, image) {
         Ok((_fd, path)) => Ok(path),
@@ -133,7 +200,7 @@ fn dlopen(path: &str) -> Result<(), String> {
 
 /// Whether a shared object with this SONAME is loaded in the process (`RTLD_NOLOAD`: nothing is
 /// loaded by asking).
-fn already_in_process(soname: &str) -> bool {
+pub fn already_in_process(soname: &str) -> bool {
     let Ok(name) = CString::new(soname) else { return false };
     // SAFETY: `name` is NUL-terminated; with RTLD_NOLOAD nothing is loaded, and the reference the
     // call takes on an already-loaded object is kept for the life of the process.
