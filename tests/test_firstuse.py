@@ -1,6 +1,8 @@
 """The first-use order of an archive (python/ingot/firstuse.py, ArchiveWriter.set_first_use):
 what a start is predicted to read goes first in the data region."""
 
+import os
+import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -8,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import ingot
+from conftest import strace_calls
 from ingot.bytecode import compile_module
 from ingot.firstuse import BOOT_MODULES, LAZY, TOP, first_use_order, imports_in_source
 from ingot.pack import pack
@@ -132,3 +135,30 @@ def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path)
     assert run.returncode == 0, run.stderr
     seen = set(run.stdout.split()) - {"__main__"}
     assert seen and seen <= set(BOOT_MODULES), seen - set(BOOT_MODULES)
+
+
+def test_read_ahead_runs_on_a_second_cpu_only(tmp_path):
+    """The launcher starts its read-ahead thread when the process may use two CPUs or more, and
+    not when it is bound to one (the thread would only take turns with the interpreter)."""
+    from test_build import _real_launcher, launcher_python, pip_build, HERE
+
+    launcher = _real_launcher()
+    if launcher is None or launcher_python(launcher) != HERE:
+        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
+    if shutil.which("strace") is None or shutil.which("taskset") is None:
+        pytest.skip("needs strace and taskset")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("this machine gives the tests one CPU")
+    script = tmp_path / "hello.py"
+    script.write_text("print('hello')\n")
+    out = tmp_path / "hello"
+    pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
+    threads = {}
+    for name, prefix in (("two", []), ("one", ["taskset", "-c", "0"])):
+        log = tmp_path / f"{name}.strace"
+        run = subprocess.run([*prefix, "strace", "-f", "-qq", "-o", str(log), "-e",
+                              "trace=clone,clone3", str(out)], capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 0 and run.stdout == "hello\n", run.stderr
+        threads[name] = len([line for line in strace_calls(log) if "clone" in line])
+    assert threads["two"] >= 1 and threads["one"] == 0, threads

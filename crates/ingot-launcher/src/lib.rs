@@ -439,9 +439,12 @@ fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
         Some(archive) => {
             let finder = Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?;
             // Read what a start reads, and check the files tree (if the archive has one), while
-            // the interpreter starts.
-            finder.get().shared.read_ahead();
-            ingot_importer::files::FilesPolicy::verify_ahead(&finder.get().shared, |shared| (&shared.archive, &shared.files));
+            // the interpreter starts: on another CPU, if the process may use more than one (on
+            // one, the threads would only take turns with the interpreter).
+            if std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1) {
+                finder.get().shared.read_ahead();
+                ingot_importer::files::FilesPolicy::verify_ahead(&finder.get().shared, |shared| (&shared.archive, &shared.files));
+            }
             finder.into_any()
         }
         // A str: a PathBuf would convert to pathlib.Path, not importable yet.
