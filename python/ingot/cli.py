@@ -74,6 +74,19 @@ def _parser() -> argparse.ArgumentParser:
                     "or an archive, with its launch config and Python version.")
     inspect.add_argument("path", metavar="EXE_OR_ARCHIVE")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    cache = commands.add_parser(
+        "cache", help="list or prune the extraction cache",
+        description="The extraction cache holds the files trees (and, where memory files cannot "
+                    "be used, the native code) of the executables run by this user. List it, or "
+                    "remove what old builds left that no running process uses.")
+    actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser("dir", help="print the cache directory")
+    actions.add_parser("list", help="list trees with their size, age and whether in use")
+    prune = actions.add_parser("prune", help="remove trees older than --older-than days that no "
+                                             "running process uses (and dead writers' leftovers)")
+    prune.add_argument("--older-than", type=float, default=30.0, metavar="DAYS",
+                       help="age in days, from when a tree was written (default 30; 0: all)")
+    prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
     return parser
 
 
@@ -238,6 +251,28 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from ingot import cachedir
+
+    if args.action == "dir":
+        print(cachedir.root())
+        return 0
+    if args.action == "list":
+        entries = cachedir.list_cache()
+        for entry in entries:
+            state = "temporary" if entry.temporary else "in use" if entry.in_use else ""
+            print(f"{entry.section:<7}{_size(entry.size):>11}{entry.files:>7} files"
+                  f"{entry.age / 86400:>8.1f} days  {entry.path.name}  {state}".rstrip())
+        print(f"{len(entries)} entries, {_size(sum(e.size for e in entries))} in {cachedir.root()}")
+        return 0
+    removed = cachedir.prune(args.older_than, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for entry in removed:
+        print(f"{verb} {entry.path} ({_size(entry.size)})")
+    print(f"{verb} {len(removed)} entries, {_size(sum(e.size for e in removed))}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     args = _parser().parse_args(argv)
@@ -248,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _build(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "cache":
+            return _cache(args)
         raise AssertionError(args.command)
     except IngotError as error:
         print(f"error: {error.message}", file=sys.stderr)

@@ -30,8 +30,18 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
     module.add_function(wrap_pyfunction!(content_hash, module)?)?;
     module.add_function(wrap_pyfunction!(write_tree, module)?)?;
+    module.add_function(wrap_pyfunction!(cache_root, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     Ok(())
+}
+
+/// `cache_root() -> str`: the extraction cache's root as the importer resolves it
+/// (`$INGOT_CACHE_DIR`, else `$XDG_CACHE_HOME/ingot`, else `$HOME/.cache/ingot`); ValueError if
+/// none is usable. Nothing is created.
+#[pyfunction]
+fn cache_root() -> PyResult<String> {
+    let root = cache::root().map_err(pyo3::exceptions::PyValueError::new_err)?;
+    Ok(root.to_string_lossy().into_owned())
 }
 
 /// `content_hash(data: bytes) -> int`: the XXH3-64 of `data`, as tree manifests record it.

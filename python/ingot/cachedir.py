@@ -1,0 +1,149 @@
+"""The extraction cache from the outside: what it holds, and pruning what old builds left.
+
+The importer writes a tree per build of an app with ``files`` packages (``<root>/trees/<id>``)
+and, where memory files cannot be used, a directory per native image (``<root>/native/<id>``); it
+never deletes a complete one (crates/ingot-importer/src/cache.rs). ``ingot cache list`` shows
+them; ``ingot cache prune`` removes those not created or repaired for a while (the time of the
+directory, which the importer sets when it renames a tree into place) that no running process
+uses (has mapped or open, as ``/proc/<pid>/maps`` and ``/proc/<pid>/fd`` show for this user's
+processes), and the temporary directories killed writers left. A pruned tree an executable needs
+again is written again at its next start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingot.errors import IngotError
+
+__all__ = ["CacheEntry", "CacheError", "in_use", "list_cache", "prune", "root"]
+
+SECTIONS = ("trees", "native")
+_ID = re.compile(r"[0-9a-f]{16,32}(?:-[0-9a-f]+)?\Z")
+_TEMPORARY = re.compile(r"\.tmp-")
+#: Temporary directories younger than this may belong to a writer still at work.
+TEMPORARY_GRACE = 3600.0
+
+
+class CacheError(IngotError):
+    """The cache cannot be listed or pruned."""
+
+
+@dataclass
+class CacheEntry:
+    path: Path
+    section: str
+    size: int  # bytes of its regular files
+    files: int
+    age: float  # seconds since the directory was made (renamed into place)
+    temporary: bool
+    in_use: bool
+
+
+def root() -> Path:
+    """The cache root the importer uses (without creating it)."""
+    from ingot._ingot import cache_root
+
+    try:
+        return Path(cache_root())
+    except ValueError as error:
+        raise CacheError(str(error), hint="set INGOT_CACHE_DIR to an absolute path") from None
+
+
+def _check_private(path: Path) -> None:
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise CacheError(f"{path} is not a private directory of this user",
+                         hint="the importer refuses such a cache too; fix its owner and mode "
+                              "(chmod 700) or set INGOT_CACHE_DIR")
+
+
+def in_use(under: Path) -> set[Path]:
+    """Paths below ``under`` that a process of this user has mapped or open."""
+    prefix = str(under).rstrip("/") + "/"
+    found: set[Path] = set()
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+                for line in maps:
+                    at = line.find(prefix)
+                    if at >= 0:
+                        found.add(Path(line[at:].rstrip("\n").removesuffix(" (deleted)")))
+        except OSError:
+            pass
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith(prefix):
+                    found.add(Path(target))
+        except OSError:
+            pass
+    return found
+
+
+def _measure(path: Path) -> tuple[int, int]:
+    size = files = 0
+    for directory, _, names in os.walk(path):
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                size += info.st_size
+                files += 1
+    return size, files
+
+
+def list_cache(cache: Path | None = None) -> list[CacheEntry]:
+    """The trees and native directories of the cache (and temporary ones), oldest first."""
+    cache = cache or root()
+    if not cache.exists():
+        return []
+    _check_private(cache)
+    used = in_use(cache)
+    now = time.time()
+    entries = []
+    for section in SECTIONS:
+        parent = cache / section
+        if not parent.is_dir():
+            continue
+        _check_private(parent)
+        for child in sorted(parent.iterdir()):
+            temporary = bool(_TEMPORARY.match(child.name))
+            if not (temporary or _ID.match(child.name)) or child.is_symlink() or not child.is_dir():
+                continue  # not the importer's: left alone
+            size, files = _measure(child)
+            entries.append(CacheEntry(
+                child, section, size, files, now - child.lstat().st_mtime, temporary,
+                any(path == child or child in path.parents for path in used)))
+    return sorted(entries, key=lambda entry: -entry.age)
+
+
+def prune(older_than_days: float = 30.0, *, cache: Path | None = None,
+          dry_run: bool = False) -> list[CacheEntry]:
+    """Removes (unless ``dry_run``) the cache's trees and native directories older than
+    ``older_than_days`` that no process uses, and temporary directories over an hour old;
+    returns what was (or would be) removed."""
+    if older_than_days < 0:
+        raise CacheError(f"--older-than {older_than_days} is negative")
+    removed = []
+    for entry in list_cache(cache):
+        limit = TEMPORARY_GRACE if entry.temporary else older_than_days * 86400.0
+        if entry.in_use or entry.age < limit:
+            continue
+        if not dry_run:
+            shutil.rmtree(entry.path)
+        removed.append(entry)
+    return removed
