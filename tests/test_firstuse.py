@@ -162,3 +162,31 @@ def test_read_ahead_runs_on_a_second_cpu_only(tmp_path):
         assert run.returncode == 0 and run.stdout == "hello\n", run.stderr
         threads[name] = len([line for line in strace_calls(log) if "clone" in line])
     assert threads["two"] >= 1 and threads["one"] == 0, threads
+
+
+def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path):
+    """A child forked at once (the read-ahead thread most likely still at work, and not copied
+    into the child) loads extension modules itself, neither waiting for that thread nor using
+    its half-made state."""
+    from test_build import _real_launcher, launcher_python, pip_build, HERE
+
+    launcher = _real_launcher()
+    if launcher is None or launcher_python(launcher) != HERE:
+        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
+    script = tmp_path / "forker.py"
+    script.write_text(
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    import decimal, json\n"
+        "    print('child', decimal.Decimal('1.5') + 1, json.dumps([1]), flush=True)\n"
+        "    os._exit(0)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "import decimal\n"
+        "print('parent', decimal.Decimal('2.5'), os.waitstatus_to_exitcode(status))\n")
+    out = tmp_path / "forker"
+    pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
+    for _ in range(5):
+        run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == "child 2.5 [1]\nparent 2.5 0\n"

@@ -12,6 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use ingot_format::{Archive, Kind, Namespace, Role};
@@ -54,6 +55,9 @@ enum Prepared {
 
 static PREPARED: Mutex<Option<HashMap<usize, Prepared>>> = Mutex::new(None);
 static PREPARED_CHANGED: Condvar = Condvar::new();
+/// The process whose read-ahead thread uses [`PREPARED`] (0: none). A child forked while that
+/// thread held the lock would wait for it forever, so a child never takes the lock.
+static PREPARED_BY: AtomicU32 = AtomicU32::new(0);
 
 /// Copies `image` into a memory file ahead of its import, on the read-ahead thread, so that the
 /// import finds it ready ([`native_file`]). Nothing is done if the import has begun, memory files
@@ -63,6 +67,12 @@ pub fn prepare(label: &str, image: &[u8]) {
         return;
     }
     let key = image.as_ptr() as usize;
+    let pid = std::process::id();
+    match PREPARED_BY.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {}
+        Err(owner) if owner == pid => {}
+        Err(_) => return, // another process's table (this one was forked)
+    }
     {
         let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let map = guard.get_or_insert_with(HashMap::new);
@@ -84,6 +94,9 @@ pub fn prepare(label: &str, image: &[u8]) {
 /// The memory file [`prepare`] made for `image`, waiting for it if it is being made; None if there
 /// is none (and none will be made now).
 fn take_prepared(image: &[u8]) -> Option<String> {
+    if PREPARED_BY.load(Ordering::Acquire) != std::process::id() {
+        return None; // nothing prepared, or prepared by the parent of this forked process
+    }
     let key = image.as_ptr() as usize;
     let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     loop {
