@@ -82,6 +82,7 @@ import sys
 import time
 
 import peers
+import peers_probe
 import peers_build as pb
 
 HERE = pb.HERE
@@ -242,9 +243,7 @@ def log(msg: str) -> None:
 
 # ---------------------------------------------------------------- preparation
 
-def build_env(work: str) -> dict:
-    return {"PATH": os.pathsep.join([os.path.join(work, "venv-tools", "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
-            "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+build_env = pb.build_env
 
 
 def write_if_changed(path: str, text: str) -> None:
@@ -278,35 +277,8 @@ def stage_sources(work: str) -> dict:
 
 
 def ensure_venvs(work: str, python: str, state: dict) -> None:
-    specs = {"venv-app": BLACK, "venv-tools": TOOLS, "venv-bare": None}
-    env = build_env(work)
-    for name, reqs in specs.items():
-        path = os.path.join(work, name)
-        marker = os.path.join(path, "black-bench-requirements.json")
-        want = {"python": os.path.realpath(python), "requirements": reqs}
-        if os.path.exists(marker):
-            with open(marker) as f:
-                if json.load(f) == want:
-                    continue
-        if os.path.exists(path):
-            shutil.rmtree(path)
-        log(f"creating {path} ({', '.join(reqs) if reqs else 'empty'})")
-        t0 = time.perf_counter()
-        cmd = [python, "-m", "venv"] + (["--without-pip"] if reqs is None else []) + [path]
-        subprocess.run(cmd, check=True, env=env)
-        pip = None
-        if reqs:
-            pip = [os.path.join(path, "bin", "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"] + reqs
-            subprocess.run(pip, check=True, env=env)
-        dt = time.perf_counter() - t0
-        with open(marker, "w") as f:
-            json.dump(want, f)
-        state.setdefault("venvs", {})[name] = {"seconds": dt, "command": " ".join(cmd) + (
-            " && " + " ".join(pip) if pip else ""), "note": "pip's cache was warm"}
-    for name in specs:
-        v = state.setdefault("venvs", {}).setdefault(name, {})
-        v["freeze"] = pb.pip_freeze(os.path.join(work, name, "bin", "python")) if specs[name] else []
-        v["size_bytes"] = pb.tree_size(os.path.join(work, name))
+    pb.create_venvs(work, python, {"venv-app": BLACK, "venv-tools": TOOLS, "venv-bare": None},
+                    "black-bench-requirements.json", state)
 
 
 def build_commands(work: str, tool: str, src: dict, ingot_cli: str) -> dict:
@@ -402,19 +374,7 @@ def build_all(work: str, tools: list[str], timeout: float, ingot_cli: str, state
         save_state(work, state)
 
 
-def load_state(work: str) -> dict:
-    path = os.path.join(work, "builds.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
-    return {}
-
-
-def save_state(work: str, state: dict) -> None:
-    path = os.path.join(work, "builds.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(state, f, indent=1)
-    os.replace(path + ".tmp", path)
+load_state, save_state = pb.load_state, pb.save_state
 
 
 # ---------------------------------------------------------------- rows and runs
@@ -655,31 +615,10 @@ def probe(work: str, run_dir: str, ingot_cli: str, state: dict, runs: int) -> di
 
     def once_unguarded(name: str, workload: str) -> dict:
         env = prow.prepare(workload)
-        r, w = os.pipe()
         t0 = time.monotonic_ns()
         extra = ["--gc-off"] if name.endswith("gc-off") else []
         argv = configs[name] + [str(t0)] + extra + prow.argv(workload)[1:]
-        old = os.getcwd()
-        os.chdir(prow.cwd)
-        try:
-            pid = os.posix_spawn(argv[0], argv, env, file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-                (os.POSIX_SPAWN_DUP2, w, 2), (os.POSIX_SPAWN_CLOSE, r)])
-        finally:
-            os.chdir(old)
-        _, status, ru = os.wait4(pid, 0)
-        t3 = time.monotonic_ns()
-        os.close(w)
-        with os.fdopen(r) as f:
-            err = f.read()
-        line = [x for x in err.splitlines() if x.startswith("probe ")]
-        if status != 0 or not line:
-            raise SystemExit(f"probe {name} {workload}: status {status}, stderr {err!r}")
-        spawn, start, imported, done = (int(x) for x in line[-1].split()[1:])
-        assert spawn == t0
-        return {"startup": start - t0, "imports": imported - start, "main": done - imported, "exit": t3 - done,
-                "total": t3 - t0, "user": ru.ru_utime, "sys": ru.ru_stime}
+        return pb.spawn_probe(argv, env, prow.cwd, t0, f"{name} {workload}")
 
     phases = {}
     for workload in ("version", "format"):
@@ -943,14 +882,7 @@ def kernel_breakdown(data: str, runs: int) -> dict:
             "other": other * per}
 
 
-def parse_importtime(text: str) -> dict:
-    out = {}
-    for line in text.splitlines():
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        self_us, cum, name = (x.strip() for x in line[len("import time:"):].split("|"))
-        out[name] = (int(self_us), int(cum))
-    return out
+parse_importtime = peers_probe.parse_importtime
 
 
 def parse_strace(path: str) -> dict:
@@ -971,16 +903,7 @@ def parse_strace(path: str) -> dict:
 
 # ---------------------------------------------------------------- report
 
-def fmt(x, spec=".1f") -> str:
-    return "–" if x is None else format(x, spec)
-
-
-def mib(n) -> str:
-    return "–" if n is None else (f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB")
-
-
-def secs(s) -> str:
-    return "–" if s is None else (f"{s:.1f} s" if s < 100 else f"{s / 60:.1f} min")
+fmt, mib, secs = peers.fmt, peers.mib, peers.secs
 
 
 def report(result: dict) -> str:

@@ -284,7 +284,7 @@ def fmt(x, spec=".1f", none="–") -> str:
 
 
 def mib(n) -> str:
-    return "–" if n is None else f"{n / 2**20:.1f} MiB"
+    return "–" if n is None else (f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB")
 
 
 def secs(s) -> str:

@@ -114,17 +114,23 @@ def pip_freeze(python: str) -> list[str]:
 
 
 def ensure_venvs(work: str, python: str, state: dict) -> None:
-    """Create the three venvs unless they exist with the same requirements (a marker file)."""
-    specs = {
+    """Create the peers' venvs unless they exist with the same requirements (a marker file)."""
+    create_venvs(work, python, {
         "venv-tools": TOOLS,
         "venv-app": [HTTPIE],
         "venv-bare": None,  # --without-pip, nothing installed
         "venv-plot": PLOT,
-    }
+    }, "peers-requirements.json", state)
+
+
+def create_venvs(work: str, python: str, specs: dict, marker_name: str, state: dict) -> None:
+    """Create each venv WORK/NAME of ``specs`` (name -> requirements; None: ``--without-pip``,
+    nothing installed) unless it exists with the same requirements (``marker_name`` inside it);
+    record in ``state["venvs"]`` the command, time, ``pip freeze`` and size of each."""
     env = build_env(work)
     for name, reqs in specs.items():
         path = os.path.join(work, name)
-        marker = os.path.join(path, "peers-requirements.json")
+        marker = os.path.join(path, marker_name)
         want = {"python": os.path.realpath(python), "requirements": reqs}
         if os.path.exists(marker):
             with open(marker) as f:
@@ -136,18 +142,48 @@ def ensure_venvs(work: str, python: str, state: dict) -> None:
         t0 = time.perf_counter()
         cmd = [python, "-m", "venv"] + (["--without-pip"] if reqs is None else []) + [path]
         subprocess.run(cmd, check=True, env=env)
+        pip = None
         if reqs:
-            subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "-q",
-                            "--disable-pip-version-check"] + reqs, check=True, env=env)
+            pip = [os.path.join(path, "bin", "python"), "-m", "pip", "install", "-q",
+                   "--disable-pip-version-check"] + reqs
+            subprocess.run(pip, check=True, env=env)
         dt = time.perf_counter() - t0
         with open(marker, "w") as f:
             json.dump(want, f)
         state.setdefault("venvs", {})[name] = {"seconds": dt, "command": " ".join(cmd) + (
-            f" && {path}/bin/python -m pip install " + " ".join(reqs) if reqs else "")}
+            " && " + " ".join(pip) if pip else ""), "note": "pip's cache was warm"}
     for name in specs:
-        state.setdefault("venvs", {}).setdefault(name, {})["freeze"] = (
-            pip_freeze(os.path.join(work, name, "bin", "python")) if specs[name] else [])
-        state["venvs"][name]["size_bytes"] = tree_size(os.path.join(work, name))
+        venv = state.setdefault("venvs", {}).setdefault(name, {})
+        venv["freeze"] = pip_freeze(os.path.join(work, name, "bin", "python")) if specs[name] else []
+        venv["size_bytes"] = tree_size(os.path.join(work, name))
+
+
+def spawn_probe(argv: list[str], env: dict, cwd: str, t0: int, what: str) -> dict:
+    """Runs a phase probe (bench/apps/http_probe.py, black_bench's black_probe.py: they print
+    ``probe SPAWN START IMPORTED DONE`` in CLOCK_MONOTONIC ns on stderr) started at ``t0``, stdin
+    and stdout on /dev/null; returns its phases in ns and its CPU seconds."""
+    r, w = os.pipe()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_DUP2, w, 2), (os.POSIX_SPAWN_CLOSE, r)])
+    finally:
+        os.chdir(old)
+    _, status, ru = os.wait4(pid, 0)
+    t3 = time.monotonic_ns()
+    os.close(w)
+    with os.fdopen(r) as f:
+        err = f.read()
+    line = [x for x in err.splitlines() if x.startswith("probe ")]
+    if status != 0 or not line:
+        raise SystemExit(f"probe {what}: status {status}, stderr {err!r}")
+    spawn, start, imported, done = (int(x) for x in line[-1].split()[1:])
+    assert spawn == t0
+    return {"startup": start - t0, "imports": imported - start, "main": done - imported, "exit": t3 - done,
+            "total": t3 - t0, "user": ru.ru_utime, "sys": ru.ru_stime}
 
 
 def stage_sources(work: str) -> dict:

@@ -129,25 +129,9 @@ def main() -> int:
                 p[k].append(v)
 
     def once_unguarded(name: str) -> dict:
-        r, w = os.pipe()
         t0 = time.monotonic_ns()
         argv = configs[name][0] + [str(t0)] + configs[name][1] + ["--version"]
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_DUP2, w, 2), (os.POSIX_SPAWN_CLOSE, r)])
-        _, status, ru = os.wait4(pid, 0)
-        t3 = time.monotonic_ns()
-        os.close(w)
-        with os.fdopen(r) as f:
-            err = f.read()
-        line = [x for x in err.splitlines() if x.startswith("probe ")]
-        if status != 0 or not line:
-            raise SystemExit(f"{name}: status {status}, stderr {err!r}")
-        spawn, start, imported, done = (int(x) for x in line[-1].split()[1:])
-        assert spawn == t0
-        return {"startup": start - t0, "imports": imported - start, "main": done - imported, "exit": t3 - done,
-                "total": t3 - t0, "user": ru.ru_utime, "sys": ru.ru_stime}
+        return pb.spawn_probe(argv, env, run_cwd, t0, name)
 
     os.chdir(run_cwd)
     for _ in range(3):

@@ -14,6 +14,7 @@ from conftest import strace_calls
 from ingot.bytecode import compile_module
 from ingot.firstuse import BOOT_MODULES, LAZY, TOP, first_use_order, imports_in_source
 from ingot.pack import pack
+from test_build import pip_build
 
 SOURCE = b'''"""A module.
 
@@ -42,6 +43,17 @@ def main():
 class Config:
     import configparser
 '''
+
+
+@pytest.fixture
+def launcher():
+    """The launcher `ingot build` uses here, if it embeds this Python (the executable tests)."""
+    from test_build import HERE, _real_launcher, launcher_python
+
+    found = _real_launcher()
+    if found is None or launcher_python(found) != HERE:
+        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
+    return found
 
 
 def test_imports_are_found_in_order_and_sorted_by_where_they_run():
@@ -114,15 +126,10 @@ def _offset(archive, source, root):
     return archive.read_bytes().index(bytecode)
 
 
-def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path):
+def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path, launcher):
     """BOOT_MODULES lists what an executable imports from its archive before the application's
     own code (they lead the first-use order); an application that imports nothing sees no
     others."""
-    from test_build import _real_launcher, launcher_python, pip_build, HERE
-
-    launcher = _real_launcher()
-    if launcher is None or launcher_python(launcher) != HERE:
-        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys\n"
@@ -137,14 +144,9 @@ def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path)
     assert seen and seen <= set(BOOT_MODULES), seen - set(BOOT_MODULES)
 
 
-def test_read_ahead_runs_on_a_second_cpu_only(tmp_path):
+def test_read_ahead_runs_on_a_second_cpu_only(tmp_path, launcher):
     """The launcher starts its read-ahead thread when the process may use two CPUs or more, and
     not when it is bound to one (the thread would only take turns with the interpreter)."""
-    from test_build import _real_launcher, launcher_python, pip_build, HERE
-
-    launcher = _real_launcher()
-    if launcher is None or launcher_python(launcher) != HERE:
-        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
     if shutil.which("strace") is None or shutil.which("taskset") is None:
         pytest.skip("needs strace and taskset")
     if len(os.sched_getaffinity(0)) < 2:
@@ -164,15 +166,10 @@ def test_read_ahead_runs_on_a_second_cpu_only(tmp_path):
     assert threads["two"] >= 1 and threads["one"] == 0, threads
 
 
-def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path):
+def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, launcher):
     """A child forked at once (the read-ahead thread most likely still at work, and not copied
     into the child) loads extension modules itself, neither waiting for that thread nor using
     its half-made state."""
-    from test_build import _real_launcher, launcher_python, pip_build, HERE
-
-    launcher = _real_launcher()
-    if launcher is None or launcher_python(launcher) != HERE:
-        pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
     script = tmp_path / "forker.py"
     script.write_text(
         "import os\n"
