@@ -199,6 +199,7 @@ PROBE = """
     before = (getattr(compiler, "hits", 0), getattr(compiler, "misses", 0))
     for pattern in sys.argv[2:]:
         compiled = re.compile(pattern, re.I)
+        assert compiled.pattern is pattern
         results[pattern] = [compiled.pattern, compiled.flags & re.I != 0,
                             [m.group() for m in compiled.finditer("AAB aab abba")]]
     results["hits"] = getattr(compiler, "hits", 0) - before[0]

@@ -51,6 +51,7 @@ impl Shared {
         if !matches!(self.archive.find(Namespace::Files, FIRST_USE), Ok(Some(_))) {
             return;
         }
+        native::resolve_mode();
         let shared = Arc::clone(self);
         let _ = std::thread::Builder::new().name("ingot-read-ahead".into()).spawn(move || {
             let Ok(Some(list)) = shared.archive.find(Namespace::Files, FIRST_USE) else { return };
@@ -625,7 +626,8 @@ impl IngotFinder {
                 let result = unsafe {
                     Bound::from_owned_ptr_or_err(py, ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()))
                 };
-                if result.is_ok() && name == regexes::compiler_module(py) {
+                // (Two string comparisons per module; the version is asked only for these names.)
+                if result.is_ok() && matches!(name, "re._compiler" | "sre_compile") && name == regexes::compiler_module(py) {
                     regexes::install(py, &finder.shared, &globals);
                 }
                 result.map(|_| ())

@@ -119,6 +119,12 @@ fn take_prepared(image: &[u8]) -> Option<String> {
     }
 }
 
+/// Reads `INGOT_NATIVE` now, on the calling thread, so that [`prepare`] on another thread never
+/// reads the environment (which the interpreter's thread may be changing).
+pub fn resolve_mode() {
+    let _ = use_cache();
+}
+
 /// A path the dynamic loader can open holding `image`: a memory file (`/proc/self/fd/N`), or,
 /// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
 /// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache.

@@ -117,14 +117,15 @@ impl PrecompiledRegexes {
             return None;
         }
         // A different pattern under the same name (a hash collision, or a damaged archive).
-        let same_pattern = stored.get_item(0).ok()?.eq(pattern).ok()? && stored.get_item(0).ok()?.get_type().is(&pattern.get_type());
+        let same_pattern = stored.get_item(0).ok()?.eq(pattern).ok()? && stored.get_item(0).ok()?.get_type().is(pattern.get_type());
         let same_flags = stored.get_item(1).ok()?.extract::<i64>().ok()? == flags_value;
         if !same_pattern || !same_flags {
             return None;
         }
         let arguments = PyTuple::new(
             py,
-            [stored.get_item(0).ok()?, stored.get_item(2).ok()?, stored.get_item(3).ok()?, stored.get_item(4).ok()?,
+            // The caller's pattern object, as the compiler would pass it (`Pattern.pattern is p`).
+            [pattern.clone(), stored.get_item(2).ok()?, stored.get_item(3).ok()?, stored.get_item(4).ok()?,
              stored.get_item(5).ok()?, stored.get_item(6).ok()?],
         )
         .ok()?;
