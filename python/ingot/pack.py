@@ -194,15 +194,19 @@ class _Scan:
     compiles (None: not scanned) and the modules it imports; per extension module or shared
     library, the sonames it needs."""
     patterns: dict[str, set] | None = field(default_factory=dict)
-    imports: dict[str, list[str]] = field(default_factory=dict)
+    imports: dict[str, dict[str, list[str]]] | None = field(default_factory=dict)
     needed: dict[str, list[str]] = field(default_factory=dict)
+
+    def wants_sources(self) -> bool:
+        return self.patterns is not None or self.imports is not None
 
     def source(self, name: str, source: bytes, is_package: bool) -> None:
         if self.patterns is not None:
             found = patterns_in_source(source)
             if found:
                 self.patterns[name] = found
-        self.imports[name] = imports_in_source(source, name, is_package)
+        if self.imports is not None:
+            self.imports[name] = imports_in_source(source, name, is_package)
 
 
 def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool,
@@ -230,7 +234,7 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
             and not keep_debug_info:
         content = loadable_image(content)
     if item.kind in ("extension-module", "extension-package") and scan is not None \
-            and item.source is not None:
+            and scan.wants_sources() and item.source is not None:
         # A compiled module's shipped source says what the compiled code imports and compiles.
         try:
             scan.source(item.name, item.source.read_bytes(), item.kind == "extension-package")
@@ -271,7 +275,7 @@ def _first_use(scan: _Scan, result: PackResult, extra_files: dict[str, bytes],
     if MAGIC_ENTRY in table:
         reserved.append(MAGIC_ENTRY)
     return [("files", name) for name in reserved] + first_use_order(
-        [*BOOT_MODULES, *entry_modules], scan.imports, kinds, scan.needed, companions,
+        [*BOOT_MODULES, *entry_modules], scan.imports or {}, kinds, scan.needed, companions,
         lazy=entry_modules)
 
 
@@ -344,7 +348,9 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
                             hint="give the top-level import name of a collected package")
     files_packages = _with_mypyc_groups(files_packages, plan)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
-    scan = _Scan(patterns={} if precompile_regexes else None)
+    entry_modules = None if entry_modules is None else list(entry_modules)
+    scan = _Scan(patterns={} if precompile_regexes else None,
+                 imports={} if entry_modules is not None else None)
     _add_libraries(plan, result.warnings)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
@@ -388,7 +394,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         say(f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules")
     if entry_modules is not None:
         order = _first_use(scan, result, extra_files, table if precompile_regexes else {},
-                           list(entry_modules))
+                           entry_modules)
         # The list itself, read by the launcher's read-ahead thread (docs/format.md).
         order.insert(0, ("files", FIRST_USE_ENTRY))
         tags = {"modules": "m", "files": "f", "libraries": "l"}
