@@ -335,16 +335,8 @@ def build_all(work: str, tools: list[str], timeout: float, ingot_cli: str, state
     os.makedirs(check_home, exist_ok=True)
     for tool in tools:
         b = build_commands(work, tool, src, ingot_cli)
-        old = builds.get(tool)
-        if (not rebuild and old and old.get("status") == "ok" and os.path.exists(b["output"])
-                and old.get("command") == b["cmd"] and old.get("tools") == TOOLS):
-            log(f"{tool}: reusing {b['output']} (built in {old['build_s']:.1f} s)")
+        if pb.reuse_or_clear(tool, b, builds.get(tool), rebuild, TOOLS, log):
             continue
-        os.makedirs(b["cwd"], exist_ok=True)
-        if os.path.isdir(b["output"]):
-            shutil.rmtree(b["output"])
-        elif os.path.exists(b["output"]):
-            os.unlink(b["output"])
         log_path = os.path.join(work, "logs", f"{tool}.log")
         log(f"{tool}: building ({' '.join(b['cmd'])})")
         load = os.getloadavg()[0]

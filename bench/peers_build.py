@@ -270,6 +270,22 @@ def check_run(argv: list[str], env: dict, cwd: str, expect: str | None) -> str |
     return None
 
 
+def reuse_or_clear(label: str, b: dict, old: dict | None, rebuild: bool, tools: list, say) -> bool:
+    """True (and said) if ``old``, the recorded build of ``b``, can be reused: it succeeded with the
+    same command and tool pins and its output exists. Otherwise makes ``b``'s working directory
+    and removes its previous output, and returns False."""
+    if (not rebuild and old and old.get("status") == "ok" and os.path.exists(b["output"])
+            and old.get("command") == b["cmd"] and old.get("tools") == tools):
+        say(f"{label}: reusing {b['output']} (built in {old['build_s']:.1f} s)")
+        return True
+    os.makedirs(b["cwd"], exist_ok=True)
+    if os.path.isdir(b["output"]):
+        shutil.rmtree(b["output"])
+    elif os.path.exists(b["output"]):
+        os.unlink(b["output"])
+    return False
+
+
 def build_all(work: str, workloads: list[str], tools: list[str], timeout: float, ingot_pythonpath: str,
               state: dict, expect: dict, run_cwd: str, rebuild: bool) -> None:
     src = stage_sources(work)
@@ -279,16 +295,8 @@ def build_all(work: str, workloads: list[str], tools: list[str], timeout: float,
         for tool in tools:
             key = f"{workload}/{tool}"
             b = build_commands(work, workload, tool, src, ingot_pythonpath)
-            old = builds.get(key)
-            if (not rebuild and old and old.get("status") == "ok" and os.path.exists(b["output"])
-                    and old.get("command") == b["cmd"] and old.get("tools") == TOOLS):
-                log(f"{key}: reusing {b['output']} (built in {old['build_s']:.1f} s)")
+            if reuse_or_clear(key, b, builds.get(key), rebuild, TOOLS, log):
                 continue
-            os.makedirs(b["cwd"], exist_ok=True)
-            if os.path.isdir(b["output"]):
-                shutil.rmtree(b["output"])
-            elif os.path.exists(b["output"]):
-                os.unlink(b["output"])
             env = dict(env0, **b["env"])
             log_path = os.path.join(work, "logs", f"{workload}-{tool}.log")
             log(f"{key}: building ({' '.join(b['cmd'])})")
