@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import ingot
+import proclimit
 from conftest import ROOT, interpreters, python_for
 from ingot.build import BuildError, launcher_facts
 
@@ -183,9 +184,10 @@ def launcher_python(launcher):
     return python_for(version)
 
 
-def make_app(tmp_path, launcher, python, launch, name="app"):
+def make_app(tmp_path, launcher, python, launch, name="app", files=None):
+    """An executable: the launcher with an archive of `files` (default APP) and `launch`."""
     site = tmp_path / f"{name}-site"
-    for relative, source in APP.items():
+    for relative, source in (APP if files is None else files).items():
         (site / relative).parent.mkdir(parents=True, exist_ok=True)
         (site / relative).write_text(textwrap.dedent(source))
     archive = tmp_path / f"{name}.ingot"
@@ -215,8 +217,11 @@ def filesystem_app(tmp_path_factory, launcher, launcher_python):
 
 
 def run(app, *args, env=None, timeout=60):
-    return subprocess.run([str(app), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    """Runs the app under a process-count limit (tests/proclimit.py) and a timeout."""
+    result = proclimit.run([str(app), *args], max_processes=16, env=env, timeout=timeout)
+    assert not result.timed_out, f"timed out after {timeout} s: {result.stderr[-2000:]}"
+    assert result.limit_hit == 0, f"hit the process limit: {result.stderr[-2000:]}"
+    return result
 
 
 def test_hello_world(function_app):

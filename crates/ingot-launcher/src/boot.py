@@ -1,7 +1,6 @@
-# The launcher's Python half: compiled from this source by the launcher after the interpreter's
-# main initialization, in a namespace of its own (not a module in sys.modules).
-#
-# `finder` (the archive's IngotFinder) is in the namespace when this runs.
+# The launcher's Python half: compiled by build.rs with the embedded interpreter, unmarshalled and
+# run by the launcher after the interpreter's main initialization, in a namespace of its own (not
+# a module in sys.modules). The launcher calls its functions.
 
 import sys
 
@@ -67,11 +66,16 @@ def _main_spec(name):
     return spec
 
 
-def run_code(code, argv):
-    """``python -c CODE``: what multiprocessing's spawn, resource tracker and forkserver run."""
-    sys.argv[:] = argv
-    main = sys.modules["__main__"]
-    exec(compile(code, "<string>", "exec"), main.__dict__)
+def mark_forked_children(variable, rest):
+    """A forked child names itself, not its parent, in the variable that tells the processes it
+    starts that the application started them (`<pid>:<rest>`; where /proc cannot tell, see
+    selfcall.rs)."""
+    import os
+
+    def mark():
+        os.environ[variable] = f"{os.getpid()}:{rest}"
+
+    os.register_at_fork(after_in_child=mark)
 
 
 def run_frozen_fork(argv):
@@ -85,8 +89,8 @@ def run_frozen_fork(argv):
 
 
 def shutdown():
-    """What Py_FinalizeEx promises before the interpreter is torn down: wait for non-daemon
-    threads, run atexit handlers, flush the standard streams. True if a flush failed."""
+    """What Py_FinalizeEx does first, before the launcher finalizes live objects and flushes the
+    standard streams: wait for non-daemon threads, run atexit handlers."""
     threading = sys.modules.get("threading")
     if threading is not None:
         try:
@@ -97,13 +101,3 @@ def shutdown():
             traceback.print_exc()
     import atexit
     atexit._run_exitfuncs()
-    failed = False
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name, None)
-        if stream is None:
-            continue
-        try:
-            stream.flush()
-        except BaseException:
-            failed = failed or name == "stdout"
-    return failed

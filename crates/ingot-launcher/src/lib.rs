@@ -2,18 +2,23 @@
 //! application in the ingot archive appended to its own executable, importing everything from
 //! that archive. See README.md for the start-up phases and the exit rules.
 
-use std::ffi::{c_char, c_int, CStr, CString, OsStr, OsString};
+use std::ffi::{c_char, CStr, CString, OsStr, OsString};
 use std::mem::MaybeUninit;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ingot_format::{Archive, Namespace, Role};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use serde::Deserialize;
+
+pub mod exit;
+pub mod selfcall;
+use exit::{exit_code, finish, print_exception, Outcome};
+pub use selfcall::Mode;
 
 /// The launch configuration's name in the archive (Files name space).
 pub const LAUNCH_CONFIG: &str = "__ingot__/launch.json";
@@ -119,56 +124,6 @@ impl LaunchConfig {
         }
         Ok(config)
     }
-}
-
-/// What the process was asked to do: the application, or what Python would do for the command
-/// lines multiprocessing gives `sys.executable` (spawned children, the resource tracker, the
-/// forkserver).
-#[derive(Debug, PartialEq)]
-pub enum Task {
-    App,
-    /// `EXE [flags] -c CODE args...`: run CODE as `__main__` with `sys.argv = ['-c', args...]`.
-    Code { code: String, argv: Vec<String> },
-    /// `EXE --multiprocessing-fork name=value...` (multiprocessing's form for frozen executables).
-    FrozenFork,
-}
-
-/// Recognizes multiprocessing's command lines. Only these: an application's own `-c` option is
-/// left alone unless the code is multiprocessing's or `--multiprocessing-fork` follows it.
-pub fn task(argv: &[OsString]) -> Task {
-    let args: Vec<&[u8]> = argv.iter().skip(1).map(|arg| arg.as_bytes()).collect();
-    if args.first() == Some(&&b"--multiprocessing-fork"[..]) {
-        return Task::FrozenFork;
-    }
-    // The interpreter flags `subprocess._args_from_interpreter_flags()` can give.
-    let mut index = 0;
-    while index < args.len() {
-        let arg = args[index];
-        let single = |flag: &[u8]| arg == flag;
-        if [&b"-W"[..], b"-X"].iter().any(|flag| single(flag)) {
-            index += 2;
-        } else if arg.len() >= 2 && arg[0] == b'-' && arg[1] != b'-' && arg[1] != b'c'
-            && (arg.starts_with(b"-W") || arg.starts_with(b"-X") || arg[1..].iter().all(|c| b"bBdEIOqsSuv".contains(c)))
-        {
-            index += 1;
-        } else {
-            break;
-        }
-    }
-    if args.get(index) != Some(&&b"-c"[..]) {
-        return Task::App;
-    }
-    let Some(code) = args.get(index + 1).and_then(|code| std::str::from_utf8(code).ok()) else {
-        return Task::App;
-    };
-    let rest: Vec<String> = args[index + 2..].iter().map(|arg| String::from_utf8_lossy(arg).into_owned()).collect();
-    let ours = code.trim_start().starts_with("from multiprocessing.") || rest.iter().any(|arg| arg == "--multiprocessing-fork");
-    if !ours {
-        return Task::App;
-    }
-    let mut argv = vec!["-c".to_string()];
-    argv.extend(rest);
-    Task::Code { code: code.to_string(), argv }
 }
 
 /// Prints `ingot: <what>: <reason>` and exits 1.
@@ -299,22 +254,69 @@ pub fn main() -> ! {
     let exe = own_executable().unwrap_or_else(|reason| fail("cannot find its own executable", reason));
     let config = read_archive(&exe).unwrap_or_else(|(what, reason)| fail(&what, reason));
     let argv: Vec<OsString> = std::env::args_os().collect();
-    let task = task(&argv);
     let exe_str = exe.to_str().unwrap_or_else(|| fail(&exe.display().to_string(), "the path is not UTF-8")).to_string();
+    let call = selfcall::self_call(&selfcall::ThisProcess::new(&exe));
+    let depth = call.map_or(0, |call| call.depth);
+    if depth > selfcall::MAX_DEPTH {
+        too_deep(&exe_str, &argv, depth);
+    }
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let variable = selfcall::Variable { pid: std::process::id(), depth, uid };
+    // SAFETY: no other thread exists yet (the read-ahead threads start with the interpreter).
+    std::env::set_var(selfcall::PARENT_VARIABLE, selfcall::variable_value(variable));
+    let names_this = |name: &OsStr| names_executable(name, &exe);
+    let mode = match call.map(|call| call.started) {
+        Some(selfcall::Started::Child) => selfcall::read_command_line(&argv, names_this),
+        Some(selfcall::Started::Replaced) => selfcall::read_restart(&argv, names_this),
+        None => Mode::App { argv: argv.clone() },
+    };
     // SAFETY: called once, on the main thread, before anything else touches Python.
-    unsafe { initialize(&exe, &argv) };
+    unsafe { initialize(&exe, &argv, &mode) };
     // SAFETY: the interpreter is initialized and this thread holds the GIL.
     let py = unsafe { Python::assume_attached() };
     let boot = boot(py).unwrap_or_else(|error| {
         error.print(py);
         fail(&exe_str, "cannot load the launcher's Python code")
     });
-    let outcome = run(py, &boot, &exe_str, &config, &task).unwrap_or_else(|error| {
+    if mode == Mode::Python {
+        run_python(py, boot, &exe_str, variable);
+    }
+    let outcome = run(py, &boot, &exe_str, &config, &mode, &argv, variable).unwrap_or_else(|error| {
         // A failure of the launcher's own Python code, not of the application.
         error.print(py);
         Outcome::Code(1)
     });
     finish(py, boot, outcome, config.fast_exit)
+}
+
+/// Whether the command `name` (a path, or a name `PATH` finds) is the executable `exe`.
+fn names_executable(name: &OsStr, exe: &Path) -> bool {
+    let cwd = std::env::current_dir().ok();
+    let Ok(found) = find_executable(name, std::env::var_os("PATH").as_deref(), cwd.as_deref()) else {
+        return false;
+    };
+    match (std::fs::metadata(&found), std::fs::metadata(exe)) {
+        (Ok(found), Ok(exe)) => (found.dev(), found.ino()) == (exe.dev(), exe.ino()),
+        _ => false,
+    }
+}
+
+/// Stops a chain of self-calls deeper than [`selfcall::MAX_DEPTH`].
+fn too_deep(exe: &str, argv: &[OsString], depth: u32) -> ! {
+    let shown: Vec<String> = argv.iter().map(|arg| format!("{:?}", arg.to_string_lossy())).collect();
+    eprintln!(
+        "ingot: {exe}: too many nested self-calls: this process is {depth} deep in a chain of processes the \
+         application started from its own executable (the limit is {}); its command line: [{}]",
+        selfcall::MAX_DEPTH,
+        shown.join(", ")
+    );
+    eprintln!(
+        "hint: the application starts sys.executable with a command line that runs the application again, \
+         every time; a python command line (-c CODE, -m MODULE, SCRIPT.py) runs Python instead (see \
+         \"Self-calls\" in the launcher's README)"
+    );
+    std::process::exit(1)
 }
 
 /// boot.py's namespace.
@@ -359,50 +361,75 @@ unsafe fn check(status: ffi::PyStatus, phase: &str) {
     }
 }
 
-/// Initializes CPython in isolated mode, in two phases, with the archive's finder installed
-/// between them (see README.md, "Start-up").
-unsafe fn initialize(exe: &std::path::Path, argv: &[OsString]) {
+/// Initializes CPython in two phases, with the archive's finder installed between them (see
+/// README.md, "Start-up"): in isolated mode with `sys.argv` given for the application; for a
+/// Python-mode self-call, from the command line as python reads it (but still ignoring the
+/// environment and with no `site`).
+unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
     // The importer, as the built-in module `_ingot`.
     use ingot_importer::_ingot;
     pyo3::append_to_inittab!(_ingot);
+    let python_mode = *mode == Mode::Python;
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
+        .collect();
+    let mut pointers: Vec<*mut c_char> = args.iter().map(|arg| arg.as_ptr().cast_mut()).collect();
 
     // Pre-initialization: `python -I` (locale configured and C locale coerced as python does,
-    // the environment ignored).
+    // the environment ignored); in Python mode, with `-X utf8`, `-X dev`, ... read from the
+    // command line.
     let mut preconfig = MaybeUninit::<ffi::PyPreConfig>::uninit();
     ffi::PyPreConfig_InitPythonConfig(preconfig.as_mut_ptr());
     let mut preconfig = preconfig.assume_init();
-    preconfig.isolated = 1;
+    preconfig.isolated = i32::from(!python_mode);
     preconfig.use_environment = 0;
-    preconfig.parse_argv = 0;
-    check(ffi::Py_PreInitialize(&preconfig), "pre-initialization");
+    preconfig.parse_argv = i32::from(python_mode);
+    if python_mode {
+        check(
+            ffi::Py_PreInitializeFromBytesArgs(&preconfig, pointers.len() as ffi::Py_ssize_t, pointers.as_mut_ptr()),
+            "pre-initialization",
+        );
+    } else {
+        check(ffi::Py_PreInitialize(&preconfig), "pre-initialization");
+    }
 
     let mut config = MaybeUninit::<ffi::PyConfig>::uninit();
-    ffi::PyConfig_InitIsolatedConfig(config.as_mut_ptr());
+    if python_mode {
+        ffi::PyConfig_InitPythonConfig(config.as_mut_ptr());
+    } else {
+        ffi::PyConfig_InitIsolatedConfig(config.as_mut_ptr());
+    }
     let config = config.as_mut_ptr();
     (*config).site_import = 0;
     (*config).user_site_directory = 0;
     (*config).use_environment = 0;
     #[cfg(Py_3_11)]
-    {
+    if !python_mode {
         (*config).safe_path = 1;
     }
     (*config).module_search_paths_set = 1;
     (*config).pathconfig_warnings = 0;
-    (*config).parse_argv = 0;
+    (*config).parse_argv = i32::from(python_mode);
     // As python does (the isolated defaults are for embedding in another program): SIGINT raises
     // KeyboardInterrupt, SIGPIPE is ignored, and the C stdio is set up.
     (*config).install_signal_handlers = 1;
     (*config).configure_c_stdio = 1;
     (*config)._init_main = 0;
 
-    let exe_c = CString::new(exe.as_os_str().as_bytes()).unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
-    let args: Vec<CString> = argv
-        .iter()
-        .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
-        .collect();
-    let mut pointers: Vec<*const c_char> = args.iter().map(|arg| arg.as_ptr()).collect();
     let set = |status: ffi::PyStatus, what: &str| check(status, what);
-    set(ffi::PyConfig_SetBytesArgv(config, pointers.len() as ffi::Py_ssize_t, pointers.as_mut_ptr()), "argv");
+    match mode {
+        Mode::App { argv: app_argv } => {
+            let app_args: Vec<CString> = app_argv
+                .iter()
+                .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
+                .collect();
+            let mut app_pointers: Vec<*const c_char> = app_args.iter().map(|arg| arg.as_ptr()).collect();
+            set(ffi::PyConfig_SetBytesArgv(config, app_pointers.len() as ffi::Py_ssize_t, app_pointers.as_mut_ptr()), "argv");
+        }
+        _ => set(ffi::PyConfig_SetBytesArgv(config, pointers.len() as ffi::Py_ssize_t, pointers.as_mut_ptr().cast()), "argv"),
+    }
+    let exe_c = CString::new(exe.as_os_str().as_bytes()).unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
     set(ffi::PyConfig_SetBytesString(config, &mut (*config).executable, exe_c.as_ptr()), "executable");
     set(ffi::PyConfig_SetBytesString(config, &mut (*config).program_name, exe_c.as_ptr()), "program_name");
     // prefix, exec_prefix and home: the executable's directory, so that the path configuration
@@ -455,38 +482,73 @@ fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
     Ok(())
 }
 
-/// How the application ended.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Outcome {
-    Code(i32),
-    /// An uncaught KeyboardInterrupt: the process ends by SIGINT, as python's does.
-    Interrupted,
-}
-
-fn run<'py>(py: Python<'py>, boot: &Bound<'py, PyDict>, exe: &str, config: &LaunchConfig, task: &Task) -> PyResult<Outcome> {
-    let finder = py
-        .import("sys")?
+/// The archive's finder, from `sys.meta_path`.
+fn archive_finder<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("sys")?
         .getattr("meta_path")?
         .try_iter()?
         .find(|entry| entry.as_ref().is_ok_and(|entry| entry.get_type().name().is_ok_and(|name| name == "IngotFinder")))
         .transpose()?
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the archive's finder left sys.meta_path"))?;
-    boot.get_item("seal_import_system")?.expect("boot.py").call1((finder, config.filesystem_imports))?;
-    let sys = py.import("sys")?;
-    sys.setattr("executable", exe)?;
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the archive's finder left sys.meta_path"))
+}
 
+/// What every mode does once the interpreter is up: the import system sealed, `sys.executable`
+/// the executable, and forked children told apart from their parent for their own self-calls.
+fn prepare<'py>(
+    py: Python<'py>,
+    boot: &Bound<'py, PyDict>,
+    exe: &str,
+    filesystem_imports: bool,
+    variable: selfcall::Variable,
+) -> PyResult<()> {
+    let finder = archive_finder(py)?;
+    boot.get_item("seal_import_system")?.expect("boot.py").call1((finder, filesystem_imports))?;
+    let value = selfcall::variable_value(selfcall::Variable { pid: 0, ..variable });
+    let (_, rest) = value.split_once(':').expect("pid:depth:uid");
+    boot.get_item("mark_forked_children")?.expect("boot.py").call1((selfcall::PARENT_VARIABLE, rest))?;
+    py.import("sys")?.setattr("executable", exe)?;
+    Ok(())
+}
+
+/// A Python-mode self-call: the command line CPython parsed, run by `Py_RunMain` (which also
+/// finalizes the interpreter and exits as python does), with the archive as the library and
+/// importlib's path finder after it (a script's directory, `-c`'s current directory).
+fn run_python(py: Python<'_>, boot: Bound<'_, PyDict>, exe: &str, variable: selfcall::Variable) -> ! {
+    if let Err(error) = prepare(py, &boot, exe, true, variable) {
+        error.print(py);
+        fail(exe, "cannot prepare the interpreter for a python command line");
+    }
+    drop(boot);
+    // SAFETY: the interpreter is initialized (both phases) and no Python object is held here.
+    let code = unsafe { ffi::Py_RunMain() };
+    std::process::exit(code)
+}
+
+fn run<'py>(
+    py: Python<'py>,
+    boot: &Bound<'py, PyDict>,
+    exe: &str,
+    config: &LaunchConfig,
+    mode: &Mode,
+    argv: &[OsString],
+    variable: selfcall::Variable,
+) -> PyResult<Outcome> {
+    prepare(py, boot, exe, config.filesystem_imports, variable)?;
+    let sys = py.import("sys")?;
+    // The process's command line, whatever part of it became sys.argv.
+    sys.setattr("orig_argv", PyList::new(py, argv)?)?;
     let call = |name: &str, args: Vec<Bound<'py, PyAny>>| -> PyResult<Bound<'py, PyAny>> {
         let function = boot.get_item(name)?.expect("boot.py");
         function.call1(pyo3::types::PyTuple::new(py, args)?)
     };
-    let result = match (task, &config.run) {
-        (Task::Code { code, argv }, _) => {
-            call("run_code", vec![PyString::new(py, code).into_any(), PyList::new(py, argv)?.into_any()])
-        }
-        (Task::FrozenFork, _) => call("run_frozen_fork", vec![sys.getattr("argv")?]),
+    let result = match (mode, &config.run) {
+        (Mode::FrozenFork, _) => call("run_frozen_fork", vec![sys.getattr("argv")?]),
+        (Mode::Python, _) => unreachable!("Python mode runs in run_python"),
         // Called from here, not from boot.py: no launcher frame in the application's tracebacks.
-        (Task::App, Run::Function { module, function }) => py.import(module.as_str()).and_then(|module| module.call_method0(function.as_str())),
-        (Task::App, Run::Module { module }) => call("run_module", vec![PyString::new(py, module).into_any()]),
+        (Mode::App { .. }, Run::Function { module, function }) => {
+            py.import(module.as_str()).and_then(|module| module.call_method0(function.as_str()))
+        }
+        (Mode::App { .. }, Run::Module { module }) => call("run_module", vec![PyString::new(py, module).into_any()]),
     };
     Ok(match result {
         Ok(value) => Outcome::Code(exit_code(py, &value)),
@@ -503,100 +565,6 @@ fn run<'py>(py: Python<'py>, boot: &Bound<'py, PyDict>, exe: &str, config: &Laun
             Outcome::Code(1)
         }
     })
-}
-
-/// Prints an uncaught exception: through `sys.excepthook`, or, when that is the default one, with
-/// the `traceback` module, which (unlike the C printer before Python 3.13) shows the source lines
-/// of modules in the archive.
-fn print_exception(py: Python<'_>, error: PyErr) {
-    let printed = (|| -> PyResult<bool> {
-        let sys = py.import("sys")?;
-        if !sys.getattr("excepthook")?.is(&sys.getattr("__excepthook__")?) {
-            return Ok(false);
-        }
-        let value = error.value(py);
-        let traceback = match error.traceback(py) {
-            Some(traceback) => traceback.into_any(),
-            None => py.None().into_bound(py),
-        };
-        sys.setattr("last_type", value.get_type())?;
-        sys.setattr("last_value", value)?;
-        sys.setattr("last_traceback", &traceback)?;
-        py.import("traceback")?.call_method1("print_exception", (value.get_type(), value, traceback))?;
-        Ok(true)
-    })();
-    match printed {
-        Ok(true) => {}
-        Ok(false) => error.print(py),
-        Err(_) => error.print(py),
-    }
-}
-
-/// The exit status for `sys.exit(value)` (`_Py_HandleSystemExit`): None is 0, an int is itself,
-/// anything else is printed to `sys.stderr` and is 1.
-fn exit_code(py: Python<'_>, value: &Bound<'_, PyAny>) -> i32 {
-    if value.is_none() {
-        return 0;
-    }
-    if value.is_instance_of::<PyInt>() {
-        // SAFETY: `value` is an int; on overflow CPython gives -1 (with an error we clear).
-        let code = unsafe { ffi::PyLong_AsLong(value.as_ptr()) };
-        if code == -1 {
-            let _ = PyErr::take(py);
-        }
-        return code as c_int;
-    }
-    let printed = (|| -> PyResult<()> {
-        let stderr = py.import("sys")?.getattr("stderr")?;
-        if stderr.is_none() {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("no sys.stderr"));
-        }
-        stderr.call_method1("write", (value.str()?,))?;
-        stderr.call_method1("write", ("\n",))?;
-        Ok(())
-    })();
-    if printed.is_err() {
-        let _ = PyErr::take(py);
-        if let Ok(text) = value.str() {
-            eprintln!("{text}");
-        }
-    }
-    1
-}
-
-/// Ends the process: fast (what Python promises at exit, then `_exit`) or through
-/// `Py_FinalizeEx`.
-fn finish(py: Python<'_>, boot: Bound<'_, PyDict>, outcome: Outcome, fast_exit: bool) -> ! {
-    let mut code = match outcome {
-        Outcome::Code(code) => code,
-        Outcome::Interrupted => 130,
-    };
-    if fast_exit {
-        let flush_failed = (|| -> PyResult<bool> { boot.get_item("shutdown")?.expect("boot.py").call0()?.extract() })();
-        if !matches!(flush_failed, Ok(false)) {
-            if let Err(error) = flush_failed {
-                error.print(py);
-            }
-            code = 120;
-        }
-        // SAFETY: flushing C stdio for extension modules that wrote with it.
-        unsafe { libc::fflush(std::ptr::null_mut()) };
-    } else {
-        drop(boot);
-        // SAFETY: no Python object is held past this point.
-        if unsafe { ffi::Py_FinalizeEx() } < 0 {
-            code = 120;
-        }
-    }
-    if outcome == Outcome::Interrupted {
-        // SAFETY: plain libc calls; as CPython's exit_sigint.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::kill(libc::getpid(), libc::SIGINT);
-        }
-    }
-    // SAFETY: ends the process without running destructors or atexit (done above, or finalized).
-    unsafe { libc::_exit(code) }
 }
 
 #[cfg(test)]
@@ -660,22 +628,5 @@ mod tests {
         assert!(find("bin", Some(root.to_str().unwrap()), &root).is_err()); // a directory
         assert!(find("", None, &root).is_err());
         std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn multiprocessing_command_lines() {
-        assert_eq!(task(&args(&["app"])), Task::App);
-        assert_eq!(task(&args(&["app", "-c", "config.toml"])), Task::App);
-        let spawn = "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7)";
-        assert_eq!(
-            task(&args(&["app", "-S", "-I", "-c", spawn, "--multiprocessing-fork"])),
-            Task::Code { code: spawn.into(), argv: vec!["-c".into(), "--multiprocessing-fork".into()] }
-        );
-        assert_eq!(
-            task(&args(&["app", "-W", "ignore", "-Xdev", "-c", "from multiprocessing.resource_tracker import main;main(4)"])),
-            Task::Code { code: "from multiprocessing.resource_tracker import main;main(4)".into(), argv: vec!["-c".into()] }
-        );
-        assert_eq!(task(&args(&["app", "--multiprocessing-fork", "pipe_handle=7"])), Task::FrozenFork);
-        assert_eq!(task(&args(&["app", "--verbose", "-c", "from multiprocessing.x import y"])), Task::App);
     }
 }

@@ -1,0 +1,293 @@
+"""Self-calls (crates/ingot-launcher/README.md, "Self-calls"): a process a built app starts from
+its own executable reads a python command line as python does, with the app's archive as its
+library; anyone else starting the executable gets the app, whatever its arguments; a chain of
+self-calls that never ends stops at a depth limit; the fast exit loses nothing finalization
+would have written.
+
+Every executable here runs under a process-count limit (tests/proclimit.py) and a timeout: a
+regression in self-calls fails a test instead of filling the machine with processes.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+import proclimit
+from test_launcher import (launcher, launcher_python,  # noqa: F401 (fixtures)
+                           launcher_python_version, make_app)
+
+APP = {
+    "selfapp/__init__.py": "",
+    "selfapp/work.py": """
+        def square(x):
+            return x * x
+    """,
+    "selfapp/cli.py": """
+        import json
+        import os
+        import subprocess
+        import sys
+
+        from selfapp.work import square
+
+        def child(args, **options):
+            done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                                  timeout=60, **options)
+            return {"code": done.returncode, "out": done.stdout, "err": done.stderr}
+
+        def main():
+            what = sys.argv[1] if len(sys.argv) > 1 else "hello"
+            if what == "hello":
+                print(json.dumps({"app": sys.argv, "orig": sys.orig_argv}))
+            elif what == "call":  # call JSON-ARGS [JSON-OPTIONS]: start sys.executable
+                options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+                print(json.dumps(child(json.loads(sys.argv[2]), **options)))
+            elif what == "shell":  # shell COMMAND [ARG]: a shell runs COMMAND, $0 the executable
+                done = subprocess.run(["sh", "-c", sys.argv[2], sys.executable, *sys.argv[3:]],
+                                      capture_output=True, text=True, timeout=60)
+                print(json.dumps({"code": done.returncode, "out": done.stdout,
+                                  "err": done.stderr}))
+            elif what == "again":  # starts itself with its own arguments, unconditionally
+                env = {} if sys.argv[2:3] == ["scrubbed"] else None
+                done = subprocess.run([sys.executable, *sys.argv[1:]], env=env)
+                sys.exit(done.returncode)
+            elif what == "pool":  # pool METHOD
+                import multiprocessing
+                with multiprocessing.get_context(sys.argv[2]).Pool(2) as pool:
+                    print(pool.map(square, range(6)))
+            elif what == "executor":
+                import concurrent.futures
+                with concurrent.futures.ProcessPoolExecutor(2) as executor:
+                    print(list(executor.map(square, range(6))))
+            elif what == "frozen":  # multiprocessing's command line for frozen executables
+                import multiprocessing
+                sys.frozen = True
+                with multiprocessing.get_context("spawn").Pool(1) as pool:
+                    print(pool.map(square, range(3)))
+            elif what == "files":  # files PREFIX: written, never closed
+                import gzip, zipfile
+                global kept
+                plain = open(sys.argv[2] + ".txt", "w")
+                plain.write("line of forty-five characters, not flushed.\\n")
+                archive = gzip.open(sys.argv[2] + ".gz", "wt")
+                archive.write("compressed, trailer written at close\\n")
+                bundle = zipfile.ZipFile(sys.argv[2] + ".zip", "w")
+                bundle.writestr("inner.txt", "central directory written at close")
+                def writer():
+                    with open(sys.argv[2] + ".gen", "w") as out:
+                        out.write("written by a suspended generator")
+                        yield
+                generator = writer()
+                next(generator)
+                class Noisy:
+                    def __del__(self):
+                        print("__del__ ran")
+                kept = [plain, archive, bundle, generator, Noisy()]
+                print("main done")
+            else:
+                raise SystemExit(f"unknown {what}")
+    """,
+}
+
+
+LAUNCH = {"version": 1, "run": {"kind": "function", "module": "selfapp.cli", "function": "main"}}
+
+
+def run(app, *args, max_processes=16, timeout=120, **options):
+    """Runs the app under the process limit; fails the test if the limit was hit or it timed out."""
+    result = proclimit.run([app, *args], max_processes=max_processes, timeout=timeout, **options)
+    assert not result.timed_out, f"timed out after {timeout} s: {result.stderr[-2000:]}"
+    assert result.limit_hit == 0, f"hit the limit of {max_processes} processes: {result.stderr[-2000:]}"
+    return result
+
+
+def call(app, args, **options):
+    """The app starts `[sys.executable, *args]`; what that child did."""
+    result = run(app, "call", json.dumps(args), json.dumps(options))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, launcher, launcher_python):  # noqa: F811 (fixtures)
+    return make_app(tmp_path_factory.mktemp("selfcall"), launcher, launcher_python, LAUNCH,
+                    name="selfapp", files=APP)
+
+
+# --- python command lines -------------------------------------------------------------------------
+
+def test_dash_c_runs_code_with_python_argv(app):
+    code = "import json, sys; print(json.dumps([sys.argv, sys.orig_argv[1:], sys.path]))"
+    child = call(app, ["-c", code, "a", "b"])
+    assert child["code"] == 0, child["err"]
+    argv, orig, path = json.loads(child["out"])
+    assert argv == ["-c", "a", "b"]
+    assert orig == ["-c", code, "a", "b"]
+    assert path == ["", str(app)]  # as python: the current directory, then the library
+
+
+def test_interpreter_options_before_the_command(app):
+    code = ("import json, sys; print(json.dumps([sys.path, sys.flags.isolated, sys.flags.no_site,"
+            " sys.flags.optimize, sys.flags.dev_mode, sys.warnoptions, sys._xoptions,"
+            " sys.stdout.write_through]))")
+    child = call(app, ["-IS", "-O", "-W", "error::DeprecationWarning", "-X", "dev", "-u", "-c",
+                       code])
+    assert child["code"] == 0, child["err"]
+    path, isolated, no_site, optimize, dev, warnings, xoptions, write_through = \
+        json.loads(child["out"])
+    assert (path, isolated, no_site, optimize, dev, write_through) == \
+        ([str(app)], 1, 1, 1, True, True)
+    assert warnings[-1] == "error::DeprecationWarning" and xoptions == {"dev": True}
+
+
+def test_dash_m_runs_any_module_of_the_archive(app):
+    child = call(app, ["-m", "json.tool", "--sort-keys"], input='{"b": 1, "a": [2]}')
+    assert child == {"code": 0, "out": '{\n    "a": [\n        2\n    ],\n    "b": 1\n}\n',
+                     "err": ""}
+    child = call(app, ["-m", "selfapp.work"])  # the app's own modules too
+    assert (child["code"], child["err"]) == (0, "")
+
+
+def test_dash_m_of_a_missing_module_says_so(app):
+    child = call(app, ["-m", "no_such_module"])
+    assert child["code"] == 1
+    assert child["err"] == f"{app}: No module named no_such_module\n"
+
+
+def test_a_script_runs_with_its_directory_on_sys_path(app, tmp_path):
+    (tmp_path / "helper.py").write_text("WHERE = __file__\n")
+    script = tmp_path / "script.py"
+    script.write_text("import sys, helper\nprint(helper.WHERE, sys.argv, __name__)\n")
+    child = call(app, [str(script), "x"])
+    assert child == {"code": 0, "out": f"{tmp_path / 'helper.py'} {[str(script), 'x']} __main__\n",
+                     "err": ""}
+
+
+def test_dash_reads_the_program_from_stdin(app):
+    child = call(app, ["-", "arg"], input="import sys; print('stdin', sys.argv)")
+    assert child == {"code": 0, "out": "stdin ['-', 'arg']\n", "err": ""}
+
+
+def test_version_and_exit_status_as_python(app, launcher):  # noqa: F811 (fixture)
+    version = launcher_python_version(launcher)
+    child = call(app, ["-V"])
+    assert child["code"] == 0 and child["out"].startswith(f"Python {version}."), child
+    assert call(app, ["-c", "raise SystemExit(3)"])["code"] == 3
+    failed = call(app, ["-c", "1/0"])
+    assert failed["code"] == 1 and failed["err"].endswith("ZeroDivisionError: division by zero\n")
+
+
+# --- what runs the app ----------------------------------------------------------------------------
+
+def test_restart_patterns_run_the_app(app):
+    # [sys.executable, sys.argv[0], *args] (werkzeug's reloader): sys.argv from argv[0] on.
+    child = call(app, [str(app), "hello", "-c", "x"])
+    assert json.loads(child["out"])["app"] == [str(app), "hello", "-c", "x"]
+    # [sys.executable, *app_args]: the application's own arguments.
+    child = call(app, ["hello", "--port", "80"])
+    assert json.loads(child["out"])["app"] == [str(app), "hello", "--port", "80"]
+    # [sys.executable] alone: the app.
+    child = call(app, ["--flag-of-the-app"])
+    assert child["code"] == 1 and "unknown --flag-of-the-app" in child["err"]
+
+
+def test_a_person_gets_the_app_whatever_the_arguments(app, tmp_path):
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('x')"
+    for args in (["-c", code], ["-I", "-c", code], ["-c", code, "--multiprocessing-fork"],
+                 ["--multiprocessing-fork", "pipe_handle=0"], ["-m", "json.tool"]):
+        result = run(app, *args, env={"PATH": os.environ["PATH"]})
+        assert result.returncode == 1 and "SystemExit" not in result.stderr, (args, result)
+        assert result.stderr.startswith("unknown "), (args, result.stderr)
+        assert not marker.exists(), args
+
+
+def test_a_forged_parent_variable_is_not_enough(app, tmp_path):
+    marker = tmp_path / "ran"
+    env = {"PATH": os.environ["PATH"], "INGOT_PARENT": f"{os.getpid()}:0:{os.getuid()}"}
+    result = run(app, "-c", f"open({str(marker)!r}, 'w').write('x')", env=env)
+    assert result.returncode == 1 and not marker.exists()
+
+
+def test_a_script_the_app_runs_gets_the_app(app):
+    # The app runs a shell script (a hook) that runs the executable: its parent is the shell.
+    shell = run(app, "shell", '"$0" -c "print(42)"; echo done')  # not `exec`: sh stays the parent
+    assert json.loads(shell.stdout) == {"code": 0, "out": "done\n",
+                                        "err": "unknown -c\n"}
+
+
+def test_sudo_gets_the_app(app, tmp_path):
+    # sudo runs the command as its own child (and scrubs the environment, unless -E): whatever
+    # the command line, the app runs, even when the app itself is what called sudo.
+    sudo = shutil.which("sudo")
+    if sudo is None or os.geteuid() != 0:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("sudo (as root) is required (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip("needs sudo, as root")
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('x')"
+    for options in ([], ["-E"]):
+        done = run(app, "shell", f'exec {sudo} -n {" ".join(options)} "$0" -c "$1"', code)
+        assert json.loads(done.stdout) == {"code": 1, "out": "", "err": "unknown -c\n"}, options
+        assert not marker.exists(), options
+
+
+# --- no fork storm --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("environment", ["inherited", "scrubbed"])
+def test_a_self_call_loop_stops_at_the_depth_limit(app, environment):
+    result = run(app, "again", environment, max_processes=24, timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"ingot: {app}: too many nested self-calls: this process is 9 deep")
+    assert lines[1].startswith("hint: ")
+    assert len(lines) == 2, result.stderr
+
+
+# --- multiprocessing --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_multiprocessing_pools(app, method):
+    result = run(app, "pool", method)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[0, 1, 4, 9, 16, 25]\n", "")
+
+
+def test_process_pool_executor(app):
+    result = run(app, "executor")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[0, 1, 4, 9, 16, 25]\n", "")
+
+
+def test_multiprocessing_frozen_command_line(app):
+    result = run(app, "frozen")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[0, 1, 4]\n", "")
+
+
+# --- exit -------------------------------------------------------------------------------------------
+
+def test_fast_exit_finalizes_what_was_left_open(app, tmp_path):
+    prefix = tmp_path / "out"
+    result = run(app, "files", str(prefix))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "main done\n__del__ ran\n"
+    assert (tmp_path / "out.txt").read_text() == "line of forty-five characters, not flushed.\n"
+    assert gzip.decompress((tmp_path / "out.gz").read_bytes()) == \
+        b"compressed, trailer written at close\n"
+    with zipfile.ZipFile(tmp_path / "out.zip") as bundle:
+        assert bundle.read("inner.txt") == b"central directory written at close"
+    assert (tmp_path / "out.gen").read_text() == "written by a suspended generator"
+
+
+def test_a_failed_flush_of_stdout_is_reported_and_exits_120(app):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([app, "hello"], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    assert done.returncode == 120
+    assert done.stderr.startswith(
+        "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>\n"
+        "OSError: [Errno 28] No space left on device\n"), done.stderr
