@@ -53,6 +53,12 @@ APP = {
                                       capture_output=True, text=True, timeout=60)
                 print(json.dumps({"code": done.returncode, "out": done.stdout,
                                   "err": done.stderr}))
+            elif what == "forked":  # a forked child of the app calls sys.executable
+                pid = os.fork()
+                if pid == 0:
+                    print(json.dumps(child(["-c", "print('python')"])), flush=True)
+                    os._exit(0)
+                os.waitpid(pid, 0)
             elif what == "again":  # starts itself with its own arguments, unconditionally
                 env = {} if sys.argv[2:3] == ["scrubbed"] else None
                 done = subprocess.run([sys.executable, *sys.argv[1:]], env=env)
@@ -236,6 +242,26 @@ def test_sudo_gets_the_app(app, tmp_path):
         done = run(app, "shell", f'exec {sudo} -n {" ".join(options)} "$0" -c "$1"', code)
         assert json.loads(done.stdout) == {"code": 1, "out": "", "err": "unknown -c\n"}, options
         assert not marker.exists(), options
+
+
+def test_without_proc_the_variable_tells_self_calls(app):
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("running without /proc needs root and unshare (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip("running without /proc needs root and unshare (a mount namespace)")
+    no_proc = ["unshare", "--mount", "--fork", "sh", "-c",
+               'mount -t tmpfs none /proc && exec "$@"', "sh", str(app)]
+    python = {"code": 0, "out": "python\n", "err": ""}
+    result = proclimit.run([*no_proc, "call", json.dumps(["-c", "print('python')"])])
+    assert (result.returncode, result.limit_hit) == (0, 0), result.stderr
+    assert json.loads(result.stdout) == python
+    # A forked child of the app names itself in the variable for its own children.
+    result = proclimit.run([*no_proc, "forked"])
+    assert (result.returncode, result.limit_hit) == (0, 0), result.stderr
+    assert json.loads(result.stdout) == python
+    # Someone else still gets the app.
+    result = proclimit.run([*no_proc, "-c", "print('python')"])
+    assert (result.returncode, result.stderr) == (1, "unknown -c\n")
 
 
 # --- no fork storm --------------------------------------------------------------------------------
