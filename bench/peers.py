@@ -52,12 +52,13 @@ HERE = pb.HERE
 REPO = pb.REPO
 DEFAULT_PYTHON = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
 
-ORDER = ["bare", "stock", "venv", "ingot", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
+ORDER = ["bare", "stock", "venv", "ingot", "ingot-baseline", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
 LABELS = {
     "bare": "python -I -S -c pass",
     "stock": "python -I -S",
     "venv": "app venv",
     "ingot": "ingot",
+    "ingot-baseline": "ingot (baseline)",
     "pyinstaller-onedir": "PyInstaller onedir",
     "pyinstaller-onefile": "PyInstaller onefile",
     "nuitka-onefile": "Nuitka onefile",
@@ -96,10 +97,11 @@ def configurations(work: str, python: str, workload: str, state: dict) -> tuple[
     else:
         cfgs["venv"] = {"argv": [os.path.join(venv, "bin", "http")] + pb.RUN_ARGS[workload],
                         "size_bytes": venv_info.get("size_bytes"), "build_s": venv_info.get("seconds")}
-    for tool in pb.BUILT_TOOLS:
+    for tool in pb.BUILT_TOOLS + ["ingot-baseline"]:
         b = state.get("builds", {}).get(f"{workload}/{tool}")
         if not b:
-            missing[tool] = "not built"
+            if tool != "ingot-baseline":  # only there when asked for
+                missing[tool] = "not built"
         elif b["status"] != "ok":
             missing[tool] = f"{b['status']}: {b.get('reason', '')}"
         else:
@@ -398,6 +400,9 @@ def main() -> int:
     ap.add_argument("--python", default=DEFAULT_PYTHON, help="stock CPython 3.11 (venvs, baselines)")
     ap.add_argument("--ingot-pythonpath", default=os.path.join(REPO, "python"),
                     help="directory holding the ingot package with its compiled _ingot and launcher")
+    ap.add_argument("--baseline-ingot", metavar="PYTHONPATH",
+                    help="another such directory (e.g. main before a change, pip install --target DIR): "
+                         "adds the configuration ingot-baseline, built and measured like ingot")
     ap.add_argument("--workloads", default=",".join(pb.WORKLOADS))
     ap.add_argument("--tools", default=",".join(pb.BUILT_TOOLS))
     ap.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per build (default 1800)")
@@ -417,9 +422,14 @@ def main() -> int:
     for w in workloads:
         if w not in pb.WORKLOADS:
             ap.error(f"unknown workload {w}")
+    if args.baseline_ingot and "ingot-baseline" not in tools:
+        tools.insert(tools.index("ingot") + 1 if "ingot" in tools else 0, "ingot-baseline")
     for t in tools:
-        if t not in pb.BUILT_TOOLS:
-            ap.error(f"unknown tool {t}")
+        if t not in pb.BUILT_TOOLS and not (t == "ingot-baseline" and args.baseline_ingot):
+            ap.error(f"unknown tool {t}" + (" (it needs --baseline-ingot)" if t == "ingot-baseline" else ""))
+    pythonpaths = {"ingot": os.path.abspath(args.ingot_pythonpath)}
+    if args.baseline_ingot:
+        pythonpaths["ingot-baseline"] = os.path.abspath(args.baseline_ingot)
     os.makedirs(work, exist_ok=True)
     run_cwd = os.path.join(work, "run-cwd")
     os.makedirs(run_cwd, exist_ok=True)
@@ -428,7 +438,7 @@ def main() -> int:
     if not args.no_build:
         pb.ensure_venvs(work, args.python, state)
         pb.save_state(work, state)
-        pb.build_all(work, workloads, tools, args.build_timeout, os.path.abspath(args.ingot_pythonpath),
+        pb.build_all(work, workloads, tools, args.build_timeout, pythonpaths,
                      state, EXPECT, run_cwd, args.rebuild)
         pb.save_state(work, state)
     if args.no_measure:
@@ -450,7 +460,7 @@ def main() -> int:
     results = {}
     for w in workloads:
         cfgs, missing = configurations(work, args.python, w, state)
-        cfgs = {n: cfgs[n] for n in ORDER if n in cfgs}
+        cfgs = {n: cfgs[n] for n in ORDER if n in cfgs and (n != "ingot-baseline" or args.baseline_ingot)}
         for n in list(cfgs):
             why = pb.check_run(cfgs[n]["argv"], env, run_cwd, cfgs[n].get("expect", EXPECT[w]))
             if why:
@@ -485,9 +495,9 @@ def main() -> int:
         "niceness": os.nice(0),
         "hot_runs": args.hot_runs, "cold_runs": args.cold_runs if cold else 0, "warmup": args.warmup,
         "loadavg_before": load_before, "loadavg_after": load_after,
-        "ingot": {"pythonpath": args.ingot_pythonpath,
-                  "launcher": pb.file_info(os.path.join(args.ingot_pythonpath, "ingot", "_launcher", "ingot-launcher-3.11")),
-                  "_ingot": pb.file_info(os.path.join(args.ingot_pythonpath, "ingot", "_ingot.cpython-311-x86_64-linux-gnu.so"))},
+        "ingot": {"pythonpath": args.ingot_pythonpath, **pb.ingot_files(args.ingot_pythonpath)},
+        "ingot_baseline": ({"pythonpath": args.baseline_ingot, **pb.ingot_files(args.baseline_ingot)}
+                           if args.baseline_ingot else None),
         "venvs": {k: {kk: vv for kk, vv in v.items()} for k, v in state.get("venvs", {}).items()},
         "builds": state.get("builds", {}),
         "targets_spec": TARGETS,

@@ -47,6 +47,9 @@ PLOT = ["matplotlib==3.11.2"]  # bench/plot.py, in its own venv
 
 WORKLOADS = ["hello", "import_stdlib", "http"]
 BUILT_TOOLS = ["ingot", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
+#: ingot itself, and (with --baseline-ingot) another ingot build to compare it with, e.g. main
+#: before a change: the same `ingot build` commands with another ingot package on PYTHONPATH.
+INGOT_TOOLS = ["ingot", "ingot-baseline"]
 # Names of the outputs, per workload; the args every run of the workload gets.
 NAMES = {"hello": "hello", "import_stdlib": "import_stdlib", "http": "http"}
 RUN_ARGS = {"hello": [], "import_stdlib": [], "http": ["--version"]}
@@ -208,7 +211,7 @@ def stage_sources(work: str) -> dict:
     return paths
 
 
-def build_commands(work: str, workload: str, tool: str, src: dict, ingot_pythonpath: str) -> dict:
+def build_commands(work: str, workload: str, tool: str, src: dict, ingot_pythonpaths: dict) -> dict:
     """What to run to build (cmd, cwd, extra env), where the output is, and what runs it."""
     name = NAMES[workload]
     tools_py = os.path.join(work, "venv-tools", "bin", "python")
@@ -216,11 +219,11 @@ def build_commands(work: str, workload: str, tool: str, src: dict, ingot_pythonp
     bare_py = os.path.join(work, "venv-bare", "bin", "python3.11")
     out_dir = os.path.join(work, tool)
     extra_env = {}
-    if tool == "ingot":
+    if tool in INGOT_TOOLS:
         out = os.path.join(out_dir, name)
-        # ingot from the repo (its compiled _ingot and launcher), run by the app venv's python so
-        # that --console-script sees httpie installed there
-        extra_env["PYTHONPATH"] = ingot_pythonpath
+        # ingot from the repo (its compiled _ingot and launcher), or the baseline's, run by the app
+        # venv's python so that --console-script sees httpie installed there
+        extra_env["PYTHONPATH"] = ingot_pythonpaths[tool]
         if workload == "http":
             cmd = [app_py, "-m", "ingot", "build", "--console-script", "http", "-o", out, "--force"]
         else:
@@ -286,7 +289,7 @@ def reuse_or_clear(label: str, b: dict, old: dict | None, rebuild: bool, tools: 
     return False
 
 
-def build_all(work: str, workloads: list[str], tools: list[str], timeout: float, ingot_pythonpath: str,
+def build_all(work: str, workloads: list[str], tools: list[str], timeout: float, ingot_pythonpaths: dict,
               state: dict, expect: dict, run_cwd: str, rebuild: bool) -> None:
     src = stage_sources(work)
     env0 = build_env(work)
@@ -294,7 +297,7 @@ def build_all(work: str, workloads: list[str], tools: list[str], timeout: float,
     for workload in workloads:
         for tool in tools:
             key = f"{workload}/{tool}"
-            b = build_commands(work, workload, tool, src, ingot_pythonpath)
+            b = build_commands(work, workload, tool, src, ingot_pythonpaths)
             if reuse_or_clear(key, b, builds.get(key), rebuild, TOOLS, log):
                 continue
             env = dict(env0, **b["env"])
@@ -304,9 +307,8 @@ def build_all(work: str, workloads: list[str], tools: list[str], timeout: float,
             rc, dt = run_logged(b["cmd"], log_path, env, b["cwd"], timeout)
             rec = {"command": b["cmd"], "env": b["env"], "cwd": b["cwd"], "build_s": dt, "log": log_path, "tools": TOOLS,
                    "output": b["output"], "argv": b["argv"], "loadavg_before": load, "repo": repo_state()}
-            if tool == "ingot":
-                rec["launcher"] = file_info(os.path.join(ingot_pythonpath, "ingot", "_launcher", "ingot-launcher-3.11"))
-                rec["_ingot"] = file_info(os.path.join(ingot_pythonpath, "ingot", "_ingot.cpython-311-x86_64-linux-gnu.so"))
+            if tool in INGOT_TOOLS:
+                rec.update(ingot_files(ingot_pythonpaths[tool]))
             if rc is None:
                 rec.update(status="skipped", reason=f"build did not finish within the {timeout:.0f} s timeout "
                                                     f"(killed after {dt:.0f} s)")
@@ -322,6 +324,13 @@ def build_all(work: str, workloads: list[str], tools: list[str], timeout: float,
             log(f"{key}: {rec['status']} in {dt:.1f} s"
                 + (f", {rec['size_bytes'] / 2**20:.1f} MiB" if rec.get("size_bytes") else f": {rec.get('reason', '')[:300]}"))
             save_state(work, state)
+
+
+def ingot_files(pythonpath: str) -> dict:
+    """The launcher and the compiled importer an ingot package directory holds."""
+    package = os.path.join(pythonpath, "ingot")
+    return {"launcher": file_info(os.path.join(package, "_launcher", "ingot-launcher-3.11")),
+            "_ingot": file_info(os.path.join(package, "_ingot.cpython-311-x86_64-linux-gnu.so"))}
 
 
 def file_info(path: str) -> dict:
