@@ -158,12 +158,16 @@ def test_dash_m_runs_any_module_of_the_archive(app):
                      "err": ""}
     child = call(app, ["-m", "selfapp.work"])  # the app's own modules too
     assert (child["code"], child["err"]) == (0, "")
+    child = call(app, ["-I", "-m", "http.server", "--help"])
+    assert child["code"] == 0 and child["out"].startswith("usage: "), child
 
 
 def test_dash_m_of_a_missing_module_says_so(app):
     child = call(app, ["-m", "no_such_module"])
     assert child["code"] == 1
-    assert child["err"] == f"{app}: No module named no_such_module\n"
+    first, hint = child["err"].splitlines()
+    assert first == f"{app}: No module named no_such_module"  # python's message
+    assert hint.startswith("hint: `-m` runs the modules of the application's archive")
 
 
 def test_a_script_runs_with_its_directory_on_sys_path(app, tmp_path):

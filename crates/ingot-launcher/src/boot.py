@@ -78,6 +78,18 @@ def mark_forked_children(variable, rest):
     os.register_at_fork(after_in_child=mark)
 
 
+def module_is_missing(name):
+    """True if `python -m name` would find no module: neither in the archive nor (through the
+    path finder) on sys.path. False when unsure (a parent package fails to import): runpy then
+    says what is wrong."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is None
+    except Exception:
+        return False
+
+
 def run_frozen_fork(argv):
     """``EXE --multiprocessing-fork name=value ...``, as multiprocessing.freeze_support() does."""
     kwds = {}

@@ -280,7 +280,7 @@ pub fn main() -> ! {
         fail(&exe_str, "cannot load the launcher's Python code")
     });
     if mode == Mode::Python {
-        run_python(py, boot, &exe_str, variable);
+        run_python(py, boot, &exe_str, &argv, variable);
     }
     let outcome = run(py, &boot, &exe_str, &config, &mode, &argv, variable).unwrap_or_else(|error| {
         // A failure of the launcher's own Python code, not of the application.
@@ -513,10 +513,25 @@ fn prepare<'py>(
 /// A Python-mode self-call: the command line CPython parsed, run by `Py_RunMain` (which also
 /// finalizes the interpreter and exits as python does), with the archive as the library and
 /// importlib's path finder after it (a script's directory, `-c`'s current directory).
-fn run_python(py: Python<'_>, boot: Bound<'_, PyDict>, exe: &str, variable: selfcall::Variable) -> ! {
+fn run_python(py: Python<'_>, boot: Bound<'_, PyDict>, exe: &str, argv: &[OsString], variable: selfcall::Variable) -> ! {
     if let Err(error) = prepare(py, &boot, exe, true, variable) {
         error.print(py);
         fail(exe, "cannot prepare the interpreter for a python command line");
+    }
+    // `-m MODULE` of a module that is nowhere: python's message, and what to do about it.
+    if let Some(module) = selfcall::python_module(argv) {
+        let missing = boot.get_item("module_is_missing").ok().flatten().map(|check| check.call1((&module,)));
+        if let Some(Ok(missing)) = missing {
+            if missing.is_truthy().unwrap_or(false) {
+                eprintln!("{exe}: No module named {module}");
+                eprintln!(
+                    "hint: `-m` runs the modules of the application's archive (and of the current directory): \
+                     build the application with the package that holds {module} among its dependencies, or, \
+                     for a standard-library module the build left out, with `--include {module}`"
+                );
+                std::process::exit(1);
+            }
+        }
     }
     drop(boot);
     // SAFETY: the interpreter is initialized (both phases) and no Python object is held here.

@@ -268,6 +268,36 @@ pub fn read_command_line(argv: &[OsString], names_this_executable: impl Fn(&OsSt
     Mode::App { argv: argv.to_vec() }
 }
 
+/// The module of `-m MODULE` in a python command line, read as CPython's getopt reads it
+/// (`-mjson.tool`, `-I -m x`, `-Im x`; `-c` or a script before it means there is none).
+pub fn python_module(argv: &[OsString]) -> Option<String> {
+    let mut args = argv.iter().skip(1).map(|arg| arg.as_bytes());
+    while let Some(arg) = args.next() {
+        if arg == b"--" || !arg.starts_with(b"-") || arg == b"-" {
+            return None;
+        }
+        if arg.starts_with(b"--") {
+            if arg == b"--check-hash-based-pycs" {
+                args.next();
+            }
+            continue;
+        }
+        let cluster = &arg[1..];
+        for (position, &flag) in cluster.iter().enumerate() {
+            if FLAGS_WITH_VALUE.contains(&flag) {
+                let attached = &cluster[position + 1..];
+                let value = if attached.is_empty() { args.next()? } else { attached };
+                match flag {
+                    b'm' => return String::from_utf8(value.to_vec()).ok(),
+                    b'c' => return None,
+                    _ => break,
+                }
+            }
+        }
+    }
+    None
+}
+
 /// How the command line of a process that replaced itself is read: the application, with
 /// `sys.argv` from the first argument on if that names this executable
 /// (`os.execv(sys.executable, [sys.executable, *sys.argv])`), else with the whole command line.
@@ -443,6 +473,19 @@ mod tests {
         assert_eq!(read(&["/bin/app", "-Iz"]), app(&["/bin/app", "-Iz"]));
         assert_eq!(read(&["/bin/app", "serve", "-c", "x"]), app(&["/bin/app", "serve", "-c", "x"]));
         assert_eq!(read(&["/bin/app", "--multiprocessing-fork", "pipe_handle=5"]), Mode::FrozenFork);
+    }
+
+    #[test]
+    fn module_of_dash_m() {
+        let module = |args: &[&str]| python_module(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(module(&["app", "-m", "json.tool", "-m", "x"]).as_deref(), Some("json.tool"));
+        assert_eq!(module(&["app", "-I", "-W", "error", "-mpip"]).as_deref(), Some("pip"));
+        assert_eq!(module(&["app", "-ISm", "pip"]).as_deref(), Some("pip"));
+        assert_eq!(module(&["app", "-X", "dev", "--check-hash-based-pycs", "never", "-m", "a"]).as_deref(), Some("a"));
+        assert_eq!(module(&["app", "-c", "x", "-m", "pip"]), None);
+        assert_eq!(module(&["app", "-Wm", "-c", "x"]), None); // -W's value is "m"
+        assert_eq!(module(&["app", "script.py", "-m", "pip"]), None);
+        assert_eq!(module(&["app", "-m"]), None);
     }
 
     #[test]
