@@ -7,10 +7,19 @@ Python, no standard library, no `/etc`, no `/usr`, no certificates, no OpenSSL c
 mounts are made in a mount namespace of their own (`unshare --mount`), so they vanish with it, and
 the executable runs under `chroot` with an empty environment (or exactly the variables a test
 gives). A test can add files: copies of host files or directories (`copy=`), empty writable
-directories (`dirs=`, e.g. a HOME or a cache) and bind mounts of host paths (`bind=`). The room
-shares the host's network namespace (only the mount namespace is private), so a server the test
-runs on 127.0.0.1 is reachable from inside; there is no /etc/hosts or resolver configuration, so
-use addresses, not names.
+directories (`dirs=`, e.g. a HOME or a cache), bind mounts of host paths (`bind=`) and a
+`/dev/shm` (`shm=True`: a fresh tmpfs, where multiprocessing's locks, POSIX semaphores, live).
+The room shares the host's network namespace (only the mount namespace is private), so a server
+the test runs on 127.0.0.1 is reachable from inside; there is no /etc/hosts or resolver
+configuration, so use addresses, not names.
+
+Every run is limited: it runs in a pids cgroup of its own (tests/proclimit.py) whose limit counts
+every process and thread the run makes (the room's own `unshare` and `sh` included; default 64),
+and under a timeout (default 120 s); whatever is left when the run ends or times out is killed.
+A fork storm (an app that starts itself, which starts itself...) thus fails the test instead of
+filling the machine. By default a run that timed out or had a fork refused by the limit fails the
+test there (`Room.run`, `check_limits=True`); with `check_limits=False` the caller inspects the
+result's `limit_hit` (forks the limit refused) and `timed_out` itself.
 
 This needs root (CAP_SYS_ADMIN for the mounts, CAP_SYS_CHROOT): without it the tests skip, unless
 `INGOT_REQUIRE_PYTHONS` is set (as CI does), where they fail.
@@ -25,6 +34,8 @@ registers the plugin and rewrites its asserts, and pytest warns about that):
         executable = build_executable("name", project_dir, "--some-option")  # once per session
         run = room(executable, copy={"/data": data_dir}, dirs=["/cache"]).run(
             "/data/input.txt", env={"INGOT_CACHE_DIR": "/cache"})
+        small = room(executable).run("--workers", "2", max_processes=16, check_limits=False)
+        assert small.limit_hit == 0 and not small.timed_out
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -45,7 +57,7 @@ from conftest import ROOT, interpreters, python_for
 from ingot.build import launcher_python
 
 __all__ = ["CHROOT", "GLIBC", "GLIBC_RUNTIME", "SYSTEM_PATH", "Builder", "Room", "expected_files",
-           "find_launcher", "linked_files", "require_or_skip"]
+           "find_launcher", "limits_problem", "linked_files", "require_or_skip"]
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 CHROOT = shutil.which("chroot", path=SYSTEM_PATH) or "chroot"
@@ -222,10 +234,13 @@ class Room:
     bind:  {room path: host file or directory}: bind-mounted in for each run (read-write; give
            (host path, "ro") for read-only). From outside, between runs, only the empty mount
            point is there.
+    shm:   a /dev/shm for each run: a fresh tmpfs (mode 1777, 64 MiB), as a system has for
+           POSIX shared memory and semaphores (sem_open: multiprocessing's Lock, Queue, Pool);
+           without it, they fail with ENOENT. From outside, only the empty mount point is there.
     """
 
     def __init__(self, root: Path, executable: Path, *, glibc="linked", copy=None, dirs=(),
-                 bind=None):
+                 bind=None, shm=False):
         assert glibc in ("linked", "all"), glibc
         self.root = root
         self.libraries = linked_files(executable)
@@ -247,6 +262,9 @@ class Room:
         (root / "dev").mkdir()
         for device in ("null", "urandom"):
             (root / "dev" / device).touch()
+        self.shm = bool(shm)
+        if self.shm:
+            (root / "dev" / "shm").mkdir()
         self.copied = {}
         for inside, source in (copy or {}).items():
             target = self.path(inside)
@@ -280,13 +298,26 @@ class Room:
         """Every file, symlink and directory in the room (as seen from outside: /proc is empty)."""
         return sorted("/" + str(path.relative_to(self.root)) for path in self.root.rglob("*"))
 
-    def run(self, *args, env=None, timeout=120, input=None):
-        """/app ARGS in the room: a private mount namespace with /proc, the two devices and the
-        binds mounted, chroot (working directory /), the environment `env` only (default none)."""
+    def run(self, *args, env=None, timeout=120, input=None, max_processes=64,
+            check_limits=True):
+        """/app ARGS in the room: a private mount namespace with /proc, the two devices, the binds
+        (and /dev/shm) mounted, chroot (working directory /), the environment `env` only (default
+        none).
+
+        The run is limited (tests/proclimit.py): at most `max_processes` processes and threads at
+        a time in its pids cgroup (the room's `unshare` and `sh` count: two of them), at most
+        `timeout` seconds; what is left when it ends or times out is killed. The result is a
+        CompletedProcess (text) with `limit_hit` (how many forks the limit refused) and
+        `timed_out`. With `check_limits` (the default), either fails the test here, with what the
+        app printed; without, the caller checks them."""
+        import proclimit
+
         root = shlex.quote(str(self.root))
         mounts = [f"mount --bind /dev/null {root}/dev/null",
                   f"mount --bind /dev/urandom {root}/dev/urandom",
                   f"mount -t proc proc {root}/proc"]
+        if self.shm:
+            mounts.append(f"mount -t tmpfs -o mode=1777,size=64m tmpfs {root}/dev/shm")
         for inside, (source, mode) in self.binds.items():
             target = shlex.quote(str(self.path(inside)))
             mounts.append(f"mount --bind {shlex.quote(str(source))} {target}")
@@ -300,15 +331,44 @@ class Room:
             "exit $status",  # the mounts go with the namespace
         ])
         host = {"PATH": SYSTEM_PATH}  # for unshare, sh, mount; the app gets only `env`
-        return subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script],
-                              capture_output=True, text=True, timeout=timeout, env=host,
-                              input=input)
+        run = proclimit.run(["unshare", "--mount", "--fork", "sh", "-c", script],
+                            max_processes=max_processes, timeout=timeout, env=host, input=input)
+        if check_limits:
+            problem = limits_problem(run, max_processes, timeout)
+            if problem:
+                pytest.fail(f"{shlex.join(['/app', *args])}: {problem}\n--- stdout\n"
+                            f"{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
+                            pytrace=False)
+        return run
+
+    def start(self, *args, **options):
+        """`run(*args, **options)` on a thread of its own: a Future of its result, for an app that
+        serves while the test talks to it (the test must make it exit; the timeout ends it
+        otherwise)."""
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="room-run")
+        future = pool.submit(self.run, *args, **options)
+        pool.shutdown(wait=False)
+        return future
+
+
+def limits_problem(run, max_processes=None, timeout=None):
+    """What went wrong with a limited run (Room.run's result), or "" when it stayed within its
+    process limit and timeout."""
+    problems = []
+    if getattr(run, "timed_out", False):
+        problems.append(f"timed out{f' after {timeout} s' if timeout else ''} (and was killed)")
+    if getattr(run, "limit_hit", 0):
+        problems.append(f"the process limit{f' ({max_processes})' if max_processes else ''} "
+                        f"refused {run.limit_hit} fork(s): too many processes or threads "
+                        f"(a fork storm?)")
+    return "; ".join(problems)
 
 
 def expected_files(made: Room):
     """The room's tree: /app, /dev/{null,urandom}, /proc, glibc at its paths, what was added
-    (copies with their contents, empty directories, bind mount points) and their directories."""
-    added = set(made.dirs) | set(made.binds)
+    (copies with their contents, empty directories, bind mount points, /dev/shm) and their
+    directories."""
+    added = set(made.dirs) | set(made.binds) | ({"/dev/shm"} if made.shm else set())
     for inside, source in made.copied.items():
         added.add(inside)
         if source.is_dir():
@@ -320,9 +380,9 @@ def expected_files(made: Room):
 
 @pytest.fixture
 def room(tmp_path, clean_room_possible):
-    """make(executable, glibc=, copy=, dirs=, bind=): a room for it (see Room), checked to hold
-    exactly the executable, glibc, the mount points and what was asked for, and nothing named
-    like Python outside what was asked for."""
+    """make(executable, glibc=, copy=, dirs=, bind=, shm=): a room for it (see Room), checked
+    to hold exactly the executable, glibc, the mount points and what was asked for, and nothing
+    named like Python outside what was asked for."""
     rooms = []
 
     def make(executable, **extras):

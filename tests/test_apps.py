@@ -18,6 +18,13 @@ The room shares the host's network namespace (only the mount namespace is privat
 requests app reaches an HTTPS server the test runs on 127.0.0.1 (a CA and a server certificate
 made with the openssl command line; the CA is copied into the room and named on the app's
 command line). Apps under the files policy get a private INGOT_CACHE_DIR in the room.
+
+Every run in a room is limited in processes (a pids cgroup: 64 processes and threads unless a
+test says otherwise) and time (cleanroom.Room.run); a run that hits either fails the test. The
+apps that start worker processes from the executable (joblib, sklearn, pip, uvicorn: self-calls
+the launcher reads as python command lines) run under a smaller limit, so that the workers they
+ask for fit and a fork storm does not. Those whose pools use multiprocessing's locks (POSIX
+semaphores) get a /dev/shm in their room (cleanroom.Room shm=True), as any system has.
 """
 
 import json
@@ -192,7 +199,15 @@ class App:
         return self.request.getfixturevalue(name)
 
     def check(self, run, status=0):
-        """Asserts the exit status; on a mismatch, says what a known failure means."""
+        """Asserts that the run stayed within its process limit and timeout, and the exit
+        status; on a mismatch, says what a known failure means."""
+        from cleanroom import limits_problem
+
+        problem = limits_problem(run)
+        if problem:
+            pytest.fail(f"{self.name}: {problem}; exit status {run.returncode}"
+                        f"\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
+                        pytrace=False)
         if run.returncode != status:
             known = [meaning for pattern, meaning in DIAGNOSES if re.search(pattern, run.stderr)]
             pytest.fail(f"{self.name}: exit status {run.returncode}, expected {status}"
@@ -522,10 +537,134 @@ def check_pytest(app: App):
     assert re.search(r"=+ 1 failed, 3 passed in [\d.]+s =+$", out.rstrip()), out[-500:]
 
 
+# --- worker processes: self-calls of the executable -----------------------------------------------
+
+SQUARES = [number * number for number in range(10)]
+
+
+@case("joblib")
+def check_joblib(app: App):
+    """joblib.Parallel(n_jobs=2) with loky, concurrent.futures.ProcessPoolExecutor(2) and
+    multiprocessing pools (spawn, forkserver, fork) map a function in worker processes that run
+    the executable, within 32 processes and threads."""
+    run = app.room(shm=True).run(max_processes=32, timeout=180, check_limits=False)
+    assert run.limit_hit == 0 and not run.timed_out, (run.limit_hit, run.timed_out, run.stderr)
+    seen = app.json(run)
+    assert seen["joblib"] == "1.6.0" and seen["joblib_backend"] == "LokyBackend"
+    for pool in ("loky", "futures", "spawn", "forkserver", "fork"):
+        assert seen[pool] == {"squares": SQUARES, "workers_are_children": True,
+                              "executables": ["/app"], "files": ["/app/joblib_app/__init__.py"]}, \
+            (pool, seen[pool])
+
+
+@case("sklearn")
+def check_sklearn(app: App):
+    """scikit-learn cross-validates a logistic regression on the iris data set with n_jobs=2:
+    the folds are fitted in loky worker processes that run the executable."""
+    room = app.room(shm=True, dirs=["/cache"])  # sklearn is under the files policy
+    run = room.run(max_processes=32, timeout=180, check_limits=False,
+                   env={"INGOT_CACHE_DIR": "/cache"})
+    assert run.limit_hit == 0 and not run.timed_out, (run.limit_hit, run.timed_out, run.stderr)
+    seen = app.json(run)
+    # The same app installed with pip into a venv of Python 3.11.7 (pyenv) with the pinned
+    # wheels (scikit-learn 1.9.1, numpy 2.4.6, scipy 1.17.1, joblib 1.6.0, threadpoolctl 3.8.0,
+    # narwhals 2.29.0, cloudpickle 3.1.2) printed these scores (sklearn-app).
+    assert seen["scores"] == [0.98, 0.96, 0.98]
+    assert seen["shape"] == [150, 4] and seen["classes"] == ["setosa", "versicolor", "virginica"]
+    assert seen["descr"] == ".. _iris_dataset:"
+    assert seen["fitted_in_workers"] is True and 1 <= seen["workers"] <= 2, seen
+    assert seen["backend"] == "LokyBackend"
+    assert seen["versions"] == ["1.9.1", "2.4.6", "1.17.1", "1.6.0", "3.8.0"]
+    assert re.fullmatch(r"/cache/.+/sklearn/__init__\.py", seen["sklearn"]), seen["sklearn"]
+    assert room.path(seen["sklearn"]).is_file()
+
+
+@case("pip")
+def check_pip(app: App):
+    """`sys.executable -m pip --version` and `sys.executable -I -c CODE ARGS` run pip and code
+    from the executable's archive."""
+    # pip asks platformdirs for its cache directory at start, which needs a HOME (the room has
+    # no /etc/passwd): "could not determine the home directory for '~/.cache'".
+    room = app.room(dirs=["/home"])
+    run = room.run(max_processes=16, timeout=120, check_limits=False, env={"HOME": "/home"})
+    assert run.limit_hit == 0 and not run.timed_out, (run.limit_hit, run.timed_out, run.stderr)
+    seen = app.json(run)
+    assert seen["executable"] == "/app"
+    status, out, err = seen["pip"]
+    assert (status, err) == (0, "") and out.startswith("pip 26.3 from /app/pip "), seen["pip"]
+    assert seen["code"] == [0, "/app/pip/__init__.py\n['-c', 'one', 'two']\n", ""], seen["code"]
+
+
+@case("uvicorn")
+def check_uvicorn(app: App):
+    """uvicorn with two worker processes serves requests from the host; a request to /shutdown
+    stops it (its worker sends SIGTERM to uvicorn's supervisor, which ends the workers)."""
+    import http.client
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a free port on the host's (and so the room's) loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serving = app.room().start(str(port), max_processes=32, timeout=120, check_limits=False)
+
+    def get(path):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            assert response.status == 200, (path, response.status)
+            return json.loads(response.read())
+        finally:
+            connection.close()
+
+    stopped = False
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if serving.done():
+                app.check(serving.result())
+                pytest.fail(f"uvicorn exited before serving:\n{serving.result().stderr}")
+            try:
+                answers = [get("/first")]
+                break
+            except (ConnectionRefusedError, ConnectionResetError, http.client.RemoteDisconnected):
+                assert time.monotonic() < deadline, "uvicorn did not answer within 90 s"
+                time.sleep(0.2)
+        # Both workers accept on the socket the supervisor bound: ask until both have answered.
+        for number in range(100):
+            if len({answer["pid"] for answer in answers}) == 2:
+                break
+            answers.append(get(f"/request/{number}"))
+        answers.append(get("/shutdown"))
+        stopped = True
+    finally:
+        if not stopped and not serving.done():  # a failure: stop it, not wait for the timeout
+            try:
+                get("/shutdown")
+            except Exception:
+                pass
+    run = app.check(serving.result(timeout=150))
+    assert run.stdout == ""
+    parents = re.findall(r"Started parent process \[(\d+)\]", run.stderr)
+    workers = re.findall(r"Started server process \[(\d+)\]", run.stderr)
+    assert len(parents) == 1 and len(set(workers)) == 2, run.stderr
+    assert sorted(re.findall(r"Finished server process \[(\d+)\]", run.stderr)) == \
+        sorted(workers), run.stderr
+    assert f"Stopping parent process [{parents[0]}]" in run.stderr, run.stderr
+    assert {str(answer["pid"]) for answer in answers} == set(workers), (answers, workers)
+    for answer in answers:
+        assert str(answer["pid"]) in workers and str(answer["parent"]) == parents[0], answer
+        assert answer["executable"] == "/app", answer
+        assert answer["file"] == "/app/uvicorn_app/server.py", answer
+    assert run.limit_hit == 0
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = ["httpie", "rich", "pygments", "pyyaml", "black", "requests", "jinja2", "pydantic",
-         "numpy", "cryptography", "lxml", "sqlalchemy", "pytest"]
+         "numpy", "cryptography", "lxml", "sqlalchemy", "pytest", "joblib", "sklearn", "pip",
+         "uvicorn"]
 assert sorted(ORDER) == sorted(CASES) == sorted(path.name for path in APPS.iterdir()
                                                  if (path / "pyproject.toml").is_file())
 

@@ -44,7 +44,8 @@ APP = {
         def main():
             what = sys.argv[1] if len(sys.argv) > 1 else "hello"
             if what == "hello":
-                print(json.dumps({"app": sys.argv, "orig": sys.orig_argv}))
+                print(json.dumps({"app": sys.argv, "orig": sys.orig_argv,
+                                  "environ": sorted(os.environ)}))
             elif what == "call":  # call JSON-ARGS [JSON-OPTIONS]: start sys.executable
                 options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
                 print(json.dumps(child(json.loads(sys.argv[2]), **options)))
@@ -136,6 +137,18 @@ def test_dash_c_runs_code_with_python_argv(app):
     assert argv == ["-c", "a", "b"]
     assert orig == ["-c", code, "a", "b"]
     assert path == ["", str(app)]  # as python: the current directory, then the library
+
+
+def test_the_parent_variable_reaches_children_not_os_environ(app):
+    code = ("import os; inherited = open('/proc/self/environ', 'rb').read().split(b'\\0');"
+            " print([v.decode() for v in inherited if v.startswith(b'INGOT_PARENT=')],"
+            " os.environ.get('INGOT_PARENT'), os.getppid())")
+    child = call(app, ["-c", code])
+    assert child["code"] == 0, child["err"]
+    variables, in_os_environ, parent = child["out"].rsplit(" ", 2)
+    assert variables == f"['INGOT_PARENT={parent.strip()}:0:{os.getuid()}']"
+    assert in_os_environ == "None"
+    assert "INGOT_PARENT" not in json.loads(run(app).stdout)["environ"]
 
 
 def test_interpreter_options_before_the_command(app):
