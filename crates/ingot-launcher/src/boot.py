@@ -70,12 +70,12 @@ def mark_forked_children(variable, rest):
     """A forked child names itself, not its parent, in the variable that tells the processes it
     starts that the application started them (`<pid>:<rest>`; where /proc cannot tell, see
     selfcall.rs)."""
-    import os
+    import posix  # built in and imported already, unlike os; putenv leaves os.environ alone
 
     def mark():
-        os.environ[variable] = f"{os.getpid()}:{rest}"
+        posix.putenv(variable, f"{posix.getpid()}:{rest}")
 
-    os.register_at_fork(after_in_child=mark)
+    posix.register_at_fork(after_in_child=mark)
 
 
 def module_is_missing(name):

@@ -263,8 +263,10 @@ pub fn main() -> ! {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     let variable = selfcall::Variable { pid: std::process::id(), depth, uid };
+    // The parent's variable is not the application's business: out of the environment the
+    // interpreter copies into os.environ (ours is set for the children in `prepare`).
     // SAFETY: no other thread exists yet (the read-ahead threads start with the interpreter).
-    std::env::set_var(selfcall::PARENT_VARIABLE, selfcall::variable_value(variable));
+    std::env::remove_var(selfcall::PARENT_VARIABLE);
     let names_this = |name: &OsStr| names_executable(name, &exe);
     let mode = match call.map(|call| call.started) {
         Some(selfcall::Started::Child) => selfcall::read_command_line(&argv, names_this),
@@ -507,6 +509,11 @@ fn prepare<'py>(
     let (_, rest) = value.split_once(':').expect("pid:depth:uid");
     boot.get_item("mark_forked_children")?.expect("boot.py").call1((selfcall::PARENT_VARIABLE, rest))?;
     py.import("sys")?.setattr("executable", exe)?;
+    // For the children, in the C environment they inherit, after `posix.environ` (hence
+    // os.environ) was copied from it: the application sees the environment it was given.
+    // SAFETY: the other threads (read-ahead) read the environment only through Rust's std, which
+    // serializes with this.
+    std::env::set_var(selfcall::PARENT_VARIABLE, selfcall::variable_value(variable));
     Ok(())
 }
 
