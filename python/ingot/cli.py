@@ -4,6 +4,7 @@
     ingot build examples/hello -o dist/hello     # a project, a script, a package directory
     ingot build --console-script black           # an installed command, with its dependencies
     ingot inspect dist/hello [--json]
+    ingot runtime build 3.11 --sources DIR       # CPython for glibc 2.17, from source releases
 
 Progress, warnings and the summary go to stderr. A problem the user must fix prints
 ``error: ...`` (and ``hint: ...``) and exits 1; bad arguments exit 2.
@@ -87,7 +88,40 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("--older-than", type=float, default=30.0, metavar="DAYS",
                        help="age in days, from when a tree was written (default 30; 0: all)")
     prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    _runtime_parser(commands)
     return parser
+
+
+def _source(text: str) -> tuple[str, str]:
+    name, separator, value = text.partition("=")
+    if not separator or not name or not value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=PATH or NAME=URL#sha256=HEX")
+    return name, value
+
+
+def _runtime_parser(commands) -> None:
+    runtime = commands.add_parser(
+        "runtime", help="build, list or remove Python runtimes (CPython for glibc 2.17)",
+        description="A runtime is CPython and the libraries its standard library uses, built from "
+                    "their source releases with zig for glibc 2.17 and linked statically, kept in "
+                    "the user's cache ($INGOT_RUNTIMES, else $XDG_CACHE_HOME/ingot/runtimes).")
+    actions = runtime.add_subparsers(dest="action", required=True, metavar="ACTION")
+    build = actions.add_parser("build", help="build a runtime from source releases")
+    build.add_argument("version", metavar="VERSION", help="the CPython version, e.g. 3.11 "
+                       "(checked against the source)")
+    build.add_argument("--source", dest="sources", action="append", type=_source, default=[],
+                       metavar="NAME=FILE", help="a source release: python, zlib, bzip2, xz, "
+                       "libffi, sqlite, openssl; FILE is a path or URL#sha256=HEX (repeatable)")
+    build.add_argument("--sources", dest="directories", action="append", default=[],
+                       metavar="DIR", help="a directory holding the source releases, found by "
+                       "name (upstream's or Debian's file names)")
+    build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs (default: CPUs)")
+    build.add_argument("--force", action="store_true", help="rebuild if it exists")
+    build.add_argument("--keep-build", action="store_true", help="keep the build directory")
+    actions.add_parser("list", help="list the runtimes")
+    remove = actions.add_parser("remove", help="remove a runtime")
+    remove.add_argument("version", metavar="VERSION")
+    actions.add_parser("dir", help="print the runtimes' directory")
 
 
 def _build_parser(commands) -> None:
@@ -273,6 +307,31 @@ def _cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _runtime(args: argparse.Namespace) -> int:
+    from ingot import runtime
+
+    if args.action == "dir":
+        print(runtime.store())
+        return 0
+    if args.action == "list":
+        found = runtime.list_runtimes()
+        for item in found:
+            floor = item.info.get("glibc_floor", {})
+            print(f"{item.version:<10}{item.info.get('target', ''):<26}glibc >= "
+                  f"{floor.get('version') or '?':<6} {item.path}")
+        print(f"{len(found)} runtimes in {runtime.store()}", file=sys.stderr)
+        return 0
+    if args.action == "remove":
+        removed = runtime.remove_runtime(args.version)
+        print(f"removed {removed.path}", file=sys.stderr)
+        return 0
+    built = runtime.build_runtime(dict(args.sources), args.directories, wanted=args.version,
+                                  jobs=args.jobs, force=args.force, keep_build=args.keep_build,
+                                  say=lambda line: print(line, file=sys.stderr))
+    print(built.path)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     args = _parser().parse_args(argv)
@@ -285,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _inspect(args)
         if args.command == "cache":
             return _cache(args)
+        if args.command == "runtime":
+            return _runtime(args)
         raise AssertionError(args.command)
     except IngotError as error:
         print(f"error: {error.message}", file=sys.stderr)

@@ -33,11 +33,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ingot._ingot import elf_dynamic
+from ingot._ingot import elf_dynamic, elf_version_needs
 
 __all__ = [
-    "ElfObject", "Resolution", "find_library", "is_host_library", "ld_cache", "parse_ldconfig",
-    "read_elf", "resolve",
+    "ElfObject", "GlibcFloor", "Resolution", "find_library", "glibc_floor", "glibc_needed",
+    "is_host_library", "ld_cache", "parse_ldconfig", "read_elf", "resolve",
 ]
 
 #: Libraries the host always provides: glibc, its loader, the vDSO and libpython.
@@ -219,3 +219,50 @@ def resolve(objects: Iterable[ElfObject], *, known: Iterable[ElfObject] = ()) ->
             result.libraries[file_name] = library
             queue.append((library, child_rpath))
     return result
+
+
+# --- the glibc an object needs ----------------------------------------------------------------
+
+_GLIBC_VERSION = re.compile(r"GLIBC_(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def glibc_needed(image: bytes) -> tuple[int, int] | None:
+    """The newest ``GLIBC_x.y`` symbol version an ELF image needs (from its ``DT_VERNEED``), or
+    None if it needs none (a static executable, an object that uses no versioned glibc symbol).
+    ``GLIBC_PRIVATE`` and the like are not versions and are ignored."""
+    newest = None
+    for _library, version in elf_version_needs(image):
+        match = _GLIBC_VERSION.match(version)
+        if match:
+            found = (int(match.group(1)), int(match.group(2)))
+            newest = found if newest is None or found > newest else newest
+    return newest
+
+
+@dataclass
+class GlibcFloor:
+    """The oldest glibc a set of ELF objects runs on: the newest version any of them needs, and
+    which object needs it."""
+
+    version: tuple[int, int] | None
+    needed_by: str | None
+    #: Every object's own need, by name.
+    each: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        if self.version is None:
+            return "no versioned glibc symbol"
+        return f"glibc {self.version[0]}.{self.version[1]} (set by {self.needed_by})"
+
+
+def glibc_floor(images: Iterable[tuple[str, bytes]]) -> GlibcFloor:
+    """The glibc floor of named ELF images (non-ELF ones are skipped)."""
+    floor = GlibcFloor(None, None)
+    for name, image in images:
+        if not image.startswith(b"\x7fELF"):
+            continue
+        needed = glibc_needed(image)
+        floor.each[name] = needed
+        if needed is not None and (floor.version is None or needed > floor.version):
+            floor.version, floor.needed_by = needed, name
+    return floor

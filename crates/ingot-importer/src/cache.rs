@@ -230,8 +230,11 @@ pub fn existing_tree(root: &Path, section: &str, id: &str, files: &[TreeFile]) -
 fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
     let c = |path: &Path| CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| format!("path `{}` contains NUL", path.display()));
     let (from, to) = (c(fresh)?, c(tree)?);
+    // The system call, not glibc's wrapper (glibc 2.28+), for executables built for glibc 2.17.
     // SAFETY: both are valid NUL-terminated paths.
-    let swapped = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) };
+    let swapped = unsafe {
+        libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) as libc::c_int
+    };
     if swapped == 0 {
         // `fresh` now names the bad tree.
         let _ = remove_any(fresh);

@@ -21,6 +21,68 @@ pub fn elf_dynamic<'py>(py: Python<'py>, image: &[u8]) -> PyResult<Bound<'py, Py
     Ok(result)
 }
 
+/// `elf_version_needs(image: bytes) -> list[tuple[str, str]]`: the symbol versions an ELF object
+/// needs, as `(library, version)` pairs (`("libc.so.6", "GLIBC_2.17")`), from its `DT_VERNEED`
+/// table: read through the dynamic segment, so that it works on images whose section headers
+/// were dropped (see `loadable_image`). Empty for an object without versioned needs.
+#[pyfunction]
+pub fn elf_version_needs(image: &[u8]) -> PyResult<Vec<(String, String)>> {
+    let elf = goblin::elf::Elf::parse(image)
+        .map_err(|error| PyValueError::new_err(format!("not a readable ELF object: {error}")))?;
+    let bad = |what: &str| PyValueError::new_err(format!("malformed version needs: {what}"));
+    let Some(dynamic) = &elf.dynamic else {
+        return Ok(Vec::new());
+    };
+    let tag = |wanted: u64| dynamic.dyns.iter().find(|entry| entry.d_tag == wanted).map(|entry| entry.d_val);
+    let (Some(address), Some(count)) = (tag(goblin::elf::dynamic::DT_VERNEED), tag(goblin::elf::dynamic::DT_VERNEEDNUM)) else {
+        return Ok(Vec::new());
+    };
+    // The table's file offset: the loadable segment that maps its address.
+    let offset = elf
+        .program_headers
+        .iter()
+        .filter(|header| header.p_type == goblin::elf::program_header::PT_LOAD)
+        .find(|header| header.p_vaddr <= address && address < header.p_vaddr.saturating_add(header.p_filesz))
+        .map(|header| address - header.p_vaddr + header.p_offset)
+        .ok_or_else(|| bad("DT_VERNEED is outside every loaded segment"))?;
+    let read_u16 = |at: u64| -> PyResult<u16> {
+        let at = usize::try_from(at).map_err(|_| bad("offset"))?;
+        let bytes = image.get(at..at.checked_add(2).ok_or_else(|| bad("offset"))?).ok_or_else(|| bad("truncated"))?;
+        Ok(if elf.little_endian { u16::from_le_bytes([bytes[0], bytes[1]]) } else { u16::from_be_bytes([bytes[0], bytes[1]]) })
+    };
+    let read_u32 = |at: u64| -> PyResult<u32> {
+        let at = usize::try_from(at).map_err(|_| bad("offset"))?;
+        let bytes = image.get(at..at.checked_add(4).ok_or_else(|| bad("offset"))?).ok_or_else(|| bad("truncated"))?;
+        let array = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        Ok(if elf.little_endian { u32::from_le_bytes(array) } else { u32::from_be_bytes(array) })
+    };
+    let name = |index: u32| -> PyResult<String> {
+        elf.dynstrtab.get_at(index as usize).map(str::to_string).ok_or_else(|| bad("a name outside the string table"))
+    };
+    let mut needs = Vec::new();
+    let mut entry = offset;
+    for _ in 0..count.min(4096) {
+        // Elfxx_Verneed: vn_version u16, vn_cnt u16, vn_file u32, vn_aux u32, vn_next u32.
+        let (auxiliaries, file, first, next) = (read_u16(entry + 2)?, read_u32(entry + 4)?, read_u32(entry + 8)?, read_u32(entry + 12)?);
+        let library = name(file)?;
+        let mut auxiliary = entry + u64::from(first);
+        for _ in 0..auxiliaries {
+            // Elfxx_Vernaux: vna_hash u32, vna_flags u16, vna_other u16, vna_name u32, vna_next u32.
+            needs.push((library.clone(), name(read_u32(auxiliary + 8)?)?));
+            let step = read_u32(auxiliary + 12)?;
+            if step == 0 {
+                break;
+            }
+            auxiliary += u64::from(step);
+        }
+        if next == 0 {
+            break;
+        }
+        entry += u64::from(next);
+    }
+    Ok(needs)
+}
+
 /// `loadable_image(image: bytes) -> bytes`: the image cut after the last byte any program header
 /// refers to, with the section header table dropped (`e_shoff`, `e_shnum`, `e_shstrndx` zeroed).
 ///

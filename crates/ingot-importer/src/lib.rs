@@ -28,6 +28,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<regexes::PrecompiledRegexes>()?;
     module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
     module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
+    module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(content_hash, module)?)?;
     module.add_function(wrap_pyfunction!(write_tree, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;

@@ -162,11 +162,13 @@ fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
     // otherwise make it non-executable; older kernels reject the flag with EINVAL.
     const MFD_EXEC: libc::c_uint = 0x10;
+    // The system call, not glibc's wrapper (glibc 2.27+): executables built for glibc 2.17 run
+    // where the kernel has memfd_create (3.17+) whatever the glibc.
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | MFD_EXEC) };
+    let memfd_create = |flags: libc::c_uint| unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) as libc::c_int };
+    let mut fd = memfd_create(libc::MFD_CLOEXEC | MFD_EXEC);
     if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
-        // SAFETY: as above.
-        fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        fd = memfd_create(libc::MFD_CLOEXEC);
     }
     if fd < 0 {
         let error = std::io::Error::last_os_error();

@@ -1,0 +1,168 @@
+"""How each piece of a runtime is built from its source release: the libraries the standard
+library's extension modules use, then CPython, all with the runtime's toolchain
+(:mod:`ingot.toolchain`), all static and position-independent, so that each extension module
+carries the code of the libraries it uses (``_ssl`` holds OpenSSL) and needs nothing of the
+target system but glibc.
+
+A recipe gets the unpacked source directory, the prefix everything is installed into (``lib``,
+``include``, ``lib/pkgconfig``) and a ``run(argv, cwd, extra=None)`` function that runs one
+command with the build's environment (plus ``extra``) and log, ``$NAME`` in an argument standing
+for that environment variable (``$CC``: the toolchain's compiler). Recipes are data plus a few commands each; what a source release must look
+like is said where it matters (``sqlite``: the amalgamation, or the full tree with ``tclsh``).
+
+Left out, on purpose: readline and ncurses (optional in the issue; the REPL works without line
+editing), gdbm/ndbm, Tk, libuuid (``uuid`` works without ``_uuid``), libnsl (``nis``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["LIBRARIES", "Recipe", "python_configure_arguments"]
+
+Run = Callable[..., None]
+
+#: Compiler flags of every library: optimized, position-independent (they are linked into shared
+#: extension modules), large-file aware as CPython is.
+CFLAGS = "-O2 -fPIC -D_FILE_OFFSET_BITS=64"
+
+
+@dataclass
+class Recipe:
+    name: str
+    #: What it is for, in the runtime's description.
+    purpose: str
+    #: Globs that find its source release in a directory of sources (upstream's and Debian's
+    #: names).
+    patterns: tuple[str, ...]
+    build: Callable[[Path, Path, Run, int], None]
+    #: Environment variables CPython's configure takes for it (3.11+: instead of pkg-config).
+    configure_environment: Callable[[Path], dict[str, str]] = field(default=lambda prefix: {})
+
+
+def _autotools(*options: str) -> Callable[[Path, Path, Run, int], None]:
+    def build(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+        run(["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static",
+             *options], cwd=source, extra={"CFLAGS": CFLAGS})
+        run(["make", f"-j{jobs}"], cwd=source)
+        run(["make", "install"], cwd=source)
+    return build
+
+
+def _zlib(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    run(["./configure", f"--prefix={prefix}", "--static"], cwd=source, extra={"CFLAGS": CFLAGS})
+    run(["make", f"-j{jobs}", "libz.a"], cwd=source)
+    run(["make", "install"], cwd=source)
+
+
+def _bzip2(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # A plain Makefile, with its own CC/AR/RANLIB/CFLAGS variables.
+    run(["make", f"-j{jobs}", "libbz2.a", "CC=$CC", "AR=$AR", "RANLIB=$RANLIB",
+         f"CFLAGS={CFLAGS} -Wall -Winline"], cwd=source)
+    (prefix / "lib").mkdir(parents=True, exist_ok=True)
+    (prefix / "include").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source / "libbz2.a", prefix / "lib" / "libbz2.a")
+    shutil.copy2(source / "bzlib.h", prefix / "include" / "bzlib.h")
+
+
+def _libffi(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # libffi 3.4.4 calls open_temp_exec_file() in src/tramp.c without declaring it, an error
+    # under clang >= 16 (zig's); 3.4.5 declares it. Add the declaration where it is missing.
+    tramp = source / "src" / "tramp.c"
+    if tramp.exists():
+        text = tramp.read_text()
+        if "open_temp_exec_file" in text and "int open_temp_exec_file" not in text:
+            tramp.write_text("extern int open_temp_exec_file (void);\n" + text)
+    _autotools("--with-pic", "--disable-docs", "--disable-multi-os-directory")(
+        source, prefix, run, jobs)
+
+
+def _sqlite(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # The amalgamation (sqlite-autoconf-*.tar.gz) has sqlite3.c; the full tree (Debian's orig
+    # tarball) makes it with tclsh. Either way: one object, one static library.
+    options = ["-DSQLITE_ENABLE_FTS5", "-DSQLITE_ENABLE_FTS4", "-DSQLITE_ENABLE_RTREE",
+               "-DSQLITE_ENABLE_JSON1", "-DSQLITE_ENABLE_MATH_FUNCTIONS", "-DSQLITE_THREADSAFE=1",
+               "-DSQLITE_OMIT_LOAD_EXTENSION=0", "-DSQLITE_ENABLE_DBSTAT_VTAB"]
+    if not (source / "sqlite3.c").exists():
+        run(["./configure", "--disable-shared", "--disable-tcl"], cwd=source,
+            extra={"CFLAGS": CFLAGS})
+        run(["make", "sqlite3.c"], cwd=source)
+    run(["$CC", *CFLAGS.split(), *options, "-c", "sqlite3.c", "-o", "sqlite3.o"], cwd=source)
+    (prefix / "lib").mkdir(parents=True, exist_ok=True)
+    (prefix / "include").mkdir(parents=True, exist_ok=True)
+    run(["$AR", "rcs", str(prefix / "lib" / "libsqlite3.a"), "sqlite3.o"], cwd=source)
+    for header in ("sqlite3.h", "sqlite3ext.h"):
+        shutil.copy2(source / header, prefix / "include" / header)
+
+
+def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # --openssldir is where OpenSSL looks for its configuration and certificates at run time:
+    # Debian's and Ubuntu's place (RHEL's is /etc/pki/tls); SSL_CERT_FILE and SSL_CERT_DIR
+    # override it, and certifi-using code does not need it.
+    run(["./Configure", "linux-x86_64", "no-shared", "no-tests", "-fPIC",
+         f"--prefix={prefix}", "--libdir=lib", "--openssldir=/etc/ssl"], cwd=source,
+        extra={"CFLAGS": "-O2"})
+    run(["make", f"-j{jobs}", "build_libs"], cwd=source)
+    run(["make", "install_dev"], cwd=source)
+
+
+def _flags(prefix: Path, library: str) -> tuple[str, str]:
+    return f"-I{prefix / 'include'}", f"-L{prefix / 'lib'} -l{library}"
+
+
+def _variables(name: str, library: str, extra_libs: str = "") -> Callable[[Path], dict[str, str]]:
+    def variables(prefix: Path) -> dict[str, str]:
+        cflags, libs = _flags(prefix, library)
+        return {f"{name}_CFLAGS": cflags, f"{name}_LIBS": f"{libs} {extra_libs}".strip()}
+    return variables
+
+
+#: In build order. Names are the keys of ``--source NAME=...``.
+LIBRARIES: dict[str, Recipe] = {recipe.name: recipe for recipe in [
+    Recipe("zlib", "zlib (zlib, and gzip, zipfile, ...)", ("zlib-*.tar.*", "zlib_*.orig.tar.*"),
+           _zlib, _variables("ZLIB", "z")),
+    Recipe("bzip2", "bz2", ("bzip2-*.tar.*", "bzip2_*.orig.tar.*"), _bzip2,
+           _variables("BZIP2", "bz2")),
+    Recipe("xz", "lzma", ("xz-*.tar.*", "xz-utils_*.orig.tar.*"),
+           _autotools("--with-pic", "--disable-xz", "--disable-xzdec", "--disable-lzmadec",
+                      "--disable-lzmainfo", "--disable-lzma-links", "--disable-scripts",
+                      "--disable-doc", "--disable-nls"),
+           _variables("LIBLZMA", "lzma")),
+    Recipe("libffi", "ctypes", ("libffi-*.tar.*", "libffi_*.orig.tar.*"), _libffi,
+           _variables("LIBFFI", "ffi")),
+    Recipe("sqlite", "sqlite3", ("sqlite-autoconf-*.tar.*", "sqlite3_*.orig.tar.*"), _sqlite,
+           _variables("LIBSQLITE3", "sqlite3", "-lm")),
+    Recipe("openssl", "ssl, hashlib", ("openssl-3*.tar.*", "openssl_3*.orig.tar.*"), _openssl),
+]}
+
+#: CPython's own source release.
+PYTHON_PATTERNS = ("Python-3.*.t*z", "python3.*_3.*.orig.tar.*")
+
+
+def python_version_of(source: Path) -> tuple[int, int, int]:
+    """The version of a CPython source tree (``Include/patchlevel.h``)."""
+    text = (source / "Include" / "patchlevel.h").read_text()
+    numbers = [int(re.search(rf"#define\s+PY_{name}_VERSION\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+               for name in ("MAJOR", "MINOR", "MICRO")]
+    return numbers[0], numbers[1], numbers[2]
+
+
+def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str], dict[str, str]]:
+    """CPython's configure options and environment for a static interpreter whose extension
+    modules link the libraries under ``libraries`` statically."""
+    arguments = [f"--prefix={prefix}", "--disable-shared", "--without-ensurepip",
+                 f"--with-openssl={libraries}", "--with-openssl-rpath=no"]
+    environment = {
+        # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__).
+        "CFLAGS": "-O2 -Wno-error=date-time",
+        "CPPFLAGS": f"-I{libraries / 'include'}",
+        "LDFLAGS": f"-L{libraries / 'lib'}",
+    }
+    for recipe in LIBRARIES.values():
+        environment.update(recipe.configure_environment(libraries))
+    return arguments, environment

@@ -1,0 +1,457 @@
+"""Runtimes: CPython and the libraries its standard library uses, built from their source releases
+with :mod:`ingot.toolchain` for glibc 2.17, and kept in the user's cache.
+
+    ingot runtime build 3.11 --sources DIR        # or --source python=Python-3.11.9.tgz ...
+    ingot runtime list
+    ingot runtime remove 3.11.2
+
+A runtime is a directory ``<store>/cpython-<version>-<machine>-linux-gnu.<glibc>/``:
+
+    python/          the installed interpreter (``--prefix``): bin/python3.X, lib/python3.X
+                     (compiled standard library, lib-dynload/*.so), lib/libpython3.X.a
+    runtime.json     what it is: version, target, toolchain, sources (file names, sha256), the
+                     glibc floor of every ELF file in it and which file sets it, build time
+    build.log        every command of the build and its output
+
+The store is ``$INGOT_RUNTIMES`` if set, else ``$XDG_CACHE_HOME/ingot/runtimes``, else
+``~/.cache/ingot/runtimes`` (not the extraction cache, which ``ingot cache prune`` manages). A
+runtime is built in a temporary directory next to its final place and renamed into it when
+complete: an interrupted build leaves no half runtime.
+
+Sources never come from the network implicitly: a file (``--source NAME=PATH``), a directory
+searched by the recipes' file name patterns (``--sources DIR``), or an URL with the sha256 the
+user vouches for (``--source NAME=URL#sha256=HEX``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ingot import recipes
+from ingot.elf import glibc_floor
+from ingot.errors import IngotError
+from ingot.toolchain import GLIBC_FLOOR, Toolchain, find_zig
+
+__all__ = ["Runtime", "RuntimeError_", "build_runtime", "find_runtime", "list_runtimes",
+           "remove_runtime", "store"]
+
+#: runtime.json's format version.
+RUNTIME_FORMAT = 1
+
+
+class RuntimeError_(IngotError):  # noqa: N801 - not the builtin RuntimeError
+    """A runtime cannot be built, found or removed."""
+
+
+def store() -> Path:
+    """Where runtimes are kept."""
+    if os.environ.get("INGOT_RUNTIMES"):
+        path = Path(os.environ["INGOT_RUNTIMES"])
+        if not path.is_absolute():
+            raise RuntimeError_(f"INGOT_RUNTIMES={path} is not an absolute path",
+                                hint="give an absolute directory, or unset it")
+        return path
+    base = os.environ.get("XDG_CACHE_HOME")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "ingot" / "runtimes"
+
+
+@dataclass
+class Runtime:
+    """A built runtime in the store."""
+
+    path: Path
+    info: dict
+
+    @property
+    def version(self) -> str:
+        return str(self.info["python"]["version"])
+
+    @property
+    def python(self) -> Path:
+        """The runtime's interpreter (runs on the build machine too: its glibc is newer)."""
+        minor = ".".join(self.version.split(".")[:2])
+        return self.path / "python" / "bin" / f"python{minor}"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _read(path: Path) -> Runtime | None:
+    try:
+        info = json.loads((path / "runtime.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("format") != RUNTIME_FORMAT:
+        return None
+    return Runtime(path, info)
+
+
+def list_runtimes() -> list[Runtime]:
+    """The complete runtimes in the store, newest version first."""
+    root = store()
+    if not root.is_dir():
+        return []
+    found = [runtime for entry in sorted(root.iterdir())
+             if entry.is_dir() and not entry.name.startswith(".")
+             and (runtime := _read(entry)) is not None]
+
+    def key(runtime: Runtime) -> tuple[int, ...]:
+        return tuple(int(part) for part in runtime.version.split("."))
+    return sorted(found, key=key, reverse=True)
+
+
+def find_runtime(wanted: str) -> Runtime | None:
+    """The newest runtime whose version is ``wanted`` or starts with it (``3.11`` finds
+    ``3.11.2``)."""
+    for runtime in list_runtimes():
+        if runtime.version == wanted or runtime.version.startswith(wanted + "."):
+            return runtime
+    return None
+
+
+def remove_runtime(wanted: str) -> Runtime:
+    runtime = find_runtime(wanted)
+    if runtime is None:
+        raise RuntimeError_(f"no runtime {wanted} in {store()}",
+                            hint="`ingot runtime list` shows the runtimes there are")
+    doomed = runtime.path.with_name(f".removing-{runtime.name}-{os.getpid()}")
+    runtime.path.rename(doomed)  # atomically out of the store, then deleted
+    shutil.rmtree(doomed)
+    return runtime
+
+
+# --- sources --------------------------------------------------------------------------------------
+
+_URL = re.compile(r"^(https?://[^#]+)#sha256=([0-9a-fA-F]{64})$")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fetch(url: str, sha256: str, downloads: Path) -> Path:
+    """Downloads ``url`` once into ``downloads`` and checks it against ``sha256``."""
+    name = url.rstrip("/").rsplit("/", 1)[-1] or "download"
+    target = downloads / name
+    if target.exists() and _sha256(target) == sha256.lower():
+        return target
+    downloads.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
+            shutil.copyfileobj(response, out)
+    except OSError as error:
+        raise RuntimeError_(f"cannot download {url}: {error}",
+                            hint="download it yourself and give the file: --source NAME=PATH")
+    got = _sha256(partial)
+    if got != sha256.lower():
+        partial.unlink()
+        raise RuntimeError_(f"{url}: sha256 {got}, expected {sha256.lower()}",
+                            hint="check the URL and the hash you gave")
+    partial.replace(target)
+    return target
+
+
+def resolve_sources(given: dict[str, str], directories: Iterable[Path],
+                    downloads: Path) -> dict[str, Path]:
+    """The source release of CPython (``python``) and of every library: given by name (a path or
+    ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns."""
+    names = ["python", *recipes.LIBRARIES]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise RuntimeError_(f"unknown source name(s): {', '.join(unknown)}",
+                            hint=f"the sources a runtime is built from: {', '.join(names)}")
+    patterns = {"python": recipes.PYTHON_PATTERNS,
+                **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()}}
+    files = [path for directory in directories for path in sorted(Path(directory).iterdir())
+             if path.is_file()]
+    found: dict[str, Path] = {}
+    missing = []
+    for name in names:
+        if name in given:
+            value = given[name]
+            match = _URL.match(value)
+            if match:
+                found[name] = _fetch(match.group(1), match.group(2), downloads)
+            elif "://" in value:
+                raise RuntimeError_(f"--source {name}={value}: an URL needs the sha256 of the file",
+                                    hint=f"--source {name}={value}#sha256=<64 hex digits>")
+            elif not Path(value).is_file():
+                raise RuntimeError_(f"--source {name}={value}: no such file")
+            else:
+                found[name] = Path(value).resolve()
+            continue
+        candidates = [path for path in files
+                      if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns[name])
+                      and not path.name.endswith((".asc", ".sig", ".dsc"))]
+        if not candidates:
+            missing.append(name)
+        else:
+            found[name] = candidates[-1].resolve()  # sorted: the newest-looking name
+    if missing:
+        raise RuntimeError_(
+            f"no source release for {', '.join(missing)}"
+            + (f" in {', '.join(str(d) for d in directories)}" if directories else ""),
+            hint="give each with --source NAME=PATH (or NAME=URL#sha256=HEX), or a directory "
+                 "holding them with --sources DIR (Debian's `apt-get source --download-only` "
+                 "files work: scripts/runtime-sources fetches them)")
+    return found
+
+
+def _unpack(archive: Path, into: Path) -> Path:
+    """Unpacks a source tarball into ``into``; returns its top directory."""
+    into.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(archive) as tar:
+            members = tar.getmembers()
+            tops = {member.name.split("/", 1)[0] for member in members}
+            if len(tops) != 1:
+                raise RuntimeError_(f"{archive}: not a source release (expected one top "
+                                    f"directory, found {len(tops)})")
+            tar.extractall(into, filter="data") if hasattr(tarfile, "data_filter") \
+                else tar.extractall(into)  # noqa: S202 - sources the user gave
+    except (tarfile.TarError, OSError) as error:
+        raise RuntimeError_(f"cannot unpack {archive}: {error}") from None
+    return into / tops.pop()
+
+
+# --- the build ------------------------------------------------------------------------------------
+
+class _Builder:
+    """Runs one runtime build's commands, each logged, with the toolchain's environment."""
+
+    def __init__(self, toolchain: Toolchain, log: Path, say: Callable[[str], None]):
+        self.toolchain = toolchain
+        self.log_path = log
+        self.say = say
+
+    def runner(self, build: Path, prefix: Path) -> Callable[..., None]:
+        environment = self.toolchain.environment(build, prefix)
+
+        def run(argv: list[str], cwd: Path, extra: dict[str, str] | None = None) -> None:
+            env = dict(environment, **(extra or {}))
+            argv = [re.sub(r"\$([A-Z_]+)", lambda match: env.get(match.group(1), match.group(0)),
+                           argument) for argument in argv]
+            with open(self.log_path, "a") as log:
+                log.write(f"\n$ (cd {cwd}) {' '.join(argv)}\n")
+                log.flush()
+                started = time.monotonic()
+                done = subprocess.run(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL)
+                log.write(f"# exit {done.returncode} after {time.monotonic() - started:.1f} s\n")
+            if done.returncode != 0:
+                tail = self.log_path.read_text(errors="replace").splitlines()[-25:]
+                raise RuntimeError_(
+                    f"`{' '.join(argv)}` failed (exit {done.returncode}) in {cwd}:\n  "
+                    + "\n  ".join(tail),
+                    hint=f"the whole log: {self.log_path}")
+        return run
+
+
+def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
+                  wanted: str | None = None, jobs: int | None = None, force: bool = False,
+                  keep_build: bool = False, say: Callable[[str], None] = print) -> Runtime:
+    """Builds a runtime from the given sources and stores it; returns it. ``wanted`` (``3.11``)
+    must match the CPython source's version."""
+    directories = [Path(directory) for directory in directories]
+    zig = find_zig()
+    toolchain = Toolchain(zig)
+    root = store()
+    root.mkdir(parents=True, exist_ok=True)
+    found = resolve_sources(sources, directories, root / ".downloads")
+    jobs = jobs or os.cpu_count() or 1
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    try:
+        source_root = work / "src"
+        python_source = _unpack(found["python"], source_root)
+        version = ".".join(str(part) for part in recipes.python_version_of(python_source))
+        if wanted and version != wanted and not version.startswith(wanted + "."):
+            raise RuntimeError_(f"the CPython source {found['python'].name} is {version}, "
+                                f"not {wanted}", hint="give the source release of that version")
+        minor = tuple(int(part) for part in version.split(".")[:2])
+        if not (3, 10) <= minor <= (3, 15):
+            raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
+        name = f"cpython-{version}-{toolchain.target}"
+        final = root / name
+        if final.exists() and not force:
+            existing = _read(final)
+            if existing is not None:
+                say(f"runtime {name} is already built ({final}); --force rebuilds it")
+                return existing
+        stage = work / name
+        prefix = stage / "python"
+        libraries = work / "libraries"
+        log = stage / "build.log"
+        stage.mkdir(parents=True)
+        builder = _Builder(toolchain, log, say)
+        started = time.monotonic()
+        timings = {}
+        say(f"building runtime {name} with zig {toolchain.version()} ({jobs} jobs); log: {log}")
+        for library, recipe in recipes.LIBRARIES.items():
+            begun = time.monotonic()
+            say(f"  {library} ({recipe.purpose}) from {found[library].name}")
+            source = _unpack(found[library], source_root)
+            recipe.build(source, libraries, builder.runner(source, libraries), jobs)
+            timings[library] = round(time.monotonic() - begun, 1)
+        begun = time.monotonic()
+        say(f"  CPython {version} from {found['python'].name}")
+        arguments, environment = recipes.python_configure_arguments(prefix, libraries)
+        run = builder.runner(python_source, libraries)
+        run(["./configure", *arguments], cwd=python_source, extra=environment)
+        run(["make", f"-j{jobs}"], cwd=python_source)
+        run(["make", "install"], cwd=python_source)
+        timings["python"] = round(time.monotonic() - begun, 1)
+        _check_modules(prefix, minor, run, python_source)
+        floor = glibc_floor(_elf_images(prefix))
+        if floor.version is not None and floor.version > toolchain.glibc:
+            raise RuntimeError_(
+                f"the runtime needs {floor}, above its target glibc "
+                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+                hint=f"a library linked something of the build machine; see {log}")
+        info = {
+            "format": RUNTIME_FORMAT,
+            "python": {"version": version, "implementation": "cpython"},
+            "target": toolchain.target,
+            "glibc_floor": {"version": ".".join(map(str, floor.version)) if floor.version else None,
+                            "set_by": floor.needed_by,
+                            "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}"},
+            "toolchain": {"zig": toolchain.version()},
+            "sources": {key: {"file": path.name, "sha256": _sha256(path)}
+                        for key, path in found.items()},
+            "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "build_seconds": {**timings, "total": round(time.monotonic() - started, 1)},
+        }
+        launcher = build_launcher(stage, prefix, toolchain, builder)
+        launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
+        if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
+            raise RuntimeError_(f"the runtime's launcher needs {launcher_floor}, above glibc "
+                                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}", hint=f"see {log}")
+        info["launcher"] = {"file": str(launcher.relative_to(stage)),
+                            "glibc_floor": ".".join(map(str, launcher_floor.version))
+                            if launcher_floor.version else None}
+        (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
+        relocate(prefix, final / "python")
+        if final.exists():
+            doomed = root / f".replaced-{name}-{os.getpid()}"
+            final.rename(doomed)
+            shutil.rmtree(doomed)
+        stage.rename(final)
+        say(f"runtime {name}: {final} ({floor}; {info['build_seconds']['total']:.0f} s)")
+        return Runtime(final, info)
+    finally:
+        if keep_build:
+            say(f"build directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+#: Standard-library extension modules a runtime must have built (CPython's build skips a module
+#: whose library it cannot find, and says so only in its log).
+REQUIRED_MODULES = ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "_lzma", "_bz2", "zlib",
+                    "_json", "unicodedata", "_socket", "select", "_posixsubprocess", "pyexpat",
+                    "_elementtree", "binascii", "_struct", "math", "_datetime")
+
+
+#: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
+#: python3.X-config and pkg-config read).
+_PREFIX_FILES = ("lib/python3.*/_sysconfigdata_*.py", "lib/python3.*/config-3.*/Makefile",
+                 "bin/python3.*-config", "lib/pkgconfig/*.pc")
+
+
+def relocate(prefix: Path, new: Path) -> None:
+    """Rewrites the prefix recorded in an installed CPython's text files (sysconfig's
+    ``LIBPL``, ``prefix``, ...) from ``prefix`` to ``new``, where the tree is about to be moved,
+    so that sysconfig (and the launcher's build, which asks it for ``libpython3.X.a``) finds its
+    files there. The interpreter itself finds its prefix from its own location."""
+    old_text, new_text = str(prefix), str(new)
+    for pattern in _PREFIX_FILES:
+        for path in prefix.glob(pattern):
+            if path.is_symlink() or not path.is_file():
+                continue
+            text = path.read_text()
+            if old_text in text:
+                path.write_text(text.replace(old_text, new_text))
+    for cached in prefix.glob("lib/python3.*/__pycache__/_sysconfigdata_*"):
+        cached.unlink()
+
+
+def source_tree() -> Path | None:
+    """ingot's source tree (the launcher's crate), if this ingot runs from one, or
+    ``$INGOT_SOURCE_TREE``."""
+    candidates = [os.environ.get("INGOT_SOURCE_TREE"), Path(__file__).resolve().parents[2]]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "crates" / "ingot-launcher" / "Cargo.toml").is_file():
+            return Path(candidate)
+    return None
+
+
+def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Builder) -> Path:
+    """Builds the launcher against the runtime's ``libpython3.X.a``, linked by zig for the
+    runtime's glibc (cargo-zigbuild), into ``stage/launcher/``."""
+    tree = source_tree()
+    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(Path(sys.executable).parent /
+                                                           "cargo-zigbuild")
+    if tree is None:
+        raise RuntimeError_("building a runtime's launcher needs ingot's source tree (its Rust "
+                            "crates), which this installation does not have",
+                            hint="set INGOT_SOURCE_TREE to a checkout of ingot")
+    if not os.access(cargo_zigbuild, os.X_OK) or shutil.which("cargo") is None:
+        raise RuntimeError_("building a runtime's launcher needs cargo and cargo-zigbuild",
+                            hint="install Rust (rustup) and `pip install cargo-zigbuild`")
+    python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
+    target_dir = stage.parent / "cargo-target"
+    run = builder.runner(stage.parent, prefix)
+    rust_target = "x86_64-unknown-linux-gnu"
+    run([cargo_zigbuild, "zigbuild", "--release", "--quiet", "-p", "ingot-launcher",
+         "--target", f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}"],
+        cwd=tree, extra={"PYO3_PYTHON": str(python), "CARGO_TARGET_DIR": str(target_dir),
+                         "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig)})
+    version = python.name.removeprefix("python")
+    destination = stage / "launcher" / f"ingot-launcher-{version}"
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
+    return destination
+
+
+def _check_modules(prefix: Path, minor: tuple[int, ...], run, cwd: Path) -> None:
+    python = prefix / "bin" / f"python{minor[0]}.{minor[1]}"
+    code = ("import importlib, json; missing = []\n"
+            f"for name in {list(REQUIRED_MODULES)!r}:\n"
+            "    try: importlib.import_module(name)\n"
+            "    except ImportError as error: missing.append(f'{name}: {error}')\n"
+            "assert not missing, missing")
+    try:
+        run([str(python), "-I", "-c", code], cwd=cwd)
+    except RuntimeError_ as error:
+        raise RuntimeError_(f"the runtime lacks standard-library modules: {error.message}",
+                            hint=error.hint) from None
+
+
+def _elf_images(prefix: Path) -> Iterable[tuple[str, bytes]]:
+    for path in sorted(prefix.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            with open(path, "rb") as file:
+                if file.read(4) != b"\x7fELF":
+                    continue
+            yield str(path.relative_to(prefix)), path.read_bytes()

@@ -1,0 +1,153 @@
+"""Runtimes (python/ingot/runtime.py, recipes.py, toolchain.py): the glibc floor of ELF objects,
+finding source releases, the store and its command line. The build itself (minutes of
+compiling) is tests/test_runtime_build.py."""
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingot import cli, runtime
+from ingot._ingot import loadable_image
+from ingot.elf import glibc_floor, glibc_needed
+from ingot.errors import IngotError
+
+
+def extension_module(name):
+    """The image of one of this Python's standard-library extension modules (pyenv's and
+    Debian's build them as files)."""
+    file = getattr(importlib.import_module(name), "__file__", None)
+    assert file and file.endswith(".so"), f"{name} is not an extension module file here"
+    return Path(file).read_bytes()
+
+
+def test_glibc_needed_reads_version_needs_with_or_without_section_headers():
+    image = extension_module("_ssl")
+    needed = glibc_needed(image)
+    assert needed is not None and needed >= (2, 2)
+    # The archive keeps extension modules without section headers: same answer.
+    stripped = loadable_image(image)
+    assert len(stripped) < len(image) or stripped == image
+    assert glibc_needed(stripped) == needed
+
+
+def test_glibc_floor_names_the_object_that_sets_it():
+    images = [("math", extension_module("math")), ("_ssl", extension_module("_ssl")),
+              ("text", b"not an ELF file")]
+    floor = glibc_floor(images)
+    assert floor.version == max(version for version in floor.each.values() if version)
+    assert floor.each[floor.needed_by] == floor.version
+    assert "text" not in floor.each
+    assert str(floor).startswith(f"glibc {floor.version[0]}.{floor.version[1]} (set by ")
+
+
+def test_a_malformed_object_is_an_error():
+    with pytest.raises(ValueError, match="not a readable ELF object"):
+        glibc_needed(b"\x7fELF" + b"\0" * 10)
+
+
+# --- sources ----------------------------------------------------------------------------------------
+
+DEBIAN = ["python3.11_3.11.2.orig.tar.gz", "openssl_3.0.20.orig.tar.gz",
+          "openssl_3.0.20.orig.tar.gz.asc", "sqlite3_3.40.1.orig.tar.xz",
+          "sqlite3_3.40.1.orig-www.tar.xz", "libffi_3.4.4.orig.tar.gz",
+          "zlib_1.2.13.dfsg.orig.tar.bz2", "bzip2_1.0.8.orig.tar.gz", "xz-utils_5.4.1.orig.tar.xz"]
+UPSTREAM = ["Python-3.13.1.tar.xz", "openssl-3.0.15.tar.gz", "sqlite-autoconf-3470000.tar.gz",
+            "libffi-3.4.6.tar.gz", "zlib-1.3.1.tar.gz", "bzip2-1.0.8.tar.gz", "xz-5.6.3.tar.gz"]
+
+
+@pytest.mark.parametrize("names", [DEBIAN, UPSTREAM], ids=["debian", "upstream"])
+def test_sources_are_found_by_their_release_names(tmp_path, names):
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads")
+    assert sorted(found) == sorted(["python", "zlib", "bzip2", "xz", "libffi", "sqlite",
+                                    "openssl"])
+    chosen = {path.name for path in found.values()}
+    assert not any(name.endswith(".asc") or "orig-www" in name for name in chosen)
+    assert chosen == {name for name in names if not name.endswith(".asc")
+                      and "orig-www" not in name}
+
+
+def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
+    (tmp_path / "zlib-1.3.1.tar.gz").write_bytes(b"")
+    mine = tmp_path / "elsewhere" / "my-zlib.tar.gz"
+    mine.parent.mkdir()
+    mine.write_bytes(b"")
+    with pytest.raises(IngotError) as error:
+        runtime.resolve_sources({"zlib": str(mine)}, [tmp_path], tmp_path / "downloads")
+    assert error.value.message.startswith("no source release for python, bzip2, xz, libffi, "
+                                          "sqlite, openssl in ")
+    assert "--source NAME=PATH" in error.value.hint
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"pyhton": "x.tar.gz"}, "unknown source name(s): pyhton"),
+    ({"zlib": "https://example.org/zlib.tar.gz"}, "an URL needs the sha256 of the file"),
+    ({"zlib": "/nonexistent/zlib.tar.gz"}, "no such file"),
+])
+def test_bad_sources_are_refused(tmp_path, given, message):
+    with pytest.raises(IngotError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        runtime.resolve_sources(given, [], tmp_path / "downloads")
+
+
+# --- the store and the command line ----------------------------------------------------------
+
+def fake_runtime(store, version):
+    path = store / f"cpython-{version}-x86_64-linux-gnu.2.17"
+    path.mkdir(parents=True)
+    (path / "runtime.json").write_text(json.dumps({
+        "format": 1, "python": {"version": version}, "target": "x86_64-linux-gnu.2.17",
+        "glibc_floor": {"version": "2.17"}}))
+    return path
+
+
+def test_runtimes_are_listed_found_and_removed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path))
+    fake_runtime(tmp_path, "3.11.2")
+    fake_runtime(tmp_path, "3.13.1")
+    (tmp_path / ".build-abc").mkdir()  # a build under way is not a runtime
+    (tmp_path / "junk").mkdir()
+    assert [item.version for item in runtime.list_runtimes()] == ["3.13.1", "3.11.2"]
+    assert runtime.find_runtime("3.11").version == "3.11.2"
+    assert runtime.find_runtime("3.1") is None
+    assert cli.main(["runtime", "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == ["3.13.1", "3.11.2"]
+    assert cli.main(["runtime", "remove", "3.13"]) == 0
+    assert [item.version for item in runtime.list_runtimes()] == ["3.11.2"]
+    assert cli.main(["runtime", "remove", "3.12"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: no runtime 3.12 in {tmp_path}" in err and "hint: `ingot runtime list`" in err
+
+
+def test_a_relative_store_is_refused(monkeypatch, capsys):
+    monkeypatch.setenv("INGOT_RUNTIMES", "relative/dir")
+    assert cli.main(["runtime", "list"]) == 1
+    assert "error: INGOT_RUNTIMES=relative/dir is not an absolute path" in capsys.readouterr().err
+
+
+def test_building_without_zig_says_what_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "ziglang", None)  # import fails
+    assert cli.main(["runtime", "build", "3.11", "--sources", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "needs zig, from the `ziglang` package" in err and "hint: pip install ziglang" in err
+
+
+def test_relocate_rewrites_the_recorded_prefix(tmp_path):
+    old, new = tmp_path / ".build-x" / "rt" / "python", tmp_path / "rt" / "python"
+    data = old / "lib" / "python3.11" / "_sysconfigdata__linux_x86_64-linux-gnu.py"
+    makefile = old / "lib" / "python3.11" / "config-3.11-x86_64-linux-gnu" / "Makefile"
+    for path in (data, makefile):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"LIBPL = '{old}/lib/python3.11/config-3.11-x86_64-linux-gnu'\n")
+    cached = data.parent / "__pycache__" / (data.stem + ".cpython-311.pyc")
+    cached.parent.mkdir()
+    cached.write_bytes(b"stale")
+    runtime.relocate(old, new)
+    for path in (data, makefile):
+        assert path.read_text() == f"LIBPL = '{new}/lib/python3.11/config-3.11-x86_64-linux-gnu'\n"
+    assert not cached.exists()
