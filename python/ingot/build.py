@@ -236,9 +236,25 @@ def _check_output(output: Path, force: bool) -> None:
                          hint=f"create it first (mkdir -p {output.parent})")
 
 
+#: Platforms whose wheels a build for a runtime (glibc 2.17) takes.
+_RUNTIME_PLATFORMS = ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux2010_x86_64",
+                      "manylinux1_x86_64")
+
+
 def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -> None:
     command = [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-compile",
                "--disable-pip-version-check", "--no-input", "--quiet", *args]
+    if os.environ.get("INGOT_IN_RUNTIME") and os.environ.get("INGOT_PIP_PYTHON"):
+        # Under a runtime (which has no pip): the outer Python's pip, for this version and for
+        # the platforms a glibc 2.17 system runs.
+        # The project itself (--no-deps) is built from its directory as usual.
+        version = "%d.%d" % sys.version_info[:2]
+        command[0] = os.environ["INGOT_PIP_PYTHON"]
+        if "--no-deps" not in args:
+            command[4:4] = ["--python-version", version, "--implementation", "cp",
+                            "--only-binary=:all:",
+                            *[option for platform in _RUNTIME_PLATFORMS
+                              for option in ("--platform", platform)]]
     say(f"pip: installing {what}")
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
@@ -462,6 +478,34 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
                        time.perf_counter() - started, list(result.warnings))
 
 
+def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = None):
+    """The oldest glibc the executable (or archive) at ``path`` runs on: the newest ``GLIBC_x.y``
+    its launcher or any extension module or shared library in its archive needs, and which one
+    (an ``ingot.elf.GlibcFloor``)."""
+    import ingot
+    from ingot.elf import GlibcFloor, glibc_floor
+
+    finder = finder or ingot.IngotFinder(str(path))
+    if launcher_size is None:
+        with open(path, "rb") as file:
+            file.seek(-16, os.SEEK_END)
+            launcher_size = path.stat().st_size - int.from_bytes(file.read(8), "little")
+    images = []
+    if launcher_size > 0:
+        with open(path, "rb") as file:
+            images.append(("the launcher", file.read(launcher_size)))
+    floor = glibc_floor(images)
+    for _kind, name, needs in finder._version_needs():
+        versions = [tuple(int(part) for part in version[6:].split(".")[:2])
+                    for _library, version in needs
+                    if version.startswith("GLIBC_") and version[6:7].isdigit()]
+        needed = max(versions) if versions else None
+        floor.each[name] = needed  # type: ignore[assignment]
+        if needed is not None and (floor.version is None or needed > floor.version):
+            floor = GlibcFloor(needed, name, floor.each)  # type: ignore[arg-type]
+    return floor
+
+
 def describe(path) -> dict:
     """What the executable or archive at ``path`` carries: entries, launch config, Python."""
     import ingot
@@ -482,10 +526,13 @@ def describe(path) -> dict:
         launch = json.loads(finder._read(LAUNCH_CONFIG))
     except (OSError, ImportError, ValueError, KeyError):
         launch = None
+    floor = executable_glibc_floor(path, finder, path.stat().st_size - archive_size)
     return {
         "path": str(path), "size": path.stat().st_size, "archive_size": archive_size,
         "launcher_size": path.stat().st_size - archive_size,
         "python": f"{header[76]}.{header[77]}", "launch": launch,
+        "glibc_floor": {"version": ".".join(map(str, floor.version)) if floor.version else None,
+                        "set_by": floor.needed_by},
         "files_packages": finder._files_packages(),
         "entries": [{"kind": kind, "name": name, "size": size} for kind, name, size in entries],
     }

@@ -13,6 +13,7 @@ Progress, warnings and the summary go to stderr. A problem the user must fix pri
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -119,6 +120,9 @@ def _runtime_parser(commands) -> None:
     build.add_argument("--force", action="store_true", help="rebuild if it exists")
     build.add_argument("--keep-build", action="store_true", help="keep the build directory")
     actions.add_parser("list", help="list the runtimes")
+    relink = actions.add_parser("launcher", help="build a runtime's launcher (and ingot's extension "
+                                "module for it) again from this ingot's source tree")
+    relink.add_argument("version", metavar="VERSION")
     remove = actions.add_parser("remove", help="remove a runtime")
     remove.add_argument("version", metavar="VERSION")
     actions.add_parser("dir", help="print the runtimes' directory")
@@ -174,6 +178,9 @@ def _build_parser(commands) -> None:
                        help="bytecode optimization levels, e.g. 0,2 (default: 0)")
     build.add_argument("--compress", type=int, metavar="LEVEL",
                        help="zstd-compress blobs at this level (default: store as is)")
+    build.add_argument("--python", metavar="VERSION", help="build with the runtime of this Python "
+                       "version (ingot runtime build), for any Linux with glibc 2.17 or later, "
+                       "instead of with the Python ingot runs under")
     build.add_argument("--launcher", metavar="PATH", help="the launcher binary (default: "
                        "$INGOT_LAUNCHER, else the one shipped with ingot)")
     build.add_argument("--archive-only", action="store_true",
@@ -223,6 +230,20 @@ def _summary(result, say) -> None:
         say(f"{'(regular expressions':<20}{result.regexes:>8}{_size(result.regexes_size):>14})")
 
 
+def _wanted_runtime(args: argparse.Namespace) -> str | None:
+    """The runtime a build asks for: --python, else the project's [tool.ingot] python."""
+    if args.python:
+        return args.python
+    from pathlib import Path
+
+    from ingot.project import load_project
+
+    source = Path(args.source or ".")
+    if args.console_script is None and (source / "pyproject.toml").is_file():
+        return load_project(source).config.python
+    return None
+
+
 def _build(args: argparse.Namespace) -> int:
     from ingot.build import BuildOptions, build
     from ingot.project import Config
@@ -230,6 +251,11 @@ def _build(args: argparse.Namespace) -> int:
     if args.console_script and args.source:
         raise IngotError(f"give a SOURCE ({args.source}) or --console-script "
                          f"({args.console_script}), not both")
+    wanted = _wanted_runtime(args)
+    if wanted and not os.environ.get("INGOT_IN_RUNTIME"):
+        from ingot import runtime
+
+        return runtime.build_with(wanted, args.raw_argv, launcher=args.launcher)
 
     def say(message: str) -> None:
         if not args.quiet:
@@ -255,6 +281,19 @@ def _build(args: argparse.Namespace) -> int:
     target = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")
     launcher = f"launcher {_size(result.launcher_size)} + " if result.launcher else ""
     say(f"runs {target}")
+    if result.launcher:
+        from ingot.build import executable_glibc_floor
+
+        floor = executable_glibc_floor(result.output)
+        if floor.version:
+            runtime_note = f" (runtime {os.environ['INGOT_IN_RUNTIME']})" \
+                if os.environ.get("INGOT_IN_RUNTIME") else ""
+            say(f"runs on Linux with glibc {floor.version[0]}.{floor.version[1]} or later, "
+                f"set by {floor.needed_by}{runtime_note}")
+            if os.environ.get("INGOT_IN_RUNTIME") and floor.version > (2, 17):
+                print(f"warning: {floor.needed_by} needs glibc {floor.version[0]}."
+                      f"{floor.version[1]}: the executable will not run on older systems than "
+                      "that, although its runtime needs only 2.17", file=sys.stderr)
     say(f"wrote {result.output} ({launcher}archive {_size(result.pack.size)} = "
         f"{_size(result.size)}) in {result.seconds:.1f} s"
         + (f", {len(result.warnings)} warnings" if result.warnings else ""))
@@ -273,6 +312,9 @@ def _inspect(args: argparse.Namespace) -> int:
     print(f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
           f"archive {_size(info['archive_size'])}), Python {info['python']}")
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
+    floor = info["glibc_floor"]
+    print(f"needs glibc {floor['version']} or later (set by {floor['set_by']})" if floor["version"]
+          else "needs no versioned glibc symbol")
     print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
     kinds: dict[str, list[int]] = {}
     for entry in info["entries"]:
@@ -321,6 +363,11 @@ def _runtime(args: argparse.Namespace) -> int:
                   f"{floor.get('version') or '?':<6} {item.path}")
         print(f"{len(found)} runtimes in {runtime.store()}", file=sys.stderr)
         return 0
+    if args.action == "launcher":
+        rebuilt = runtime.rebuild_launcher(args.version,
+                                           say=lambda line: print(line, file=sys.stderr))
+        print(rebuilt.path)
+        return 0
     if args.action == "remove":
         removed = runtime.remove_runtime(args.version)
         print(f"removed {removed.path}", file=sys.stderr)
@@ -335,6 +382,7 @@ def _runtime(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     args = _parser().parse_args(argv)
+    args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if args.command == "pack":
             return _pack(args)

@@ -373,6 +373,48 @@ REQUIRED_MODULES = ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "_lzm
                     "_elementtree", "binascii", "_struct", "math", "_datetime")
 
 
+def build_with(wanted: str, argv: list[str], *, launcher: str | None = None) -> int:
+    """Runs ``ingot build`` (``argv``) under the runtime of Python ``wanted``: its interpreter runs
+    this ingot (only this package is put on its path), with the runtime's launcher, and pip (of
+    the Python ingot runs under) installs dependencies as wheels for that version and for
+    manylinux (glibc 2.17) platforms."""
+    found = find_runtime(wanted)
+    if found is None:
+        raise RuntimeError_(f"no runtime for Python {wanted} in {store()}",
+                            hint=f"build it first: ingot runtime build {wanted} --sources DIR "
+                                 "(scripts/runtime-sources DIR fetches the sources)")
+    launcher_file = found.info.get("launcher", {}).get("file")
+    runtime_launcher = launcher or (str(found.path / launcher_file) if launcher_file else None)
+    if runtime_launcher is None or not Path(runtime_launcher).is_file():
+        raise RuntimeError_(f"the runtime {found.path} has no launcher",
+                            hint=f"rebuild it: ingot runtime build {wanted} --force ...")
+    package = Path(__file__).resolve().parent
+    importer = sorted((found.path / "launcher").glob("_ingot.*.so"))
+    if not importer:
+        raise RuntimeError_(f"the runtime {found.path} has no ingot extension module for its "
+                            "interpreter", hint=f"rebuild it: ingot runtime build {wanted} --force ...")
+    with tempfile.TemporaryDirectory(prefix="ingot-runtime-path-") as path:
+        # This ingot's Python code, with the extension module built for the runtime.
+        shadow = Path(path) / "ingot"
+        shadow.mkdir()
+        for item in package.iterdir():
+            if not (item.name.startswith("_ingot.") and item.name.endswith(".so")) \
+                    and item.name not in ("_launcher", "__pycache__"):
+                (shadow / item.name).symlink_to(item)
+        (shadow / importer[0].name).symlink_to(importer[0])
+        arguments = [arg for index, arg in enumerate(argv)
+                     if not (arg == "--python" or arg.startswith("--python=")
+                             or (index > 0 and argv[index - 1] == "--python"))]
+        if launcher is None:
+            arguments += ["--launcher", runtime_launcher]
+        code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import main; "
+                "sys.exit(main(sys.argv[1:]))")
+        environment = dict(os.environ, INGOT_IN_RUNTIME=found.version,
+                           INGOT_PIP_PYTHON=sys.executable)
+        return subprocess.run([str(found.python), "-I", "-c", code, path, *arguments],
+                              env=environment).returncode
+
+
 #: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
 #: python3.X-config and pkg-config read).
 _PREFIX_FILES = ("lib/python3.*/_sysconfigdata_*.py", "lib/python3.*/config-3.*/Makefile",
@@ -420,7 +462,8 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
         raise RuntimeError_("building a runtime's launcher needs cargo and cargo-zigbuild",
                             hint="install Rust (rustup) and `pip install cargo-zigbuild`")
     python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
-    target_dir = stage.parent / "cargo-target"
+    # Kept in the store between builds: relinking after a change of ingot is incremental.
+    target_dir = store() / ".cargo-target" / stage.name
     run = builder.runner(stage.parent, prefix)
     rust_target = "x86_64-unknown-linux-gnu"
     run([cargo_zigbuild, "zigbuild", "--release", "--quiet", "-p", "ingot-launcher",
@@ -431,7 +474,49 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
     destination = stage / "launcher" / f"ingot-launcher-{version}"
     destination.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
+    # ingot's own extension module for the runtime's interpreter: `ingot build --python` runs
+    # ingot under it, whatever Python ingot itself was installed for.
+    run([cargo_zigbuild, "zigbuild", "--release", "--quiet", "-p", "ingot-importer", "--lib",
+         "--features", "extension-module",
+         "--target", f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}"],
+        cwd=tree, extra={"PYO3_PYTHON": str(python), "CARGO_TARGET_DIR": str(target_dir),
+                         "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig)})
+    suffix = subprocess.run([str(python), "-I", "-c",
+                             "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    shutil.copy2(target_dir / rust_target / "release" / "libingot_importer.so",
+                 stage / "launcher" / f"_ingot{suffix}")
     return destination
+
+
+def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime:
+    """Builds the launcher and ingot's extension module of an existing runtime again, from this
+    ingot's source tree (after a change of ingot; the interpreter and libraries stay)."""
+    found = find_runtime(wanted)
+    if found is None:
+        raise RuntimeError_(f"no runtime {wanted} in {store()}",
+                            hint="`ingot runtime list` shows the runtimes there are")
+    toolchain = Toolchain(find_zig())
+    work = Path(tempfile.mkdtemp(prefix=".relink-", dir=store()))
+    try:
+        builder = _Builder(toolchain, found.path / "build.log", say)
+        staged = work / found.name
+        staged.mkdir()
+        launcher = build_launcher(staged, found.path / "python", toolchain, builder)
+        floor = glibc_floor([(launcher.name, launcher.read_bytes())])
+        if floor.version is not None and floor.version > toolchain.glibc:
+            raise RuntimeError_(f"the launcher needs {floor}, above glibc "
+                                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}")
+        for built in (staged / "launcher").iterdir():
+            os.replace(built, found.path / "launcher" / built.name)
+        found.info["launcher"] = {"file": f"launcher/{launcher.name}",
+                                  "glibc_floor": ".".join(map(str, floor.version))
+                                  if floor.version else None}
+        (found.path / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
+        say(f"runtime {found.name}: launcher rebuilt ({floor})")
+        return found
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _check_modules(prefix: Path, minor: tuple[int, ...], run, cwd: Path) -> None:

@@ -73,9 +73,16 @@ class Toolchain:
         configure script or a Makefile takes (``CC``, ``CXX``, ``AR``, ``RANLIB``)."""
         directory.mkdir(parents=True, exist_ok=True)
         zig = shlex.quote(str(self.zig))
+        # Build scripts add the host's directories on their own (CPython 3.10/3.11's setup.py adds
+        # /usr/include/<multiarch> and /usr/local/include): the compiler drops them, so that no
+        # host header or library mixes with zig's glibc.
+        host = ("-I/usr/include|-I/usr/include/*|-I/usr/local/include|-I/usr/local/include/*|"
+                "-L/usr/lib|-L/usr/lib/*|-L/usr/lib64|-L/usr/lib64/*|-L/usr/local/lib|"
+                "-L/usr/local/lib/*|-L/lib|-L/lib/*|-L/lib64|-L/lib64/*")
+        drop = f'for arg do shift; case "$arg" in {host}) continue ;; esac; set -- "$@" "$arg"; done'
         commands = {
-            "cc": f'exec {zig} cc -target {self.target} "$@"',
-            "c++": f'exec {zig} c++ -target {self.target} "$@"',
+            "cc": f'{drop}\nexec {zig} cc -target {self.target} "$@"',
+            "c++": f'{drop}\nexec {zig} c++ -target {self.target} "$@"',
             "ar": f'exec {zig} ar "$@"',
             "ranlib": f'exec {zig} ranlib "$@"',
         }

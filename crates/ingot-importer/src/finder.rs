@@ -805,6 +805,25 @@ impl IngotFinder {
         Ok(list)
     }
 
+    /// `[(kind, name, [(library, version), ...]), ...]`: the symbol versions each native entry
+    /// (extension module, extension package, shared library) needs, from its `DT_VERNEED`.
+    fn _version_needs(&self) -> PyResult<Vec<(String, String, Vec<(String, String)>)>> {
+        let mut needs = Vec::new();
+        for entry in self.shared.archive.entries() {
+            let entry = entry.map_err(|error| self.error(error))?;
+            let Some(kind @ (Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)) = entry.kind() else {
+                continue;
+            };
+            let Some(image) = entry.data(Role::Content).map_err(|error| self.error(error))? else {
+                continue;
+            };
+            let versions = crate::elf::elf_version_needs(&image)
+                .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("{}: {error}", entry.name())))?;
+            needs.push((kind.label().to_string(), entry.name().to_string(), versions));
+        }
+        Ok(needs)
+    }
+
     /// Reads every blob and checks its checksum; raises `ArchiveError` on the first bad one.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
         let shared = self.shared.clone();

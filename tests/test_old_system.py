@@ -1,0 +1,174 @@
+"""Executables built with a runtime (`ingot build --python 3.11`) on an older system than the
+build machine: a minimal Debian 11 root (glibc 2.31; `scripts/debian11-root`, debootstrap) with
+nothing of Python in it, entered with chroot in a mount namespace of its own (a fresh /proc).
+
+The runtime comes from the store (`INGOT_RUNTIMES`); scripts/test builds it once and keeps it
+where the machine keeps caches. Without a runtime or root these tests skip, or fail under
+`INGOT_REQUIRE_PYTHONS` (CI). Every run is under a process-count limit and a timeout
+(tests/proclimit.py).
+"""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+import proclimit
+from conftest import ROOT
+from ingot import runtime
+
+VERSION = "3.11"
+CHROOT = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/chroot"
+
+
+def require(condition, reason):
+    if condition:
+        return
+    if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+        pytest.fail(f"{reason} (INGOT_REQUIRE_PYTHONS is set)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def built_runtime():
+    found = runtime.find_runtime(VERSION)
+    require(found is not None, f"no runtime {VERSION} in {runtime.store()} (scripts/test builds it)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def debian11():
+    require(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
+    given = os.environ.get("INGOT_DEBIAN11_ROOT")
+    if given:
+        root = Path(given)
+    else:
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "debian11-root")],
+                              capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stderr
+        root = Path(done.stdout.strip())
+    libc = sorted((root / "lib" / "x86_64-linux-gnu").glob("libc-2.*.so"))
+    assert libc and libc[0].name == "libc-2.31.so", libc
+    assert not list((root / "usr" / "bin").glob("python*")), "the root must hold no Python"
+    return root
+
+
+def build(tmp_path, source, *options):
+    """`ingot build SOURCE --python 3.11 ...`, run by the Python the tests run under."""
+    output = tmp_path / "app"
+    done = subprocess.run([sys.executable, "-m", "ingot", "build", str(source), "--python",
+                           VERSION, "-o", str(output), *options], capture_output=True, text=True,
+                          timeout=1200)
+    assert done.returncode == 0, done.stderr
+    return output, done.stderr
+
+
+def run_old(root, executable, *args, env=None):
+    """Runs the executable in the Debian 11 root (a copy under /tmp there), with /proc."""
+    inside = f"/tmp/ingot-{uuid.uuid4().hex[:8]}"
+    (root / inside.lstrip("/")).mkdir(parents=True)
+    shutil.copy2(executable, root / inside.lstrip("/") / "app")
+    variables = [f"{key}={value}" for key, value in (env or {"HOME": "/root"}).items()]
+    script = (f"mount -t proc proc {shlex.quote(str(root))}/proc && "
+              f"exec env -i PATH=/usr/bin:/bin {shlex.join(variables)} {CHROOT} "
+              f"{shlex.quote(str(root))} {inside}/app {shlex.join(args)}")
+    try:
+        result = proclimit.run(["unshare", "--mount", "--fork", "sh", "-c", script],
+                               max_processes=16, timeout=120)
+    finally:
+        shutil.rmtree(root / inside.lstrip("/"))
+    assert not result.timed_out and result.limit_hit == 0, result.stderr
+    return result
+
+
+def test_the_runtime_needs_at_most_glibc_2_17(built_runtime):
+    floor = built_runtime.info["glibc_floor"]
+    assert tuple(int(part) for part in floor["version"].split(".")) <= (2, 17), floor
+    assert tuple(int(part) for part in built_runtime.info["launcher"]["glibc_floor"]
+                 .split(".")) <= (2, 17)
+
+
+def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
+    app, log = build(tmp_path, ROOT / "examples" / "hello")
+    assert "runs on Linux with glibc 2.17 or later" in log, log
+    result = run_old(debian11, app)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.startswith("Hello from memory! (hello 1.0.0 from /tmp/ingot-")
+    # The standard library's extension modules carry their libraries: no shared library at all.
+    done = subprocess.run([sys.executable, "-m", "ingot", "inspect", "--json", str(app)],
+                          capture_output=True, text=True, check=True)
+    info = json.loads(done.stdout)
+    assert not [entry for entry in info["entries"] if entry["kind"] == "shared-library"]
+    assert tuple(int(part) for part in info["glibc_floor"]["version"].split(".")) <= (2, 17)
+
+
+STDLIB = """
+import bz2, ctypes, ctypes.util, decimal, hashlib, json, lzma, sqlite3, ssl, sys, unicodedata
+import uuid, zlib
+context = ssl.create_default_context()
+connection = sqlite3.connect(":memory:")
+connection.execute("create table t (x)")
+connection.executemany("insert into t values (?)", [(1,), (2,)])
+libc = ctypes.CDLL(None)
+data = b"ingot " * 100
+print(json.dumps({
+    "ssl": [ssl.OPENSSL_VERSION.split()[0], context.verify_mode == ssl.CERT_REQUIRED],
+    "sqlite": [sqlite3.sqlite_version, connection.execute("select sum(x) from t").fetchone()[0]],
+    "ctypes": libc.strlen(b"four"),
+    "decimal": str(decimal.Decimal(1) / decimal.Decimal(7)),
+    "compression": [bz2.decompress(bz2.compress(data)) == data,
+                    lzma.decompress(lzma.compress(data)) == data,
+                    zlib.decompress(zlib.compress(data)) == data],
+    "hashlib": hashlib.sha256(b"abc").hexdigest()[:16],
+    "uuid": len(str(uuid.uuid4())),
+    "unicodedata": unicodedata.name("\\u00e9"),
+    "version": sys.version.split()[0],
+}))
+"""
+
+
+def test_the_standard_library_works_on_debian_11(built_runtime, debian11, tmp_path):
+    script = tmp_path / "stdlib_check.py"
+    script.write_text(textwrap.dedent(STDLIB))
+    app, _log = build(tmp_path, script)
+    result = run_old(debian11, app)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["ssl"] == ["OpenSSL", True]
+    assert seen["sqlite"][1] == 3
+    assert seen["ctypes"] == 4
+    assert seen["decimal"] == "0.1428571428571428571428571429"
+    assert seen["compression"] == [True, True, True]
+    assert seen["hashlib"] == "ba7816bf8f01cfea"
+    assert seen["uuid"] == 36
+    assert seen["unicodedata"] == "LATIN SMALL LETTER E WITH ACUTE"
+    assert seen["version"] == built_runtime.version
+
+
+WHEELS = """
+import io, json, orjson
+from PIL import Image
+image = Image.new("RGB", (4, 3), (255, 0, 0))
+buffer = io.BytesIO()
+image.save(buffer, format="PNG")
+again = Image.open(io.BytesIO(buffer.getvalue()))
+print(orjson.dumps({"size": again.size, "pixel": again.getpixel((1, 1)),
+                    "png": buffer.getvalue()[:4] == b"\\x89PNG"}).decode())
+"""
+
+
+def test_an_app_with_manylinux_wheels_runs_on_debian_11(built_runtime, debian11, tmp_path):
+    script = tmp_path / "wheels_app.py"
+    script.write_text(textwrap.dedent(WHEELS))
+    app, log = build(tmp_path, script, "--dependency", "orjson==3.11.4",
+                     "--dependency", "pillow==11.3.0")
+    result = run_old(debian11, app)
+    assert (result.returncode, result.stderr) == (0, ""), (result.stderr, log)
+    assert json.loads(result.stdout) == {"size": [4, 3], "pixel": [255, 0, 0], "png": True}
