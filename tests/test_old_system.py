@@ -107,6 +107,7 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
     info = json.loads(done.stdout)
     assert not [entry for entry in info["entries"] if entry["kind"] == "shared-library"]
     assert tuple(int(part) for part in info["glibc_floor"]["version"].split(".")) <= (2, 17)
+    assert info["launch"]["runtime"] == built_runtime.name
 
 
 STDLIB = """

@@ -445,6 +445,10 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     if launcher is not None:
         _check_launcher(launcher)
     launch = {"version": _LAUNCH_CONFIG_VERSION, "run": plan.run}
+    if os.environ.get("INGOT_IN_RUNTIME"):
+        # Which runtime the executable carries (the launcher ignores the key; ingot inspect shows
+        # it).
+        launch["runtime"] = os.environ["INGOT_IN_RUNTIME"]
     if config.fast_exit is not None:
         launch["fast_exit"] = config.fast_exit
     if config.filesystem_imports:
@@ -485,7 +489,7 @@ def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = 
     import ingot
     from ingot.elf import GlibcFloor, glibc_floor
 
-    finder = finder or ingot.IngotFinder(str(path))
+    finder = finder or ingot.IngotFinder(str(path), any_python=True)
     if launcher_size is None:
         with open(path, "rb") as file:
             file.seek(-16, os.SEEK_END)
@@ -512,7 +516,7 @@ def describe(path) -> dict:
 
     path = Path(path)
     try:
-        finder = ingot.IngotFinder(str(path))
+        finder = ingot.IngotFinder(str(path), any_python=True)
         entries = finder.entries()
     except (OSError, ImportError, ValueError) as error:
         raise BuildError(f"cannot read {path}: {error}",

@@ -312,6 +312,9 @@ def _inspect(args: argparse.Namespace) -> int:
     print(f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
           f"archive {_size(info['archive_size'])}), Python {info['python']}")
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
+    runtime = (info["launch"] or {}).get("runtime")
+    print(f"python: {'runtime ' + runtime if runtime else 'the build machine' + chr(39) + 's'} "
+          f"(Python {info['python']})")
     floor = info["glibc_floor"]
     print(f"needs glibc {floor['version']} or later (set by {floor['set_by']})" if floor["version"]
           else "needs no versioned glibc symbol")

@@ -409,7 +409,7 @@ def build_with(wanted: str, argv: list[str], *, launcher: str | None = None) -> 
             arguments += ["--launcher", runtime_launcher]
         code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import main; "
                 "sys.exit(main(sys.argv[1:]))")
-        environment = dict(os.environ, INGOT_IN_RUNTIME=found.version,
+        environment = dict(os.environ, INGOT_IN_RUNTIME=found.name,
                            INGOT_PIP_PYTHON=sys.executable)
         return subprocess.run([str(found.python), "-I", "-c", code, path, *arguments],
                               env=environment).returncode

@@ -313,21 +313,29 @@ pub struct IngotFinder {
 const SUPPORT_SOURCE: &str = include_str!("../../../python/ingot/_support.py");
 
 impl IngotFinder {
-    pub fn open(py: Python<'_>, path: &str) -> PyResult<IngotFinder> {
+    pub fn open(py: Python<'_>, path: &str, any_python: bool) -> PyResult<IngotFinder> {
         let absolute = std::path::absolute(path)
             .map_err(|error| ArchiveError::new_err(format!("ingot archive `{path}`: {error}")))?;
         let shown = absolute.to_string_lossy().trim_end_matches('/').to_string();
         let archive = Archive::open_path(&absolute).map_err(|error| archive_error(&shown, error))?;
-        IngotFinder::from_archive(py, &absolute, archive)
+        IngotFinder::from_archive_for(py, &absolute, archive, any_python)
     }
 
     /// A finder over an archive already opened from `path` (the launcher opens it once, to read
     /// its launch configuration, and hands it over).
     pub fn from_archive(py: Python<'_>, path: &std::path::Path, archive: Archive) -> PyResult<IngotFinder> {
+        IngotFinder::from_archive_for(py, path, archive, false)
+    }
+
+    /// `any_python`: an archive of another Python version is accepted too, for inspection (its
+    /// entries, files and native code's needs); such a finder must not import from it.
+    fn from_archive_for(py: Python<'_>, path: &std::path::Path, archive: Archive, any_python: bool) -> PyResult<IngotFinder> {
         let absolute = std::path::absolute(path)
             .map_err(|error| ArchiveError::new_err(format!("ingot archive `{}`: {error}", path.display())))?;
         let path = absolute.to_string_lossy().trim_end_matches('/').to_string();
-        check_interpreter(py, &path, &archive)?;
+        if !any_python {
+            check_interpreter(py, &path, &archive)?;
+        }
 
         let sys = py.import(intern!(py, "sys"))?;
         let optimize: u8 = sys.getattr(intern!(py, "flags"))?.getattr(intern!(py, "optimize"))?.extract()?;
@@ -513,10 +521,13 @@ fn hex(bytes: &[u8]) -> String {
 
 #[pymethods]
 impl IngotFinder {
+    /// `IngotFinder(path, *, any_python=False)`: with `any_python`, an archive built for another
+    /// Python is opened too, for inspection only (`ingot inspect`): it must not be installed.
     #[new]
-    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, any_python = false))]
+    fn new(py: Python<'_>, path: std::path::PathBuf, any_python: bool) -> PyResult<Self> {
         let path = path.to_str().ok_or_else(|| ArchiveError::new_err("archive path is not valid UTF-8"))?.to_string();
-        IngotFinder::open(py, &path)
+        IngotFinder::open(py, &path, any_python)
     }
 
     /// The archive's absolute path, the root of every `__file__` and `__path__` it serves.
