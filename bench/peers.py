@@ -52,13 +52,14 @@ HERE = pb.HERE
 REPO = pb.REPO
 DEFAULT_PYTHON = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
 
-ORDER = ["bare", "stock", "venv", "ingot", "ingot-baseline", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
+ORDER = ["bare", "stock", "venv", "ingot", "ingot-baseline", "ingot-runtime", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
 LABELS = {
     "bare": "python -I -S -c pass",
     "stock": "python -I -S",
     "venv": "app venv",
     "ingot": "ingot",
     "ingot-baseline": "ingot (baseline)",
+    "ingot-runtime": "ingot (runtime)",
     "pyinstaller-onedir": "PyInstaller onedir",
     "pyinstaller-onefile": "PyInstaller onefile",
     "nuitka-onefile": "Nuitka onefile",
@@ -97,10 +98,10 @@ def configurations(work: str, python: str, workload: str, state: dict) -> tuple[
     else:
         cfgs["venv"] = {"argv": [os.path.join(venv, "bin", "http")] + pb.RUN_ARGS[workload],
                         "size_bytes": venv_info.get("size_bytes"), "build_s": venv_info.get("seconds")}
-    for tool in pb.BUILT_TOOLS + ["ingot-baseline"]:
+    for tool in pb.BUILT_TOOLS + ["ingot-baseline", "ingot-runtime"]:
         b = state.get("builds", {}).get(f"{workload}/{tool}")
         if not b:
-            if tool != "ingot-baseline":  # only there when asked for
+            if tool not in ("ingot-baseline", "ingot-runtime"):  # only there when asked for
                 missing[tool] = "not built"
         elif b["status"] != "ok":
             missing[tool] = f"{b['status']}: {b.get('reason', '')}"
@@ -403,6 +404,9 @@ def main() -> int:
     ap.add_argument("--baseline-ingot", metavar="PYTHONPATH",
                     help="another such directory (e.g. main before a change, pip install --target DIR): "
                          "adds the configuration ingot-baseline, built and measured like ingot")
+    ap.add_argument("--runtime", metavar="VERSION",
+                    help="adds the configuration ingot-runtime: ingot build --python VERSION (a runtime "
+                         "in the store, docs/runtimes.md), built and measured like ingot")
     ap.add_argument("--workloads", default=",".join(pb.WORKLOADS))
     ap.add_argument("--tools", default=",".join(pb.BUILT_TOOLS))
     ap.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per build (default 1800)")
@@ -422,12 +426,15 @@ def main() -> int:
     for w in workloads:
         if w not in pb.WORKLOADS:
             ap.error(f"unknown workload {w}")
-    if args.baseline_ingot and "ingot-baseline" not in tools:
-        tools.insert(tools.index("ingot") + 1 if "ingot" in tools else 0, "ingot-baseline")
+    optional = {"ingot-baseline": args.baseline_ingot, "ingot-runtime": args.runtime}
+    for tool, wanted in optional.items():
+        if wanted and tool not in tools:
+            tools.insert(tools.index("ingot") + 1 if "ingot" in tools else 0, tool)
     for t in tools:
-        if t not in pb.BUILT_TOOLS and not (t == "ingot-baseline" and args.baseline_ingot):
-            ap.error(f"unknown tool {t}" + (" (it needs --baseline-ingot)" if t == "ingot-baseline" else ""))
-    pythonpaths = {"ingot": os.path.abspath(args.ingot_pythonpath)}
+        if t not in pb.BUILT_TOOLS and not optional.get(t):
+            ap.error(f"unknown tool {t}" + (" (it needs --baseline-ingot or --runtime)" if t in optional else ""))
+    pythonpaths = {"ingot": os.path.abspath(args.ingot_pythonpath),
+                   "ingot-runtime": os.path.abspath(args.ingot_pythonpath), "runtime-version": args.runtime}
     if args.baseline_ingot:
         pythonpaths["ingot-baseline"] = os.path.abspath(args.baseline_ingot)
     os.makedirs(work, exist_ok=True)
@@ -460,7 +467,7 @@ def main() -> int:
     results = {}
     for w in workloads:
         cfgs, missing = configurations(work, args.python, w, state)
-        cfgs = {n: cfgs[n] for n in ORDER if n in cfgs and (n != "ingot-baseline" or args.baseline_ingot)}
+        cfgs = {n: cfgs[n] for n in ORDER if n in cfgs and not (n in optional and not optional[n])}
         for n in list(cfgs):
             why = pb.check_run(cfgs[n]["argv"], env, run_cwd, cfgs[n].get("expect", EXPECT[w]))
             if why:

@@ -47,9 +47,11 @@ PLOT = ["matplotlib==3.11.2"]  # bench/plot.py, in its own venv
 
 WORKLOADS = ["hello", "import_stdlib", "http"]
 BUILT_TOOLS = ["ingot", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
-#: ingot itself, and (with --baseline-ingot) another ingot build to compare it with, e.g. main
-#: before a change: the same `ingot build` commands with another ingot package on PYTHONPATH.
-INGOT_TOOLS = ["ingot", "ingot-baseline"]
+#: ingot itself, (with --baseline-ingot) another ingot build to compare it with, e.g. main
+#: before a change: the same `ingot build` commands with another ingot package on PYTHONPATH, and
+#: (with --runtime VERSION) ingot building with a runtime (`--python VERSION`, docs/runtimes.md)
+#: instead of the local libpython.
+INGOT_TOOLS = ["ingot", "ingot-baseline", "ingot-runtime"]
 # Names of the outputs, per workload; the args every run of the workload gets.
 NAMES = {"hello": "hello", "import_stdlib": "import_stdlib", "http": "http"}
 RUN_ARGS = {"hello": [], "import_stdlib": [], "http": ["--version"]}
@@ -228,6 +230,8 @@ def build_commands(work: str, workload: str, tool: str, src: dict, ingot_pythonp
             cmd = [app_py, "-m", "ingot", "build", "--console-script", "http", "-o", out, "--force"]
         else:
             cmd = [app_py, "-m", "ingot", "build", src[workload], "-o", out, "--force"]
+        if tool == "ingot-runtime":
+            cmd += ["--python", ingot_pythonpaths["runtime-version"]]
         output, argv0 = out, out
     elif tool.startswith("pyinstaller-"):
         mode = tool.split("-", 1)[1]

@@ -35,11 +35,11 @@ def test_glibc_needed_reads_version_needs_with_or_without_section_headers():
 
 def test_glibc_floor_names_the_object_that_sets_it():
     images = [("math", extension_module("math")), ("_ssl", extension_module("_ssl")),
-              ("text", b"not an ELF file")]
+              ("text", b"not an ELF file"), ("broken", b"\x7fELF broken")]
     floor = glibc_floor(images)
     assert floor.version == max(version for version in floor.each.values() if version)
     assert floor.each[floor.needed_by] == floor.version
-    assert "text" not in floor.each
+    assert "text" not in floor.each and floor.each["broken"] is None
     assert str(floor).startswith(f"glibc {floor.version[0]}.{floor.version[1]} (set by ")
 
 

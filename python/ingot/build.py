@@ -499,7 +499,12 @@ def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = 
         with open(path, "rb") as file:
             images.append(("the launcher", file.read(launcher_size)))
     floor = glibc_floor(images)
-    for _kind, name, needs in finder._version_needs():
+    try:
+        native = finder._version_needs()
+    except (ValueError, OSError, ImportError) as error:
+        raise BuildError(f"cannot read the native code in {path}: {error}",
+                         hint="the archive may be damaged: rebuild it") from error
+    for _kind, name, needs in native:
         versions = [tuple(int(part) for part in version[6:].split(".")[:2])
                     for _library, version in needs
                     if version.startswith("GLIBC_") and version[6:7].isdigit()]

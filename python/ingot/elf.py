@@ -256,12 +256,16 @@ class GlibcFloor:
 
 
 def glibc_floor(images: Iterable[tuple[str, bytes]]) -> GlibcFloor:
-    """The glibc floor of named ELF images (non-ELF ones are skipped)."""
+    """The glibc floor of named ELF images (non-ELF ones are skipped; unreadable ones need
+    nothing known)."""
     floor = GlibcFloor(None, None)
     for name, image in images:
         if not image.startswith(b"\x7fELF"):
             continue
-        needed = glibc_needed(image)
+        try:
+            needed = glibc_needed(image)
+        except ValueError:  # not a readable ELF object: it sets no floor ingot could know
+            needed = None
         floor.each[name] = needed
         if needed is not None and (floor.version is None or needed > floor.version):
             floor.version, floor.needed_by = needed, name
