@@ -81,6 +81,8 @@ def build_env(work: str) -> dict:
         "HOME": os.environ.get("HOME", "/root"),
         "LANG": "C.UTF-8",
     }
+    if os.environ.get("INGOT_RUNTIMES"):  # where ingot-runtime's runtime is (docs/runtimes.md)
+        env["INGOT_RUNTIMES"] = os.environ["INGOT_RUNTIMES"]
     return env
 
 

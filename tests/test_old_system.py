@@ -111,8 +111,8 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
 
 
 STDLIB = """
-import bz2, ctypes, ctypes.util, decimal, hashlib, json, lzma, sqlite3, ssl, sys, unicodedata
-import uuid, zlib
+import bz2, ctypes, ctypes.util, curses, decimal, hashlib, json, lzma, readline, sqlite3, ssl
+import sys, unicodedata, uuid, zlib
 context = ssl.create_default_context()
 connection = sqlite3.connect(":memory:")
 connection.execute("create table t (x)")
@@ -131,6 +131,8 @@ print(json.dumps({
     "uuid": len(str(uuid.uuid4())),
     "unicodedata": unicodedata.name("\\u00e9"),
     "version": sys.version.split()[0],
+    "readline": readline._READLINE_LIBRARY_VERSION.split(".")[0],
+    "curses": curses.ncurses_version.major,
 }))
 """
 
@@ -151,6 +153,7 @@ def test_the_standard_library_works_on_debian_11(built_runtime, debian11, tmp_pa
     assert seen["uuid"] == 36
     assert seen["unicodedata"] == "LATIN SMALL LETTER E WITH ACUTE"
     assert seen["version"] == built_runtime.version
+    assert (seen["readline"], seen["curses"]) == ("8", 6)
 
 
 WHEELS = """

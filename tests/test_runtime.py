@@ -53,9 +53,11 @@ def test_a_malformed_object_is_an_error():
 DEBIAN = ["python3.11_3.11.2.orig.tar.gz", "openssl_3.0.20.orig.tar.gz",
           "openssl_3.0.20.orig.tar.gz.asc", "sqlite3_3.40.1.orig.tar.xz",
           "sqlite3_3.40.1.orig-www.tar.xz", "libffi_3.4.4.orig.tar.gz",
-          "zlib_1.2.13.dfsg.orig.tar.bz2", "bzip2_1.0.8.orig.tar.gz", "xz-utils_5.4.1.orig.tar.xz"]
+          "zlib_1.2.13.dfsg.orig.tar.bz2", "bzip2_1.0.8.orig.tar.gz", "xz-utils_5.4.1.orig.tar.xz",
+          "ncurses_6.4.orig.tar.gz", "readline_8.2.orig.tar.gz"]
 UPSTREAM = ["Python-3.13.1.tar.xz", "openssl-3.0.15.tar.gz", "sqlite-autoconf-3470000.tar.gz",
-            "libffi-3.4.6.tar.gz", "zlib-1.3.1.tar.gz", "bzip2-1.0.8.tar.gz", "xz-5.6.3.tar.gz"]
+            "libffi-3.4.6.tar.gz", "zlib-1.3.1.tar.gz", "bzip2-1.0.8.tar.gz", "xz-5.6.3.tar.gz",
+            "ncurses-6.5.tar.gz", "readline-8.2.tar.gz"]
 
 
 @pytest.mark.parametrize("names", [DEBIAN, UPSTREAM], ids=["debian", "upstream"])
@@ -64,7 +66,7 @@ def test_sources_are_found_by_their_release_names(tmp_path, names):
         (tmp_path / name).write_bytes(b"")
     found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads")
     assert sorted(found) == sorted(["python", "zlib", "bzip2", "xz", "libffi", "sqlite",
-                                    "openssl"])
+                                    "openssl", "ncurses", "readline"])
     chosen = {path.name for path in found.values()}
     assert not any(name.endswith(".asc") or "orig-www" in name for name in chosen)
     assert chosen == {name for name in names if not name.endswith(".asc")
@@ -79,7 +81,7 @@ def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
     with pytest.raises(IngotError) as error:
         runtime.resolve_sources({"zlib": str(mine)}, [tmp_path], tmp_path / "downloads")
     assert error.value.message.startswith("no source release for python, bzip2, xz, libffi, "
-                                          "sqlite, openssl in ")
+                                          "sqlite, openssl, ncurses, readline in ")
     assert "--source NAME=PATH" in error.value.hint
 
 

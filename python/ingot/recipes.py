@@ -10,8 +10,8 @@ command with the build's environment (plus ``extra``) and log, ``$NAME`` in an a
 for that environment variable (``$CC``: the toolchain's compiler). Recipes are data plus a few commands each; what a source release must look
 like is said where it matters (``sqlite``: the amalgamation, or the full tree with ``tclsh``).
 
-Left out, on purpose: readline and ncurses (optional in the issue; the REPL works without line
-editing), gdbm/ndbm, Tk, libuuid (``uuid`` works without ``_uuid``), libnsl (``nis``).
+Left out, on purpose: gdbm/ndbm, Tk, libuuid (``uuid`` works without ``_uuid``), libnsl
+(``nis``), libxcrypt (``crypt``).
 """
 
 from __future__ import annotations
@@ -111,6 +111,33 @@ def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     run(["make", "install_dev"], cwd=source)
 
 
+def _ncurses(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # The wide-character library only, no programs, no terminfo database: at run time it reads
+    # the target system's (/etc/terminfo, /lib/terminfo, /usr/share/terminfo).
+    _autotools("--without-shared", "--with-normal", "--without-debug", "--without-cxx",
+               "--without-cxx-binding", "--without-ada", "--without-progs", "--without-tests",
+               "--without-manpages", "--enable-widec", "--enable-pc-files",
+               f"--with-pkg-config-libdir={prefix / 'lib' / 'pkgconfig'}", "--disable-stripping",
+               "--with-terminfo-dirs=/etc/terminfo:/lib/terminfo:/usr/share/terminfo",
+               "--with-default-terminfo-dir=/usr/share/terminfo")(source, prefix, run, jobs)
+
+
+def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    run(["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static",
+         "--with-curses", "--disable-install-examples"], cwd=source,
+        extra={"CFLAGS": CFLAGS, "CPPFLAGS": f"-I{prefix / 'include'}",
+               "LDFLAGS": f"-L{prefix / 'lib'}"})
+    run(["make", f"-j{jobs}"], cwd=source)
+    run(["make", "install"], cwd=source)
+
+
+def _curses_variables(prefix: Path) -> dict[str, str]:
+    cflags = f"-I{prefix / 'include' / 'ncursesw'} -D_GNU_SOURCE -DNCURSES_WIDECHAR"
+    libs = f"-L{prefix / 'lib'}"
+    return {"CURSES_CFLAGS": cflags, "CURSES_LIBS": f"{libs} -lncursesw",
+            "PANEL_CFLAGS": cflags, "PANEL_LIBS": f"{libs} -lpanelw"}
+
+
 def _flags(prefix: Path, library: str) -> tuple[str, str]:
     return f"-I{prefix / 'include'}", f"-L{prefix / 'lib'} -l{library}"
 
@@ -138,6 +165,11 @@ LIBRARIES: dict[str, Recipe] = {recipe.name: recipe for recipe in [
     Recipe("sqlite", "sqlite3", ("sqlite-autoconf-*.tar.*", "sqlite3_*.orig.tar.*"), _sqlite,
            _variables("LIBSQLITE3", "sqlite3", "-lm")),
     Recipe("openssl", "ssl, hashlib", ("openssl-3*.tar.*", "openssl_3*.orig.tar.*"), _openssl),
+    Recipe("ncurses", "curses", ("ncurses-*.tar.*", "ncurses_*.orig.tar.*"), _ncurses,
+           _curses_variables),
+    Recipe("readline", "readline (line editing in the interactive prompt)",
+           ("readline-*.tar.*", "readline_*.orig.tar.*"), _readline,
+           _variables("LIBREADLINE", "readline", "-lncursesw")),
 ]}
 
 #: CPython's own source release.
@@ -160,7 +192,9 @@ def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str]
     environment = {
         # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__).
         "CFLAGS": "-O2 -Wno-error=date-time",
-        "CPPFLAGS": f"-I{libraries / 'include'}",
+        # include/ncursesw: where ncurses puts curses.h and term.h (CPython's configure looks in
+        # /usr/include/ncursesw, which the toolchain drops).
+        "CPPFLAGS": f"-I{libraries / 'include'} -I{libraries / 'include' / 'ncursesw'}",
         "LDFLAGS": f"-L{libraries / 'lib'}",
     }
     for recipe in LIBRARIES.values():

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+import ingot.toolchain as toolchain_module
 from ingot import recipes
 from ingot.elf import glibc_floor
 from ingot.errors import IngotError
@@ -91,6 +92,15 @@ class Runtime:
     @property
     def name(self) -> str:
         return self.path.name
+
+
+def recipes_fingerprint() -> str:
+    """A hash of how runtimes are built (the recipes and the toolchain's wrappers): a runtime
+    built otherwise is built again rather than reused."""
+    digest = hashlib.sha256()
+    for module in (recipes.__file__, toolchain_module.__file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _read(path: Path) -> Runtime | None:
@@ -296,9 +306,11 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
         final = root / name
         if final.exists() and not force:
             existing = _read(final)
-            if existing is not None:
+            if existing is not None and existing.info.get("recipes") == recipes_fingerprint():
                 say(f"runtime {name} is already built ({final}); --force rebuilds it")
                 return existing
+            if existing is not None:
+                say(f"runtime {name} was built with other recipes: building it again")
         stage = work / name
         prefix = stage / "python"
         libraries = work / "libraries"
@@ -337,6 +349,7 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
                             "set_by": floor.needed_by,
                             "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}"},
             "toolchain": {"zig": toolchain.version()},
+            "recipes": recipes_fingerprint(),
             "sources": {key: {"file": path.name, "sha256": _sha256(path)}
                         for key, path in found.items()},
             "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -370,7 +383,8 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
 #: whose library it cannot find, and says so only in its log).
 REQUIRED_MODULES = ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "_lzma", "_bz2", "zlib",
                     "_json", "unicodedata", "_socket", "select", "_posixsubprocess", "pyexpat",
-                    "_elementtree", "binascii", "_struct", "math", "_datetime")
+                    "_elementtree", "binascii", "_struct", "math", "_datetime", "_curses",
+                    "_curses_panel", "readline")
 
 
 def build_with(wanted: str, argv: list[str], *, launcher: str | None = None) -> int:
