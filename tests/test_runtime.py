@@ -73,6 +73,16 @@ def test_sources_are_found_by_their_release_names(tmp_path, names):
                       and "orig-www" not in name}
 
 
+def test_the_cpython_source_of_the_wanted_version_is_taken(tmp_path):
+    for name in [*DEBIAN, "python3.13_3.13.5.orig.tar.xz", "Python-3.12.7.tgz"]:
+        (tmp_path / name).write_bytes(b"")
+    for wanted, expected in (("3.13", "python3.13_3.13.5.orig.tar.xz"),
+                             ("3.11", "python3.11_3.11.2.orig.tar.gz"),
+                             ("3.12.7", "Python-3.12.7.tgz")):
+        found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads", wanted)
+        assert found["python"].name == expected, wanted
+
+
 def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
     (tmp_path / "zlib-1.3.1.tar.gz").write_bytes(b"")
     mine = tmp_path / "elsewhere" / "my-zlib.tar.gz"

@@ -184,9 +184,10 @@ def _fetch(url: str, sha256: str, downloads: Path) -> Path:
 
 
 def resolve_sources(given: dict[str, str], directories: Iterable[Path],
-                    downloads: Path) -> dict[str, Path]:
+                    downloads: Path, python_version: str | None = None) -> dict[str, Path]:
     """The source release of CPython (``python``) and of every library: given by name (a path or
-    ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns."""
+    ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for CPython, the
+    release of ``python_version`` when the directories hold several)."""
     names = ["python", *recipes.LIBRARIES]
     unknown = sorted(set(given) - set(names))
     if unknown:
@@ -215,6 +216,9 @@ def resolve_sources(given: dict[str, str], directories: Iterable[Path],
         candidates = [path for path in files
                       if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns[name])
                       and not path.name.endswith((".asc", ".sig", ".dsc"))]
+        if name == "python" and python_version and len(candidates) > 1:
+            version = re.compile(rf"(^|[^0-9.]){re.escape(python_version)}([._-]|$)")
+            candidates = [path for path in candidates if version.search(path.name)] or candidates
         if not candidates:
             missing.append(name)
         else:
@@ -289,7 +293,7 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
     toolchain = Toolchain(zig)
     root = store()
     root.mkdir(parents=True, exist_ok=True)
-    found = resolve_sources(sources, directories, root / ".downloads")
+    found = resolve_sources(sources, directories, root / ".downloads", wanted)
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
