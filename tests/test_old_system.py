@@ -24,7 +24,7 @@ import proclimit
 from conftest import ROOT
 from ingot import runtime
 
-VERSION = "3.11"
+VERSION = os.environ.get("INGOT_RUNTIME_VERSION", "3.11")  # the runtime the tests build with
 CHROOT = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/chroot"
 
 
