@@ -66,14 +66,14 @@ def _main_spec(name):
     return spec
 
 
-def mark_forked_children(variable, rest):
+def mark_forked_children(variable, depth, uid):
     """A forked child names itself, not its parent, in the variable that tells the processes it
-    starts that the application started them (`<pid>:<rest>`; where /proc cannot tell, see
-    selfcall.rs)."""
+    starts that the application started them (`<pid>:<depth>:<uid>`, as selfcall.rs writes it;
+    read where /proc cannot tell)."""
     import posix  # built in and imported already, unlike os; putenv leaves os.environ alone
 
     def mark():
-        posix.putenv(variable, f"{posix.getpid()}:{rest}")
+        posix.putenv(variable, f"{posix.getpid()}:{depth}:{uid}")
 
     posix.register_at_fork(after_in_child=mark)
 

@@ -372,10 +372,12 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
     use ingot_importer::_ingot;
     pyo3::append_to_inittab!(_ingot);
     let python_mode = *mode == Mode::Python;
-    let args: Vec<CString> = argv
-        .iter()
-        .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
-        .collect();
+    let c_strings = |list: &[OsString]| -> Vec<CString> {
+        list.iter()
+            .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
+            .collect()
+    };
+    let args = c_strings(argv);
     let mut pointers: Vec<*mut c_char> = args.iter().map(|arg| arg.as_ptr().cast_mut()).collect();
 
     // Pre-initialization: `python -I` (locale configured and C locale coerced as python does,
@@ -422,10 +424,7 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
     let set = |status: ffi::PyStatus, what: &str| check(status, what);
     match mode {
         Mode::App { argv: app_argv } => {
-            let app_args: Vec<CString> = app_argv
-                .iter()
-                .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
-                .collect();
+            let app_args = c_strings(app_argv);
             let mut app_pointers: Vec<*const c_char> = app_args.iter().map(|arg| arg.as_ptr()).collect();
             set(ffi::PyConfig_SetBytesArgv(config, app_pointers.len() as ffi::Py_ssize_t, app_pointers.as_mut_ptr()), "argv");
         }
@@ -505,9 +504,8 @@ fn prepare<'py>(
 ) -> PyResult<()> {
     let finder = archive_finder(py)?;
     boot.get_item("seal_import_system")?.expect("boot.py").call1((finder, filesystem_imports))?;
-    let value = selfcall::variable_value(selfcall::Variable { pid: 0, ..variable });
-    let (_, rest) = value.split_once(':').expect("pid:depth:uid");
-    boot.get_item("mark_forked_children")?.expect("boot.py").call1((selfcall::PARENT_VARIABLE, rest))?;
+    let (depth, uid) = (variable.depth, variable.uid);
+    boot.get_item("mark_forked_children")?.expect("boot.py").call1((selfcall::PARENT_VARIABLE, depth, uid))?;
     py.import("sys")?.setattr("executable", exe)?;
     // For the children, in the C environment they inherit, after `posix.environ` (hence
     // os.environ) was copied from it: the application sees the environment it was given.
