@@ -55,8 +55,12 @@ EXCLUDED_TOP = frozenset(
         "antigravity",  # opens a web browser on import
         "__hello__",  # frozen-module test fixtures
         "__phello__",
+        "_bootsubprocess",  # gone in 3.12
+        "_compression",  # gone in 3.14
     }
 )
+# Submodules left out: absent from Debian's builds (macOS-only helpers).
+EXCLUDED_PREFIXES = ("ctypes.macholib",)
 
 
 def stdlib_dir(python: str) -> str:
@@ -75,7 +79,7 @@ def candidates(directory: str) -> set[str]:
         parts = name.split(".")
         if not all(p.isidentifier() for p in parts):  # e.g. _sysconfigdata__linux_x86_64-linux-gnu
             continue
-        if parts[0] in EXCLUDED_TOP or parts[-1] == "__main__":
+        if parts[0] in EXCLUDED_TOP or parts[-1] == "__main__" or name.startswith(EXCLUDED_PREFIXES):
             continue
         names.add(name)
     return names

@@ -6,7 +6,7 @@
     build/peers/venv-plot/bin/python bench/plot.py bench/results/peers-<utc>.json   # docs/img/peers.png
 
 Workloads: `hello` (bench/apps/hello.py prints one line), `import_stdlib` (bench/import_stdlib.py
-imports 455 stdlib modules), `http` (httpie 3.2.4's `http --version`). Configurations, each one
+imports 449 stdlib modules), `http` (httpie 3.2.4's `http --version`). Configurations, each one
 workload's row:
 
     bare                 python -I -S -c pass (the stock interpreter doing nothing)

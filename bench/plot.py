@@ -31,7 +31,7 @@ SHORT = {
     "nuitka-onefile": "Nuitka\nonefile",
     "shiv": "shiv",
 }
-TITLES = {"hello": "hello world", "import_stdlib": "import_stdlib (455 modules)", "http": "http --version (httpie)"}
+TITLES = {"hello": "hello world", "import_stdlib": "import_stdlib (449 modules)", "http": "http --version (httpie)"}
 
 
 def main() -> int:

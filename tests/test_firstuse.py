@@ -33,6 +33,10 @@ if __name__ == "__main__":
 from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import typing_extensions
+if sys.platform == "win32":
+    import winreg
+elif system.platform == "linux":
+    import fcntl
 
 
 def main():
@@ -59,7 +63,8 @@ def launcher():
 def test_imports_are_found_in_order_and_sorted_by_where_they_run():
     found = imports_in_source(SOURCE, "pkg.sub.mod", is_package=False)
     assert found[TOP] == ["os", "sys", "pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.one",
-                          "pkg.up.two", "json", "typing", "typing.TYPE_CHECKING", "configparser"]
+                          "pkg.up.two", "json", "typing", "typing.TYPE_CHECKING", "fcntl",
+                          "configparser"]
     assert found[LAZY] == ["pkg.sub.cli", "pkg.sub.cli.run"]
 
 

@@ -75,7 +75,11 @@ def test_stdlib_collection_includes_json_email_and_lib_dynload_extensions():
     found = kinds(collect_stdlib())
     assert {"json", "email", "email.mime", "importlib", "encodings"} <= found["package"]
     assert {"os", "json.decoder", "email.message", "pydoc_data.topics"} <= found["module"]
-    assert {"math", "_ssl", "_sqlite3", "_json"} <= found["extension-module"]
+    # Those this interpreter builds as shared modules (Debian builds math and _json into
+    # libpython: they are built-in there, not files in lib-dynload).
+    shared = {"math", "_ssl", "_sqlite3", "_json"} - set(sys.builtin_module_names)
+    assert {"_ssl", "_sqlite3"} <= shared
+    assert shared <= found["extension-module"]
     assert not any(name.startswith("site-packages") or "config-" in name
                    for names in found.values() for name in names)
 
@@ -248,14 +252,25 @@ def test_wheel_libs_directory_gives_shared_libraries(tmp_path):
     assert result.names("shared-library") == {"libz-0a1b2c3d.so.1.2.13"}
 
 
-def test_extension_modules_are_named_without_their_suffix(tmp_path):
-    import _json
+def shared_stdlib_module():
+    """(name, file) of a small standard-library extension module this interpreter has as a file
+    in lib-dynload (which ones are built into the interpreter varies: Debian builds _json and
+    _bisect in)."""
+    dynload = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
+    for name in ("_bisect", "_json", "_heapq", "_queue", "_lsprof", "_asyncio"):
+        files = glob.glob(os.path.join(dynload, f"{name}.cpython-*.so"))
+        if files:
+            return name, files[0]
+    raise AssertionError(f"no small extension module file in {dynload}")
 
-    shutil.copy(_json.__file__, tmp_path / os.path.basename(_json.__file__))
+
+def test_extension_modules_are_named_without_their_suffix(tmp_path):
+    name, file = shared_stdlib_module()
+    shutil.copy(file, tmp_path / os.path.basename(file))
     make_tree(tmp_path, {"pkg/__init__.py": "", "pkg/libhelper.so": b"\x7fELF not a module"})
-    shutil.copy(_json.__file__, tmp_path / "pkg" / "_json.abi3.so")
+    shutil.copy(file, tmp_path / "pkg" / f"{name}.abi3.so")
     found = kinds(collect_directory(tmp_path))
-    assert found["extension-module"] == {"_json", "pkg._json"}
+    assert found["extension-module"] == {name, f"pkg.{name}"}
     assert "pkg/libhelper.so" in found["data-file"]  # no PyInit_libhelper: not a module
 
 
@@ -358,26 +373,27 @@ def test_bytecode_does_not_depend_on_the_hash_seed(tmp_path):
 def test_source_beside_its_compiled_module_is_left_out_quietly(tmp_path):
     # mypyc and Cython wheels ship mod.py beside mod.cpython-*.so: Python imports the .so.
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    (source,) = glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload", "_bisect.cpython-*.so"))
-    make_tree(tmp_path, {"pkg/__init__.py": "", "pkg/_bisect.py": "x = 1\n"})
-    shutil.copy(source, tmp_path / "pkg" / f"_bisect{suffix}")
+    name, source = shared_stdlib_module()
+    make_tree(tmp_path, {"pkg/__init__.py": "", f"pkg/{name}.py": "x = 1\n"})
+    shutil.copy(source, tmp_path / "pkg" / f"{name}{suffix}")
     collection = collect_directory(tmp_path)
-    assert kinds(collection)["extension-module"] == {"pkg._bisect"}
-    assert "pkg._bisect" not in kinds(collection)["module"]
+    assert kinds(collection)["extension-module"] == {f"pkg.{name}"}
+    assert f"pkg.{name}" not in kinds(collection)["module"]
     assert collection.warnings == []
 
 
 def test_package_with_a_compiled_init_is_an_extension_package(tmp_path):
     # As mypyc/Cython wheels ship them (black): __init__.py beside __init__.cpython-*.so, which
-    # Python imports. `_bisect` as a package: its PyInit__bisect is the package's init.
+    # Python imports. `_bisect` (or another small module) as a package: its PyInit__bisect is
+    # the package's init.
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    (source,) = glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload", "_bisect.cpython-*.so"))
-    make_tree(tmp_path, {"_bisect/__init__.py": "raise ImportError('the .py was imported')\n",
-                         "_bisect/helper.py": "VALUE = 5\n"})
-    shutil.copy(source, tmp_path / "_bisect" / f"__init__{suffix}")
+    name, source = shared_stdlib_module()
+    make_tree(tmp_path, {f"{name}/__init__.py": "raise ImportError('the .py was imported')\n",
+                         f"{name}/helper.py": "VALUE = 5\n"})
+    shutil.copy(source, tmp_path / name / f"__init__{suffix}")
     collection = collect_directory(tmp_path)
     found = kinds(collection)
-    assert found["extension-package"] == {"_bisect"}
+    assert found["extension-package"] == {name}
     assert found["package"] == set() and found["extension-module"] == set()
-    assert found["module"] == {"_bisect.helper"} and found["data-file"] == set()
+    assert found["module"] == {f"{name}.helper"} and found["data-file"] == set()
     assert collection.warnings == []

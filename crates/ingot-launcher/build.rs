@@ -31,7 +31,7 @@ fn main() {
         .executable()
         .map(str::to_string)
         .or_else(|| std::env::var("PYO3_PYTHON").ok())
-        .unwrap_or_else(|| format!("/root/.pyenv/versions/3.11.7/bin/python{wanted}"));
+        .unwrap_or_else(|| format!("python{wanted}"));
 
     let output = Command::new(&python)
         .args(["-I", "-c", PROBE])
@@ -58,7 +58,15 @@ fn main() {
     );
 
     let libpl = var("LIBPL");
-    let library = var("LIBRARY");
+    let mut library = var("LIBRARY");
+    // Debian and Ubuntu build libpython3.X.a without -fPIC and ship a position-independent copy
+    // beside it, libpython3.X-pic.a: the one a PIE launcher can link.
+    if let Some(stem) = library.strip_suffix(".a") {
+        let pic = format!("{stem}-pic.a");
+        if Path::new(&libpl).join(&pic).is_file() {
+            library = pic;
+        }
+    }
     let static_lib = Path::new(&libpl).join(&library);
     let forced_shared = std::env::var_os("INGOT_LAUNCHER_SHARED").is_some();
     let linkage = if !forced_shared && !library.is_empty() && static_lib.is_file() {

@@ -13,10 +13,8 @@ _before = len(sys.modules)
 
 import __future__
 import _aix_support
-import _bootsubprocess
 import _collections_abc
 import _compat_pickle
-import _compression
 import _markupbase
 import _osx_support
 import _py_abc
@@ -85,10 +83,6 @@ import csv
 import ctypes
 import ctypes._aix
 import ctypes._endian
-import ctypes.macholib
-import ctypes.macholib.dyld
-import ctypes.macholib.dylib
-import ctypes.macholib.framework
 import ctypes.util
 import ctypes.wintypes
 import curses

@@ -34,11 +34,15 @@ _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 #: Block headers that change whether an import inside them runs when the module is imported.
 _HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|if|elif|else|try|except|finally|with|for|"
                      rb"while)\b([^\n]*):[ \t]*(?:#[^\n]*)?$")
-_GUARD = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING")
+_GUARD = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING|"
+                    # Other systems than Linux, the only target (encodings' win32 codecs, ...).
+                    rb"sys\.platform\s*==\s*['\"](win32|darwin|cygwin)['\"]|"
+                    rb"os\.name\s*==\s*['\"]nt['\"]")
 _QUOTES = (b'"' * 3, b"'" * 3)
 
 #: Where an import statement is: run with the module, in a function, or in a fallback or guard
-#: that normally does not run (``except``, ``if __name__ == "__main__":``, ``if TYPE_CHECKING:``).
+#: that normally does not run (``except``, ``if __name__ == "__main__":``, ``if TYPE_CHECKING:``,
+#: ``if sys.platform == "win32":``).
 TOP, LAZY, SKIPPED = "top", "lazy", "skipped"
 
 

@@ -74,6 +74,9 @@ const BOOT_CODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/boot.marshal"
 
 extern "C" {
     // CPython 3.8+: the second phase of a two-phase initialization (`PyConfig._init_main = 0`).
+    // 3.14 removed it (3.15 has it back): there, `main_phase` calls `Py_InitializeFromConfig`
+    // again, which reconfigures the initialized core and runs the main phase.
+    #[cfg(any(not(Py_3_14), Py_3_15))]
     fn _Py_InitializeMain() -> ffi::PyStatus;
 }
 
@@ -448,6 +451,7 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
     set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()), "base_executable");
 
     let status = ffi::Py_InitializeFromConfig(config);
+    #[cfg(any(not(Py_3_14), Py_3_15))]
     ffi::PyConfig_Clear(config);
     check(status, "core");
 
@@ -458,7 +462,25 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
         error.print(py);
         fail(&exe.display().to_string(), "cannot install the archive's finder");
     }
-    check(_Py_InitializeMain(), "main");
+    check(main_phase(config), "main");
+}
+
+/// The main phase of the initialization, after the core phase `Py_InitializeFromConfig(config)`
+/// ran with `config._init_main = 0`.
+#[cfg(any(not(Py_3_14), Py_3_15))]
+unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus {
+    _Py_InitializeMain()
+}
+
+/// 3.14 has no `_Py_InitializeMain`: a second `Py_InitializeFromConfig` of the same configuration
+/// with `_init_main = 1` finds the core initialized, copies the configuration into the
+/// interpreter again (`pyinit_core_reconfigure`) and runs the main phase.
+#[cfg(all(Py_3_14, not(Py_3_15)))]
+unsafe fn main_phase(config: *mut ffi::PyConfig) -> ffi::PyStatus {
+    (*config)._init_main = 1;
+    let status = ffi::Py_InitializeFromConfig(config);
+    ffi::PyConfig_Clear(config);
+    status
 }
 
 fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
