@@ -263,3 +263,26 @@ def test_pack_adds_the_table_and_can_leave_it_out(tmp_path):
     assert finder._read(MAGIC_ENTRY) == str(_sre.MAGIC).encode()
     with pytest.raises(Exception):
         ingot.IngotFinder(str(tmp_path / "without.ingot"))._read(MAGIC_ENTRY)
+
+
+def test_a_pattern_the_table_cannot_hold_never_breaks_a_build(tmp_path):
+    # fontTools (under matplotlib) compiles a pattern of lone surrogates: the build crashed in
+    # key() with UnicodeEncodeError. Now the pattern is left out of the table, and it still works
+    # at run time, from the compiler.
+    site = tmp_path / "site"
+    (site / "app").mkdir(parents=True)
+    (site / "app" / "__init__.py").write_text(textwrap.dedent("""
+        import re
+        LONE = re.compile("[\\ud800-\\udfff]")
+        WORD = re.compile(r"\\w+")
+    """))
+    result = pack(tmp_path / "app.ingot", stdlib=False, directories=[site],
+                  entry_modules=["app"])
+    assert result.regexes == 1  # WORD only
+    done = run_python(sys.executable, """
+        import sys, ingot
+        ingot.install(sys.argv[1])
+        import app
+        print(bool(app.LONE.match("\\ud801")), app.WORD.match("ok!").group())
+    """, tmp_path / "app.ingot")
+    assert done.stdout.split() == ["True", "ok"], done.stderr

@@ -67,10 +67,12 @@ def _compiler():
 
 def key(pattern: str | bytes, flags: int) -> bytes:
     """What the table is keyed by: the pattern's type, the flags as given to ``compile`` and the
-    pattern (UTF-8 for str; a pattern with lone surrogates is never in the table)."""
+    pattern (UTF-8 for str). A pattern with lone surrogates has a key (so that nothing that asks
+    for one fails: matplotlib's fontTools has such a pattern) but is never in the table
+    (:func:`compile_arguments` leaves it out)."""
     flags = int(flags)
     if isinstance(pattern, str):
-        return b"s" + str(flags).encode() + b":" + pattern.encode("utf-8")
+        return b"s" + str(flags).encode() + b":" + pattern.encode("utf-8", "surrogatepass")
     return b"b" + str(flags).encode() + b":" + bytes(pattern)
 
 
