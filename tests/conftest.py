@@ -74,6 +74,35 @@ def private_extraction_cache(tmp_path_factory):
         os.environ["INGOT_CACHE_DIR"] = previous
 
 
+#: The store of runtimes the test command made (scripts/test), for the tests that build with one
+#: (tests/test_old_system.py). Every other test sees an empty store: no build of theirs picks a
+#: runtime by default (ingot build uses its Python version's runtime when there is one).
+RUNTIMES = os.environ.get("INGOT_RUNTIMES")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def empty_runtime_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("ingot-runtimes")
+    os.environ["INGOT_RUNTIMES"] = str(store)
+    yield store
+    if RUNTIMES is None:
+        os.environ.pop("INGOT_RUNTIMES", None)
+    else:
+        os.environ["INGOT_RUNTIMES"] = RUNTIMES
+
+
+@pytest.fixture(scope="module")
+def runtime_store():
+    """The real store of runtimes (``RUNTIMES``, else the default place) for a module's tests."""
+    empty = os.environ.get("INGOT_RUNTIMES")
+    if RUNTIMES is None:
+        os.environ.pop("INGOT_RUNTIMES", None)
+    else:
+        os.environ["INGOT_RUNTIMES"] = RUNTIMES
+    yield
+    os.environ["INGOT_RUNTIMES"] = empty
+
+
 @pytest.fixture
 def builder():
     return ArchiveBuilder()

@@ -37,7 +37,7 @@ def require(condition, reason):
 
 
 @pytest.fixture(scope="module")
-def built_runtime():
+def built_runtime(runtime_store):
     found = runtime.find_runtime(VERSION)
     require(found is not None, f"no runtime {VERSION} in {runtime.store()} (scripts/test builds it)")
     return found
@@ -112,7 +112,7 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
 
 STDLIB = """
 import bz2, ctypes, ctypes.util, curses, decimal, hashlib, json, lzma, readline, sqlite3, ssl
-import sys, unicodedata, uuid, zlib
+import sys, unicodedata, uuid, zlib, pyexpat, _uuid
 context = ssl.create_default_context()
 connection = sqlite3.connect(":memory:")
 connection.execute("create table t (x)")
@@ -128,7 +128,9 @@ print(json.dumps({
                     lzma.decompress(lzma.compress(data)) == data,
                     zlib.decompress(zlib.compress(data)) == data],
     "hashlib": hashlib.sha256(b"abc").hexdigest()[:16],
-    "uuid": len(str(uuid.uuid4())),
+    "uuid": [len(str(uuid.uuid4())), uuid.uuid1().version, _uuid.has_uuid_generate_time_safe],
+    "expat": pyexpat.EXPAT_VERSION.split("_")[0],
+    "mpdecimal": decimal.__libmpdec_version__.count(".") >= 1,
     "unicodedata": unicodedata.name("\\u00e9"),
     "version": sys.version.split()[0],
     "readline": readline._READLINE_LIBRARY_VERSION.split(".")[0],
@@ -150,7 +152,8 @@ def test_the_standard_library_works_on_debian_11(built_runtime, debian11, tmp_pa
     assert seen["decimal"] == "0.1428571428571428571428571429"
     assert seen["compression"] == [True, True, True]
     assert seen["hashlib"] == "ba7816bf8f01cfea"
-    assert seen["uuid"] == 36
+    assert seen["uuid"] == [36, 1, 1]  # _uuid: libuuid is in the runtime
+    assert (seen["expat"], seen["mpdecimal"]) == ("expat", True)
     assert seen["unicodedata"] == "LATIN SMALL LETTER E WITH ACUTE"
     assert seen["version"] == built_runtime.version
     assert (seen["readline"], seen["curses"]) == ("8", 6)
@@ -176,3 +179,25 @@ def test_an_app_with_manylinux_wheels_runs_on_debian_11(built_runtime, debian11,
     result = run_old(debian11, app)
     assert (result.returncode, result.stderr) == (0, ""), (result.stderr, log)
     assert json.loads(result.stdout) == {"size": [4, 3], "pixel": [255, 0, 0], "png": True}
+
+
+def test_by_default_a_build_uses_its_pythons_runtime_and_console_scripts_resolve_here(
+        built_runtime, debian11, tmp_path):
+    # No --python, no launcher named: the runtime of the Python ingot runs under, if built. The
+    # console script (pytest, installed where the tests run) is resolved here, where the runtime
+    # does not look, and its pins installed for the runtime.
+    if built_runtime.version.rsplit(".", 1)[0] != "%d.%d" % sys.version_info[:2]:
+        pytest.skip(f"the runtime is {built_runtime.version}, the tests run on "
+                    f"{sys.version.split()[0]}")
+    output = tmp_path / "pytest-app"
+    env = {key: value for key, value in os.environ.items() if key != "INGOT_LAUNCHER"}
+    done = subprocess.run([sys.executable, "-m", "ingot", "build", "--console-script", "pytest",
+                           "-o", str(output)], capture_output=True, text=True, timeout=1200,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"(runtime {built_runtime.name})" in done.stderr, done.stderr
+    import pytest as this_pytest
+
+    result = run_old(debian11, output, "--version")
+    assert result.returncode == 0, result.stderr
+    assert f"pytest {this_pytest.__version__}" in result.stdout + result.stderr

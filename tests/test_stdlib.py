@@ -66,7 +66,7 @@ print(json.dumps(report))
 """
 
 
-@pytest.fixture(scope="module", params=["3.11", "3.10"])
+@pytest.fixture(scope="module", params=["3.11", "3.10", "3.12", "3.13"])
 def reduced_run(request, tmp_path_factory):
     """Packs the stdlib with that Python, runs import_stdlib.py in a reduced process, and returns
     (archive, report)."""

@@ -112,10 +112,12 @@ def _runtime_parser(commands) -> None:
                        "(checked against the source)")
     build.add_argument("--source", dest="sources", action="append", type=_source, default=[],
                        metavar="NAME=FILE", help="a source release: python, zlib, bzip2, xz, "
-                       "libffi, sqlite, openssl; FILE is a path or URL#sha256=HEX (repeatable)")
+                       "expat, mpdecimal, libuuid, libffi, sqlite, openssl, ncurses, readline; "
+                       "FILE is a path or URL#sha256=HEX (repeatable)")
     build.add_argument("--sources", dest="directories", action="append", default=[],
                        metavar="DIR", help="a directory holding the source releases, found by "
-                       "name (upstream's or Debian's file names)")
+                       "name (upstream's or Debian's file names); what neither option gives is "
+                       "downloaded from ingot's pinned upstream releases")
     build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs (default: CPUs)")
     build.add_argument("--force", action="store_true", help="rebuild if it exists")
     build.add_argument("--keep-build", action="store_true", help="keep the build directory")
@@ -179,8 +181,9 @@ def _build_parser(commands) -> None:
     build.add_argument("--compress", type=int, metavar="LEVEL",
                        help="zstd-compress blobs at this level (default: store as is)")
     build.add_argument("--python", metavar="VERSION", help="build with the runtime of this Python "
-                       "version (ingot runtime build), for any Linux with glibc 2.17 or later, "
-                       "instead of with the Python ingot runs under")
+                       "version, for any Linux with glibc 2.17 or later (built first if there is "
+                       "none: ingot runtime build), or 'local': with the Python ingot runs under "
+                       "(default: its version's runtime if one is built, else local)")
     build.add_argument("--launcher", metavar="PATH", help="the launcher binary (default: "
                        "$INGOT_LAUNCHER, else the one shipped with ingot)")
     build.add_argument("--archive-only", action="store_true",
@@ -251,15 +254,24 @@ def _build(args: argparse.Namespace) -> int:
     if args.console_script and args.source:
         raise IngotError(f"give a SOURCE ({args.source}) or --console-script "
                          f"({args.console_script}), not both")
-    wanted = _wanted_runtime(args)
-    if wanted and not os.environ.get("INGOT_IN_RUNTIME"):
-        from ingot import runtime
-
-        return runtime.build_with(wanted, args.raw_argv, launcher=args.launcher)
 
     def say(message: str) -> None:
         if not args.quiet:
             print(message, file=sys.stderr)
+
+    wanted = _wanted_runtime(args)
+    if not os.environ.get("INGOT_IN_RUNTIME"):
+        from ingot import runtime
+
+        if wanted is None and args.launcher is None and not os.environ.get("INGOT_LAUNCHER"):
+            # By default, this Python version's runtime if one is built (a launcher given
+            # explicitly is one built for a Python of this machine: it means local).
+            here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+            if runtime.find_runtime(here) is not None:
+                wanted = here
+        if wanted is not None and wanted != "local":
+            return runtime.build_with(wanted, args.raw_argv, launcher=args.launcher,
+                                      build_missing=True, say=say)
 
     config = Config(entry=args.entry, module=args.module, script=args.script,
                     packages=args.packages, dependencies=args.dependencies,
@@ -294,6 +306,13 @@ def _build(args: argparse.Namespace) -> int:
                 print(f"warning: {floor.needed_by} needs glibc {floor.version[0]}."
                       f"{floor.version[1]}: the executable will not run on older systems than "
                       "that, although its runtime needs only 2.17", file=sys.stderr)
+            elif not os.environ.get("INGOT_IN_RUNTIME") and wanted != "local" \
+                    and args.launcher is None and not os.environ.get("INGOT_LAUNCHER") \
+                    and floor.version > (2, 17):
+                here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+                say(f"note: built with this machine's Python {here}; for any Linux with glibc "
+                    f"2.17 or later, build its runtime once (`ingot runtime build {here}`): "
+                    "later builds use it (--python local: this machine's Python, quietly)")
     say(f"wrote {result.output} ({launcher}archive {_size(result.pack.size)} = "
         f"{_size(result.size)}) in {result.seconds:.1f} s"
         + (f", {len(result.warnings)} warnings" if result.warnings else ""))

@@ -27,8 +27,9 @@ optimize        list[int]   bytecode optimization levels (0, 1, 2)
 compress        int         zstd level of the archive's blobs (default: stored as is)
 files           list[str]   top-level packages materialized as real files in the extraction
                             cache (the ``files`` policy; see ingot.policy for the built-in ones)
-python          str         the runtime to build with (``"3.11"``: see ingot.runtime), instead of
-                            the Python ingot runs under
+python          str         the runtime to build with (``"3.11"``: see ingot.runtime; built first
+                            if missing), or ``"local"``: the Python ingot runs under (by
+                            default: its version's runtime if one is built, else local)
 memory          list[str]   top-level packages kept in memory although ingot.policy's built-in
                             table lists them for ``files``
 =============== =========== ====================================================================
@@ -97,8 +98,9 @@ _KEYS = {
     "compress": ("an integer zstd level (-7 to 22)", lambda v: type(v) is int and -7 <= v <= 22),
     "files": ("a list of strings (top-level package names)", is_str_list),
     "memory": ("a list of strings (top-level package names)", is_str_list),
-    "python": ("a string, a Python version such as '3.11'",
-               lambda v: isinstance(v, str) and re.fullmatch(r"3\.\d+(\.\d+)?", v) is not None),
+    "python": ("a string, a Python version such as '3.11', or 'local'",
+               lambda v: isinstance(v, str) and (v == "local" or re.fullmatch(
+                   r"3\.\d+(\.\d+)?", v) is not None)),
 }
 assert {key.replace("-", "_") for key in _KEYS} == {f.name for f in fields(Config)}
 

@@ -10,8 +10,7 @@ command with the build's environment (plus ``extra``) and log, ``$NAME`` in an a
 for that environment variable (``$CC``: the toolchain's compiler). Recipes are data plus a few commands each; what a source release must look
 like is said where it matters (``sqlite``: the amalgamation, or the full tree with ``tclsh``).
 
-Left out, on purpose: gdbm/ndbm, Tk, libuuid (``uuid`` works without ``_uuid``), libnsl
-(``nis``), libxcrypt (``crypt``).
+Left out, on purpose: gdbm/ndbm, Tk, libnsl (``nis``), libxcrypt (``crypt``).
 """
 
 from __future__ import annotations
@@ -131,6 +130,52 @@ def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     run(["make", "install"], cwd=source)
 
 
+def _expat(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # A release tarball has a configure script; a snapshot of the repository (Debian's orig
+    # tarball) has the library in expat/ and no configure, but a CMakeLists.txt (cmake, if the
+    # build machine has it, builds it).
+    if (source / "expat" / "CMakeLists.txt").is_file():
+        source = source / "expat"
+    if (source / "configure").is_file():
+        _autotools("--with-pic", "--without-xmlwf", "--without-examples", "--without-tests",
+                   "--without-docbook")(source, prefix, run, jobs)
+        return
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        from ingot.errors import IngotError
+
+        raise IngotError(f"{source} has no configure script (a snapshot of expat's repository, "
+                         "not a release) and there is no cmake to build it with",
+                         hint="give expat's release tarball (expat-2.x.tar.xz: --source "
+                              "expat=...), or install cmake")
+    run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_INSTALL_PREFIX={prefix}",
+         "-DCMAKE_INSTALL_LIBDIR=lib", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_COMPILER=$CC",
+         "-DCMAKE_AR=$AR", "-DCMAKE_RANLIB=$RANLIB", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
+         "-DEXPAT_SHARED_LIBS=OFF", "-DEXPAT_BUILD_TOOLS=OFF", "-DEXPAT_BUILD_EXAMPLES=OFF",
+         "-DEXPAT_BUILD_TESTS=OFF", "-DEXPAT_BUILD_DOCS=OFF", "-DEXPAT_BUILD_FUZZERS=OFF"],
+        cwd=source, extra={"CFLAGS": CFLAGS})
+    run([cmake, "--build", "build", "-j", str(jobs)], cwd=source)
+    run([cmake, "--install", "build"], cwd=source)
+
+
+def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # libmpdec only (no C++ libmpdec++); its configure takes CFLAGS for the static library too.
+    run(["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static",
+         "--disable-cxx"], cwd=source, extra={"CFLAGS": CFLAGS})
+    run(["make", f"-j{jobs}"], cwd=source)
+    run(["make", "install"], cwd=source)
+
+
+def _libuuid(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    # util-linux is a whole suite of programs; libuuid is one of its libraries (a libuuid-1.0.x
+    # release holds only that library, and its configure ignores the options it does not know).
+    _autotools("--disable-all-programs", "--enable-libuuid", "--disable-nls",
+               "--disable-bash-completion", "--without-python", "--without-systemd",
+               "--without-udev", "--without-tinfo", "--without-ncursesw", "--disable-asciidoc",
+               "--disable-makeinstall-chown", "--disable-makeinstall-setuid")(
+        source, prefix, run, jobs)
+
+
 def _curses_variables(prefix: Path) -> dict[str, str]:
     cflags = f"-I{prefix / 'include' / 'ncursesw'} -D_GNU_SOURCE -DNCURSES_WIDECHAR"
     libs = f"-L{prefix / 'lib'}"
@@ -160,6 +205,13 @@ LIBRARIES: dict[str, Recipe] = {recipe.name: recipe for recipe in [
                       "--disable-lzmainfo", "--disable-lzma-links", "--disable-scripts",
                       "--disable-doc", "--disable-nls"),
            _variables("LIBLZMA", "lzma")),
+    Recipe("expat", "pyexpat, xml.etree, xml.sax", ("expat-*.tar.*", "expat_*.orig.tar.*"),
+           _expat, _variables("LIBEXPAT", "expat")),
+    Recipe("mpdecimal", "decimal", ("mpdecimal-*.tar.*", "mpdecimal_*.orig.tar.*"), _mpdecimal,
+           _variables("LIBMPDEC", "mpdec", "-lm")),
+    Recipe("libuuid", "uuid (_uuid)", ("util-linux-*.tar.*", "util-linux_*.orig.tar.*",
+                                    "libuuid-*.tar.*"),
+           _libuuid, _variables("LIBUUID", "uuid")),
     Recipe("libffi", "ctypes", ("libffi-*.tar.*", "libffi_*.orig.tar.*"), _libffi,
            _variables("LIBFFI", "ffi")),
     Recipe("sqlite", "sqlite3", ("sqlite-autoconf-*.tar.*", "sqlite3_*.orig.tar.*"), _sqlite,
@@ -187,14 +239,19 @@ def python_version_of(source: Path) -> tuple[int, int, int]:
 def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str], dict[str, str]]:
     """CPython's configure options and environment for a static interpreter whose extension
     modules link the libraries under ``libraries`` statically."""
+    # The system (here: the runtime's own) expat and mpdecimal rather than CPython's bundled
+    # copies, which CPython deprecates (3.13) and no longer falls back to implicitly (3.15).
     arguments = [f"--prefix={prefix}", "--disable-shared", "--without-ensurepip",
-                 f"--with-openssl={libraries}", "--with-openssl-rpath=no"]
+                 f"--with-openssl={libraries}", "--with-openssl-rpath=no", "--with-system-expat",
+                 "--with-system-libmpdec"]
     environment = {
         # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__).
         "CFLAGS": "-O2 -Wno-error=date-time",
         # include/ncursesw: where ncurses puts curses.h and term.h (CPython's configure looks in
         # /usr/include/ncursesw, which the toolchain drops).
-        "CPPFLAGS": f"-I{libraries / 'include'} -I{libraries / 'include' / 'ncursesw'}",
+        # include/uuid: where util-linux puts uuid.h (3.10's setup.py looks for uuid.h).
+        "CPPFLAGS": f"-I{libraries / 'include'} -I{libraries / 'include' / 'ncursesw'} "
+                    f"-I{libraries / 'include' / 'uuid'}",
         "LDFLAGS": f"-L{libraries / 'lib'}",
     }
     for recipe in LIBRARIES.values():

@@ -37,6 +37,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +173,12 @@ def _fetch(url: str, sha256: str, downloads: Path) -> Path:
         with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
             shutil.copyfileobj(response, out)
     except OSError as error:
+        if isinstance(error, urllib.error.HTTPError):
+            error.close()  # its response
+        partial.unlink(missing_ok=True)
         raise RuntimeError_(f"cannot download {url}: {error}",
-                            hint="download it yourself and give the file: --source NAME=PATH")
+                            hint="download it yourself and give the file (--source NAME=PATH, "
+                                 "or put it in a directory given with --sources DIR)")
     got = _sha256(partial)
     if got != sha256.lower():
         partial.unlink()
@@ -183,11 +188,34 @@ def _fetch(url: str, sha256: str, downloads: Path) -> Path:
     return target
 
 
+#: The pinned upstream releases (``runtime_sources.toml``): what a runtime is built from when
+#: nothing else is given.
+PINNED_SOURCES = Path(__file__).with_name("runtime_sources.toml")
+
+
+def pinned_sources(python_version: str | None,
+                   table: Path = PINNED_SOURCES) -> dict[str, tuple[str, str]]:
+    """``{name: (url, sha256)}`` of the pinned upstream releases: every library, and CPython if
+    ``python_version`` (``3.13``) has an entry."""
+    from ingot.project import tomllib_for
+
+    data = tomllib_for(table).loads(table.read_text())
+    pinned = {name: (entry["url"], entry["sha256"])
+              for name, entry in data.get("libraries", {}).items()}
+    if python_version is not None and python_version in data.get("python", {}):
+        entry = data["python"][python_version]
+        pinned["python"] = (entry["url"], entry["sha256"])
+    return pinned
+
+
 def resolve_sources(given: dict[str, str], directories: Iterable[Path],
-                    downloads: Path, python_version: str | None = None) -> dict[str, Path]:
+                    downloads: Path, python_version: str | None = None,
+                    pinned: dict[str, tuple[str, str]] | None = None,
+                    say: Callable[[str], None] = lambda message: None) -> dict[str, Path]:
     """The source release of CPython (``python``) and of every library: given by name (a path or
     ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for CPython, the
-    release of ``python_version`` when the directories hold several)."""
+    release of ``python_version`` when the directories hold several), else downloaded from its
+    ``pinned`` URL (checked against its sha256)."""
     names = ["python", *recipes.LIBRARIES]
     unknown = sorted(set(given) - set(names))
     if unknown:
@@ -219,14 +247,19 @@ def resolve_sources(given: dict[str, str], directories: Iterable[Path],
         if name == "python" and python_version and len(candidates) > 1:
             version = re.compile(rf"(^|[^0-9.]){re.escape(python_version)}([._-]|$)")
             candidates = [path for path in candidates if version.search(path.name)] or candidates
-        if not candidates:
-            missing.append(name)
-        else:
+        if candidates:
             found[name] = candidates[-1].resolve()  # sorted: the newest-looking name
+        elif pinned and name in pinned:
+            url, sha256 = pinned[name]
+            say(f"  {name}: {url}")
+            found[name] = _fetch(url, sha256, downloads)
+        else:
+            missing.append(name)
     if missing:
         raise RuntimeError_(
             f"no source release for {', '.join(missing)}"
-            + (f" in {', '.join(str(d) for d in directories)}" if directories else ""),
+            + (f" in {', '.join(str(d) for d in directories)}" if directories else "")
+            + (" and none pinned" if pinned is not None else ""),
             hint="give each with --source NAME=PATH (or NAME=URL#sha256=HEX), or a directory "
                  "holding them with --sources DIR (Debian's `apt-get source --download-only` "
                  "files work: scripts/runtime-sources fetches them)")
@@ -271,8 +304,13 @@ class _Builder:
                 log.write(f"\n$ (cd {cwd}) {' '.join(argv)}\n")
                 log.flush()
                 started = time.monotonic()
-                done = subprocess.run(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL)
+                try:
+                    done = subprocess.run(argv, cwd=cwd, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                except OSError as error:
+                    raise RuntimeError_(f"cannot run `{' '.join(argv)}` in {cwd}: {error}",
+                                        hint="is the source release complete (a release "
+                                             "tarball, not a repository snapshot)?") from None
                 log.write(f"# exit {done.returncode} after {time.monotonic() - started:.1f} s\n")
             if done.returncode != 0:
                 tail = self.log_path.read_text(errors="replace").splitlines()[-25:]
@@ -293,7 +331,11 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
     toolchain = Toolchain(zig)
     root = store()
     root.mkdir(parents=True, exist_ok=True)
-    found = resolve_sources(sources, directories, root / ".downloads", wanted)
+    pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
+    if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
+        pinned.pop("python", None)  # a patch release other than the pinned one
+    found = resolve_sources(sources, directories, root / ".downloads", wanted, pinned=pinned,
+                            say=say)
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
@@ -388,15 +430,24 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
 REQUIRED_MODULES = ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "_lzma", "_bz2", "zlib",
                     "_json", "unicodedata", "_socket", "select", "_posixsubprocess", "pyexpat",
                     "_elementtree", "binascii", "_struct", "math", "_datetime", "_curses",
-                    "_curses_panel", "readline")
+                    "_curses_panel", "readline", "_uuid")
 
 
-def build_with(wanted: str, argv: list[str], *, launcher: str | None = None) -> int:
-    """Runs ``ingot build`` (``argv``) under the runtime of Python ``wanted``: its interpreter runs
-    this ingot (only this package is put on its path), with the runtime's launcher, and pip (of
-    the Python ingot runs under) installs dependencies as wheels for that version and for
-    manylinux (glibc 2.17) platforms."""
+def build_with(wanted: str, argv: list[str], *, launcher: str | None = None,
+               build_missing: bool = False, say: Callable[[str], None] = print) -> int:
+    """Runs ``ingot build`` (``argv``) under the runtime of Python ``wanted`` (built first if
+    there is none and ``build_missing``): its interpreter runs this ingot (only this package is
+    put on its path), with the runtime's launcher, and pip (of the Python ingot runs under)
+    installs dependencies as wheels for that version and for manylinux (glibc 2.17) platforms.
+    A console script is resolved here, where it is installed."""
     found = find_runtime(wanted)
+    if found is None and build_missing:
+        directories = [Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(
+            os.pathsep) if d]
+        say(f"no runtime for Python {wanted} in {store()}: building it first (several minutes, "
+            "once; sources from " + (", ".join(map(str, directories)) + " and " if directories
+                                     else "") + "ingot's pinned upstream releases)")
+        found = build_runtime({}, directories, wanted=wanted, say=say)
     if found is None:
         raise RuntimeError_(f"no runtime for Python {wanted} in {store()}",
                             hint=f"build it first: ingot runtime build {wanted} --sources DIR "
@@ -429,8 +480,29 @@ def build_with(wanted: str, argv: list[str], *, launcher: str | None = None) -> 
                 "sys.exit(main(sys.argv[1:]))")
         environment = dict(os.environ, INGOT_IN_RUNTIME=found.name,
                            INGOT_PIP_PYTHON=sys.executable)
+        script = _console_script_argument(arguments)
+        if script is not None:
+            environment["INGOT_CONSOLE_SCRIPT"] = json.dumps(_console_script(script))
         return subprocess.run([str(found.python), "-I", "-c", code, path, *arguments],
                               env=environment).returncode
+
+
+def _console_script_argument(argv: list[str]) -> str | None:
+    for index, arg in enumerate(argv):
+        if arg.startswith("--console-script="):
+            return arg.split("=", 1)[1]
+        if arg == "--console-script" and index + 1 < len(argv):
+            return argv[index + 1]
+    return None
+
+
+def _console_script(name: str) -> dict:
+    """The console script ``name`` as installed where ingot runs: its entry point and its
+    distribution's requirements pinned to the installed versions (what the build under the
+    runtime, which sees none of this environment, installs)."""
+    from ingot.sources import console_script_entry
+
+    return dict(zip(("name", "entry", "requirements"), (name, *console_script_entry(name))))
 
 
 #: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
@@ -457,9 +529,10 @@ def relocate(prefix: Path, new: Path) -> None:
 
 
 def source_tree() -> Path | None:
-    """ingot's source tree (the launcher's crate), if this ingot runs from one, or
-    ``$INGOT_SOURCE_TREE``."""
-    candidates = [os.environ.get("INGOT_SOURCE_TREE"), Path(__file__).resolve().parents[2]]
+    """ingot's source tree (the launcher's crate): ``$INGOT_SOURCE_TREE``, the checkout this ingot
+    runs from, or the copy an installed wheel carries (``ingot/_source``)."""
+    here = Path(__file__).resolve()
+    candidates = [os.environ.get("INGOT_SOURCE_TREE"), here.parents[2], here.parent / "_source"]
     for candidate in candidates:
         if candidate and (Path(candidate) / "crates" / "ingot-launcher" / "Cargo.toml").is_file():
             return Path(candidate)

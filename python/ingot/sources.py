@@ -11,6 +11,7 @@ copy or pip-install, where to write. Nothing is installed or written here.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -244,18 +245,30 @@ def installed_requirements(dist) -> list[str]:
     return sorted(pins.values(), key=str.lower)
 
 
-def console_script_plan(name: str, options) -> Plan:
-    """A plan for the console script ``name`` installed in the running environment: its entry
-    point, and its distribution and dependencies pinned to the installed versions."""
+def console_script_entry(name: str) -> tuple[str, list[str]]:
+    """The console script ``name`` installed in the running environment: its entry point
+    (``module:function``), and its distribution and dependencies pinned to the installed
+    versions. Under a runtime (``INGOT_CONSOLE_SCRIPT``), as the environment ingot was started
+    from resolved it (ingot.runtime.build_with)."""
     import importlib.metadata as metadata
 
+    given = json.loads(os.environ.get("INGOT_CONSOLE_SCRIPT") or "{}")
+    if given.get("name") == name:
+        return given["entry"], list(given["requirements"])
     found = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == name]
     if not found:
         raise ConfigError(f"no console script {name!r} is installed in {sys.prefix}",
                           hint=f"pip install the project that provides it into {sys.prefix}")
-    entry, dist = found[0], found[0].dist
-    config = merge(Config(entry=f"{entry.module}:{entry.attr}"), options.config)
+    entry = found[0]
+    return f"{entry.module}:{entry.attr}", installed_requirements(entry.dist)
+
+
+def console_script_plan(name: str, options) -> Plan:
+    """A plan for the console script ``name`` installed in the running environment: its entry
+    point, and its distribution and dependencies pinned to the installed versions."""
+    entry, requirements = console_script_entry(name)
+    config = merge(Config(entry=entry), options.config)
     plan = Plan(name, {}, config, Path())
-    plan.requirements = installed_requirements(dist) if config.dependencies is None \
+    plan.requirements = requirements if config.dependencies is None \
         else list(config.dependencies)
     return finish(plan, options)

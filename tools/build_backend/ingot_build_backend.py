@@ -2,7 +2,8 @@
 
 The `ingot` wheel carries, besides the extension module maturin builds, the launcher binary
 (`crates/ingot-launcher`) compiled against the interpreter the wheel is built for, at
-`ingot/_launcher/ingot-launcher-X.Y`, so that `ingot build` needs no compiler. maturin builds one
+`ingot/_launcher/ingot-launcher-X.Y`, so that `ingot build` needs no compiler, and the launcher's
+sources at `ingot/_source/`, so that `ingot runtime build` can link a runtime's launcher. maturin builds one
 crate per wheel, hence this wrapper: it runs `cargo build -p ingot-launcher` with `PYO3_PYTHON`
 set to the building interpreter, copies the binary into the package, then hands over to maturin.
 """
@@ -41,8 +42,25 @@ def _build_launcher():
     temporary.replace(destination)
 
 
+def _copy_sources():
+    """The Rust workspace (manifests, lock file, crates' sources) and the Python file a crate
+    embeds, into ``ingot/_source/``: `ingot runtime build` links a runtime's launcher from them
+    with cargo, so an ingot installed from a wheel can build runtimes (ingot.runtime.source_tree)."""
+    destination = ROOT / "python" / "ingot" / "_source"
+    shutil.rmtree(destination, ignore_errors=True)
+    destination.mkdir()
+    for name in ("Cargo.toml", "Cargo.lock"):
+        shutil.copy2(ROOT / name, destination / name)
+    shutil.copytree(ROOT / "crates", destination / "crates",
+                    ignore=shutil.ignore_patterns("target", "__pycache__", "*.pyc"))
+    (destination / "python" / "ingot").mkdir(parents=True)
+    shutil.copy2(ROOT / "python" / "ingot" / "_support.py",
+                 destination / "python" / "ingot" / "_support.py")
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     _build_launcher()
+    _copy_sources()
     return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
