@@ -516,7 +516,7 @@ def test_restock(inventory):
 @case("pytest")
 def check_pytest(app: App):
     """pytest runs a suite of real files (conftest.py, a test module) from inside the executable
-    (filesystem-imports); the failing assertion's message is the rewritten one."""
+    (the path finder after the archive, by default); the failing assertion's message is the rewritten one."""
     suite = app.tmp_path / "suite"
     suite.mkdir()
     for name, text in SUITE.items():

@@ -60,7 +60,9 @@ def test_imported_module_attributes_follow_zipimport_conventions(app, install):
     import plain
 
     assert plain.__file__ == f"{app}/plain.py"
-    assert not hasattr(plain, "__cached__")
+    # No cache file, as for a module python imports from source without writing a .pyc; but
+    # the attribute is there (`python -m inspect MODULE --details` reads it).
+    assert plain.__cached__ is None
     assert plain.__loader__ is finder
     assert plain.__spec__.name == "plain"
     assert plain.HERE == str(app)
@@ -242,3 +244,13 @@ def test_missing_optimization_level_falls_back_to_source(builder, tmp_path):
         capture_output=True, text=True,
     )
     assert optimized.stdout.strip() == "ok", optimized.stderr
+
+
+def test_inspect_details_of_an_archived_module(app):
+    done = subprocess.run([sys.executable, "-c", (
+        "import ingot, runpy, sys; ingot.install(sys.argv[1]); "
+        "sys.argv = ['inspect', 'plain', '--details']; "
+        "runpy.run_module('inspect', run_name='__main__', alter_sys=True)"), str(app)],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"Origin: {app}/plain.py" in done.stdout and "Cached: None" in done.stdout

@@ -82,6 +82,12 @@ APP = {
                 import diskmod, diskpkg.sub
                 spec = importlib.machinery.PathFinder.find_spec("diskmod", [directory])
                 print(diskmod.__file__, diskpkg.sub.VALUE, spec and spec.origin)
+            elif what == "hooks":
+                for hook in sys.path_hooks:
+                    name = getattr(hook, "__name__", None)
+                    if getattr(hook, "__self__", None) is not None and "ingot" in repr(hook).lower():
+                        name = "archive"
+                    print(name or type(hook).__name__)
             elif what == "regexes":
                 import re
                 name = "re._compiler" if sys.version_info >= (3, 11) else "sre_compile"
@@ -116,7 +122,7 @@ APP = {
 
 FUNCTION = {"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}
 MODULE = {"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": False}
-FILESYSTEM = dict(FUNCTION, filesystem_imports=True)
+SEALED = dict(FUNCTION, filesystem_imports=False)
 
 PACK = """
 import sys
@@ -212,8 +218,8 @@ def module_app(tmp_path_factory, launcher, launcher_python):
 
 
 @pytest.fixture(scope="session")
-def filesystem_app(tmp_path_factory, launcher, launcher_python):
-    return make_app(tmp_path_factory.mktemp("filesystem"), launcher, launcher_python, FILESYSTEM)
+def sealed_app(tmp_path_factory, launcher, launcher_python):
+    return make_app(tmp_path_factory.mktemp("sealed"), launcher, launcher_python, SEALED)
 
 
 def run(app, *args, env=None, timeout=60):
@@ -325,20 +331,25 @@ def disk_modules(tmp_path):
     return directory
 
 
-def test_filesystem_imports_from_directories_the_app_adds(filesystem_app, disk_modules):
-    result = run(filesystem_app, "fsimport", str(disk_modules))
+def test_by_default_imports_come_from_directories_the_app_adds_after_the_archive(
+        function_app, disk_modules):
+    result = run(function_app, "fsimport", str(disk_modules))
     assert result.returncode == 0, result.stderr
     module = disk_modules / "diskmod.py"
     # importlib.machinery.PathFinder.find_spec (pytest's assertion rewriter calls it) works too.
     assert result.stdout == f"{module} sub from disk {module}\n"
     # sys.path still starts as the archive alone; the archive still comes first.
-    info = run(filesystem_app, "info")
-    assert json.loads(info.stdout)["path"] == [str(filesystem_app)]
-    assert run(filesystem_app, "modules").stdout == "{}\n"
+    info = run(function_app, "info")
+    assert json.loads(info.stdout)["path"] == [str(function_app)]
+    assert run(function_app, "modules").stdout == "{}\n"
+    # The standard path hooks in their usual order, after the archive's.
+    hooks = run(function_app, "hooks")
+    assert hooks.stdout.split() == ["archive", "zipimporter", "path_hook_for_FileFinder"], \
+        hooks.stderr
 
 
-def test_no_filesystem_imports_by_default(function_app, disk_modules):
-    result = run(function_app, "fsimport", str(disk_modules))
+def test_no_filesystem_imports_when_sealed(sealed_app, disk_modules):
+    result = run(sealed_app, "fsimport", str(disk_modules))
     assert result.returncode == 1
     assert result.stderr.endswith("ModuleNotFoundError: No module named 'diskmod'\n")
 
@@ -351,14 +362,14 @@ def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
     tool.mkdir()
     (tool / "__init__.py").write_text("")
     (tool / "__main__.py").write_text("")
-    for options, expected in (([], None), (["--filesystem-imports"], True)):
+    for options, expected in (([], None), (["--no-filesystem-imports"], False)):
         out = tmp_path / "tool.ingot"
         assert cli.main(["build", str(tool), "--archive-only", "-q", "--exclude", "[!t]*",
                          "-o", str(out), *options]) == 0
         launch = json.loads(ingot.IngotFinder(str(out))._read("__ingot__/launch.json"))
         assert launch.get("filesystem_imports") is expected
-    (tmp_path / "pyproject.toml").write_text("[tool.ingot]\nfilesystem-imports = true\n")
-    assert load_project(tmp_path).config.filesystem_imports is True
+    (tmp_path / "pyproject.toml").write_text("[tool.ingot]\nfilesystem-imports = false\n")
+    assert load_project(tmp_path).config.filesystem_imports is False
 
 
 # Runs in a mount namespace where /proc is an empty tmpfs: the app started by an absolute path, a

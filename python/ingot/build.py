@@ -451,8 +451,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         launch["runtime"] = os.environ["INGOT_IN_RUNTIME"]
     if config.fast_exit is not None:
         launch["fast_exit"] = config.fast_exit
-    if config.filesystem_imports:
-        launch["filesystem_imports"] = True
+    if config.filesystem_imports is False:
+        launch["filesystem_imports"] = False  # sealed: the archive alone
     launch_json = (json.dumps(launch, indent=2, sort_keys=True) + "\n").encode()
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)

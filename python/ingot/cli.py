@@ -164,9 +164,12 @@ def _build_parser(commands) -> None:
     fast.add_argument("--fast-exit", dest="fast_exit", action="store_true", default=None,
                       help="exit without finalizing the interpreter")
     fast.add_argument("--no-fast-exit", dest="fast_exit", action="store_false")
-    build.add_argument("--filesystem-imports", action="store_true", default=None,
-                       help="also import .py files from directories the application adds to "
-                            "sys.path (after the archive)")
+    imports = build.add_mutually_exclusive_group()
+    imports.add_argument("--filesystem-imports", dest="filesystem_imports", action="store_true",
+                         default=None, help="import from directories the application adds to "
+                         "sys.path, after the archive (the default)")
+    imports.add_argument("--no-filesystem-imports", dest="filesystem_imports",
+                         action="store_false", help="import from the archive alone")
     build.add_argument("--no-precompile-regexes", dest="precompile_regexes", action="store_false",
                        default=None, help="leave out the table of regular expressions compiled at "
                                           "build time")

@@ -19,8 +19,9 @@ include         list[str]   module-name globs to keep although the stdlib defaul
 exclude         list[str]   module-name globs to leave out (stdlib and dependencies)
 output          str         the executable to write, relative to the project
 fast-exit       bool        exit without finalizing the interpreter (launch.json ``fast_exit``)
-filesystem-     bool        also import ``.py`` files from directories the app puts on ``sys.path``
-  imports                   (after the archive; default false; launch.json ``filesystem_imports``)
+filesystem-     bool        import from directories the app puts on ``sys.path``, after the
+  imports                   archive (default true; false: the archive alone; launch.json
+                            ``filesystem_imports``)
 precompile-     bool        store the regular expressions the modules compile, compiled at build
   regexes                   time (default true; see ingot.regexes)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)

@@ -626,6 +626,11 @@ impl IngotFinder {
                     Err(_) => module.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?,
                 };
                 globals.set_item(intern!(py, "__file__"), &origin)?;
+                // As for a module python imports without a `.pyc` to write (`python -m inspect
+                // MODULE --details` reads it): there is no cache file.
+                if !globals.contains(intern!(py, "__cached__"))? {
+                    globals.set_item(intern!(py, "__cached__"), py.None())?;
+                }
                 let code = finder.code(py, &entry, &origin)?;
                 if !globals.contains(intern!(py, "__builtins__"))? {
                     // As `exec()` does.

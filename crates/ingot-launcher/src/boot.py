@@ -5,14 +5,15 @@
 import sys
 
 
-def seal_import_system(finder, filesystem_imports=False):
-    """Leaves the archive as the only source of modules: no path finder, no file-system path
-    hooks, and the archive itself as the one sys.path entry (for pkgutil & co).
+def seal_import_system(finder, filesystem_imports=True):
+    """Puts the archive's finder first on sys.meta_path and its path hook first in
+    sys.path_hooks, and makes the archive the one sys.path entry (for pkgutil & co).
 
-    With ``filesystem_imports``, importlib's PathFinder stays on sys.meta_path after the archive's
-    finder, and the FileFinder path hook in sys.path_hooks after the archive's, so that modules can
-    be imported from directories the application puts on sys.path (sys.path still starts as just
-    the archive)."""
+    With ``filesystem_imports`` (the default), importlib's PathFinder stays on sys.meta_path
+    after the archive's finder and the standard path hooks stay after the archive's, so that
+    modules are imported from directories the application puts on sys.path, as under python
+    (sys.path starts as just the archive: nothing on disk is searched until the application
+    adds a directory). Without it the archive is the only source of modules."""
     path_finders = [entry for entry in sys.meta_path
                     if getattr(entry, "__name__", None) == "PathFinder"]
     sys.meta_path[:] = [entry for entry in sys.meta_path if entry not in path_finders]
@@ -22,12 +23,11 @@ def seal_import_system(finder, filesystem_imports=False):
     hooks = [finder.path_hook]
     if filesystem_imports:
         sys.meta_path.extend(path_finders)
-        file_finder = [hook for hook in sys.path_hooks
-                       if getattr(hook, "__name__", None) == "path_hook_for_FileFinder"]
-        if not file_finder:  # not where CPython 3.10-3.13 put it: make one as importlib does
+        hooks += [hook for hook in sys.path_hooks if hook is not finder.path_hook]
+        if not any(getattr(hook, "__name__", None) == "path_hook_for_FileFinder"
+                   for hook in hooks):  # not where CPython 3.10-3.15 put it: add one
             import _frozen_importlib_external as external
-            file_finder = [external.FileFinder.path_hook(*external._get_supported_file_loaders())]
-        hooks += file_finder
+            hooks.append(external.FileFinder.path_hook(*external._get_supported_file_loaders()))
     sys.path_hooks[:] = hooks
     sys.path_importer_cache.clear()
     sys.path[:] = [finder.path]

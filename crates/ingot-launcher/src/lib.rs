@@ -87,9 +87,10 @@ pub struct LaunchConfig {
     pub run: Run,
     #[serde(default = "yes")]
     pub fast_exit: bool,
-    /// Keep importlib's path finder (after the archive's) and the `FileFinder` path hook, so
-    /// that the application can import `.py` files from directories it puts on `sys.path`.
-    #[serde(default)]
+    /// Keep importlib's path finder (after the archive's) and the standard path hooks (after
+    /// the archive's), so that the application can import modules from directories it puts on
+    /// `sys.path`, as under python. `false` (`--no-filesystem-imports`): the archive alone.
+    #[serde(default = "yes")]
     pub filesystem_imports: bool,
 }
 
@@ -622,14 +623,14 @@ mod tests {
         let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}"#).unwrap();
         assert_eq!(config.run, Run::Function { module: "app.cli".into(), function: "main".into() });
         assert!(config.fast_exit);
-        assert!(!config.filesystem_imports);
+        assert!(config.filesystem_imports);
         let config = LaunchConfig::parse(
-            br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false, "filesystem_imports": true}"#,
+            br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false, "filesystem_imports": false}"#,
         )
         .unwrap();
         assert_eq!(config.run, Run::Module { module: "app".into() });
         assert!(!config.fast_exit);
-        assert!(config.filesystem_imports);
+        assert!(!config.filesystem_imports);
         assert!(LaunchConfig::parse(br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#).is_err());
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#).is_err());
         assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#).is_err());
