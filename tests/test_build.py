@@ -531,3 +531,23 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
     assert any("tool: the build-time preparation failed (no tables today); without it, it makes "
                "made.txt" in warning for warning in result.warnings)
     assert run_archive(tmp_path / "u.ingot").stdout == "tool\n"
+
+
+@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
+                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+def test_a_scripts_traceback_shows_its_source_lines(tmp_path):
+    # The script runs as __main__: before 3.13, linecache asks its loader for the source of
+    # "__main__", which the archive answers with the script's.
+    if launcher_python(_real_launcher()) != HERE:
+        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+    script = tmp_path / "boom.py"
+    script.write_text("def inner():\n    raise ValueError('boom')  # the failing line\n\n"
+                      "inner()\n")
+    out = tmp_path / "boom"
+    assert cli.main(["build", str(script), "--launcher", str(_real_launcher()), "-o", str(out),
+                     "-q"]) == 0
+    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert "    raise ValueError('boom')  # the failing line\n" in run.stderr, run.stderr
+    assert "    inner()\n" in run.stderr
+    assert run.stderr.endswith("ValueError: boom\n")

@@ -671,9 +671,15 @@ impl IngotFinder {
 
     /// The module's source, decoded per PEP 263 (`importlib.util.decode_source`); `None` when the
     /// archive has no source for it.
-    fn get_source<'py>(&self, py: Python<'py>, fullname: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let entry = self.entry(py, fullname)?;
-        let Some(source) = entry.data(Role::Source).map_err(|error| self.error(error))? else {
+    fn get_source<'py>(slf: &Bound<'py, Self>, fullname: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let this = slf.get();
+        // `__main__`, when it is one of ours run as a script or with -m: linecache asks for the
+        // source by `__name__` before Python 3.13 (tracebacks and warnings of the main module).
+        let main_name = if fullname == "__main__" { main_module_name(slf)? } else { None };
+        let fullname = main_name.as_deref().unwrap_or(fullname);
+        let entry = this.entry(py, fullname)?;
+        let Some(source) = entry.data(Role::Source).map_err(|error| this.error(error))? else {
             return Ok(None);
         };
         let decode = py.import("_frozen_importlib_external")?.getattr("decode_source")?;
@@ -883,4 +889,22 @@ impl IngotPathEntryFinder {
     fn __repr__(&self) -> String {
         format!("<IngotPathEntryFinder {:?}>", self.path())
     }
+}
+
+
+/// The name under which the archive holds the module running as `__main__` (its spec's name), if
+/// `__main__` was loaded by `finder`.
+fn main_module_name(finder: &Bound<'_, IngotFinder>) -> PyResult<Option<String>> {
+    let py = finder.py();
+    let Ok(main) = py.import("sys")?.getattr("modules")?.get_item("__main__") else {
+        return Ok(None);
+    };
+    let spec = match main.getattr("__spec__") {
+        Ok(spec) if !spec.is_none() => spec,
+        _ => return Ok(None),
+    };
+    if !spec.getattr("loader")?.is(finder) {
+        return Ok(None);
+    }
+    Ok(spec.getattr("name")?.extract::<String>().ok().filter(|name| name != "__main__"))
 }
