@@ -551,3 +551,44 @@ def test_a_scripts_traceback_shows_its_source_lines(tmp_path):
     assert "    raise ValueError('boom')  # the failing line\n" in run.stderr, run.stderr
     assert "    inner()\n" in run.stderr
     assert run.stderr.endswith("ValueError: boom\n")
+
+
+def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
+    # A Django-like layout: manage.py names its settings in a string, the project and its app
+    # are packages beside it; a helper module it imports; things that are not its code.
+    site = tmp_path / "site"
+    (site / "mysite").mkdir(parents=True)
+    (site / "mysite" / "__init__.py").write_text("")
+    (site / "mysite" / "settings.py").write_text("INSTALLED_APPS = ['polls']\n")
+    (site / "polls").mkdir()
+    (site / "polls" / "__init__.py").write_text("from shared import VALUE\n")
+    (site / "shared").mkdir()  # a namespace package, imported by polls
+    (site / "shared" / "__init__.py").unlink(missing_ok=True)
+    (site / "shared" / "constants.py").write_text("")
+    (site / "shared.py").write_text("VALUE = 'shared module wins over the namespace'\n")
+    (site / "helper.py").write_text("def greet():\n    return 'hi from helper'\n")
+    (site / "unused.py").write_text("raise SystemExit('not imported, not collected')\n")
+    (site / "notes").mkdir()  # not a package
+    (site / "notes" / "todo.txt").write_text("")
+    (site / "manage.py").write_text(textwrap.dedent("""
+        import importlib, os
+        from helper import greet
+        settings = importlib.import_module(os.environ.get("SETTINGS", "mysite.settings"))
+        polls = importlib.import_module(settings.INSTALLED_APPS[0])
+        print(greet(), polls.VALUE)
+    """))
+    out = tmp_path / "manage.ingot"
+    assert cli.main(["build", str(site / "manage.py"), "--archive-only", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "collected beside the script: helper.py, mysite/, polls/, shared.py" in err, err
+    names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
+    assert {"manage", "helper", "mysite.settings", "polls", "shared"} <= names
+    assert not names & {"unused", "notes", "shared.constants"}
+    run = run_archive(out)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "hi from helper shared module wins over the namespace\n"
+    # --package chooses instead.
+    assert cli.main(["build", str(site / "manage.py"), "--archive-only", "-o", str(out),
+                     "--package", str(site / "helper.py")]) == 0
+    names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
+    assert "helper" in names and "mysite" not in names

@@ -436,6 +436,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         plan = console_script_plan(options.console_script, options)
     else:
         plan = plan_source(options)
+    for note in plan.notes:
+        say(note)
     config = plan.config
     output = plan.output
     if output.parent == Path("dist") and not output.parent.exists() and plan.default_output:

@@ -41,6 +41,7 @@ class Plan:
     pip_project: Path | None = None  # pip install --no-deps this directory
     requirements: list[str] = field(default_factory=list)
     requirement_files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the build should tell the user
 
 
 def _absolute(config: Config, root: Path) -> Config:
@@ -107,6 +108,47 @@ def _script_module(path: Path) -> str:
     return name
 
 
+def beside_script(script: Path) -> list[tuple[str, Path]]:
+    """The application's own code beside a script, as python would import it from the script's
+    directory: every regular package there (a directory with ``__init__.py``; Django names its
+    project and apps in strings, not imports), and the modules and namespace packages that the
+    script or that code imports. Names the standard library has are left alone."""
+    from ingot.firstuse import imports_in_source
+
+    directory = script.resolve().parent
+    found: dict[str, Path] = {}
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir() and (entry / "__init__.py").is_file() and entry.name.isidentifier() \
+                and entry.name not in sys.stdlib_module_names:
+            found[entry.name] = entry
+    queue = [script.resolve(), *(file for package in found.values()
+                                 for file in sorted(package.rglob("*.py")))]
+    scanned: set[Path] = set()
+    while queue:
+        file = queue.pop()
+        if file in scanned:
+            continue
+        scanned.add(file)
+        try:
+            source = file.read_bytes()
+        except OSError:
+            continue
+        module = ".".join(file.relative_to(directory).with_suffix("").parts) \
+            if file.is_relative_to(directory) else file.stem
+        imports = imports_in_source(source, module, file.name == "__init__.py")
+        for name in {imported.split(".")[0] for names in imports.values() for imported in names}:
+            if name in found or name in sys.stdlib_module_names or not name.isidentifier():
+                continue
+            module_file, package = directory / f"{name}.py", directory / name
+            if module_file.is_file() and module_file != script.resolve():
+                found[name] = module_file
+                queue.append(module_file)
+            elif package.is_dir() and any(package.rglob("*.py")):  # a namespace package
+                found[name] = package
+                queue += sorted(package.rglob("*.py"))
+    return [(name + (".py" if path.is_file() else ""), path) for name, path in sorted(found.items())]
+
+
 def _add_packages(plan: Plan) -> None:
     for text in plan.config.packages or []:
         path = Path(text)
@@ -148,6 +190,13 @@ def plan_source(options) -> Plan:
             config.module = name  # run as __main__; --entry can call a function of it instead
         plan = Plan(name, {}, config, Path())
         plan.copies.append((f"{name}.py", source))
+        if config.packages is None:
+            beside = beside_script(source)
+            plan.copies += beside
+            if beside:
+                plan.notes.append("collected beside the script: " + ", ".join(
+                    name + ("/" if path.is_dir() else "") for name, path in beside)
+                    + " (--package PATH instead chooses what to copy)")
         plan.requirements = list(config.dependencies if config.dependencies is not None
                                  else inline_dependencies(source))
     elif (source / "__init__.py").is_file():
