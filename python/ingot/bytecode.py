@@ -49,7 +49,7 @@ _STRINGS = frozenset(b"tuaA") | _SHORT_STRINGS
 _PLAIN = {ord("Z"): ord("z"), ord("t"): ord("u"), ord("A"): ord("a")}
 _INTERNED = {plain: interned for interned, plain in _PLAIN.items()}
 _SEQUENCES = frozenset(b"([<>")
-_BY_VALUE = frozenset(b"zuasl()>") | frozenset(_FIXED)
+_BY_VALUE = frozenset(b"zuasl()>:") | frozenset(_FIXED)
 _NAME_CHARS = re.compile(rb"[A-Za-z0-9_]*").fullmatch
 
 
@@ -114,6 +114,8 @@ class _Parser:
         elif kind in _SEQUENCES:
             node.head = self.take(4)
             node.children = [self.parse() for _ in range(_I32(node.head)[0])]
+        elif kind == 0x3A:  # ':': a slice constant (3.14+): start, stop, step
+            node.children = [self.parse() for _ in range(3)]
         elif kind == 0x7B:  # '{': pairs up to a NULL
             node.children = []
             while self.data[self.pos] != 0x30:
