@@ -592,3 +592,36 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
                      "--package", str(site / "helper.py")]) == 0
     names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
     assert "helper" in names and "mysite" not in names
+
+
+def test_the_output_is_never_an_input_or_inside_what_is_packed(tmp_path, capsys):
+    script = tmp_path / "src.py"
+    script.write_text("print('the only copy of my code')\n")
+    assert cli.main(["build", str(script), "--archive-only", "-o", str(script), "--force"]) == 1
+    err = capsys.readouterr().err
+    assert f"the output {script} is an input of the build" in err and "hint:" in err
+    assert script.read_text() == "print('the only copy of my code')\n"
+    # Inside a package the build copies: the next build would carry this one.
+    package = tmp_path / "tool"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("")
+    inside = package / "data" / "tool.ingot"
+    inside.parent.mkdir()
+    assert cli.main(["build", str(package), "--archive-only", "-o", str(inside)]) == 1
+    assert f"the output {inside} is inside {package}, which the build packs" in \
+        capsys.readouterr().err
+    assert not inside.exists()
+    # Beside it is fine.
+    assert cli.main(["build", str(package), "--archive-only", "-q", "-o",
+                     str(tmp_path / "tool.ingot")]) == 0
+
+
+def test_script_option_alone_builds_the_script(tmp_path, monkeypatch):
+    # `ingot build --script app.py` outside a project: SOURCE defaulted to "." and failed.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app.py").write_text("print('ran from the archive')\n")
+    assert cli.main(["build", "--script", "app.py", "--archive-only", "-q", "-o",
+                     "app.ingot"]) == 0
+    run = run_archive(tmp_path / "app.ingot")
+    assert run.returncode == 0 and run.stdout == "ran from the archive\n", run.stderr

@@ -224,6 +224,31 @@ def is_ingot_file(path: Path) -> bool:
         return False
 
 
+def _check_not_an_input(output: Path, plan: Plan) -> None:
+    """The output must be none of the build's inputs, nor inside what the build packs: a copied
+    directory, or a package directory of a project or a directory of packages (the next build
+    would pack this one's output)."""
+    target = output.resolve()
+    inputs = [*(path for _, path in plan.copies), *plan.roots, *plan.requirement_files,
+              *([plan.pip_project] if plan.pip_project is not None else [])]
+    for given in inputs:
+        source = given.resolve()
+        if target == source:
+            raise BuildError(f"the output {output} is an input of the build ({given}): it would "
+                             "be overwritten", hint="choose another -o/--output")
+        if not (source.is_dir() and target.is_relative_to(source)):
+            continue
+        copied = any(given == path for _, path in plan.copies)
+        package = next((parent for parent in target.parents
+                        if parent.is_relative_to(source) and parent != source
+                        and (parent / "__init__.py").is_file()), None)
+        if copied or package is not None:
+            inside = source if copied else package
+            raise BuildError(f"the output {output} is inside {inside}, which the build packs: "
+                             "the next build would pack this one's output too",
+                             hint="write it elsewhere, e.g. -o dist/NAME outside the package")
+
+
 def _check_output(output: Path, force: bool) -> None:
     if output.is_dir():
         raise BuildError(f"cannot write {output}: it is a directory",
@@ -442,6 +467,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     output = plan.output
     if output.parent == Path("dist") and not output.parent.exists() and plan.default_output:
         output.parent.mkdir()
+    _check_not_an_input(output, plan)
     _check_output(output, options.force)
     launcher = None if options.archive_only else find_launcher(options.launcher)
     if launcher is not None:

@@ -10,6 +10,7 @@ copy or pip-install, where to write. Nothing is installed or written here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -164,6 +165,11 @@ def plan_source(options) -> Plan:
     """Resolves ``options`` (an :class:`ingot.build.BuildOptions`) into a :class:`Plan`."""
     overrides = options.config
     source = Path(options.source or ".")
+    if options.source is None and overrides.script is not None \
+            and not (source / "pyproject.toml").is_file():
+        # `ingot build --script app.py` outside a project: the script is what to build.
+        source = Path(overrides.script)
+        overrides = dataclasses.replace(overrides, script=None)
     if source.name == "pyproject.toml" or (source / "pyproject.toml").is_file():
         project = load_project(source)
         config = merge(_absolute(project.config, project.root), overrides)
