@@ -551,6 +551,7 @@ def test_a_scripts_traceback_shows_its_source_lines(tmp_path):
     assert "    raise ValueError('boom')  # the failing line\n" in run.stderr, run.stderr
     assert "    inner()\n" in run.stderr
     assert run.stderr.endswith("ValueError: boom\n")
+    assert "<ingot boot>" not in run.stderr  # the launcher's frame is not the app's
 
 
 def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):

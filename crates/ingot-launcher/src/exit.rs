@@ -29,10 +29,17 @@ pub fn print_exception(py: Python<'_>, error: PyErr) {
             return Ok(false);
         }
         let value = error.value(py);
-        let traceback = match error.traceback(py) {
+        let mut traceback = match error.traceback(py) {
             Some(traceback) => traceback.into_any(),
             None => py.None().into_bound(py),
         };
+        // The launcher's own frames (`<ingot boot>`: running the module) are not the app's.
+        while !traceback.is_none()
+            && traceback.getattr("tb_frame")?.getattr("f_code")?.getattr("co_filename")?.extract::<String>()? == "<ingot boot>"
+        {
+            traceback = traceback.getattr("tb_next")?;
+        }
+        value.setattr("__traceback__", &traceback)?;
         sys.setattr("last_type", value.get_type())?;
         sys.setattr("last_value", value)?;
         sys.setattr("last_traceback", &traceback)?;
