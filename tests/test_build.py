@@ -626,3 +626,29 @@ def test_script_option_alone_builds_the_script(tmp_path, monkeypatch):
                      "app.ingot"]) == 0
     run = run_archive(tmp_path / "app.ingot")
     assert run.returncode == 0 and run.stdout == "ran from the archive\n", run.stderr
+
+
+@pytest.mark.parametrize("broken", ["entry", "other"])
+def test_a_syntax_error_in_the_apps_code_stops_the_build_as_python_shows_it(tmp_path, capsys,
+                                                                            broken):
+    package = tmp_path / "synpkg"
+    package.mkdir()
+    good, bad = "def main():\n    pass\n", "def main(:\n    pass\n"
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text(bad if broken == "entry" else good)
+    (package / "other.py").write_text(bad if broken == "other" else good)
+    out = tmp_path / "synpkg.ingot"
+    assert cli.main(["build", str(package), "--entry", "synpkg.cli:main", "--archive-only",
+                     "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    module = "cli" if broken == "entry" else "other"
+    # The user's file, the line, the caret: not a staging path, not "not in the archive".
+    assert f'error: synpkg.{module} does not compile:\n  File "{package / module}.py", line 1\n' \
+        in err, err
+    assert "    def main(:\n" in err and "^" in err and "SyntaxError" in err
+    assert f"hint: fix it, or leave it out with --exclude synpkg.{module}" in err
+    assert not out.exists()
+    # Excluded, it is no longer the build's business.
+    if broken == "other":
+        assert cli.main(["build", str(package), "--entry", "synpkg.cli:main", "--archive-only",
+                         "-q", "-o", str(out), "--exclude", "synpkg.other"]) == 0

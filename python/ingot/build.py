@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
-from ingot.errors import IngotError
+from ingot.errors import CompileError, IngotError
 from ingot.project import Config
 from ingot.sources import Plan, console_script_plan, plan_source
 
@@ -222,6 +222,29 @@ def is_ingot_file(path: Path) -> bool:
             return file.read(8) == _TRAILER_MAGIC
     except OSError:
         return False
+
+
+def _compile_error(error: CompileError, app: Path, plan: Plan) -> BuildError:
+    """The SyntaxError of the application's module, shown as Python shows it, at the user's
+    file (the build compiles a staged copy)."""
+    import traceback
+
+    staged = Path(error.path)
+    shown = staged
+    for name, source in plan.copies:
+        copy = app / name
+        if staged == copy:
+            shown = source
+        elif source.is_dir() and staged.is_relative_to(copy):
+            shown = source / staged.relative_to(copy)
+    if shown == staged and staged.is_relative_to(app):
+        where = f" (from the project {plan.pip_project})" if plan.pip_project else ""
+        shown = Path(f"{staged.relative_to(app)}{where}")
+    syntax = error.error
+    syntax.filename = str(shown)
+    text = "".join(traceback.format_exception_only(type(syntax), syntax)).rstrip("\n")
+    return BuildError(f"{error.name} does not compile:\n{text}",
+                      hint=f"fix it, or leave it out with --exclude {error.name}")
 
 
 def _check_not_an_input(output: Path, plan: Plan) -> None:
@@ -487,14 +510,18 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         roots = _stage(plan, staging, say)
         files_packages, policy_warnings = _file_policy(config, roots, say)
         policy_warnings += _prepare(files_packages, roots, say)
-        result = pack(staging / "app.ingot", directories=roots,
-                      stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
-                      optimize_levels=tuple(config.optimize or (0,)),
-                      compression_level=config.compress,
-                      extra_files={LAUNCH_CONFIG: launch_json},
-                      files_packages=files_packages,
-                      precompile_regexes=config.precompile_regexes is not False,
-                      entry_modules=[plan.run["module"]], progress=say)
+        try:
+            result = pack(staging / "app.ingot", directories=roots,
+                          stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
+                          optimize_levels=tuple(config.optimize or (0,)),
+                          compression_level=config.compress,
+                          extra_files={LAUNCH_CONFIG: launch_json},
+                          files_packages=files_packages,
+                          precompile_regexes=config.precompile_regexes is not False,
+                          entry_modules=[plan.run["module"]], strict_directories=roots[:1],
+                          progress=say)
+        except CompileError as error:
+            raise _compile_error(error, staging / "app", plan) from None
         result.warnings[:0] = policy_warnings
         module = plan.run["module"]
         runnable = ("module", "package", "extension-module", "extension-package")

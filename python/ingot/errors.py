@@ -27,3 +27,13 @@ class CollectError(IngotError):
 
 class PackError(IngotError):
     """The archive cannot be built or written (bad option, unwritable output)."""
+
+
+class CompileError(PackError):
+    """A module of the application's own code (a directory ``pack`` was told is strict) does not
+    compile: ``error`` is the SyntaxError, ``path`` the file."""
+
+    def __init__(self, path, name: str, error: SyntaxError):
+        super().__init__(f"{path}:{error.lineno}: {name} does not compile ({error.msg})",
+                         hint="fix it, or leave the module out with --exclude")
+        self.path, self.name, self.error = path, name, error

@@ -30,7 +30,7 @@ from ingot.bytecode import compile_module
 from ingot.collect import (
     DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
 )
-from ingot.errors import PackError
+from ingot.errors import CompileError, PackError
 from ingot.firstuse import BOOT_MODULES, first_use_order, imports_in_source
 from ingot.regexes import MAGIC_ENTRY, entry_name, patterns_in_source, precompiled_entries
 
@@ -305,6 +305,7 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
          files_packages: Iterable[str] = (), precompile_regexes: bool = True,
          entry_modules: Iterable[str] | None = None,
+         strict_directories: Iterable = (),
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
@@ -320,7 +321,9 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     import. ``precompile_regexes`` adds the table of regular expressions the modules compile
     (:mod:`ingot.regexes`). ``entry_modules`` (the modules an executable runs) puts what a start
     is expected to read first in the data region (:mod:`ingot.firstuse`); None leaves the
-    archive in name order. ``progress`` receives one line per step.
+    archive in name order. ``strict_directories`` hold the application's own code: a module there
+    that does not compile raises :class:`ingot.errors.CompileError` (elsewhere, in dependencies,
+    it is left out with a warning). ``progress`` receives one line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -355,11 +358,14 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
                            python_version=sys.version_info[:2], compression_level=compression_level)
+    strict = [Path(directory).resolve() for directory in strict_directories]
     for key in sorted(plan):
         item = plan[key]
         try:
             size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info, scan)
         except SyntaxError as error:
+            if any(Path(item.path).is_relative_to(directory) for directory in strict):
+                raise CompileError(item.path, item.name, error) from None
             result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                                    f"{item.kind} {item.name!r} left out")
             continue
