@@ -652,3 +652,23 @@ def test_a_syntax_error_in_the_apps_code_stops_the_build_as_python_shows_it(tmp_
     if broken == "other":
         assert cli.main(["build", str(package), "--entry", "synpkg.cli:main", "--archive-only",
                          "-q", "-o", str(out), "--exclude", "synpkg.other"]) == 0
+
+
+def test_an_entry_function_that_does_not_exist_stops_the_build(tmp_path, capsys):
+    package = tmp_path / "tool"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text("import sys\n\ndef main():\n    return 0\n")
+    out = tmp_path / "tool.ingot"
+    assert cli.main(["build", str(package), "--entry", "tool.cli:nofunc", "--archive-only",
+                     "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "error: the entry point tool.cli:nofunc names no function of tool.cli" in err
+    assert "hint: check the function's name (tool.cli defines main, sys)" in err
+    assert not out.exists()
+    assert cli.main(["build", str(package), "--entry", "tool.cli:main", "--archive-only",
+                     "-q", "-o", str(out)]) == 0
+    # A module whose names cannot be known from its source is trusted.
+    (package / "dyn.py").write_text("def __getattr__(name):\n    return lambda: 0\n")
+    assert cli.main(["build", str(package), "--entry", "tool.dyn:anything", "--archive-only",
+                     "-q", "-o", str(out)]) == 0

@@ -224,6 +224,43 @@ def is_ingot_file(path: Path) -> bool:
         return False
 
 
+def _check_function(archive: Path, module: str, function: str) -> None:
+    """BuildError if the entry function is surely not defined by its module: no top-level
+    binding of its first name (def, class, assignment, import) in the module's source. A module
+    with ``from ... import *`` or a module ``__getattr__``, or without source, is trusted."""
+    import ast
+
+    from ingot._ingot import IngotFinder
+
+    try:
+        source = IngotFinder(str(archive)).get_source(module)
+        tree = ast.parse(source) if source is not None else None
+    except (ImportError, SyntaxError, ValueError):
+        return
+    if tree is None:
+        return
+    first = function.split(".")[0]
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return
+                bound.add(alias.asname or alias.name.split(".")[0])
+    if first in bound or "__getattr__" in bound:
+        return
+    candidates = sorted(name for name in bound if not name.startswith("_")
+                        and isinstance(name, str))[:8]
+    raise BuildError(f"the entry point {module}:{function} names no function of {module}: "
+                     f"{module} defines no {first!r}",
+                     hint="check the function's name" + (
+                         f" ({module} defines {', '.join(candidates)})" if candidates else ""))
+
+
 def _compile_error(error: CompileError, app: Path, plan: Plan) -> BuildError:
     """The SyntaxError of the application's module, shown as Python shows it, at the user's
     file (the build compiles a staged copy)."""
@@ -529,6 +566,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
             raise BuildError(f"the module to run, {module!r}, is not in the archive",
                              hint="check the entry point's module name (and that it is not "
                                   "left out by an exclude pattern)")
+        if plan.run["kind"] == "function":
+            _check_function(staging / "app.ingot", module, plan.run["function"])
         archive = (staging / "app.ingot").read_bytes()
     head = launcher.read_bytes() if launcher else b""
     say(f"writing {output}" + (f" (launcher {launcher}, {len(head)} bytes)" if launcher else ""))
