@@ -101,3 +101,23 @@ def test_archive_error_is_an_import_error():
 def test_directory_is_refused_with_a_clear_error(tmp_path, clean_imports):
     with pytest.raises(ingot.ArchiveError, match="is a directory"):
         ingot.IngotFinder(str(tmp_path))
+
+
+def test_inspect_verify_finds_a_damaged_entry_without_running_anything(tmp_path, capsys):
+    from ingot import cli
+
+    builder = ArchiveBuilder()
+    builder.module("victim", "VALUE = 'intact'\n", levels=())
+    builder.data("pkgdata/table.csv", "a,b\n1,2\n")
+    path = builder.write(tmp_path / "app.ingot")
+    assert cli.main(["inspect", "--verify", str(path)]) == 0
+    assert "verified: every checksum of" in capsys.readouterr().err
+    data = bytearray(path.read_bytes())
+    data[data.find(b"intact")] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert cli.main(["inspect", str(path)]) == 0  # listing reads no entry's data
+    capsys.readouterr()
+    assert cli.main(["inspect", "--verify", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {path} is damaged: " in err and "victim" in err and "corrupted" in err
+    assert "hint: build it again" in err

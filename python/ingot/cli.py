@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
                     "or an archive, with its launch config and Python version.")
     inspect.add_argument("path", metavar="EXE_OR_ARCHIVE")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument("--verify", action="store_true", help="also read every entry and check "
+                         "its checksum; exit 1 if any is damaged")
     cache = commands.add_parser(
         "cache", help="list or prune the extraction cache",
         description="The extraction cache holds the files trees (and, where memory files cannot "
@@ -328,6 +330,17 @@ def _inspect(args: argparse.Namespace) -> int:
     from ingot.build import describe
 
     info = describe(args.path)
+    if args.verify:
+        import ingot
+
+        try:
+            ingot.IngotFinder(str(args.path), any_python=True).verify()
+        except ingot.ArchiveError as error:
+            raise IngotError(f"{args.path} is damaged: {error}",
+                             hint="build it again; a copy that was cut short or altered in "
+                                  "transit cannot be repaired") from None
+        print(f"{args.path}: verified: every checksum of {len(info['entries'])} entries matches",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
