@@ -672,3 +672,21 @@ def test_an_entry_function_that_does_not_exist_stops_the_build(tmp_path, capsys)
     (package / "dyn.py").write_text("def __getattr__(name):\n    return lambda: 0\n")
     assert cli.main(["build", str(package), "--entry", "tool.dyn:anything", "--archive-only",
                      "-q", "-o", str(out)]) == 0
+
+
+@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
+                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+def test_an_executable_cut_short_says_so(tmp_path, capsys):
+    if launcher_python(_real_launcher()) != HERE:
+        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+    out = tmp_path / "hello"
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(_real_launcher()),
+                     "-o", str(out), "-q"]) == 0
+    cut = tmp_path / "hello-cut"
+    cut.write_bytes(out.read_bytes()[:-4096])
+    cut.chmod(0o755)
+    run = subprocess.run([str(cut)], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert "the file is cut short" in run.stderr, run.stderr
+    assert cli.main(["inspect", str(cut)]) == 1
+    assert "the file is cut short" in capsys.readouterr().err

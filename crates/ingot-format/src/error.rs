@@ -16,6 +16,8 @@ pub enum Error {
     Write(#[source] std::io::Error),
     #[error("not an ingot archive: no ingot trailer at the end and no ingot header at the start")]
     NotAnArchive,
+    #[error("the file is cut short: the archive after the executable's launcher starts at byte {start} but the file ends at byte {size}, before the archive's end (an interrupted copy or download?)")]
+    CutShort { start: u64, size: u64 },
     #[error("archive truncated: {what} needs bytes {start}..{end} but the archive has {size}")]
     Truncated { what: String, start: u64, end: u64, size: u64 },
     #[error("bad archive header magic at offset {offset}: found {found:02x?}")]

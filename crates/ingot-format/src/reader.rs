@@ -514,6 +514,25 @@ fn namespace_of(kind_tag: u8) -> u8 {
     }
 }
 
+/// Where a 64-bit little-endian ELF file's image ends (its section header table or its last
+/// segment, whichever is later), or None if `bytes` is not one.
+fn elf_image_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < 64 || bytes[..4] != *b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return None;
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]) as usize;
+    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize);
+    let (phoff, shoff) = (u64_at(0x20)?, u64_at(0x28)?);
+    let (phentsize, phnum, shentsize, shnum) = (u16_at(0x36), u16_at(0x38), u16_at(0x3A), u16_at(0x3C));
+    let mut end = 64usize.max(shoff.checked_add(shentsize.checked_mul(shnum)?)?);
+    for index in 0..phnum {
+        let header = phoff.checked_add(index.checked_mul(phentsize)?)?;
+        let (offset, size) = (u64_at(header + 8)?, u64_at(header + 0x20)?);
+        end = end.max(offset.checked_add(size)?);
+    }
+    Some(end)
+}
+
 /// Finds the archive in `bytes`: through the trailer at the end, the way it is found when appended
 /// to an executable. Returns (start, size).
 fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
@@ -527,6 +546,11 @@ fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
                 end: length as u64 + layout::TRAILER_SIZE as u64,
                 size: length as u64,
             });
+        }
+        // An executable cut short: an archive starts right after the ELF image, but the file ends
+        // before its trailer.
+        if let Some(start) = elf_image_end(bytes).filter(|&end| bytes.get(end..).is_some_and(|rest| rest.starts_with(&layout::HEADER_MAGIC))) {
+            return Err(Error::CutShort { start: start as u64, size: length as u64 });
         }
         return Err(Error::NotAnArchive);
     }

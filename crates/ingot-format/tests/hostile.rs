@@ -574,3 +574,35 @@ fn blob_from_another_archive_is_an_error_not_a_panic() {
     let genuine = entry.blob(Role::Source).unwrap().unwrap();
     assert_eq!(&tiny.data(&genuine).unwrap()[..], b"x=1\n");
 }
+
+/// A 64-bit ELF header with no program or section headers: an image of 64 bytes.
+fn tiny_elf() -> Vec<u8> {
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2; // 64-bit
+    elf[5] = 1; // little-endian
+    elf
+}
+
+#[test]
+fn an_executable_cut_short_says_so() {
+    let archive = small(None);
+    let mut whole = tiny_elf();
+    whole.extend_from_slice(&archive);
+    assert!(Archive::from_vec(whole.clone()).is_ok());
+    for cut in [1, layout::TRAILER_SIZE, archive.len() / 2, archive.len() - 8] {
+        let bytes = whole[..whole.len() - cut].to_vec();
+        match Archive::from_vec(bytes) {
+            Err(Error::CutShort { start, .. }) => assert_eq!(start, 64, "cut {cut}"),
+            Err(other) => panic!("cut {cut}: expected CutShort, got {other:?}"),
+            Ok(_) => panic!("cut {cut}: opened"),
+        }
+    }
+    // An ELF file with nothing appended is no archive at all.
+    assert!(matches!(Archive::from_vec(tiny_elf()), Err(Error::NotAnArchive)));
+    let message = match Archive::from_vec(whole[..whole.len() - 100].to_vec()) {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("opened"),
+    };
+    assert!(message.starts_with("the file is cut short"), "{message}");
+}
