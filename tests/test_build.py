@@ -690,3 +690,26 @@ def test_an_executable_cut_short_says_so(tmp_path, capsys):
     assert "the file is cut short" in run.stderr, run.stderr
     assert cli.main(["inspect", str(cut)]) == 1
     assert "the file is cut short" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
+                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+def test_a_damaged_module_of_the_start_is_named_with_a_hint(tmp_path):
+    # codecs is imported while Python starts: its damage failed the start with "init_fs_encoding"
+    # and the checksum error only inside a traceback.
+    if launcher_python(_real_launcher()) != HERE:
+        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+    out = tmp_path / "hello"
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(_real_launcher()),
+                     "-o", str(out), "-q"]) == 0
+    data = bytearray(out.read_bytes())
+    marker = b"codecs -- Python Codec Registry, API and helpers."
+    at = data.find(marker)
+    while at >= 0:  # in its source and in its bytecode
+        data[at + 3] ^= 0xFF
+        at = data.find(marker, at + 1)
+    out.write_bytes(bytes(data))
+    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert f"ingot: {out}: the executable is damaged: entry `codecs`: " in run.stderr, run.stderr
+    assert "hint: build or copy it again" in run.stderr

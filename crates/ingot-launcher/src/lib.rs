@@ -136,6 +136,22 @@ fn fail(what: &str, reason: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
+/// When Python cannot start: if the cause is a damaged archive (a module the start imports, such
+/// as `codecs`, fails its checksum), says so first, with what to do, and exits. Reads the whole
+/// archive, which only this failure path can afford.
+fn report_damage() {
+    let Ok(exe) = std::env::current_exe() else { return };
+    let damage = match Archive::open_path(&exe) {
+        Ok(archive) => archive.verify_all().err(),
+        Err(error) => Some(error),
+    };
+    if let Some(error) = damage {
+        eprintln!("ingot: {}: the executable is damaged: {}", exe.display(), chain(&error));
+        eprintln!("hint: build or copy it again (`ingot inspect --verify FILE` checks a file without running it)");
+        std::process::exit(1);
+    }
+}
+
 /// The archive `read_archive` opened, kept for the finder so that it is mapped and checked once.
 static OPENED: std::sync::Mutex<Option<Archive>> = std::sync::Mutex::new(None);
 
@@ -359,6 +375,7 @@ unsafe fn check(status: ffi::PyStatus, phase: &str) {
         std::process::exit(status.exitcode);
     }
     if ffi::PyStatus_Exception(status) != 0 {
+        report_damage();
         if ffi::PyErr_Occurred().is_null() {
             fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
         }
