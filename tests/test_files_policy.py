@@ -261,8 +261,35 @@ def test_unusable_cache_dir_is_a_clear_import_error(archives, tmp_path):
     assert "cannot materialize package `fpkg`" in result.stderr
     assert "writable by other users" in result.stderr
     assert "Traceback" in result.stderr and "Segmentation" not in result.stderr
-    relative = run_python(sys.executable, PROBE, files, env=cache_env("relative/dir"), check=False)
-    assert "is not an absolute path" in relative.stderr
+
+
+
+def test_the_cache_falls_back_as_the_xdg_rules_say(archives, tmp_path):
+    # An empty or relative INGOT_CACHE_DIR is ignored, as XDG_CACHE_HOME is; a home the app
+    # cannot write falls back to $XDG_RUNTIME_DIR, then to a private directory under /tmp.
+    files, _ = archives
+    home, runtime = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    runtime.mkdir(mode=0o700)
+    for setting in ("", "relative/dir"):
+        env = cache_env(setting, HOME=str(home), XDG_RUNTIME_DIR=str(runtime))
+        env.pop("XDG_CACHE_HOME", None)
+        result = run_python(sys.executable, PROBE, files, env=env, check=False)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["file"].startswith(str(home / ".cache" / "ingot"))
+    # A home where the cache cannot be made (root may write anywhere, so not by permissions:
+    # ~/.cache is a file), then no runtime directory either.
+    shutil.rmtree(home / ".cache")
+    (home / ".cache").write_text("not a directory")
+    result = run_python(sys.executable, PROBE, files, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["file"].startswith(str(runtime / "ingot"))
+    env.pop("XDG_RUNTIME_DIR")
+    result = run_python(sys.executable, PROBE, files, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    file = json.loads(result.stdout)["file"]
+    assert file.startswith(f"/tmp/ingot-{os.geteuid()}/trees/")
+    shutil.rmtree("/".join(file.split("/")[:5]))  # /tmp/ingot-<uid>/trees/<id>: ours only
 
 
 def test_pack_refuses_a_files_package_it_does_not_hold(tmp_path):

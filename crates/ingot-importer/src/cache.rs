@@ -1,8 +1,9 @@
 //! The extraction cache: directories of real files materialized from an archive, for the packages
 //! that need them (the `files` policy) and for native code where memory files cannot be used.
 //!
-//! Layout: `<root>/<section>/<id>/...`, where `<root>` is `$INGOT_CACHE_DIR`, else
-//! `$XDG_CACHE_HOME/ingot`, else `$HOME/.cache/ingot`; `<section>` is `trees` (packages) or
+//! Layout: `<root>/<section>/<id>/...`, where `<root>` is `$INGOT_CACHE_DIR`, else the first
+//! usable of `$XDG_CACHE_HOME/ingot`, `$HOME/.cache/ingot`, `$XDG_RUNTIME_DIR/ingot`,
+//! `/tmp/ingot-<uid>` (see [`root`]); `<section>` is `trees` (packages) or
 //! `native` (extension modules and shared libraries); `<id>` is derived from the content, so a tree
 //! is never updated in place: different content is a different directory.
 //!
@@ -77,24 +78,46 @@ impl Strategy {
     }
 }
 
-/// The cache root: `$INGOT_CACHE_DIR`, else `$XDG_CACHE_HOME/ingot`, else `$HOME/.cache/ingot`.
-/// Relative settings are ignored as the XDG specification says; none usable is an error.
+/// The cache root: `$INGOT_CACHE_DIR` if set (to an absolute path: an empty or relative value is
+/// ignored, as the XDG specification says of its variables); else the first usable of
+/// `$XDG_CACHE_HOME/ingot`, `$HOME/.cache/ingot`, `$XDG_RUNTIME_DIR/ingot` and
+/// `/tmp/ingot-<uid>` (a read-only home falls back to the others). Usable: a private directory of
+/// this user that it can write, or one it can create. With none usable, the first candidate (whose
+/// use then fails with a message that names it).
 pub fn root() -> Result<PathBuf, String> {
     let absolute = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
-    if let Some(value) = std::env::var_os(CACHE_DIR_VAR) {
-        let path = PathBuf::from(&value);
-        if !path.is_absolute() {
-            return Err(format!("{CACHE_DIR_VAR}={} is not an absolute path", path.display()));
-        }
+    if let Some(path) = absolute(CACHE_DIR_VAR) {
         return Ok(path);
     }
-    if let Some(path) = absolute("XDG_CACHE_HOME") {
-        return Ok(path.join("ingot"));
+    // SAFETY: no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let candidates: Vec<PathBuf> = [
+        absolute("XDG_CACHE_HOME").map(|path| path.join("ingot")),
+        absolute("HOME").map(|path| path.join(".cache").join("ingot")),
+        absolute("XDG_RUNTIME_DIR").map(|path| path.join("ingot")),
+        Some(PathBuf::from(format!("/tmp/ingot-{uid}"))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Ok(candidates.iter().find(|path| usable(path, uid)).unwrap_or(&candidates[0]).clone())
+}
+
+/// Whether `path` is, or could be created as, a private cache directory of user `uid`.
+fn usable(path: &Path, uid: u32) -> bool {
+    let writable = |path: &Path| {
+        let Ok(text) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return false };
+        // SAFETY: `text` is a NUL-terminated path.
+        unsafe { libc::access(text.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    };
+    match fs::symlink_metadata(path) {
+        Ok(metadata) => metadata.is_dir() && metadata.uid() == uid && metadata.mode() & 0o022 == 0 && writable(path),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            // The nearest existing ancestor must let this user create what is missing.
+            path.ancestors().skip(1).find(|ancestor| ancestor.exists()).is_some_and(|ancestor| ancestor.is_dir() && writable(ancestor))
+        }
+        Err(_) => false,
     }
-    if let Some(path) = absolute("HOME") {
-        return Ok(path.join(".cache").join("ingot"));
-    }
-    Err(format!("no cache directory: set {CACHE_DIR_VAR} (or XDG_CACHE_HOME or HOME) to an absolute path"))
 }
 
 fn io_error(what: &str, path: &Path, error: std::io::Error) -> String {
