@@ -97,3 +97,25 @@ def test_cache_dir_prints_the_importers_root_and_a_missing_cache_lists_empty(cac
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache / "xdg"))
     assert cli.main(["cache", "dir"]) == 0
     assert capsys.readouterr().out.strip() == str(cache / "xdg" / "ingot")
+
+
+def test_a_killed_writers_leftover_goes_at_once_and_a_live_ones_stays(cache, capsys):
+    # Interrupted first starts left .tmp-* trees that stayed for an hour (72 MiB after 10 kills).
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (cache / "trees").mkdir(mode=0o700)
+    minute_ago = time.time() - 60
+
+    def leftover(pid, nanos):
+        path = cache / "trees" / f".tmp-{'e' * 32}-{pid}-{nanos}"
+        (path / "pkg").mkdir(parents=True)
+        os.utime(path, (minute_ago, minute_ago))
+        return path
+
+    killed, alive = leftover(dead, 1), leftover(os.getpid(), 2)
+    assert cli.main(["cache", "prune"]) == 0
+    assert not killed.exists() and alive.is_dir()
+    # The importer's next write clears what a killed writer left, too.
+    killed = leftover(dead, 3)
+    write_tree(str(cache), "f" * 32, [("pkg/__init__.py", b"")])
+    assert not killed.exists() and alive.is_dir()

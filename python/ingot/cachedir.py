@@ -29,6 +29,22 @@ _ID = re.compile(r"[0-9a-f]{16,32}(?:-[0-9a-f]+)?\Z")
 _TEMPORARY = re.compile(r"\.tmp-")
 #: Temporary directories younger than this may belong to a writer still at work.
 TEMPORARY_GRACE = 3600.0
+#: ... unless their writer (the pid in ``.tmp-<id>-<pid>-<nanos>``) is gone and they are older
+#: than this (a writer in another PID namespace is not seen).
+WRITER_GONE_GRACE = 10.0
+
+
+def _writer_gone(name: str) -> bool:
+    parts = name.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) <= 0:
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class CacheError(IngotError):
@@ -134,13 +150,15 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
 def prune(older_than_days: float = 30.0, *, cache: Path | None = None,
           dry_run: bool = False) -> list[CacheEntry]:
     """Removes (unless ``dry_run``) the cache's trees and native directories older than
-    ``older_than_days`` that no process uses, and temporary directories over an hour old;
-    returns what was (or would be) removed."""
+    ``older_than_days`` that no process uses, and temporary directories whose writing process
+    is gone (or over an hour old); returns what was (or would be) removed."""
     if older_than_days < 0:
         raise CacheError(f"--older-than {older_than_days} is negative")
     removed = []
     for entry in list_cache(cache):
         limit = TEMPORARY_GRACE if entry.temporary else older_than_days * 86400.0
+        if entry.temporary and entry.age > WRITER_GONE_GRACE and _writer_gone(entry.path.name):
+            limit = 0.0
         if entry.in_use or entry.age < limit:
             continue
         if not dry_run:

@@ -49,6 +49,9 @@ const CLOSE_BATCH: usize = 64;
 /// Temporary trees older than this are taken for leftovers of killed processes.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
+/// Temporary trees whose writing process is gone are removed once this old.
+const WRITER_GONE_AFTER: Duration = Duration::from_secs(10);
+
 /// One file of a tree: its path relative to the tree, its size and the XXH3-64 of its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeFile {
@@ -395,20 +398,34 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
     Ok(())
 }
 
-/// Removes temporary trees that killed processes left in `parent` (older than an hour).
+/// Whether the process that names a temporary tree (`.tmp-<id>-<pid>-<nanos>`) is gone.
+pub fn writer_is_gone(name: &[u8]) -> bool {
+    let mut parts = name.rsplit(|&byte| byte == b'-');
+    let (_nanos, pid) = (parts.next(), parts.next());
+    let Some(pid) = pid.and_then(|pid| std::str::from_utf8(pid).ok()?.parse::<i32>().ok()).filter(|&pid| pid > 0) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks whether the process exists.
+    unsafe { libc::kill(pid, 0) != 0 && *libc::__errno_location() == libc::ESRCH }
+}
+
+/// Removes temporary trees that killed processes left in `parent`: those whose writer is gone
+/// (and a few seconds old: a writer in another PID namespace is not seen), and any over an hour old.
 fn remove_stale(parent: &Path) {
     let Ok(listing) = fs::read_dir(parent) else { return };
     let now = SystemTime::now();
     for child in listing.flatten() {
-        if !child.file_name().as_encoded_bytes().starts_with(b".tmp-") {
+        let name = child.file_name();
+        if !name.as_encoded_bytes().starts_with(b".tmp-") {
             continue;
         }
-        let old = child
+        let age = child
             .metadata()
             .and_then(|metadata| metadata.modified())
             .ok()
-            .and_then(|modified| now.duration_since(modified).ok())
-            .is_some_and(|age| age > STALE_AFTER);
+            .and_then(|modified| now.duration_since(modified).ok());
+        let old = age.is_some_and(|age| age > STALE_AFTER)
+            || (age.is_some_and(|age| age > WRITER_GONE_AFTER) && writer_is_gone(name.as_encoded_bytes()));
         if old {
             let _ = fs::remove_dir_all(child.path());
         }
