@@ -338,6 +338,26 @@ def test_native_code_through_the_cache_when_asked(native_archive, tmp_path):
     assert tree_files(cache) == before
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="needs root and unshare (a noexec tmpfs in a mount namespace)")
+def test_a_noexec_cache_is_named_with_a_hint(native_archive, tmp_path):
+    # Native code through a cache on a noexec file system: the loader's "failed to map segment
+    # from shared object" alone did not say why.
+    mount = tmp_path / "noexec"
+    mount.mkdir()
+    probe = tmp_path / "probe.py"
+    probe.write_text(textwrap.dedent(NATIVE_PROBE))
+    script = (f"mount -t tmpfs -o noexec,mode=700 tmpfs {mount} && "
+              f"exec {sys.executable} {probe} {native_archive} {mount / 'cache'}")
+    env = cache_env(mount / "cache", INGOT_NATIVE="cache")
+    result = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                             script], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 1
+    assert "failed to map segment from shared object" in result.stderr, result.stderr
+    assert f"hint: {mount / 'cache'}" in result.stderr and "mounted noexec" in result.stderr
+    assert "INGOT_CACHE_DIR" in result.stderr
+
+
 def test_bad_native_mode_is_a_clear_error(native_archive, tmp_path):
     result = run_python(sys.executable, NATIVE_PROBE, native_archive, tmp_path,
                         env=cache_env(tmp_path / "c", INGOT_NATIVE="disk"), check=False)

@@ -462,7 +462,8 @@ impl IngotFinder {
         }
         if self.shared.tree_root(py, name)?.is_some() {
             // Its package is materialized: load the real file, as the file-system importer would.
-            let module = self.create_dynamic.bind(py).call1((spec,))?;
+            let origin: String = spec.getattr(intern!(py, "origin"))?.extract()?;
+            let module = self.create_dynamic.bind(py).call1((spec,)).map_err(|error| with_load_hint(py, error, &origin))?;
             let _ = module.setattr(intern!(py, "__file__"), spec.getattr(intern!(py, "origin"))?);
             return Ok(module);
         }
@@ -476,7 +477,7 @@ impl IngotFinder {
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
         let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;
-        let module = self.create_dynamic.bind(py).call1((loading_spec,))?;
+        let module = self.create_dynamic.bind(py).call1((loading_spec,)).map_err(|error| with_load_hint(py, error, &memory_path))?;
         // The loader named the module after the memory file; it is the virtual path to the user.
         let origin = spec.getattr(intern!(py, "origin"))?;
         let _ = module.setattr(intern!(py, "__file__"), origin);
@@ -907,4 +908,15 @@ fn main_module_name(finder: &Bound<'_, IngotFinder>) -> PyResult<Option<String>>
         return Ok(None);
     }
     Ok(spec.getattr("name")?.extract::<String>().ok().filter(|name| name != "__main__"))
+}
+
+/// `error` (of loading native code from `path`), with the hint `native::explain_load_error` adds.
+fn with_load_hint(py: Python<'_>, error: PyErr, path: &str) -> PyErr {
+    let message = error.value(py).to_string();
+    let explained = native::explain_load_error(message.clone(), path);
+    if explained == message {
+        error
+    } else {
+        PyImportError::new_err(explained)
+    }
 }

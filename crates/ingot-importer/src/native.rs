@@ -214,9 +214,22 @@ fn dlopen(path: &str) -> Result<(), String> {
             // SAFETY: non-null dlerror results are NUL-terminated strings.
             unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
         };
-        return Err(message);
+        return Err(explain_load_error(message, path));
     }
     Ok(())
+}
+
+/// The loader's message, with a hint when native code in the extraction cache cannot be mapped
+/// executable: the cache is on a file system mounted `noexec`.
+pub fn explain_load_error(message: String, path: &str) -> String {
+    if !message.contains("failed to map segment from shared object") || path.starts_with("/proc/") || path.starts_with("/memfd:") {
+        return message;
+    }
+    let directory = std::path::Path::new(path).parent().map_or_else(String::new, |dir| dir.display().to_string());
+    format!(
+        "{message}\nhint: {directory} is on a file system mounted noexec, where native code cannot run; set {} to a directory on one that allows it",
+        crate::cache::CACHE_DIR_VAR
+    )
 }
 
 /// Whether a shared object with this SONAME is loaded in the process (`RTLD_NOLOAD`: nothing is
