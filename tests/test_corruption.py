@@ -74,6 +74,7 @@ def test_flipped_byte_in_module_data_is_caught_at_import_and_names_the_entry(tmp
     output = run_on(tmp_path, bytes(data))
     assert output.startswith("ArchiveError"), output
     assert "victim" in output and "corrupted" in output
+    assert "hint: the file is damaged: build or copy it again" in output
 
 
 def test_unsupported_format_version_names_both_versions(tmp_path, valid):

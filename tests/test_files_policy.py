@@ -260,6 +260,7 @@ def test_unusable_cache_dir_is_a_clear_import_error(archives, tmp_path):
     assert result.returncode == 1
     assert "cannot materialize package `fpkg`" in result.stderr
     assert "writable by other users" in result.stderr
+    assert "hint: set INGOT_CACHE_DIR to a private directory of yours" in result.stderr
     assert "Traceback" in result.stderr and "Segmentation" not in result.stderr
 
 

@@ -336,7 +336,7 @@ def _inspect(args: argparse.Namespace) -> int:
         try:
             ingot.IngotFinder(str(args.path), any_python=True).verify()
         except ingot.ArchiveError as error:
-            raise IngotError(f"{args.path} is damaged: {error}",
+            raise IngotError(f"{args.path} is damaged: {str(error).split(chr(10))[0]}",
                              hint="build it again; a copy that was cut short or altered in "
                                   "transit cannot be repaired") from None
         print(f"{args.path}: verified: every checksum of {len(info['entries'])} entries matches",

@@ -176,8 +176,9 @@ impl Shared {
         });
         result.map(Some).map_err(|why| {
             PyImportError::new_err(format!(
-                "ingot archive `{}`: cannot materialize package `{package}` (files policy) in the extraction cache: {why}",
-                self.path
+                "ingot archive `{}`: cannot materialize package `{package}` (files policy) in the extraction cache: {why}\nhint: set {} to a private directory of yours (`ingot cache dir` shows the one in use)",
+                self.path,
+                crate::cache::CACHE_DIR_VAR
             ))
         })
     }
