@@ -1,6 +1,7 @@
 """Shared fixtures: archives built with the real writer, interpreters to run them in, and a
 clean import system for every test."""
 
+import contextlib
 import importlib.util
 import marshal
 import os
@@ -60,18 +61,31 @@ class ArchiveBuilder:
         return path
 
 
+def _set_environment(name, value):
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = str(value)
+
+
+@contextlib.contextmanager
+def environment(name, value):
+    """``os.environ[name] = value`` (unset for None) for the ``with`` block, restored after."""
+    previous = os.environ.get(name)
+    _set_environment(name, value)
+    try:
+        yield
+    finally:
+        _set_environment(name, previous)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_extraction_cache(tmp_path_factory):
     """Every process the tests start uses a cache of its own, not the user's ~/.cache/ingot."""
     cache = tmp_path_factory.mktemp("ingot-cache")
     os.chmod(cache, 0o700)
-    previous = os.environ.get("INGOT_CACHE_DIR")
-    os.environ["INGOT_CACHE_DIR"] = str(cache)
-    yield cache
-    if previous is None:
-        os.environ.pop("INGOT_CACHE_DIR", None)
-    else:
-        os.environ["INGOT_CACHE_DIR"] = previous
+    with environment("INGOT_CACHE_DIR", cache):
+        yield cache
 
 
 #: The store of runtimes the test command made (scripts/test), for the tests that build with one
@@ -83,32 +97,15 @@ RUNTIMES = os.environ.get("INGOT_RUNTIMES")
 @pytest.fixture(scope="session", autouse=True)
 def empty_runtime_store(tmp_path_factory):
     store = tmp_path_factory.mktemp("ingot-runtimes")
-    os.environ["INGOT_RUNTIMES"] = str(store)
-    yield store
-    if RUNTIMES is None:
-        os.environ.pop("INGOT_RUNTIMES", None)
-    else:
-        os.environ["INGOT_RUNTIMES"] = RUNTIMES
+    with environment("INGOT_RUNTIMES", store):
+        yield store
 
 
 @pytest.fixture(scope="module")
 def runtime_store():
     """The real store of runtimes (``RUNTIMES``, else the default place) for a module's tests."""
-    empty = os.environ.get("INGOT_RUNTIMES")
-    if RUNTIMES is None:
-        os.environ.pop("INGOT_RUNTIMES", None)
-    else:
-        os.environ["INGOT_RUNTIMES"] = RUNTIMES
-    yield
-    os.environ["INGOT_RUNTIMES"] = empty
-
-
-def needed_by_stdlib_module(name):
-    """The DT_NEEDED names of one of this interpreter's stdlib extension modules (empty for a
-    runtime's, which link OpenSSL, SQLite, ... statically)."""
-    module = importlib.import_module(name)
-    with open(module.__file__, "rb") as file:
-        return set(ingot.elf_dynamic(ingot.loadable_image(file.read()))["needed"])
+    with environment("INGOT_RUNTIMES", RUNTIMES):
+        yield
 
 
 @pytest.fixture

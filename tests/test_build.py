@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import proclimit
 import pytest
 
 import ingot
@@ -458,6 +459,18 @@ def _real_launcher():
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
+@pytest.fixture
+def launcher_here():
+    """The real launcher, if it embeds this Python (else the test skips)."""
+    launcher = _real_launcher()
+    if launcher is None:
+        pytest.skip("no launcher binary (set INGOT_LAUNCHER or cargo build --release -p "
+                    "ingot-launcher); archive-only builds are tested")
+    if launcher_python(launcher) != HERE:
+        pytest.skip(f"the launcher embeds Python {launcher_python(launcher)}, not {HERE}")
+    return launcher
+
+
 @pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
                     "cargo build --release -p ingot-launcher); archive-only builds are tested")
 def test_launcher_for_another_python_is_refused(tmp_path, capsys):
@@ -470,34 +483,26 @@ def test_launcher_for_another_python_is_refused(tmp_path, capsys):
     assert f"embeds Python {embedded}, but this is Python {HERE}" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
-                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
-def test_executable_runs_end_to_end(tmp_path):
-    if launcher_python(_real_launcher()) != HERE:
-        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+def test_executable_runs_end_to_end(tmp_path, launcher_here):
     out = tmp_path / "hello"
-    pip_build(tmp_path, EXAMPLES / "hello", "--launcher", _real_launcher(), "-o", out)
+    pip_build(tmp_path, EXAMPLES / "hello", "--launcher", launcher_here, "-o", out)
     shutil.rmtree(tmp_path / "dist", ignore_errors=True)
-    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    run = proclimit.run([str(out)], max_processes=8, timeout=120, cwd=tmp_path,
+                        env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     assert "Hello from memory!" in run.stdout
 
 
-@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
-                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
-def test_executable_passes_argv_and_the_exit_status(tmp_path):
-    if launcher_python(_real_launcher()) != HERE:
-        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+def test_executable_passes_argv_and_the_exit_status(tmp_path, launcher_here):
     tool = tmp_path / "tool"
     tool.mkdir()
     (tool / "__init__.py").write_text("import sys\ndef main():\n    print(sys.argv[1:])\n"
                                       "    return int(sys.argv[1])\n")
     for fast_exit in ("--fast-exit", "--no-fast-exit"):
         out = tmp_path / f"tool{fast_exit}"
-        pip_build(tmp_path, tool, "--entry", "tool:main", "--launcher", _real_launcher(),
+        pip_build(tmp_path, tool, "--entry", "tool:main", "--launcher", launcher_here,
                   "-o", out, "-q", fast_exit)
-        run = subprocess.run([str(out), "3", "é x"], capture_output=True, text=True, timeout=60)
+        run = proclimit.run([str(out), "3", "é x"], max_processes=8, timeout=60)
         assert (run.returncode, run.stdout) == (3, "['3', 'é x']\n"), run.stderr
 
 
@@ -533,20 +538,16 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
     assert run_archive(tmp_path / "u.ingot").stdout == "tool\n"
 
 
-@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
-                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
-def test_a_scripts_traceback_shows_its_source_lines(tmp_path):
+def test_a_scripts_traceback_shows_its_source_lines(tmp_path, launcher_here):
     # The script runs as __main__: before 3.13, linecache asks its loader for the source of
     # "__main__", which the archive answers with the script's.
-    if launcher_python(_real_launcher()) != HERE:
-        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
     script = tmp_path / "boom.py"
     script.write_text("def inner():\n    raise ValueError('boom')  # the failing line\n\n"
                       "inner()\n")
     out = tmp_path / "boom"
-    assert cli.main(["build", str(script), "--launcher", str(_real_launcher()), "-o", str(out),
+    assert cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out),
                      "-q"]) == 0
-    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+    run = proclimit.run([str(out)], max_processes=8, timeout=60)
     assert run.returncode == 1
     assert "    raise ValueError('boom')  # the failing line\n" in run.stderr, run.stderr
     assert "    inner()\n" in run.stderr
@@ -674,33 +675,25 @@ def test_an_entry_function_that_does_not_exist_stops_the_build(tmp_path, capsys)
                      "-q", "-o", str(out)]) == 0
 
 
-@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
-                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
-def test_an_executable_cut_short_says_so(tmp_path, capsys):
-    if launcher_python(_real_launcher()) != HERE:
-        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
+def test_an_executable_cut_short_says_so(tmp_path, launcher_here, capsys):
     out = tmp_path / "hello"
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(_real_launcher()),
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher_here),
                      "-o", str(out), "-q"]) == 0
     cut = tmp_path / "hello-cut"
     cut.write_bytes(out.read_bytes()[:-4096])
     cut.chmod(0o755)
-    run = subprocess.run([str(cut)], capture_output=True, text=True, timeout=60)
+    run = proclimit.run([str(cut)], max_processes=8, timeout=60)
     assert run.returncode != 0
     assert "the file is cut short" in run.stderr, run.stderr
     assert cli.main(["inspect", str(cut)]) == 1
     assert "the file is cut short" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
-                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
-def test_a_damaged_module_of_the_start_is_named_with_a_hint(tmp_path):
+def test_a_damaged_module_of_the_start_is_named_with_a_hint(tmp_path, launcher_here):
     # codecs is imported while Python starts: its damage failed the start with "init_fs_encoding"
     # and the checksum error only inside a traceback.
-    if launcher_python(_real_launcher()) != HERE:
-        pytest.skip(f"the launcher embeds Python {launcher_python(_real_launcher())}, not {HERE}")
     out = tmp_path / "hello"
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(_real_launcher()),
+    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher_here),
                      "-o", str(out), "-q"]) == 0
     data = bytearray(out.read_bytes())
     marker = b"codecs -- Python Codec Registry, API and helpers."
@@ -709,7 +702,7 @@ def test_a_damaged_module_of_the_start_is_named_with_a_hint(tmp_path):
         data[at + 3] ^= 0xFF
         at = data.find(marker, at + 1)
     out.write_bytes(bytes(data))
-    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+    run = proclimit.run([str(out)], max_processes=8, timeout=60)
     assert run.returncode == 1
     assert f"ingot: {out}: the executable is damaged: entry `codecs`: " in run.stderr, run.stderr
     assert "hint: build or copy it again" in run.stderr
