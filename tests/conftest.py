@@ -108,6 +108,14 @@ def runtime_store():
         yield
 
 
+def needed_by_stdlib_module(name):
+    """The DT_NEEDED names of one of this interpreter's stdlib extension modules (empty for a
+    runtime's, which link OpenSSL, SQLite, ... statically)."""
+    module = importlib.import_module(name)
+    with open(module.__file__, "rb") as file:
+        return set(ingot.elf_dynamic(ingot.loadable_image(file.read()))["needed"])
+
+
 @pytest.fixture
 def builder():
     return ArchiveBuilder()
