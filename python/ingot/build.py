@@ -448,9 +448,12 @@ def _write(output: Path, parts: list[bytes], mode: int) -> int:
     return sum(map(len, parts))
 
 
-def _file_policy(config: Config, roots: list[Path], say) -> tuple[list[str], list[str]]:
+def _file_policy(config: Config, roots: list[Path], say, *,
+                 executable: bool) -> tuple[list[str], list[str]]:
     """The ``files`` packages of a build (configured + the built-in table), and warnings for code
-    of the other collected packages that opens paths built from ``__file__``."""
+    of the other collected packages that hands paths built from ``__file__`` to what needs real
+    files: in an executable, what the launcher cannot answer from the archive (writing, C code,
+    other processes); in an archive run by python, any file access."""
     from ingot.policy import resolve_policy, top_level_names
 
     present: dict[str, Path] = {}
@@ -470,16 +473,28 @@ def _file_policy(config: Config, roots: list[Path], say) -> tuple[list[str], lis
         if name not in decision.files:
             by_root.setdefault(root, []).append(name)
     findings = [finding for root, names in sorted(by_root.items())
-                for finding in filescan.scan_tree(root, sorted(names))]
+                for finding in filescan.scan_tree(root, sorted(names))
+                if not _in_tests(finding.path)]
+    answered = filescan.SERVED_FROM_ARCHIVE if executable else frozenset()
+    served = sorted({finding.package for finding in findings if finding.call in answered})
+    if served:
+        say("reads files next to its modules, answered from the executable: " + ", ".join(served))
     by_package: dict[str, list] = {}
     for finding in findings:
-        by_package.setdefault(finding.package, []).append(finding)
+        if finding.call not in answered:
+            by_package.setdefault(finding.package, []).append(finding)
     for package, found in sorted(by_package.items()):
         shown = found[:3]
         warnings += [filescan.format_finding(finding).removeprefix("warning: ") for finding in shown]
         if len(found) > len(shown):
             warnings.append(f"{package}: {len(found) - len(shown)} more such uses of __file__")
     return sorted(decision.files), warnings
+
+
+def _in_tests(path: str) -> bool:
+    """Whether a package's file is part of its test suite (``pkg/tests/...``), which an
+    application does not import."""
+    return any(part in ("tests", "test", "testing") for part in path.split("/")[1:-1])
 
 
 def _prepare(files_packages: list[str], roots: list[Path], say) -> list[str]:
@@ -545,7 +560,8 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
         roots = _stage(plan, staging, say)
-        files_packages, policy_warnings = _file_policy(config, roots, say)
+        files_packages, policy_warnings = _file_policy(config, roots, say,
+                                                       executable=launcher is not None)
         policy_warnings += _prepare(files_packages, roots, say)
         try:
             result = pack(staging / "app.ingot", directories=roots,

@@ -42,7 +42,7 @@ from typing import Any, Iterable
 
 from ingot.errors import CollectError
 
-__all__ = ["CALL_SINKS", "PATH_METHOD_SINKS", "Finding", "format_finding", "scan_source",
+__all__ = ["CALL_SINKS", "PATH_METHOD_SINKS", "SERVED_FROM_ARCHIVE", "Finding", "format_finding", "scan_source",
            "scan_tree"]
 
 #: Functions that need a real file (or directory) when an argument is built from ``__file__``,
@@ -72,6 +72,22 @@ PATH_METHOD_SINKS = frozenset({
     "open", "read_text", "read_bytes", "write_text", "write_bytes", "iterdir", "glob", "rglob",
     "exists", "is_file", "is_dir", "is_symlink", "stat", "lstat", "readlink", "touch", "mkdir",
     "unlink",
+})
+
+#: The sinks an executable answers for paths under its own path (read-only, from the archive:
+#: the launcher's ``serve_archive_paths``): reading, listing and testing files. The others
+#: (writing, handing the path to C code or to another process) need the ``files`` policy.
+SERVED_FROM_ARCHIVE = frozenset({
+    "open", "io.open", "codecs.open", "os.open", "gzip.open", "bz2.open", "lzma.open",
+    "tarfile.open", "zipfile.ZipFile",
+    "os.listdir", "os.scandir", "os.walk", "os.stat", "os.lstat", "os.access",
+    "os.path.exists", "os.path.lexists", "os.path.isfile", "os.path.isdir", "os.path.islink",
+    "os.path.getsize", "os.path.getmtime", "os.path.getctime", "os.path.getatime",
+    "glob.glob", "glob.iglob", "shutil.copy", "shutil.copy2", "shutil.copyfile",
+    "shutil.copytree", "shutil.copymode", "shutil.copystat",
+    *(f"pathlib.Path.{method}" for method in (
+        "open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "exists", "is_file",
+        "is_dir", "is_symlink", "stat", "lstat")),
 })
 
 # Functions whose result is a path when an argument is one.

@@ -543,7 +543,8 @@ fn prepare<'py>(
     variable: selfcall::Variable,
 ) -> PyResult<()> {
     let finder = archive_finder(py)?;
-    boot.get_item("seal_import_system")?.expect("boot.py").call1((finder, filesystem_imports))?;
+    boot.get_item("seal_import_system")?.expect("boot.py").call1((&finder, filesystem_imports))?;
+    boot.get_item("serve_archive_paths")?.expect("boot.py").call1((&finder,))?;
     let (depth, uid) = (variable.depth, variable.uid);
     boot.get_item("mark_forked_children")?.expect("boot.py").call1((selfcall::PARENT_VARIABLE, depth, uid))?;
     py.import("sys")?.setattr("executable", exe)?;
