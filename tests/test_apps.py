@@ -397,8 +397,9 @@ def check_requests(app: App):
 
 @case("jinja2")
 def check_jinja2(app: App):
-    """Templates from the app's own package data through jinja2.PackageLoader (files policy)."""
-    seen = app.json(app.room(dirs=["/cache"]).run(env={"INGOT_CACHE_DIR": "/cache"}))
+    """Templates from the app's own package data through jinja2.PackageLoader, read from the
+    archive: the room has no directory the extraction cache could use (no /cache, /tmp, HOME)."""
+    seen = app.json(app.room().run())
     assert seen["page"] == (
         "<html><head><title>FROM MEMORY</title></head>\n"
         "<body><ul><li>ingot: 3 items</li><li>&lt;script&gt;: 1 item</li></ul></body></html>")
@@ -561,9 +562,10 @@ def check_joblib(app: App):
 def check_sklearn(app: App):
     """scikit-learn cross-validates a logistic regression on the iris data set with n_jobs=2:
     the folds are fitted in loky worker processes that run the executable."""
-    room = app.room(shm=True, dirs=["/cache"])  # sklearn is under the files policy
-    run = room.run(max_processes=32, timeout=180, check_limits=False,
-                   env={"INGOT_CACHE_DIR": "/cache"})
+    # No directory the extraction cache could use (no /cache, /tmp, HOME): sklearn's reads next
+    # to its modules are answered from the archive.
+    room = app.room(shm=True)
+    run = room.run(max_processes=32, timeout=180, check_limits=False)
     assert run.limit_hit == 0 and not run.timed_out, (run.limit_hit, run.timed_out, run.stderr)
     seen = app.json(run)
     # The same app installed with pip into a venv of Python 3.11.7 (pyenv) with the pinned
@@ -575,8 +577,7 @@ def check_sklearn(app: App):
     assert seen["fitted_in_workers"] is True and 1 <= seen["workers"] <= 2, seen
     assert seen["backend"] == "LokyBackend"
     assert seen["versions"] == ["1.9.1", "2.4.6", "1.17.1", "1.6.0", "3.8.0"]
-    assert re.fullmatch(r"/cache/.+/sklearn/__init__\.py", seen["sklearn"]), seen["sklearn"]
-    assert room.path(seen["sklearn"]).is_file()
+    assert seen["sklearn"] == "/app/sklearn/__init__.py"  # served from memory
 
 
 @case("pip")
@@ -660,11 +661,44 @@ def check_uvicorn(app: App):
     assert run.limit_hit == 0
 
 
+# --- issue 12: apps that read files next to their modules, zero-config ----------------------------
+
+@case("flask")
+def check_flask(app: App):
+    """Flask's test client: a page from file templates (inheritance, autoescaping), a static file
+    and a JSON answer. No [tool.ingot], and no directory the extraction cache could use: the
+    templates and static files are read from the archive."""
+    seen = app.json(app.room().run())
+    assert seen["page"] == [200, "<html><head><title>FROM MEMORY</title></head>\n"
+                                 "<body><ul><li>ingot</li><li>&lt;script&gt;</li></ul></body></html>"]
+    assert seen["style"] == [200, "body { color: #333; }\n", "text/css; charset=utf-8"]
+    assert seen["missing"] == 404
+    assert seen["api"] == [200, {"hello": "ingot"}]
+    assert seen["templates"] == ["base.html", "page.html"]
+
+
+@case("django")
+def check_django(app: App):
+    """Django: `migrate` on an SQLite file in the room (migrations found next to the modules), an
+    ORM write, a view rendering an app template in German (Accept-Language) and Django's own
+    French translations. No [tool.ingot]; the host reads the database afterwards."""
+    room = app.room(dirs=["/data"])
+    seen = app.json(room.run("/data"))
+    assert seen["migrated"][0] == "Applying contenttypes.0001_initial... OK"
+    assert seen["migrated"][-1] == "Applying polls.0001_initial... OK"
+    assert len(seen["migrated"]) == 15, seen["migrated"]
+    assert seen["page"] == [200, "<p>Ja/Nein: 1</p>\n<ul><li>Does it run from memory?</li></ul>\n"]
+    assert seen["french_yes"] == "Oui"
+    with sqlite3.connect(room.path("/data/db.sqlite3")) as connection:
+        assert connection.execute("select text from polls_question").fetchall() == [
+            ("Does it run from memory?",)]
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = ["httpie", "rich", "pygments", "pyyaml", "black", "requests", "jinja2", "pydantic",
          "numpy", "cryptography", "lxml", "sqlalchemy", "pytest", "joblib", "sklearn", "pip",
-         "uvicorn"]
+         "uvicorn", "flask", "django"]
 assert sorted(ORDER) == sorted(CASES) == sorted(path.name for path in APPS.iterdir()
                                                  if (path / "pyproject.toml").is_file())
 

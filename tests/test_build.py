@@ -13,7 +13,7 @@ import proclimit
 import pytest
 
 import ingot
-from ingot import cli
+from ingot import cli, sources
 from ingot.build import (BuildError, BuildOptions, build, describe,
                          find_launcher, launcher_python, _stdlib_excludes)
 from ingot.project import Config, ConfigError, load_project
@@ -570,8 +570,16 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
     (site / "shared.py").write_text("VALUE = 'shared module wins over the namespace'\n")
     (site / "helper.py").write_text("def greet():\n    return 'hi from helper'\n")
     (site / "unused.py").write_text("raise SystemExit('not imported, not collected')\n")
-    (site / "notes").mkdir()  # not a package
+    (site / "notes").mkdir()  # not a package: a data directory, collected as files
     (site / "notes" / "todo.txt").write_text("")
+    (site / ".git").mkdir()  # hidden, a virtual environment, a build's output: left alone
+    (site / ".git" / "HEAD").write_text("")
+    (site / "venv").mkdir()
+    (site / "venv" / "pyvenv.cfg").write_text("")
+    (site / "dist").mkdir()
+    (site / "dist" / "old.ingot").write_text("")
+    (site / "scripts").mkdir()  # Python code that is not a package: not data, not imported
+    (site / "scripts" / "tool.py").write_text("")
     (site / "manage.py").write_text(textwrap.dedent("""
         import importlib, os
         from helper import greet
@@ -582,10 +590,11 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
     out = tmp_path / "manage.ingot"
     assert cli.main(["build", str(site / "manage.py"), "--archive-only", "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "collected beside the script: helper.py, mysite/, polls/, shared.py" in err, err
+    assert "collected beside the script: helper.py, mysite/, notes/, polls/, shared.py" in err, err
     names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
-    assert {"manage", "helper", "mysite.settings", "polls", "shared"} <= names
-    assert not names & {"unused", "notes", "shared.constants"}
+    assert {"manage", "helper", "mysite.settings", "polls", "shared", "notes/todo.txt"} <= names
+    assert not names & {"unused", "notes", "shared.constants", ".git/HEAD", "venv/pyvenv.cfg",
+                        "dist/old.ingot", "scripts.tool", "scripts/tool.py"}
     run = run_archive(out)
     assert run.returncode == 0, run.stderr
     assert run.stdout == "hi from helper shared module wins over the namespace\n"
@@ -594,6 +603,47 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
                      "--package", str(site / "helper.py")]) == 0
     names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
     assert "helper" in names and "mysite" not in names
+
+
+def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_path,
+                                                                              launcher_here):
+    # Flask's layout: templates/ and static/ beside the script, found from its __file__.
+    tmp_path, work = tmp_path / "app", tmp_path
+    (tmp_path / "templates" / "mail").mkdir(parents=True)
+    (tmp_path / "templates" / "mail" / "welcome.txt").write_text("Welcome, {name}!\n")
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "logo.svg").write_bytes(b"<svg/>")
+    (tmp_path / "big").mkdir()  # over the size limit: left out, with no error
+    (tmp_path / "big" / "blob.bin").write_bytes(b"\0" * (sources.DATA_DIRECTORY_LIMITS[1] + 1))
+    script = tmp_path / "mailer.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        root = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(root, "templates", "mail", "welcome.txt")) as file:
+            print(file.read().format(name=sys.argv[1]), end="")
+        print(sorted(os.listdir(os.path.join(root, "static"))),
+              os.path.getsize(os.path.join(root, "static", "logo.svg")),
+              os.path.exists(os.path.join(root, "big")))
+    """))
+    out = work / "mailer"
+    assert cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out),
+                     "-q"]) == 0
+    run = proclimit.run([str(out), "Ada"], max_processes=8, timeout=60, cwd="/")
+    assert (run.returncode, run.stdout) == (0, "Welcome, Ada!\n['logo.svg'] 6 False\n"), \
+        run.stderr
+
+
+def test_a_module_level_import_the_build_does_not_carry_is_a_warning(tmp_path, capsys):
+    script = tmp_path / "tool.py"
+    script.write_text("import json, notinstalled.sub\n"
+                      "try:\n    import optional_thing\nexcept ImportError:\n    pass\n"
+                      "def later():\n    import lazy_thing\n")
+    out = tmp_path / "tool.ingot"
+    assert cli.main(["build", str(script), "--archive-only", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: tool.py imports `notinstalled`, which the build does not carry" in err, err
+    assert "hint: add the distribution that provides it" in err
+    assert "optional_thing" not in err and "lazy_thing" not in err and "`json`" not in err
 
 
 def test_the_output_is_never_an_input_or_inside_what_is_packed(tmp_path, capsys):

@@ -491,6 +491,39 @@ def _file_policy(config: Config, roots: list[Path], say, *,
     return sorted(decision.files), warnings
 
 
+def _missing_imports(roots: list[Path]) -> list[str]:
+    """Warnings for the modules the application's own code (``roots[0]``) imports at module
+    level, unconditionally, that neither the build nor the standard library has: the executable
+    would stop at that import. (Imports in ``try`` blocks or functions may be optional.)"""
+    import ast
+
+    from ingot.policy import top_level_names
+
+    present = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
+    for root in roots:
+        present |= top_level_names(root)
+    app = roots[0]
+    missing: dict[str, str] = {}
+    for file in sorted(app.rglob("*.py")):
+        relative = file.relative_to(app)
+        try:
+            tree = ast.parse(file.read_bytes(), str(file))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        names = [alias.name for node in tree.body if isinstance(node, ast.Import)
+                 for alias in node.names]
+        names += [node.module for node in tree.body
+                  if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module]
+        for name in names:
+            top = name.split(".")[0]
+            if top not in present and top != "__future__":
+                missing.setdefault(top, relative.as_posix())
+    return [f"{where} imports `{name}`, which the build does not carry: the executable will stop "
+            f"there with ModuleNotFoundError (hint: add the distribution that provides it to the "
+            f"dependencies: a script's `# /// script` block, [project] dependencies, or "
+            f"--dependency)" for name, where in sorted(missing.items())]
+
+
 def _in_tests(path: str) -> bool:
     """Whether a package's file is part of its test suite (``pkg/tests/...``), which an
     application does not import."""
@@ -562,6 +595,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         roots = _stage(plan, staging, say)
         files_packages, policy_warnings = _file_policy(config, roots, say,
                                                        executable=launcher is not None)
+        policy_warnings += _missing_imports(roots)
         policy_warnings += _prepare(files_packages, roots, say)
         try:
             result = pack(staging / "app.ingot", directories=roots,

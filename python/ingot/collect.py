@@ -129,6 +129,7 @@ def _has_modules(directory: Path) -> bool:
 class _Walker:
     def __init__(self, root: Path, exclude, collection: Collection) -> None:
         self.root, self.exclude, self.collection = root, tuple(exclude), collection
+        self.top_level_data = False
 
     def add(self, kind: str, name: str, path: Path | None, relpath: str | None = None,
             source: Path | None = None) -> None:
@@ -158,7 +159,7 @@ class _Walker:
                     forms.setdefault(name, []).append(((0, 0), "package", entry))
                 elif "." not in name and _has_modules(Path(entry.path)):
                     forms.setdefault(name, []).append(((3, 0), "namespace-package", entry))
-                elif prefix:
+                elif prefix or self.top_level_data:
                     self.data(Path(entry.path))
             elif entry.is_file():
                 if prefix and name.startswith("__init__.") and name.endswith(_EXTENSION_SUFFIXES) \
@@ -266,10 +267,12 @@ def collect_stdlib(exclude=DEFAULT_STDLIB_EXCLUDES) -> Collection:
     return collection
 
 
-def collect_directory(path, *, exclude=()) -> Collection:
+def collect_directory(path, *, exclude=(), top_level_data=False) -> Collection:
     """A directory of packages (``site-packages``, a ``pip install --target`` directory): its
     modules, packages, namespace packages, extension modules, package data, ``*.dist-info`` (and
-    ``*.egg-info``) files and the shared libraries of ``*.libs`` directories."""
+    ``*.egg-info``) files and the shared libraries of ``*.libs`` directories. With
+    ``top_level_data`` (an application's own directory), also the files of its top-level
+    directories that hold no modules (a script's ``templates/``)."""
     root = Path(path)
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a directory"
@@ -278,6 +281,7 @@ def collect_directory(path, *, exclude=()) -> Collection:
                                 "`pip install --target DIR ...`")
     collection = Collection(root)
     walker = _Walker(root, exclude, collection)
+    walker.top_level_data = top_level_data
     if (root / "__init__.py").is_file():
         walker.warn(f"{root} has an __init__.py: it is a package, and its modules are collected "
                     f"as top-level modules; did you mean its parent, {root.resolve().parent}?")

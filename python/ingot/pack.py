@@ -321,7 +321,8 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     import. ``precompile_regexes`` adds the table of regular expressions the modules compile
     (:mod:`ingot.regexes`). ``entry_modules`` (the modules an executable runs) puts what a start
     is expected to read first in the data region (:mod:`ingot.firstuse`); None leaves the
-    archive in name order. ``strict_directories`` hold the application's own code: a module there
+    archive in name order. ``strict_directories`` hold the application's own code (and its
+    top-level data directories, a script's ``templates/``): a module there
     that does not compile raises :class:`ingot.errors.CompileError` (elsewhere, in dependencies,
     it is left out with a warning). ``progress`` receives one line per step.
     """
@@ -332,10 +333,13 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     result = PackResult(output, 0)
     collections: list[Collection] = []
     seen = set()
+    own = {os.path.realpath(directory) for directory in strict_directories}
     for directory in directories:  # first: a bad directory fails before the long steps
         if os.path.realpath(directory) not in seen:
             seen.add(os.path.realpath(directory))
-            collections.append(collect_directory(directory, exclude=tuple(exclude)))
+            collections.append(collect_directory(
+                directory, exclude=tuple(exclude),
+                top_level_data=os.path.realpath(directory) in own))
             say(f"collected {len(collections[-1].items)} entries from {directory}")
     if stdlib:  # the standard library comes first on sys.path: it wins name clashes
         collections.insert(0, collect_stdlib(tuple(stdlib_exclude)))

@@ -113,7 +113,9 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
     """The application's own code beside a script, as python would import it from the script's
     directory: every regular package there (a directory with ``__init__.py``; Django names its
     project and apps in strings, not imports), and the modules and namespace packages that the
-    script or that code imports. Names the standard library has are left alone."""
+    script or that code imports. Names the standard library has are left alone. And the data
+    directories beside it (see :func:`_data_directory`), which the executable serves at the
+    paths the script builds from its ``__file__``."""
     from ingot.firstuse import imports_in_source
 
     directory = script.resolve().parent
@@ -147,7 +149,38 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
             elif package.is_dir() and any(package.rglob("*.py")):  # a namespace package
                 found[name] = package
                 queue += sorted(package.rglob("*.py"))
+    data = {entry.name: entry for entry in sorted(directory.iterdir()) if _data_directory(entry)}
+    found.update((name, path) for name, path in data.items() if name not in found)
     return [(name + (".py" if path.is_file() else ""), path) for name, path in sorted(found.items())]
+
+
+#: The most a data directory beside a script may hold to be collected (files, bytes).
+DATA_DIRECTORY_LIMITS = (2000, 64 << 20)
+
+
+def _data_directory(entry: Path) -> bool:
+    """Whether ``entry``, beside a script, is a directory of data the script may read next to
+    its ``__file__`` (Flask's ``templates/`` and ``static/``, ``locale/``, ``data/``): no Python
+    code in it, not hidden, not a virtual environment or a build's output, and small (see
+    :data:`DATA_DIRECTORY_LIMITS`)."""
+    if not entry.is_dir() or entry.is_symlink() or entry.name.startswith((".", "_")) \
+            or entry.name in ("build", "dist", "node_modules", "site-packages") \
+            or (entry / "pyvenv.cfg").exists():
+        return False
+    count = size = 0
+    for top, directories, names in os.walk(entry):
+        directories[:] = [name for name in directories if not name.startswith(".")]
+        for name in names:
+            if name.endswith((".py", ".pyc")) or name == "pyvenv.cfg":
+                return False
+            count += 1
+            try:
+                size += os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                return False
+            if count > DATA_DIRECTORY_LIMITS[0] or size > DATA_DIRECTORY_LIMITS[1]:
+                return False
+    return count > 0
 
 
 def _add_packages(plan: Plan) -> None:
