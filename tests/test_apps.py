@@ -694,18 +694,71 @@ def check_django(app: App):
             ("Does it run from memory?",)]
 
 
+@case("timezones")
+def check_timezones(app: App):
+    """babel's locale data, pytz's zone files, dateutil's zoneinfo tarball and tzdata through
+    zoneinfo, all read from the archive (no [tool.ingot]; no directory for a cache)."""
+    seen = app.json(app.room().run())
+    assert seen == {
+        "babel_date": "Montag, 1. Juli 2024 14:30", "babel_number": "1.234.567,891",
+        "babel_locales": True, "babel_file": "/app/babel/__init__.py",
+        "pytz": "2024-07-01T21:30:00+09:00", "pytz_zones": True,
+        "zoneinfo": "2024-07-01T08:30:00-04:00", "zoneinfo_zones": True,
+        "dateutil": "2024-07-01T10:30:00+00:00", "dateutil_zoneinfo": "10:00:00",
+    }
+
+
+@case("plugins")
+def check_plugins(app: App):
+    """A click CLI whose subcommands are entry points of the app's own distribution, found by
+    importlib.metadata in the archive and loaded by name."""
+    room = app.room()
+    run = app.check(room.run("--help"))
+    assert "count" in run.stdout and "greet" in run.stdout, run.stdout
+    assert app.check(room.run("greet", "Ada", "--shout")).stdout == "HELLO, ADA!\n"
+    assert app.check(room.run("count")).stdout == "2 plugins from plugins-app 1.0\n"
+    bad = app.check(room.run("greet"), status=2)
+    assert "Missing argument 'NAME'" in bad.stderr
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = ["httpie", "rich", "pygments", "pyyaml", "black", "requests", "jinja2", "pydantic",
          "numpy", "cryptography", "lxml", "sqlalchemy", "pytest", "joblib", "sklearn", "pip",
-         "uvicorn", "flask", "django"]
+         "uvicorn", "flask", "django", "timezones", "plugins"]
 assert sorted(ORDER) == sorted(CASES) == sorted(path.name for path in APPS.iterdir()
                                                  if (path / "pyproject.toml").is_file())
 
 
+@pytest.fixture(scope="session")
+def matrix_report():
+    """Per app: the outcome, the executable's size and the build's time, written as JSON to
+    $INGOT_MATRIX_REPORT at the end of the session (scripts/compat-matrix renders it into
+    docs/compatibility.md)."""
+    rows = {}
+    yield rows
+    target = os.environ.get("INGOT_MATRIX_REPORT")
+    if target:
+        Path(target).write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+
+
+def _policy(app):
+    """The [tool.ingot] settings of an app's project, or "zero-config"."""
+    import tomllib
+
+    settings = tomllib.loads((APPS / app / "pyproject.toml").read_text()).get("tool", {}).get("ingot")
+    return ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(settings.items())) \
+        if settings else "zero-config"
+
+
 @pytest.mark.parametrize("app", ORDER)
-def test_app_in_the_room(app, app_builds, room, request, tmp_path):
-    CASES[app](App(app, app_builds.get(app), room, request, tmp_path))
+def test_app_in_the_room(app, app_builds, room, request, tmp_path, matrix_report):
+    row = matrix_report[app] = {"outcome": "fail", "policy": _policy(app)}
+    executable = app_builds.get(app)
+    row.update(size=executable.stat().st_size,
+               build_seconds=round(app_builds.builder.seconds[app], 1))
+    CASES[app](App(app, executable, room, request, tmp_path))
+    row["outcome"] = "pass"
 
 
 def test_packages_with_a_compiled_init_are_imported_from_it(app_builds):

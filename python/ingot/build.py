@@ -460,7 +460,8 @@ def _file_policy(config: Config, roots: list[Path], say, *,
     for root in roots:
         for name in sorted(top_level_names(root)):
             present.setdefault(name, root)
-    decision = resolve_policy(present, files=config.files, memory=config.memory)
+    decision = resolve_policy(present, files=config.files, memory=config.memory,
+                              executable=executable)
     for name in sorted(decision.files):
         say(f"files policy: {name} ({decision.reasons[name]})")
     warnings = []

@@ -22,7 +22,7 @@ from typing import Iterable
 
 from ingot.errors import IngotError
 
-__all__ = ["KNOWN_FILES_PACKAGES", "PREPARATIONS", "PolicyDecision", "PolicyError", "Preparation",
+__all__ = ["KNOWN_FILES_PACKAGES", "PREPARATIONS", "READ_ONLY_FILES_PACKAGES", "PolicyDecision", "PolicyError", "Preparation",
            "resolve_policy", "top_level_names"]
 
 #: Packages known to need real files, and why. Each was checked against the package's code.
@@ -36,6 +36,11 @@ KNOWN_FILES_PACKAGES: dict[str, str] = {
     "babel": "babel reads its locale data from os.path.dirname(__file__)/locale-data",
     "matplotlib": "matplotlib finds mpl-data (fonts, styles) next to __file__",
 }
+
+#: Packages of the table that only read their files (open, os.listdir, os.path.exists): an
+#: executable answers those reads from the archive (the launcher's ``serve_archive_paths``), so
+#: they need the ``files`` policy only in an archive run by python.
+READ_ONLY_FILES_PACKAGES = frozenset({"pytz", "babel"})
 
 
 @dataclass(frozen=True)
@@ -80,10 +85,10 @@ class PolicyDecision:
 
 
 def resolve_policy(present: Iterable[str], files: Iterable[str] = (),
-                   memory: Iterable[str] = ()) -> PolicyDecision:
+                   memory: Iterable[str] = (), *, executable: bool = False) -> PolicyDecision:
     """The ``files`` packages of a build: the configured ones, plus the table's known cases that
-    the build holds, minus those configured ``memory``. ``present`` holds the top-level names the
-    build collects."""
+    the build holds (in an ``executable``, not those of :data:`READ_ONLY_FILES_PACKAGES`), minus
+    those configured ``memory``. ``present`` holds the top-level names the build collects."""
     files, memory, present = list(files), list(memory), set(present)
     for name in files + memory:
         if not _NAME.fullmatch(name):
@@ -103,6 +108,8 @@ def resolve_policy(present: Iterable[str], files: Iterable[str] = (),
         decision.files.add(name)
         decision.reasons[name] = "configured"
     for name, reason in KNOWN_FILES_PACKAGES.items():
+        if executable and name in READ_ONLY_FILES_PACKAGES:
+            continue
         if name in present and name not in memory and name not in decision.files:
             decision.files.add(name)
             decision.reasons[name] = f"built-in: {reason}"
