@@ -109,16 +109,21 @@ fn main() {
 /// Compiles `src/boot.py` with the interpreter the launcher embeds, so that the launcher
 /// unmarshals its code at start instead of compiling the source every time (~0.3 ms).
 fn compile_boot(python: &str) {
+    // boot.py, then the archive-path answers it installs (shared with the Python package).
+    let manifest = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).to_path_buf();
+    let source = manifest.join("src/boot.py");
+    let paths = manifest.join("../../python/ingot/_archive_paths.py");
     println!("cargo:rerun-if-changed=src/boot.py");
-    let source = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("src/boot.py");
+    println!("cargo:rerun-if-changed={}", paths.display());
     let out = Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("boot.marshal");
     let code = "import marshal, sys\n\
-                source = open(sys.argv[1], 'rb').read()\n\
+                source = b'\\n'.join(open(path, 'rb').read() for path in sys.argv[1:3])\n\
                 code = compile(source, '<ingot boot>', 'exec', dont_inherit=True)\n\
-                open(sys.argv[2], 'wb').write(marshal.dumps(code))\n";
+                open(sys.argv[3], 'wb').write(marshal.dumps(code))\n";
     let status = Command::new(python)
         .args(["-I", "-c", code])
         .arg(&source)
+        .arg(&paths)
         .arg(&out)
         .status()
         .unwrap_or_else(|error| panic!("ingot-launcher: cannot run {python} to compile boot.py: {error}"));

@@ -6,7 +6,8 @@ The importer works in any Python 3.10+::
     ingot.install("app.ingot")   # the finder first on sys.meta_path, its path hook on sys.path_hooks
     import my_app                # served from the memory-mapped archive
 
-``ingot pack`` (see ``python -m ingot --help``) writes archives.
+``ingot pack`` (see ``python -m ingot --help``) writes archives. ``serve_archive_paths(finder)``
+answers reads of paths under the archive (``open(mod.__file__)``) as executables do.
 """
 
 import sys
@@ -20,6 +21,7 @@ from ingot._ingot import (
     elf_dynamic,
     loadable_image,
 )
+from ingot._archive_paths import serve_archive_paths
 
 __all__ = [
     "FORMAT_VERSION",
@@ -30,6 +32,7 @@ __all__ = [
     "elf_dynamic",
     "loadable_image",
     "install",
+    "serve_archive_paths",
     "uninstall",
 ]
 

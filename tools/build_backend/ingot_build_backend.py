@@ -43,8 +43,8 @@ def _build_launcher():
 
 
 def _copy_sources():
-    """The Rust workspace (manifests, lock file, crates' sources) and the Python file a crate
-    embeds, into ``ingot/_source/``: `ingot runtime build` links a runtime's launcher from them
+    """The Rust workspace (manifests, lock file, crates' sources) and the Python files the crates
+    embed, into ``ingot/_source/``: `ingot runtime build` links a runtime's launcher from them
     with cargo, so an ingot installed from a wheel can build runtimes (ingot.runtime.source_tree)."""
     destination = ROOT / "python" / "ingot" / "_source"
     shutil.rmtree(destination, ignore_errors=True)
@@ -54,8 +54,8 @@ def _copy_sources():
     shutil.copytree(ROOT / "crates", destination / "crates",
                     ignore=shutil.ignore_patterns("target", "__pycache__", "*.pyc"))
     (destination / "python" / "ingot").mkdir(parents=True)
-    shutil.copy2(ROOT / "python" / "ingot" / "_support.py",
-                 destination / "python" / "ingot" / "_support.py")
+    for name in ("_support.py", "_archive_paths.py"):  # the importer's and the launcher's
+        shutil.copy2(ROOT / "python" / "ingot" / name, destination / "python" / "ingot" / name)
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

@@ -1,0 +1,250 @@
+"""Read-only answers for paths under an ingot archive (``<archive>/pkg/data.txt``, where the
+modules' ``__file__`` point): executables install them at start (the launcher compiles this file
+after its boot.py), and a program that imports from an archive in a normal Python may call
+``ingot.serve_archive_paths(finder)``.
+
+Only names from ``sys`` and built-in modules are used at the top level: this code runs before
+``os`` is imported, and the launcher compiles it into the namespace of its boot code.
+"""
+
+import sys
+
+
+def serve_archive_paths(finder):
+    """Read-only answers for the paths under the executable's own path, where the modules'
+    ``__file__`` point (``<exe>/pkg/mod.py``): ``os.stat``/``lstat``/``access``, ``os.listdir``/
+    ``scandir`` (hence ``os.walk``, ``glob``, ``os.path.exists``/``isfile``/``isdir``/
+    ``getmtime``, ``pathlib``) and ``open``/``os.open`` for reading, so that a package that reads
+    a file next to its modules works from memory. ``finder`` is an ``ingot.IngotFinder``; its
+    ``path`` is the executable (or the archive file).
+
+    Only paths the system would refuse are answered: the executable is a file, so every path
+    below it fails with ENOTDIR. Anything else (other paths, file descriptors, ``dir_fd``,
+    writing, code that calls the system from C) goes to the system as before. The wrappers
+    replace the functions of ``posix`` (which ``os`` copies when it is imported, later; or of
+    ``os`` too, if it is imported already) and ``open`` of ``builtins`` and ``io``."""
+    import builtins
+    import io
+    import posix
+
+    root = finder.path
+    prefix = root + "/"
+    fspath, encoding = posix.fspath, sys.getfilesystemencoding()
+    real = {name: getattr(posix, name)
+            for name in ("stat", "lstat", "access", "listdir", "scandir", "open", "listxattr")}
+    real_open = io.open
+    read_only = ~(posix.O_WRONLY | posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | posix.O_APPEND
+                  | getattr(posix, "O_DIRECTORY", 0))
+
+    def inside(path):
+        """The archive-relative path of ``path`` if it lies below the executable, else None."""
+        if path.__class__ is not str:
+            if path.__class__ is int or path is None:
+                return None
+            try:
+                path = fspath(path)
+            except TypeError:
+                return None
+            if path.__class__ is bytes:
+                path = path.decode(encoding, "surrogateescape")
+        if not path.startswith(prefix):
+            return None
+        parts = []
+        for part in path[len(prefix):].split("/"):
+            if part == "..":
+                if not parts:
+                    return None
+                parts.pop()
+            elif part and part != ".":
+                parts.append(part)
+        return "/".join(parts) if parts else None
+
+    def kind(relative):
+        """'file', 'dir' or None (not in the archive)."""
+        if finder._isfile(relative):
+            return "file"
+        return "dir" if finder._isdir(relative) else None
+
+    def missing(relative, path):
+        return FileNotFoundError(2, "No such file or directory (in the executable)", path)
+
+    def stat_of(relative, path):
+        what = kind(relative)
+        if what is None:
+            raise missing(relative, path)
+        exe = real["stat"](root)
+        size = len(finder.get_data(prefix + relative)) if what == "file" else 0
+        mode = 0o100444 if what == "file" else 0o40555
+        times = {name: getattr(exe, name) for name in (
+            "st_atime", "st_mtime", "st_ctime", "st_atime_ns", "st_mtime_ns", "st_ctime_ns")}
+        times.update(st_blksize=4096, st_blocks=(size + 511) // 512)
+        return posix.stat_result((mode, hash(relative) & 0x7FFFFFFFFFFF | 1 << 47, exe.st_dev,
+                                  2 if what == "dir" else 1, exe.st_uid, exe.st_gid, size,
+                                  int(exe.st_atime), int(exe.st_mtime), int(exe.st_ctime)), times)
+
+    def names(relative, path):
+        if kind(relative) != "dir":
+            raise (missing(relative, path) if kind(relative) is None else
+                   NotADirectoryError(20, "Not a directory (in the executable)", path))
+        listed = finder._listdir(relative)
+        if isinstance(path, bytes) or not isinstance(path, str) and isinstance(fspath(path), bytes):
+            return [(name.encode(encoding, "surrogateescape"), is_dir) for name, is_dir in listed]
+        return listed
+
+    def content_fd(relative, path):
+        """A descriptor of a memory file holding the file's bytes, positioned at its start."""
+        if kind(relative) != "file":
+            raise (missing(relative, path) if kind(relative) is None else
+                   IsADirectoryError(21, "Is a directory (in the executable)", path))
+        data = finder.get_data(prefix + relative)
+        fd = posix.memfd_create(relative.rpartition("/")[2] or "ingot", posix.MFD_CLOEXEC)
+        try:
+            view, done = memoryview(data), 0
+            while done < len(data):
+                done += posix.write(fd, view[done:])
+            posix.lseek(fd, 0, 0)
+        except BaseException:
+            posix.close(fd)
+            raise
+        return fd
+
+    def stat(path, *, dir_fd=None, follow_symlinks=True):
+        if dir_fd is None:
+            relative = inside(path)
+            if relative is not None:
+                return stat_of(relative, path)
+        return real["stat"](path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+
+    def lstat(path, *, dir_fd=None):
+        if dir_fd is None:
+            relative = inside(path)
+            if relative is not None:
+                return stat_of(relative, path)
+        return real["lstat"](path, dir_fd=dir_fd)
+
+    def access(path, mode, *, dir_fd=None, effective_ids=False, follow_symlinks=True):
+        if dir_fd is None:
+            relative = inside(path)
+            if relative is not None:
+                what = kind(relative)
+                return what is not None and not mode & 2 and (what == "dir" or not mode & 1)
+        return real["access"](path, mode, dir_fd=dir_fd, effective_ids=effective_ids,
+                              follow_symlinks=follow_symlinks)
+
+    def listdir(path=None):
+        relative = inside(path)
+        if relative is not None:
+            return [name for name, _ in names(relative, path)]
+        return real["listdir"]() if path is None else real["listdir"](path)
+
+    def scandir(path=None):
+        relative = inside(path)
+        if relative is not None:
+            return _ArchiveScandir(path, [(name, is_dir, stat) for name, is_dir in names(relative, path)])
+        return real["scandir"]() if path is None else real["scandir"](path)
+
+    def open_fd(path, flags, mode=0o777, *, dir_fd=None):
+        if dir_fd is None and not flags & ~read_only:
+            relative = inside(path)
+            if relative is not None:
+                return content_fd(relative, path)
+        return real["open"](path, flags, mode, dir_fd=dir_fd)
+
+    def listxattr(path=None, *, follow_symlinks=True):
+        relative = inside(path)
+        if relative is not None:
+            stat_of(relative, path)  # it exists; archive entries have no extended attributes
+            return []
+        return real["listxattr"](path, follow_symlinks=follow_symlinks)
+
+    def open_file(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
+                  closefd=True, opener=None):
+        if opener is None and mode.__class__ is str and not set(mode) - set("rbtU"):
+            relative = inside(file)
+            if relative is not None:
+                opened = real_open(content_fd(relative, file), mode, buffering, encoding, errors,
+                                   newline)
+                raw = getattr(getattr(opened, "buffer", opened), "raw", opened)
+                raw.name = fspath(file)
+                return opened
+        return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+
+    os_module = sys.modules.get("os")
+    for function, name in ((stat, "stat"), (lstat, "lstat"), (access, "access"),
+                           (listdir, "listdir"), (scandir, "scandir"), (open_fd, "open"),
+                           (listxattr, "listxattr")):
+        function.__name__ = function.__qualname__ = name
+        function.__doc__ = real[name].__doc__
+        setattr(posix, name, function)
+        if os_module is not None and getattr(os_module, name, None) is real[name]:
+            # os was imported already (python without -S; not an executable's start): its copy too,
+            # and where os.supports_* name the original, the wrapper (which passes fds through).
+            setattr(os_module, name, function)
+            for group in ("supports_fd", "supports_dir_fd", "supports_follow_symlinks",
+                          "supports_effective_ids"):
+                members = getattr(os_module, group, None)
+                if isinstance(members, set) and real[name] in members:
+                    members.add(function)
+    open_file.__name__ = open_file.__qualname__ = "open"
+    open_file.__doc__ = real_open.__doc__
+    builtins.open = io.open = open_file
+
+
+class _ArchiveScandir:
+    """``os.scandir``'s iterator over a directory of the executable's archive."""
+
+    def __init__(self, path, entries):
+        self._entries = iter([_ArchiveEntry(path, *entry) for entry in entries])
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._entries)
+
+    def close(self):
+        self._entries = iter(())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _ArchiveEntry:
+    """``os.DirEntry`` for an entry of a directory of the executable's archive."""
+
+    __slots__ = ("name", "path", "_is_dir", "_stat")
+
+    def __init__(self, directory, name, is_dir, stat):
+        import posix
+
+        directory = posix.fspath(directory)
+        separator = b"/" if isinstance(directory, bytes) else "/"
+        self.name, self._is_dir, self._stat = name, is_dir, stat
+        self.path = directory + name if directory.endswith(separator) else directory + separator + name
+
+    def __fspath__(self):
+        return self.path
+
+    def __repr__(self):
+        return f"<DirEntry {self.name!r}>"
+
+    def is_dir(self, *, follow_symlinks=True):
+        return self._is_dir
+
+    def is_file(self, *, follow_symlinks=True):
+        return not self._is_dir
+
+    def is_symlink(self):
+        return False
+
+    def is_junction(self):
+        return False
+
+    def stat(self, *, follow_symlinks=True):
+        return self._stat(self.path)
+
+    def inode(self):
+        return self._stat(self.path).st_ino
