@@ -27,8 +27,8 @@ def render(report: dict, previous: str) -> str:
         seconds = f"{row['build_seconds']:.0f} s" if "build_seconds" in row else "-"
         policy = row["policy"].replace("|", "\\|")
         rows[app] = f"| {app} | {policy} | {size} | {seconds} | {row['outcome']} |"
-    passed = sum(line.endswith("| pass |") for line in rows.values())
-    zero = sum("| zero-config |" in line and line.endswith("| pass |") for line in rows.values())
+    passed = sum("| pass" in line for line in rows.values())
+    zero = sum("| zero-config |" in line and "| pass" in line for line in rows.values())
     summary = (f"\n{passed} of {len(rows)} apps pass; {zero} of them with no configuration at "
                "all.\n")
     return HEADER + "\n".join(rows[app] for app in sorted(rows)) + "\n" + summary

@@ -191,6 +191,7 @@ class App:
     def __init__(self, name, executable, make_room, request, tmp_path):
         self.name, self.executable, self.make_room = name, executable, make_room
         self.request, self.tmp_path = request, tmp_path
+        self.note = None  # what the matrix table says beside "pass" (a known limitation)
 
     def room(self, **extras):
         return self.make_room(self.executable, glibc="all", **extras)
@@ -721,11 +722,130 @@ def check_plugins(app: App):
     assert "Missing argument 'NAME'" in bad.stderr
 
 
+# Values checked below come from the same main module run by Python 3.11.7 in a venv with the
+# pinned wheels installed (pip install of the app's dependencies).
+
+@case("matplotlib")
+def check_matplotlib(app: App):
+    """matplotlib (Agg): a plot with text in DejaVu Sans (mpl-data, under the built-in files
+    policy) saved as PNG in the room, read back with Pillow; the host opens the file too."""
+    room = app.room(dirs=["/out", "/cache"])
+    seen = app.json(room.run("/out", env={"INGOT_CACHE_DIR": "/cache", "MPLCONFIGDIR": "/cache/mpl"}))
+    assert seen == {"backend": "Agg", "size": [400, 300], "mode": "RGBA", "many_colors": True,
+                    "font": ["DejaVu Sans"], "font_file": "DejaVuSans.ttf"}
+    assert room.path("/out/plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@case("dataframes")
+def check_dataframes(app: App):
+    """pandas and pyarrow: a Parquet file written in the room and read back, grouped, summed."""
+    room = app.room(dirs=["/out"])
+    seen = app.json(room.run("/out/frame.parquet"))
+    assert seen == {"equal": True, "totals": {"Lima": 18, "Oslo": 10, "Pune": 11},
+                    "mean_ratio": 1.2, "rows": 5, "last": "2024-01-05T00:00:00+01:00",
+                    "schema": ["large_string", "int64", "double", "timestamp[us, tz=Europe/Oslo]"],
+                    "arrow": "26.0.1"}
+    assert room.path("/out/frame.parquet").read_bytes()[:4] == b"PAR1"
+
+
+@case("pillow")
+def check_pillow(app: App):
+    """Pillow: PNG, JPEG and WebP written and read back (the wheel's bundled libjpeg, libwebp,
+    zlib loaded from memory); a blur. Pixel values as under python.
+
+    Known failure: FreeType (PIL._imagingft, ImageFont) does not load. Pillow 13's bundled
+    libfreetype and libharfbuzz each name the other in DT_NEEDED; the system loader resolves such
+    a cycle in one dlopen from a directory, but libraries loaded from memory are matched by
+    SONAME only once loaded, so neither can be loaded first. The test pins the failure so that
+    a fix shows up here."""
+    seen = app.json(app.room().run())
+    assert ("loading shared library `libharfbuzz-fb49c9fc.so.0.61450.0`: "
+            "libfreetype-57f805ba.so.6.20.6: cannot open shared object file"
+            in seen.pop("freetype")), seen  # under python: "ok"
+    app.note = "except FreeType/ImageFont: its bundled libraries need each other"
+    assert seen == {"PNG": ["PNG", [64, 48], [200, 30, 30]], "JPEG": ["JPEG", [64, 48], [200, 29, 37]],
+                    "WEBP": ["WEBP", [64, 48], [200, 29, 30]], "png_exact": True,
+                    "blurred": [235, 175, 175],
+                    "features": {"jpg": True, "webp": True, "zlib": True}}
+
+
+@case("httpx")
+def check_httpx(app: App):
+    """httpx: sync and async GETs over TLS to the host's server, verified against the test CA;
+    certifi's bundle (a real file: certifi is under the built-in files policy) refuses it."""
+    server, tls = app.fixture("https_server"), app.fixture("tls_files")
+    room = app.room(dirs=["/cache"], copy={"/certs/ca.pem": tls.ca})
+    seen = app.json(room.run(server.url, "/certs/ca.pem", env={"INGOT_CACHE_DIR": "/cache"}))
+    assert seen == {"sync": [200, {"greeting": "hello from the host", "path": "/sync"}],
+                    "async": [200, "/async"], "http_version": "HTTP/1.0",  # the host server's
+                    "untrusted_refused": True, "certifi_is_file": True}
+
+
+@case("fastapi")
+def check_fastapi(app: App):
+    """FastAPI: a route with a pydantic body, a validation error, the OpenAPI schema and the docs
+    page through the TestClient."""
+    seen = app.json(app.room().run())
+    assert seen == {"good": [200, {"id": 7, "item": {"name": "ingot", "price": 2.5, "tags": ["a"]},
+                                   "total": 5.0}],
+                    "bad": [422, [["item_id", "int_parsing"], ["price", "missing"]]],
+                    "paths": ["/items/{item_id}"], "title": "matrix", "docs": 200}
+
+
+@case("markdown")
+def check_markdown(app: App):
+    """Python-Markdown loads the extensions it is given by name through entry points."""
+    seen = app.json(app.room().run())
+    assert seen == {"table": True, "toc": True, "highlighted": True, "heading": True}
+
+
+@case("serializers")
+def check_serializers(app: App):
+    """orjson (Rust), msgpack (C) and tomlkit give python's bytes and text."""
+    seen = app.json(app.room().run())
+    assert seen == {
+        "orjson": '{"n":[1,2,3],"point":{"x":1,"y":2.5},"when":"2024-05-06T07:08:09"}',
+        "msgpack": ["81a16193010281a162c4056279746573", "{'a': [1, 2, {'b': b'bytes'}]}"],
+        "msgpack_c": "msgpack._cmsgpack", "toml": "# settings\n[server]\nport = 9090  # the port\n"}
+
+
+@case("attrs")
+def check_attrs(app: App):
+    """attrs and cattrs: structuring, validation errors, slots (attrs generates methods with
+    exec at class creation)."""
+    seen = app.json(app.room().run())
+    assert seen == {
+        "user": {"name": "Ada", "age": 36, "addresses": [{"city": "London", "zip": "12345"}]},
+        "repr": "User(name='Ada', age=36, addresses=[Address(city='London', zip='12345')])",
+        "error": "ClassValidationError", "slots": True, "fields": ["name", "age", "addresses"]}
+
+
+@case("typer")
+def check_typer(app: App):
+    """typer: commands with typed arguments and options, help, and a usage error drawn by rich."""
+    room = app.room()
+    assert app.check(room.run("hello", "Ada", "--count", "2")).stdout == "Hello Ada\nHello Ada\n"
+    assert app.check(room.run("total", "1", "2.5")).stdout == "3.5\n"
+    help_text = ANSI.sub("", app.check(room.run("hello", "--help")).stdout)
+    assert "Says hello to NAME." in help_text and "How many times." in help_text, help_text
+    bad = app.check(room.run("hello"), status=2)
+    assert "Missing argument 'name'." in bad.stderr, bad.stderr
+
+
+@case("regex")
+def check_regex(app: App):
+    """The regex module's C extension beside the stdlib's re."""
+    seen = app.json(app.room().run())
+    assert seen == {"greek": ["\u03b1", "\u03b2\u03b3"], "fuzzy": True, "possessive": "aaab",
+                    "graphemes": ["e\u0301", "a"], "stdlib": "host at user", "module": "_regex"}
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = ["httpie", "rich", "pygments", "pyyaml", "black", "requests", "jinja2", "pydantic",
          "numpy", "cryptography", "lxml", "sqlalchemy", "pytest", "joblib", "sklearn", "pip",
-         "uvicorn", "flask", "django", "timezones", "plugins"]
+         "uvicorn", "flask", "django", "timezones", "plugins", "matplotlib", "dataframes",
+         "pillow", "httpx", "fastapi", "markdown", "serializers", "attrs", "typer", "regex"]
 assert sorted(ORDER) == sorted(CASES) == sorted(path.name for path in APPS.iterdir()
                                                  if (path / "pyproject.toml").is_file())
 
@@ -757,8 +877,9 @@ def test_app_in_the_room(app, app_builds, room, request, tmp_path, matrix_report
     executable = app_builds.get(app)
     row.update(size=executable.stat().st_size,
                build_seconds=round(app_builds.builder.seconds[app], 1))
-    CASES[app](App(app, executable, room, request, tmp_path))
-    row["outcome"] = "pass"
+    case = App(app, executable, room, request, tmp_path)
+    CASES[app](case)
+    row["outcome"] = "pass" + (f" ({case.note})" if case.note else "")
 
 
 def test_packages_with_a_compiled_init_are_imported_from_it(app_builds):
