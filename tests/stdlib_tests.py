@@ -45,10 +45,14 @@ DEFAULT_TESTS = [
 KNOWN = json.loads((Path(__file__).with_name("stdlib_tests_known.json")).read_text()) \
     if Path(__file__).with_name("stdlib_tests_known.json").is_file() else {}
 
+# The standard library as builds pack it, but with the test suites inside its packages
+# (unittest.test, ...) and the _test* extension modules: the tests import them from there. The
+# `test` package itself stays out (read from disk), and the GUI packages.
 PACK = """
 import sys
 from ingot.pack import pack
-pack(sys.argv[1])
+pack(sys.argv[1], stdlib_exclude=("test", "idlelib", "tkinter", "_tkinter", "turtle",
+                                  "turtledemo"))
 """
 
 BOOT = """

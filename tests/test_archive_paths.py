@@ -90,6 +90,8 @@ attempt("fileio", lambda: io.FileIO(here / "data" / "notes.txt").read())
 # executable is a file); the executable itself is a file.
 attempt("climb", lambda: os.path.isdir(str(here) + "/../../.."))
 attempt("exe_is_file", lambda: os.path.isfile(sys.executable))
+# A name no archive can hold (a lone surrogate) is the system's question too.
+attempt("surrogate", lambda: os.path.exists(str(here / "data") + "/x\udc80"))
 # A real descriptor: fstat, mmap, sendfile.
 import mmap
 with open(here / "data" / "notes.txt", "rb") as file:
@@ -169,7 +171,7 @@ def test_writing_and_c_code_get_the_systems_answer(reader_app):
     enotdir = ["NotADirectoryError", 20]
     assert got == {
         "write": enotdir, "access_write": False, "append": enotdir, "os_open_write": enotdir, "mkdir": enotdir,
-        "fileio": enotdir, "climb": False, "exe_is_file": True,
+        "fileio": enotdir, "climb": False, "exe_is_file": True, "surrogate": False,
         "fstat_size": len(FILES["reader/data/notes.txt"].encode()), "mmap": "first",
         "os_open": "first", "names": ["stat", "listdir", "open"], "entry": [True, True],
     }

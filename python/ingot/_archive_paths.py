@@ -57,7 +57,13 @@ def serve_archive_paths(finder):
                 parts.pop()
             elif part and part != ".":
                 parts.append(part)
-        return "/".join(parts) if parts else None
+        relative = "/".join(parts)
+        if not relative or not relative.isascii():
+            try:  # archive names are UTF-8: a name with surrogates is not in it
+                relative.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
+        return relative or None
 
     def kind(relative):
         """'file', 'dir' or None (not in the archive)."""
