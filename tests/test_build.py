@@ -633,6 +633,21 @@ def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_p
         run.stderr
 
 
+def test_warnings_in_an_executables_script_show_their_source_lines(tmp_path, launcher_here):
+    script = tmp_path / "warner.py"
+    script.write_text("import warnings\nwarnings.simplefilter('always')\n"
+                      "def old():\n    warnings.warn('old() is going away', DeprecationWarning)\n"
+                      "old()\n")
+    out = tmp_path / "warner"
+    assert cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out),
+                     "-q"]) == 0
+    run = proclimit.run([str(out)], max_processes=8, timeout=60)
+    assert run.returncode == 0, run.stderr
+    # linecache reads the source through the archive-path answers, as python reads the file.
+    assert run.stderr == (f"{out}/warner.py:4: DeprecationWarning: old() is going away\n"
+                          "  warnings.warn('old() is going away', DeprecationWarning)\n")
+
+
 def test_a_module_level_import_the_build_does_not_carry_is_a_warning(tmp_path, capsys):
     script = tmp_path / "tool.py"
     script.write_text("import json, notinstalled.sub\n"
