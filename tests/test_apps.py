@@ -751,22 +751,17 @@ def check_dataframes(app: App):
 @case("pillow")
 def check_pillow(app: App):
     """Pillow: PNG, JPEG and WebP written and read back (the wheel's bundled libjpeg, libwebp,
-    zlib loaded from memory); a blur. Pixel values as under python.
+    zlib loaded from memory); a blur; text drawn with FreeType. Pixel values as under python.
 
-    Known failure: FreeType (PIL._imagingft, ImageFont) does not load. Pillow 13's bundled
-    libfreetype and libharfbuzz each name the other in DT_NEEDED; the system loader resolves such
-    a cycle in one dlopen from a directory, but libraries loaded from memory are matched by
-    SONAME only once loaded, so neither can be loaded first. The test pins the failure so that
-    a fix shows up here."""
+    Pillow 13's bundled libfreetype and libharfbuzz each name the other in DT_NEEDED: the
+    importer loads such a cycle from memory by dropping one edge and binding it lazily
+    (native.rs, drop_needed)."""
     seen = app.json(app.room().run())
-    assert ("loading shared library `libharfbuzz-fb49c9fc.so.0.61450.0`: "
-            "libfreetype-57f805ba.so.6.20.6: cannot open shared object file"
-            in seen.pop("freetype")), seen  # under python: "ok"
-    app.note = "except FreeType/ImageFont: its bundled libraries need each other"
     assert seen == {"PNG": ["PNG", [64, 48], [200, 30, 30]], "JPEG": ["JPEG", [64, 48], [200, 29, 37]],
                     "WEBP": ["WEBP", [64, 48], [200, 29, 30]], "png_exact": True,
                     "blurred": [235, 175, 175],
-                    "features": {"jpg": True, "webp": True, "zlib": True}}
+                    "features": {"jpg": True, "webp": True, "zlib": True, "freetype2": True},
+                    "text": ["FreeTypeFont", [4, 11, 62, 33], 312]}
 
 
 @case("httpx")

@@ -201,10 +201,10 @@ fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     Ok((fd, path))
 }
 
-fn dlopen(path: &str) -> Result<(), String> {
+fn dlopen_with(path: &str, flags: libc::c_int) -> Result<(), String> {
     let c_path = CString::new(path).map_err(|_| "path contains NUL".to_string())?;
     // SAFETY: `c_path` is NUL-terminated; the handle is kept for the life of the process.
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), flags) };
     if handle.is_null() {
         // SAFETY: dlerror returns a thread-local string or NULL.
         let message = unsafe { libc::dlerror() };
@@ -240,6 +240,53 @@ pub fn already_in_process(soname: &str) -> bool {
     // call takes on an already-loaded object is kept for the life of the process.
     let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
     !handle.is_null()
+}
+
+/// Libraries met in a cycle of `DT_NEEDED` names: loaded lazily and globally.
+static CYCLE_MEMBERS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+const DT_NEEDED: u64 = 1;
+const DT_FLAGS: u64 = 30;
+const DT_FLAGS_1: u64 = 0x6fff_fffb;
+const DF_BIND_NOW: u64 = 0x8;
+const DF_1_NOW: u64 = 0x1;
+
+/// A copy of a 64-bit little-endian ELF image whose `DT_NEEDED` entries naming `dropped` name
+/// another of its needed libraries instead (a duplicate, which the loader ignores): the library
+/// can then be loaded before the ones of its cycle, whose symbols it binds lazily, at first call,
+/// once they are loaded. Refused (the reason returned) when that cannot work: the image binds
+/// every symbol at load (`BIND_NOW`), or has no other needed name to point at.
+pub fn drop_needed(image: &[u8], dropped: &[String]) -> Result<Vec<u8>, String> {
+    let elf = goblin::elf::Elf::parse(image).map_err(|error| format!("its ELF headers cannot be read: {error}"))?;
+    if !elf.is_64 || !elf.little_endian {
+        return Err("it is not a 64-bit little-endian object".to_string());
+    }
+    let dynamic = elf
+        .program_headers
+        .iter()
+        .find(|header| header.p_type == goblin::elf::program_header::PT_DYNAMIC)
+        .ok_or("it has no dynamic segment")?;
+    let dyns = elf.dynamic.as_ref().map(|dynamic| dynamic.dyns.clone()).unwrap_or_default();
+    for entry in &dyns {
+        if (entry.d_tag == DT_FLAGS && entry.d_val & DF_BIND_NOW != 0) || (entry.d_tag == DT_FLAGS_1 && entry.d_val & DF_1_NOW != 0) {
+            return Err("it was linked to bind its symbols at load (BIND_NOW)".to_string());
+        }
+    }
+    let name_of = |offset: u64| elf.dynstrtab.get_at(offset as usize).unwrap_or("");
+    let keep = dyns
+        .iter()
+        .find(|entry| entry.d_tag == DT_NEEDED && !dropped.iter().any(|name| name == name_of(entry.d_val)))
+        .map(|entry| entry.d_val)
+        .ok_or("it needs no other library to stand in")?;
+    let mut patched = image.to_vec();
+    for (index, entry) in dyns.iter().enumerate() {
+        if entry.d_tag == DT_NEEDED && dropped.iter().any(|name| name == name_of(entry.d_val)) {
+            let at = dynamic.p_offset as usize + index * 16 + 8;
+            let slot = patched.get_mut(at..at + 8).ok_or("its dynamic segment lies outside the file")?;
+            slot.copy_from_slice(&keep.to_le_bytes());
+        }
+    }
+    Ok(patched)
 }
 
 /// The NUL-separated names of a `needed` blob.
@@ -287,8 +334,16 @@ fn load_library(
         return Ok(());
     }
     visiting.push(name.to_string());
+    // Dependencies this library shares a cycle with (each needs the other, as Pillow's bundled
+    // libfreetype and libharfbuzz do): they are on the stack, not loaded, so the loader could not
+    // find them by SONAME. See `drop_needed`.
+    let mut cyclic = Vec::new();
     if let Some(needed) = entry.data(Role::Needed).map_err(archive_error)? {
         for dependency in needed_names(&needed) {
+            if visiting.contains(&dependency) {
+                cyclic.push(dependency);
+                continue;
+            }
             load_library(archive, module, &dependency, loaded, visiting)?;
         }
     }
@@ -297,8 +352,24 @@ fn load_library(
         .data(Role::Content)
         .map_err(archive_error)?
         .ok_or_else(|| native_error(module, format!("shared library `{name}` has no content")))?;
+    let in_cycle = !cyclic.is_empty() || CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|member| member == name);
+    let image = if cyclic.is_empty() {
+        image
+    } else {
+        CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).extend(cyclic.iter().cloned());
+        std::borrow::Cow::Owned(drop_needed(&image, &cyclic).map_err(|what| {
+            native_error(module, format!("shared library `{name}` needs {} which need it in turn, and {what}", cyclic.join(", ")))
+        })?)
+    };
     let path = native_file(name, &image).map_err(|what| native_error(module, what))?;
-    dlopen(&path).map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
+    let flags = if in_cycle {
+        // Lazy: the calls into the cycle's other members bind when first made, once those are
+        // loaded; global: so that those calls find them.
+        libc::RTLD_LAZY | libc::RTLD_GLOBAL
+    } else {
+        libc::RTLD_NOW | libc::RTLD_LOCAL
+    };
+    dlopen_with(&path, flags).map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
     loaded.insert(name.to_string());
     if let Some(soname) = entry.data(Role::Soname).map_err(archive_error)? {
         loaded.insert(String::from_utf8_lossy(&soname).into_owned());

@@ -23,9 +23,12 @@ def main():
     out["png_exact"] = out["PNG"][2] == [200, 30, 30] or tuple(out["PNG"][2]) == (200, 30, 30)
     out["blurred"] = list(blurred)
     out["features"] = {name: features.check(name) for name in ("jpg", "webp", "zlib")}
-    try:  # FreeType (ImageFont): its bundled libfreetype and libharfbuzz need each other
-        from PIL import _imagingft  # noqa: F401
-        out["freetype"] = "ok"
-    except ImportError as error:
-        out["freetype"] = str(error)
+    # FreeType (ImageFont): Pillow's bundled libfreetype and libharfbuzz need each other.
+    from PIL import ImageFont
+    font = ImageFont.load_default(size=24)
+    text = Image.new("L", (120, 40), 0)
+    ImageDraw.Draw(text).text((4, 4), "ingot", font=font, fill=255)
+    out["text"] = [type(font).__name__, list(ImageDraw.Draw(text).textbbox((4, 4), "ingot", font=font)),
+                   sum(1 for value in text.getdata() if value > 128)]
+    out["features"]["freetype2"] = features.check("freetype2")
     print(json.dumps(out))
