@@ -727,10 +727,12 @@ def check_plugins(app: App):
 
 @case("matplotlib")
 def check_matplotlib(app: App):
-    """matplotlib (Agg): a plot with text in DejaVu Sans (mpl-data, under the built-in files
-    policy) saved as PNG in the room, read back with Pillow; the host opens the file too."""
-    room = app.room(dirs=["/out", "/cache"])
-    seen = app.json(room.run("/out", env={"INGOT_CACHE_DIR": "/cache", "MPLCONFIGDIR": "/cache/mpl"}))
+    """matplotlib (Agg): a plot with text in DejaVu Sans (mpl-data: matplotlibrc, the font
+    files, read from the archive) saved as PNG in the room, read back with Pillow; the host
+    opens the file too. The extraction cache stays empty."""
+    room = app.room(dirs=["/out", "/cache", "/home"])
+    seen = app.json(room.run("/out", env={"INGOT_CACHE_DIR": "/cache", "MPLCONFIGDIR": "/home/mpl"}))
+    assert not any(room.path("/cache").iterdir())
     assert seen == {"backend": "Agg", "size": [400, 300], "mode": "RGBA", "many_colors": True,
                     "font": ["DejaVu Sans"], "font_file": "DejaVuSans.ttf"}
     assert room.path("/out/plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -37,10 +37,11 @@ KNOWN_FILES_PACKAGES: dict[str, str] = {
     "matplotlib": "matplotlib finds mpl-data (fonts, styles) next to __file__",
 }
 
-#: Packages of the table that only read their files (open, os.listdir, os.path.exists): an
+#: Packages of the table that only read their files (open, os.listdir, os.path.exists; matplotlib
+#: hands its fonts to FreeType as Python file objects): an
 #: executable answers those reads from the archive (the launcher's ``serve_archive_paths``), so
 #: they need the ``files`` policy only in an archive run by python.
-READ_ONLY_FILES_PACKAGES = frozenset({"pytz", "babel"})
+READ_ONLY_FILES_PACKAGES = frozenset({"pytz", "babel", "matplotlib"})
 
 
 @dataclass(frozen=True)
