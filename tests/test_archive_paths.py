@@ -19,16 +19,10 @@ from test_launcher import PACK, launcher, launcher_python, run  # noqa: F401 (fi
 PROBE = r'''
 import glob, gzip, json, os, pathlib, shutil, stat, sys, tempfile, zipfile
 
+from reader.attempt import attempt, out
 here = pathlib.Path(__file__).parent
 data = here / "data"
 rel = lambda path: os.path.relpath(path, here)
-out = {}
-
-def attempt(key, function):
-    try:
-        out[key] = function()
-    except OSError as error:
-        out[key] = [type(error).__name__, error.errno]
 
 attempt("read_text", lambda: (data / "notes.txt").read_text(encoding="utf-8"))
 attempt("read_bytes", lambda: (data / "sub" / "blob.bin").read_bytes().hex())
@@ -70,13 +64,8 @@ print(json.dumps(out, sort_keys=True))
 
 EXECUTABLE_ONLY = r'''
 import os, pathlib, sys
+from reader.attempt import attempt, out
 here = pathlib.Path(__file__).parent
-out = {}
-def attempt(key, function):
-    try:
-        out[key] = function()
-    except OSError as error:
-        out[key] = [type(error).__name__, error.errno]
 # Writing is refused as the system refuses it (the executable is a file, not a directory).
 attempt("write", lambda: open(here / "data" / "new.txt", "w"))
 attempt("append", lambda: open(here / "data" / "notes.txt", "a"))
@@ -108,8 +97,21 @@ print(json.dumps(out, sort_keys=True))
 '''
 
 
+# What both probes share: `attempt(key, function)` records the result, or the OSError's type and
+# errno, under `key` in `out`.
+ATTEMPT = """
+out = {}
+
+def attempt(key, function):
+    try:
+        out[key] = function()
+    except OSError as error:
+        out[key] = [type(error).__name__, error.errno]
+"""
+
 FILES = {
     "reader/__init__.py": "",
+    "reader/attempt.py": ATTEMPT,
     "reader/__main__.py": "import sys\nfrom reader import probe, only_exe  # noqa\n",
     "reader/probe.py": PROBE,
     "reader/only_exe.py": EXECUTABLE_ONLY,
