@@ -3,17 +3,19 @@
 //!
 //! - [`Archive`] opens an archive (a whole file, or one appended to an executable) without parsing
 //!   its index; [`Archive::find`] looks one entry up by binary search on the mapped bytes.
-//! - [`ArchiveWriter`] writes one, deterministically.
+//! - `ArchiveWriter` (feature `writer`, on by default) writes one, deterministically.
 //!
 //! The byte layout is specified in `docs/format.md` and transcribed once, in [`layout`].
 
 pub mod layout;
 mod error;
 mod reader;
+#[cfg(feature = "writer")]
 mod writer;
 
 pub use error::{Error, Result};
 pub use reader::{Archive, Blob, Entry, Header};
+#[cfg(feature = "writer")]
 pub use writer::{ArchiveWriter, WriterOptions};
 
 /// What an entry is. The tag values are in [`layout::kind`].

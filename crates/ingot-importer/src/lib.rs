@@ -11,6 +11,7 @@ pub mod files;
 mod finder;
 mod native;
 mod regexes;
+#[cfg(feature = "writer")]
 mod writer;
 
 use pyo3::prelude::*;
@@ -24,6 +25,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ArchiveError", py.get_type::<error::ArchiveError>())?;
     module.add_class::<finder::IngotFinder>()?;
     module.add_class::<finder::IngotPathEntryFinder>()?;
+    #[cfg(feature = "writer")]
     module.add_class::<writer::ArchiveWriter>()?;
     module.add_class::<regexes::PrecompiledRegexes>()?;
     module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
