@@ -82,7 +82,7 @@ impl Shared {
                 if let Ok(Some(blob)) = entry.blob(Role::Content) {
                     if blob.compression() == ingot_format::layout::compression::NONE {
                         if let Ok(image) = shared.archive.data(&blob) {
-                            native::prepare(&label, &image);
+                            native::prepare(&shared.archive, &label, &image);
                         }
                     }
                 }
@@ -473,7 +473,7 @@ impl IngotFinder {
             .map_err(|error| self.error(error))?
             .ok_or_else(|| ArchiveError::new_err(format!("ingot archive `{}`: extension module `{name}` has no image", self.shared.path)))?;
         let label = format!("{name}{}", self.shared.extension_suffix);
-        let memory_path = native::native_file(&label, &image)
+        let memory_path = native::native_file(&self.shared.archive, &label, &image)
             .map_err(|what| PyImportError::new_err(format!("cannot load extension module `{name}`: {what}")))?;
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
