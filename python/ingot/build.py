@@ -355,6 +355,15 @@ def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -
                          hint=hint)
 
 
+def _compression(level: int | bool | None) -> int | None:
+    """The zstd level of a build (None: stored as is)."""
+    from ingot.project import DEFAULT_COMPRESSION
+
+    if level is None:
+        return DEFAULT_COMPRESSION
+    return None if level is False else int(level)
+
+
 def _stdlib_excludes(config: Config) -> tuple[str, ...]:
     """The default stdlib exclusions minus those an ``include`` pattern names, plus ``exclude``."""
     kept = [pattern for pattern in DEFAULT_STDLIB_EXCLUDES
@@ -591,6 +600,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     if config.filesystem_imports is False:
         launch["filesystem_imports"] = False  # sealed: the archive alone
     launch_json = (json.dumps(launch, indent=2, sort_keys=True) + "\n").encode()
+    head = launcher.read_bytes() if launcher else b""
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
         roots = _stage(plan, staging, say)
@@ -602,12 +612,13 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
             result = pack(staging / "app.ingot", directories=roots,
                           stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
                           optimize_levels=tuple(config.optimize or (0,)),
-                          compression_level=config.compress,
+                          compression_level=_compression(config.compress),
                           extra_files={LAUNCH_CONFIG: launch_json},
                           files_packages=files_packages,
                           precompile_regexes=config.precompile_regexes is not False,
                           entry_modules=[plan.run["module"]], strict_directories=roots[:1],
-                          progress=say)
+                          prune=True,
+                          keep=tuple(config.include), progress=say)
         except CompileError as error:
             raise _compile_error(error, staging / "app", plan) from None
         result.warnings[:0] = policy_warnings
@@ -620,7 +631,6 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         if plan.run["kind"] == "function":
             _check_function(staging / "app.ingot", module, plan.run["function"])
         archive = (staging / "app.ingot").read_bytes()
-    head = launcher.read_bytes() if launcher else b""
     say(f"writing {output}" + (f" (launcher {launcher}, {len(head)} bytes)" if launcher else ""))
     size = _write(output, [head, archive], 0o644 if options.archive_only else 0o755)
     return BuildResult(output, size, result, plan.run, launcher, len(head),

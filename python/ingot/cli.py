@@ -133,6 +133,8 @@ def _runtime_parser(commands) -> None:
 
 
 def _build_parser(commands) -> None:
+    from ingot.project import DEFAULT_COMPRESSION
+
     build = commands.add_parser(
         "build", help="build an application into one executable",
         description="Build an application (a project directory with pyproject.toml, a package "
@@ -156,7 +158,8 @@ def _build_parser(commands) -> None:
                        help="a requirement to install (repeatable; replaces the project's)")
     build.add_argument("-r", "--requirements", metavar="FILE", help="a requirements file")
     build.add_argument("--include", action="append", metavar="PATTERN",
-                       help="keep stdlib modules the defaults leave out (glob on dotted names)")
+                       help="carry modules that no code path imports, or that the defaults leave "
+                            "out (glob on dotted names; '*' carries everything)")
     build.add_argument("--exclude", action="append", metavar="PATTERN",
                        help="leave out modules/packages matching this glob on dotted names")
     build.add_argument("-o", "--output", metavar="OUT",
@@ -183,8 +186,12 @@ def _build_parser(commands) -> None:
                             "materialize it (repeatable)")
     build.add_argument("--optimize", type=_levels, metavar="LEVELS",
                        help="bytecode optimization levels, e.g. 0,2 (default: 0)")
-    build.add_argument("--compress", type=int, metavar="LEVEL",
-                       help="zstd-compress blobs at this level (default: store as is)")
+    squeeze = build.add_mutually_exclusive_group()
+    squeeze.add_argument("--compress", type=int, metavar="LEVEL",
+                         help="zstd level of the blobs a start does not read (default: "
+                              f"{DEFAULT_COMPRESSION}; those a start reads stay stored as is)")
+    squeeze.add_argument("--no-compress", dest="compress", action="store_const", const=False,
+                         help="store every blob as is")
     build.add_argument("--python", metavar="VERSION", help="build with the runtime of this Python "
                        "version, for any Linux with glibc 2.17 or later (built first if there is "
                        "none: ingot runtime build), or 'local': with the Python ingot runs under "
@@ -236,6 +243,23 @@ def _summary(result, say) -> None:
     say(f"{'total':<20}{sum(result.counts.values()):>8}{_size(sum(result.sizes.values())):>14}")
     if result.regexes:
         say(f"{'(regular expressions':<20}{result.regexes:>8}{_size(result.regexes_size):>14})")
+    _left_out(result.left_out, say)
+
+
+def _left_out(left_out: dict, say) -> None:
+    """What a build left out because nothing imports it, biggest first, by where it came from."""
+    origins = {"stdlib": "of the standard library", "env": "packages of the environment",
+               "app": "of the application"}
+    for origin, label in origins.items():
+        groups = sorted(((size, name) for name, (where, _, size) in left_out.items()
+                         if where == origin), reverse=True)
+        if not groups:
+            continue
+        shown = ", ".join(f"{name} ({_size(size)})" for size, name in groups[:8])
+        more = f" and {len(groups) - 8} more" if len(groups) > 8 else ""
+        total = sum(size for size, _ in groups)
+        say(f"left out, as nothing imports them, {label}: {shown}{more} ({_size(total)} in all; "
+            "--include NAME carries one, --include '*' everything)")
 
 
 def _wanted_runtime(args: argparse.Namespace) -> str | None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
-__all__ = ["BOOT_MODULES", "LAZY", "SKIPPED", "TOP", "first_use_order", "imports_in_source"]
+__all__ = ["BOOT_MODULES", "FALLBACK", "LAZY", "SKIPPED", "TOP", "first_use_order",
+           "imports_in_source"]
 
 #: Modules the launcher imports from the archive before the application's own (tests check
 #: this list against what a hello-world executable has imported when its main function runs).
@@ -40,10 +41,10 @@ _GUARD = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING|"
                     rb"os\.name\s*==\s*['\"]nt['\"]")
 _QUOTES = (b'"' * 3, b"'" * 3)
 
-#: Where an import statement is: run with the module, in a function, or in a fallback or guard
-#: that normally does not run (``except``, ``if __name__ == "__main__":``, ``if TYPE_CHECKING:``,
-#: ``if sys.platform == "win32":``).
-TOP, LAZY, SKIPPED = "top", "lazy", "skipped"
+#: Where an import statement is: run with the module, in a function, in a fallback that runs only
+#: when something failed (``except``), or in a guard that never runs in an application on Linux
+#: (``if __name__ == "__main__":``, ``if TYPE_CHECKING:``, ``if sys.platform == "win32":``).
+TOP, LAZY, FALLBACK, SKIPPED = "top", "lazy", "fallback", "skipped"
 
 
 def _contexts(source: bytes) -> dict[int, str]:
@@ -64,20 +65,15 @@ def _contexts(source: bytes) -> dict[int, str]:
         indent = len(line) - len(stripped)
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        context = TOP
-        for _, effect in stack:
-            if effect == SKIPPED:
-                context = SKIPPED
-                break
-            if effect == LAZY:
-                context = LAZY
+        effects = {effect for _, effect in stack}
+        context = next((effect for effect in (SKIPPED, FALLBACK, LAZY) if effect in effects), TOP)
         contexts[number] = context
         header = _HEADER.match(line)
         if header:
             keyword = header.group(1).split()[-1]
             guarded = keyword in (b"if", b"elif") and _GUARD.search(header.group(2))
-            effect = LAZY if keyword == b"def" else \
-                SKIPPED if keyword == b"except" or guarded else TOP
+            effect = LAZY if keyword == b"def" else FALLBACK if keyword == b"except" else \
+                SKIPPED if guarded else TOP
             stack.append((indent, effect))
         for quote in _QUOTES:
             if line.count(quote) % 2 == 1:
@@ -88,7 +84,8 @@ def _contexts(source: bytes) -> dict[int, str]:
 
 def imports_in_source(source: bytes, name: str, is_package: bool) -> dict[str, list[str]]:
     """The absolute module names the source of module ``name`` may import, in source order, by
-    where the statement is (:data:`TOP`, :data:`LAZY`; :data:`SKIPPED` ones are left out):
+    where the statement is (:data:`TOP`, :data:`LAZY`, :data:`FALLBACK`; :data:`SKIPPED` ones are
+    left out):
     ``import a.b`` gives ``a.b``; ``from .x import y`` gives ``<package>.x`` and
     ``<package>.x.y`` (``y`` may be a submodule). Names that are not modules of the archive are
     dropped by :func:`first_use_order`."""
@@ -118,7 +115,7 @@ def imports_in_source(source: bytes, name: str, is_package: bool) -> dict[str, l
                 found.append((match.start(), f"{module}.{item}"))
     found.sort(key=lambda pair: pair[0])
     contexts = _contexts(source) if found else {}
-    out: dict[str, list[str]] = {TOP: [], LAZY: []}
+    out: dict[str, list[str]] = {TOP: [], LAZY: [], FALLBACK: []}
     for offset, module in found:
         context = contexts.get(source.count(b"\n", 0, offset) + 1, SKIPPED)  # in a string
         if context != SKIPPED:

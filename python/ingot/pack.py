@@ -72,6 +72,8 @@ class PackResult:
     seconds: float = 0.0
     regexes: int = 0  # precompiled regular expressions (entries under __ingot__/re/)
     regexes_size: int = 0
+    #: What pruning left out (see :mod:`ingot.reach`): group -> (origin, entries, bytes).
+    left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
     def names(self, kind: str) -> set[str]:
         return {entry.name for entry in self.manifest if entry.kind == kind}
@@ -93,8 +95,10 @@ def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple
     return plan
 
 
-def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str]) -> None:
-    """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`)."""
+def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str], *,
+                   only_needed: bool = False) -> None:
+    """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`);
+    with ``only_needed``, the collected libraries no extension module needs go."""
     roots, known, owner = [], [], {}
     for item in plan.values():
         if item.kind in ("extension-module", "extension-package", "shared-library"):
@@ -107,6 +111,10 @@ def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str]) -> No
             (roots if item.kind != "shared-library" else known).append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
     resolution = elf.resolve(roots, known=known)
+    if only_needed:
+        for key in [key for key in plan if key[0] == "libraries"]:
+            if key[1] not in resolution.libraries:
+                del plan[key]
     for name, library in resolution.libraries.items():
         plan.setdefault(("libraries", name), Item("shared-library", name, Path(library.path)))
     for requester, needed in resolution.missing:
@@ -115,6 +123,28 @@ def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str]) -> No
                         f"the default directories); the target system must provide it")
     for name, kept, other in sorted(set(resolution.conflicts)):
         warnings.append(f"{name}: {kept} collected; some object would load {other} instead")
+
+
+def _prune(plan: dict[tuple[str, str], Item], collections: list[Collection], stdlib: bool,
+           own: set[str], entry_modules, keep, result: PackResult) -> dict:
+    """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.reach.reach`);
+    returns the imports read on the way."""
+    from ingot.reach import NATIVE_IMPORTS, reach
+
+    origin: dict[tuple[str, str], str] = {}
+    for index, collection in enumerate(collections):
+        where = "stdlib" if stdlib and index == 0 else \
+            "app" if os.path.realpath(collection.root) in own else "env"
+        for item in collection.items:
+            key = (_namespace(item.kind), item.name)
+            if plan.get(key) is item:
+                origin[key] = where
+    roots = [*BOOT_MODULES, *NATIVE_IMPORTS, *(entry_modules or ())]
+    decided = reach(plan, origin, roots, keep=keep)
+    for key in [key for key in plan if key not in decided.kept]:
+        del plan[key]
+    result.left_out = decided.left_out
+    return decided.imports
 
 
 def _read(item: Item) -> bytes:
@@ -205,7 +235,7 @@ class _Scan:
             found = patterns_in_source(source)
             if found:
                 self.patterns[name] = found
-        if self.imports is not None:
+        if self.imports is not None and name not in self.imports:
             self.imports[name] = imports_in_source(source, name, is_package)
 
 
@@ -305,7 +335,8 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
          exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
          files_packages: Iterable[str] = (), precompile_regexes: bool = True,
          entry_modules: Iterable[str] | None = None,
-         strict_directories: Iterable = (),
+         strict_directories: Iterable = (), prune: bool = False,
+         keep: Iterable[str] = (),
          progress: Callable[[str], None] | None = None) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
@@ -324,7 +355,11 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     archive in name order. ``strict_directories`` hold the application's own code (and its
     top-level data directories, a script's ``templates/``): a module there
     that does not compile raises :class:`ingot.errors.CompileError` (elsewhere, in dependencies,
-    it is left out with a warning). ``progress`` receives one line per step.
+    it is left out with a warning). With ``prune``, only what the entry modules, the
+    application's own code (``strict_directories``) and the launcher can reach is carried
+    (:mod:`ingot.reach`); ``keep`` patterns
+    are carried anyway, and :attr:`PackResult.left_out` says what went. ``progress`` receives one
+    line per step.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -347,6 +382,11 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for collection in collections:
         result.warnings += collection.warnings
     plan = _merge(collections, result.warnings)
+    prefilled_imports: dict[str, dict[str, list[str]]] = {}
+    if prune:
+        prefilled_imports = _prune(plan, collections, stdlib, own, entry_modules, keep, result)
+        say(f"carrying {len(plan)} entries that the application can use; left out "
+            f"{sum(count for _, count, _ in result.left_out.values())}")
     files_packages = sorted(set(files_packages))
     present = {_top_level(item) for item in plan.values()}
     for package in files_packages:
@@ -357,8 +397,8 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
     entry_modules = None if entry_modules is None else list(entry_modules)
     scan = _Scan(patterns={} if precompile_regexes else None,
-                 imports={} if entry_modules is not None else None)
-    _add_libraries(plan, result.warnings)
+                 imports=dict(prefilled_imports) if entry_modules is not None else None)
+    _add_libraries(plan, result.warnings, only_needed=prune)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
                            python_version=sys.version_info[:2], compression_level=compression_level)

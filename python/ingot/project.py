@@ -15,7 +15,8 @@ script          str         a script to run (a path relative to the project)
 packages        list[str]   app package directories, copied in (default: pip-install the project)
 dependencies    list[str]   requirement strings (default: ``[project].dependencies``)
 requirements    str         a requirements file (``pip install -r``), relative to the project
-include         list[str]   module-name globs to keep although the stdlib defaults leave them out
+include         list[str]   module-name globs to carry although nothing imports them or the
+                            stdlib defaults leave them out (``*``: everything)
 exclude         list[str]   module-name globs to leave out (stdlib and dependencies)
 output          str         the executable to write, relative to the project
 fast-exit       bool        exit without finalizing the interpreter (launch.json ``fast_exit``)
@@ -25,7 +26,8 @@ filesystem-     bool        import from directories the app puts on ``sys.path``
 precompile-     bool        store the regular expressions the modules compile, compiled at build
   regexes                   time (default true; see ingot.regexes)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)
-compress        int         zstd level of the archive's blobs (default: stored as is)
+compress        int|false   zstd level of the blobs a start does not read (default: 15);
+                            false stores every blob as is
 files           list[str]   top-level packages materialized as real files in the extraction
                             cache (the ``files`` policy; see ingot.policy for the built-in ones)
 python          str         the runtime to build with (``"3.11"``: see ingot.runtime; built first
@@ -70,10 +72,15 @@ class Config:
     filesystem_imports: bool | None = None
     precompile_regexes: bool | None = None
     optimize: list[int] | None = None
-    compress: int | None = None
+    compress: int | bool | None = None  # None: DEFAULT_COMPRESSION; False: stored as is
     files: list[str] = field(default_factory=list)
     memory: list[str] = field(default_factory=list)
     python: str | None = None
+
+
+#: The zstd level ``ingot build`` compresses with by default: the blobs a start reads stay stored
+#: as is (zero-copy), so only size and build time depend on it (see docs/benchmarks.md).
+DEFAULT_COMPRESSION = 15
 
 
 def is_str_list(value) -> bool:
@@ -96,7 +103,8 @@ _KEYS = {
     "precompile-regexes": ("true or false", lambda v: isinstance(v, bool)),
     "optimize": ("a list of 0, 1, 2", lambda v: isinstance(v, list) and all(
         type(item) is int and item in (0, 1, 2) for item in v)),
-    "compress": ("an integer zstd level (-7 to 22)", lambda v: type(v) is int and -7 <= v <= 22),
+    "compress": ("an integer zstd level (-7 to 22), or false",
+                 lambda v: v is False or (type(v) is int and -7 <= v <= 22)),
     "files": ("a list of strings (top-level package names)", is_str_list),
     "memory": ("a list of strings (top-level package names)", is_str_list),
     "python": ("a string, a Python version such as '3.11', or 'local'",

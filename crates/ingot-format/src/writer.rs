@@ -17,7 +17,9 @@ pub struct WriterOptions {
     /// (major, minor) of that interpreter.
     pub python_version: (u8, u8),
     /// Compress blobs with zstd at this level; a blob is stored compressed only when that makes it
-    /// smaller. `None` stores everything as is (and bytecode is then read without a copy).
+    /// smaller, and never when a start reads it (a first-use entry's bytecode at level 0, ELF
+    /// metadata, contents; see [`ArchiveWriter::set_first_use`]): those stay zero-copy. `None`
+    /// stores everything as is (and bytecode is then read without a copy).
     pub zstd_level: Option<i32>,
 }
 
@@ -32,6 +34,12 @@ pub struct ArchiveWriter {
     entries: BTreeMap<(Namespace, String), PendingEntry>,
     /// Entries expected to be read at start-up, in the order they are expected to be read.
     first_use: BTreeMap<(Namespace, String), u32>,
+}
+
+/// Whether a start reads this blob of a first-use entry: not sources, nor the bytecode of
+/// optimization levels the interpreter was not asked for.
+fn read_at_start(role: Role) -> bool {
+    !matches!(role, Role::Source | Role::Bytecode(1) | Role::Bytecode(2))
 }
 
 fn allowed_roles(kind: Kind) -> &'static [Role] {
@@ -173,16 +181,35 @@ impl ArchiveWriter {
         for (key, entry) in &self.entries {
             for (role, bytes) in &entry.blobs {
                 ranks.push(self.first_use.get(key).copied());
-                let mut item = (*role, layout::compression::NONE, std::borrow::Cow::Borrowed(&bytes[..]), bytes.len() as u64);
-                if let Some(level) = self.options.zstd_level {
-                    let packed = zstd::bulk::compress(bytes, level).map_err(Error::Write)?;
-                    if packed.len() < bytes.len() {
-                        item.1 = layout::compression::ZSTD;
-                        item.2 = std::borrow::Cow::Owned(packed);
-                    }
-                }
-                stored.push(item);
+                stored.push((*role, layout::compression::NONE, std::borrow::Cow::Borrowed(&bytes[..]), bytes.len() as u64));
             }
+        }
+        if let Some(level) = self.options.zstd_level {
+            // Blobs are compressed independently: spread them over the CPUs.
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+            let chunk = stored.len().div_ceil(threads).max(1);
+            std::thread::scope(|scope| -> Result<()> {
+                let workers: Vec<_> = stored
+                    .chunks_mut(chunk)
+                    .zip(ranks.chunks(chunk))
+                    .map(|(items, ranks)| {
+                        scope.spawn(move || -> Result<()> {
+                            for (item, rank) in items.iter_mut().zip(ranks) {
+                                if rank.is_some() && read_at_start(item.0) {
+                                    continue; // read by a start: stays zero-copy
+                                }
+                                let packed = zstd::bulk::compress(&item.2, level).map_err(Error::Write)?;
+                                if packed.len() < item.2.len() {
+                                    item.1 = layout::compression::ZSTD;
+                                    item.2 = std::borrow::Cow::Owned(packed);
+                                }
+                            }
+                            Ok(())
+                        })
+                    })
+                    .collect();
+                workers.into_iter().try_for_each(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            })?;
         }
 
         let entries_offset = layout::HEADER_SIZE as u64;
@@ -203,9 +230,8 @@ impl ArchiveWriter {
         let mut order: Vec<usize> = (0..stored.len()).collect();
         order.sort_by_key(|&blob| {
             let role = stored[blob].0;
-            let read_at_start = !matches!(role, Role::Source | Role::Bytecode(1) | Role::Bytecode(2));
             match ranks[blob] {
-                Some(rank) if read_at_start => (0, rank, data_rank(role), blob),
+                Some(rank) if read_at_start(role) => (0, rank, data_rank(role), blob),
                 _ => (1, 0, data_rank(role), blob),
             }
         });

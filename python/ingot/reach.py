@@ -1,0 +1,429 @@
+"""What an application can import, so that a build carries that and leaves out the rest.
+
+Starting from the modules an executable runs first (the launcher's, the entry module, every
+module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reaches:
+
+- every module its source imports, at module level, in functions, and in ``except`` fallbacks
+  (:func:`ingot.firstuse.imports_in_source`; guards that never run on Linux, ``TYPE_CHECKING``
+  and ``__main__`` blocks are not followed);
+- the modules its string constants name: a dotted name of a module in the build
+  (``"pygments.lexers.python"``, ``"django.db.backends.sqlite3"``), the top-level name of a
+  package that is not the standard library's (``import_optional_dependency("pyarrow")``), or a
+  name relative to its package in ``import_module(".x", __package__)``;
+- the entry points of a group its string constants name (``entry_points(group="app.plugins")``);
+- for an extension module, the module names among the strings of its binary (C code imports by
+  name: ``_datetime`` imports ``_strptime``, ``_elementtree`` ``xml.etree.ElementPath``).
+
+The standard library is carried module by module. Any other package is carried whole once one of
+its modules is reached (packages import their own modules in ways no scan sees: by names built at
+run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``) unless
+something reaches them. Packages of the environment that nothing reaches (pip, setuptools, ingot
+itself) are left out, as is every standard-library module no path leads to (test suites, tkinter,
+idlelib, unused codecs' native modules...). :data:`WHOLE_PACKAGES` are carried whole whenever they
+are reached, for the reason given there.
+
+What cannot be seen: imports of names computed at run time from data (a module named in a
+configuration file or a pickle) and code run by ``python -c`` strings. ``--include PATTERN``
+carries such modules anyway; the build prints what it left out.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import sys
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Iterable, Mapping
+
+from ingot.collect import Item
+from ingot.firstuse import SKIPPED, imports_in_source
+
+__all__ = ["NATIVE_IMPORTS", "Reach", "WHOLE_PACKAGES", "binary_names", "reach"]
+
+#: Modules that native code imports by name, which no Python source shows: the interpreter's C
+#: code (the codec registry and standard streams at start-up, exception display and warnings,
+#: ``time.strptime``, pickling, ``python -m``) and the launcher's boot code and importer support
+#: (their module-level imports; what they import lazily, the application imports itself). The
+#: launcher's binary cannot be scanned for these: it holds ``sys.stdlib_module_names``, every
+#: module's name. Extension modules' binaries are scanned (see :func:`reach`).
+NATIVE_IMPORTS = (
+    "encodings", "codecs", "io", "abc", "warnings", "traceback", "linecache", "tokenize",
+    "_strptime", "copyreg", "_compat_pickle", "_weakrefset", "runpy", "importlib.util",
+    "importlib.machinery", "zipimport", "atexit", "re", "posixpath",
+)
+
+#: Packages carried whole once reached, with why: their members are chosen at run time by names
+#: that no import statement holds.
+WHOLE_PACKAGES = {
+    "encodings": "codecs are looked up by name at run time (the locale's, a file's, str.encode's)",
+}
+
+#: Subpackages of a package that hold its test suite: left out unless something imports them.
+TEST_PACKAGES = ("tests", "test", "testing")
+
+_STRING = re.compile(rb"""(?<![\w.])[rbuRBU]?(['"])([A-Za-z_][\w.]{0,200}?)\1""")
+_RELATIVE_IMPORT = re.compile(rb"""import_module\(\s*(['"])(\.[\w.]*)\1""")
+_IMPORT_CALL = re.compile(rb"""(?:import_module|__import__|find_spec)\(\s*(['"])([A-Za-z_][\w.]*)\1""")
+_BINARY_NAME = re.compile(rb"(?<=\x00)[A-Za-z_][A-Za-z0-9_.]{1,120}(?=\x00)")
+
+_MODULE_NAMESPACE = "modules"
+
+
+def binary_names(image: bytes) -> set[str]:
+    """The NUL-terminated strings of a native image that look like module names (C code imports
+    by name: ``numbers``, ``_strptime``, ``xml.etree.ElementPath``). Some are method names that
+    happen to name a module too (``readline``): carrying such a module costs bytes, missing one
+    that C code imports would cost the import."""
+    return {match.decode() for match in _BINARY_NAME.findall(image)}
+
+
+@dataclass
+class Reach:
+    """What :func:`reach` decided: the plan keys to carry, the imports it read (by module, as
+    :func:`ingot.firstuse.imports_in_source` gives them), and what it left out, by group (a
+    standard-library top-level module or package, or a package of the environment), with the
+    number of entries and their bytes."""
+    kept: set[tuple[str, str]] = field(default_factory=set)
+    imports: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # group -> (origin, n, bytes)
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) \
+        and test.left.id == "__name__" and any(
+            isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+
+
+def _never_on_linux(test: ast.expr) -> bool:
+    """``TYPE_CHECKING``, ``sys.platform == "win32"`` (or ``startswith("win")``, darwin,
+    cygwin), ``os.name == "nt"``."""
+    text = ast.unparse(test)
+    return text in ("TYPE_CHECKING", "typing.TYPE_CHECKING") or bool(re.fullmatch(
+        r"(_?sys\.platform|_?os\.name)\s*(==\s*|\.startswith\()['\"](win32|win|darwin|cygwin|nt)"
+        r"['\"]\)?", text))
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(name, ast.Name) and name.id in ("ImportError", "ModuleNotFoundError")
+               for name in names)
+
+
+def stdlib_imports(source: bytes, name: str, is_package: bool,
+                   present: set[str]) -> list[str] | None:
+    """The modules a standard-library module can import when an application uses it, read from
+    its syntax tree: module level, functions, ``except`` blocks, but not
+
+    - code that never runs on Linux (``if sys.platform == "win32":``, ``if TYPE_CHECKING:``);
+    - the ``if __name__ == "__main__":`` block, nor the functions only it calls (``_test()``,
+      ``main()`` of modules that are also command-line tools: they run under ``python -m``);
+    - an ``except ImportError:`` fallback whose ``try`` imports only modules in ``present``
+      (``try: from _sha512 import sha512 except ImportError: from hashlib import sha512``).
+
+    None if the source does not parse (the caller falls back to the textual scan)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    package = name if is_package else name.rpartition(".")[0]
+
+    def absolute(node: ast.ImportFrom) -> str | None:
+        if not node.level:
+            return node.module
+        base = package.split(".") if package else []
+        if node.level - 1 > len(base):
+            return None
+        base = base[:len(base) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+
+    def imports_of(nodes: list[ast.stmt]) -> list[str]:
+        found = []
+        for node in nodes:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    found += [alias.name for alias in inner.names]
+                elif isinstance(inner, ast.ImportFrom) and (module := absolute(inner)):
+                    found.append(module)
+        return found
+
+    # Top-level functions that only the __main__ block (or other such functions) calls.
+    functions = {node.name: node for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    main_blocks = [node for node in tree.body if isinstance(node, ast.If)
+                   and _is_main_guard(node.test)]
+    uses: dict[str | None, set[str]] = {}  # function (None: the module) -> names it loads
+    for node in tree.body:
+        if node in main_blocks:
+            continue
+        owner = node.name if node in functions.values() else None  # type: ignore[attr-defined]
+        names = uses.setdefault(owner, set())
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Name):
+                names.add(inner.id)
+            elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                names.add(inner.value)  # __all__ entries, getattr(module, "name")
+    live = {name for name in uses.get(None, set()) if name in functions}
+    stack = list(live)
+    while stack:
+        for used in uses.get(stack.pop(), set()):
+            if used in functions and used not in live:
+                live.add(used)
+                stack.append(used)
+    dead = {name for name in functions if name not in live}
+
+    found: list[str] = []
+
+    def walk(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                module = absolute(node)
+                if module:
+                    found.append(module)
+                    found.extend(f"{module}.{alias.name}" for alias in node.names
+                                 if alias.name != "*")
+            elif isinstance(node, ast.If):
+                if _is_main_guard(node.test) or _never_on_linux(node.test):
+                    walk(node.orelse)
+                    continue
+                walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+                walk(node.body)  # type: ignore[attr-defined]
+                tried = imports_of(node.body)  # type: ignore[attr-defined]
+                all_present = bool(tried) and all(module in present for module in tried)
+                for handler in node.handlers:  # type: ignore[attr-defined]
+                    if not (all_present and _catches_import_error(handler)):
+                        walk(handler.body)
+                walk(node.orelse)  # type: ignore[attr-defined]
+                walk(node.finalbody)  # type: ignore[attr-defined]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.name not in dead or node not in tree.body:
+                    walk(node.body)
+            else:
+                for field_name in ("body", "orelse", "finalbody", "handlers"):
+                    child = getattr(node, field_name, None)
+                    if isinstance(child, list):
+                        walk([c for c in child if isinstance(c, ast.stmt)] +
+                             [s for c in child if isinstance(c, ast.ExceptHandler) for s in c.body])
+                if isinstance(node, ast.Match):
+                    for case in node.cases:
+                        walk(case.body)
+    walk(tree.body)
+    return found
+
+
+def _top(key: tuple[str, str], item: Item) -> str | None:
+    namespace, name = key
+    if namespace == _MODULE_NAMESPACE:
+        return name.split(".")[0]
+    if item.kind == "data-file" and "/" in name:
+        return name.split("/")[0]
+    return None
+
+
+def _in_test_package(name: str) -> bool:
+    return any(part in TEST_PACKAGES for part in name.split(".")[1:])
+
+
+def _size(item: Item) -> int:
+    try:
+        return item.path.stat().st_size if item.path is not None else 0
+    except OSError:
+        return 0
+
+
+def _dist_tops(plan: Mapping[tuple[str, str], Item]) -> tuple[dict[str, set[str]], dict[str, dict[str, list[str]]]]:
+    """Per ``*.dist-info`` directory: the top-level names its RECORD lists, and its entry points
+    (group -> module names)."""
+    tops: dict[str, set[str]] = {}
+    entry_points: dict[str, dict[str, list[str]]] = {}
+    for (namespace, name), item in plan.items():
+        if item.kind != "dist-info-file" or item.path is None:
+            continue
+        directory, _, file = name.partition("/")
+        if file == "RECORD":
+            try:
+                lines = item.path.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            found = tops.setdefault(directory, set())
+            for line in lines:
+                path = line.split(",")[0]
+                first = path.split("/")[0]
+                if first.endswith((".dist-info", ".data")) or first.startswith(".."):
+                    continue
+                found.add(first.removesuffix(".py").split(".")[0] if "/" not in path else first)
+        elif file == "entry_points.txt":
+            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+            parser.optionxform = str  # type: ignore[assignment,method-assign]
+            try:
+                parser.read_string(item.path.read_text(errors="replace"))
+            except (OSError, configparser.Error):
+                continue
+            for group in parser.sections():
+                if group in ("console_scripts", "gui_scripts"):
+                    continue
+                modules = [value.split(":")[0].strip() for value in parser[group].values()]
+                entry_points.setdefault(directory, {})[group] = [m for m in modules if m]
+    return tops, entry_points
+
+
+def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str], str],
+          roots: Iterable[str], *, keep: Iterable[str] = ()) -> Reach:
+    """Decides what of ``plan`` (keys as :func:`ingot.pack._merge` makes them) to carry.
+    ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
+    ``"env"`` (another directory of packages). ``roots`` are module names run for sure; ``keep``
+    are ``--include`` patterns (dotted names, ``fnmatch``; a package's pattern keeps its
+    modules)."""
+    keep = tuple(keep)
+    modules = {name: key for key in plan if (name := key[1]) and key[0] == _MODULE_NAMESPACE}
+    third_party_tops = {name.split(".")[0] for name, key in modules.items()
+                        if origin.get(key) != "stdlib"}
+    by_top: dict[str, list[tuple[str, str]]] = {}
+    for key, item in plan.items():
+        top = _top(key, item)
+        if top is not None and origin.get(key) != "stdlib":
+            by_top.setdefault(top, []).append(key)
+    dist_tops, dist_entry_points = _dist_tops(plan)
+    groups: dict[str, list[tuple[str, list[str]]]] = {}
+    for directory, found in dist_entry_points.items():
+        for group, targets in found.items():
+            groups.setdefault(group, []).append((directory, targets))
+
+    present = set(modules) | set(sys.builtin_module_names)
+    result = Reach()
+    reached: set[str] = set()
+    whole: set[str] = set()  # top-level names carried whole
+    dists: set[str] = set()  # dist-info directories reached through entry points
+    queue: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in modules and name not in reached:
+            queue.append(name)
+
+    for name in roots:
+        visit(name)
+    for key in plan:
+        if origin.get(key) == "app" and key[0] == _MODULE_NAMESPACE:
+            visit(key[1])
+        if key[0] == _MODULE_NAMESPACE and keep and _matches(key[1], keep):
+            visit(key[1])
+
+    def strings(source: bytes, package: str, stdlib: bool) -> None:
+        for match in _IMPORT_CALL.finditer(source):
+            visit(match.group(2).decode("ascii", "replace"))
+        for match in _RELATIVE_IMPORT.finditer(source):
+            relative = match.group(2).decode("ascii", "replace")
+            dots = len(relative) - len(relative.lstrip("."))
+            base = package.split(".")
+            base = base[:len(base) - (dots - 1)] if dots > 1 else base
+            visit(".".join(base + [relative.lstrip(".")]).rstrip("."))
+        if stdlib:
+            # The standard library's other module-name strings are data (pickle's table of
+            # renamed modules, logging's configuration), not imports of its own.
+            return
+        for match in _STRING.finditer(source):
+            text = match.group(2).decode("ascii", "replace")
+            if "." in text or text in third_party_tops:
+                visit(text)
+            for directory, targets in groups.get(text, ()):
+                dists.add(directory)
+                for target in targets:
+                    visit(target)
+
+    while queue:
+        name = queue.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        key = modules[name]
+        item = plan[key]
+        parent = name.rpartition(".")[0]
+        if parent:
+            visit(parent)
+        top = name.split(".")[0]
+        if (origin.get(key) != "stdlib" or top in WHOLE_PACKAGES) and top not in whole:
+            whole.add(top)
+            for other in by_top.get(top, []) if origin.get(key) != "stdlib" else \
+                    [k for n, k in modules.items() if n.split(".")[0] == top]:
+                if other[0] == _MODULE_NAMESPACE and not _in_test_package(other[1]):
+                    visit(other[1])
+        source = None
+        package = name if item.kind in ("package", "extension-package", "namespace-package") \
+            else parent
+        try:
+            if item.kind in ("module", "package") and item.path is not None:
+                source = item.path.read_bytes()
+            elif item.kind in ("extension-module", "extension-package") and item.path is not None:
+                for found in binary_names(item.path.read_bytes()):
+                    visit(found)
+                source = item.source.read_bytes() if item.source is not None else None
+        except OSError:
+            source = None
+        if source is None:
+            continue
+        is_package = item.kind in ("package", "extension-package")
+        found_imports = imports_in_source(source, name, is_package)
+        result.imports[name] = found_imports
+        precise = stdlib_imports(source, name, is_package, present) \
+            if origin.get(key) == "stdlib" and item.kind in ("module", "package") else None
+        if precise is not None:
+            for imported in precise:
+                visit(imported)
+        else:
+            for where, names in found_imports.items():
+                if where != SKIPPED:
+                    for imported in names:
+                        visit(imported)
+        strings(source, package, origin.get(key) == "stdlib")
+
+    kept_tops = {top for top in whole} | {name.split(".")[0] for name in reached}
+    for key, item in plan.items():
+        namespace, name = key
+        where = origin.get(key, "env")
+        if where == "app" or namespace == "libraries":
+            carried = True
+        elif namespace == _MODULE_NAMESPACE:
+            carried = name in reached
+        elif item.kind == "dist-info-file":
+            directory = name.split("/")[0]
+            owned = dist_tops.get(directory)
+            carried = directory in dists or (bool(owned & kept_tops) if owned else
+                                             _dist_name(directory) in kept_tops)
+        else:
+            top = _top(key, item)
+            carried = top is None or top in kept_tops
+        if carried or (keep and _matches(name, keep)):
+            result.kept.add(key)
+            continue
+        group = name.split("/")[0] if item.kind == "dist-info-file" else \
+            (_top(key, item) or name)
+        count, size = result.left_out.get(group, (where, 0, 0))[1:]
+        result.left_out[group] = (where, count + 1, size + _size(item))
+    return result
+
+
+def _dist_name(directory: str) -> str:
+    """``Foo_Bar-1.0.dist-info`` -> ``foo_bar``."""
+    return directory.split("-")[0].lower().replace(".", "_")
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    dotted = name.replace("/", ".")
+    parts = dotted.split(".")
+    return any(fnmatchcase(".".join(parts[:i]), pattern)
+               for pattern in patterns for i in range(1, len(parts) + 1))
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look: python -m ingot.reach MODULE...
+    from ingot.collect import collect_stdlib
+
+    collection = collect_stdlib()
+    plan_ = {(_MODULE_NAMESPACE if item.kind != "data-file" else "files", item.name): item
+             for item in collection.items}
+    decided = reach(plan_, dict.fromkeys(plan_, "stdlib"), sys.argv[1:])
+    print(len(decided.kept), "kept;", sorted(decided.left_out)[:50])
