@@ -31,6 +31,12 @@ same round). A run is posix_spawn to wait4 of the process, stdin/stdout/stderr o
 empty directory, environment PATH/HOME/LANG=C.UTF-8 only. Another process's drop_caches (the
 drop_pagecache counter of /proc/vmstat moved) during a run repeats the run, and since a hot
 configuration's previous run adds a discarded warming run first (counted in the JSON).
+Peak RSS: after the timed runs, --rss-runs more hot rounds (default 5, 0: none), each run under
+`/usr/bin/time -f %M`, which reports its child's ru_maxrss from wait4; the median, in MiB. Not the
+ru_maxrss this harness's own wait4 gets: a process's maxrss keeps the high-water mark of the memory
+it had before exec, here this Python process's (posix_spawn and fork alike), so that of a small
+program would read as the harness's. Size: an executable's file size, a directory's or a venv's
+files (the installed environment).
 Results: bench/results/peers-<utc>.json and a markdown report (stdout and WORK/peers-<utc>.md).
 """
 
@@ -177,8 +183,15 @@ def shared_files(python: str) -> list[str]:
     return [os.path.realpath(python)] + out + sorted(set(libs))
 
 
-def run_once(argv: list[str], env: dict, cwd: str) -> tuple[int, float, int]:
-    """(wall ns, user+sys CPU s, raw wait status) of one run, spawn to reaped."""
+TIME = "/usr/bin/time"  # GNU time: -f %M is its child's ru_maxrss in KiB
+
+
+def run_once(argv: list[str], env: dict, cwd: str, rss_out: str | None = None) -> tuple[int, float, int]:
+    """(wall ns, user+sys CPU s, raw wait status) of one run, spawn to reaped. With ``rss_out``
+    the run is TIME's, which writes the program's peak RSS there (read_rss); its wall and CPU
+    time are then not the program's alone."""
+    if rss_out:
+        argv = [TIME, "-f", "%M", "-o", rss_out] + argv
     old = os.getcwd()
     os.chdir(cwd)
     try:
@@ -191,6 +204,12 @@ def run_once(argv: list[str], env: dict, cwd: str) -> tuple[int, float, int]:
     return t1 - t0, ru.ru_utime + ru.ru_stime, status
 
 
+def read_rss(rss_out: str) -> int:
+    """The peak RSS in KiB that TIME wrote (its last line) for a run of run_once."""
+    with open(rss_out) as f:
+        return int(f.read().split()[-1])
+
+
 def drop_count() -> int:
     """How many times anyone has dropped the page cache since boot (/proc/vmstat drop_pagecache)."""
     with open("/proc/vmstat") as f:
@@ -200,7 +219,8 @@ def drop_count() -> int:
     return -1
 
 
-def guarded_run(argv: list[str], env: dict, cwd: str, cold: bool, stats: dict) -> tuple[int, float, int]:
+def guarded_run(argv: list[str], env: dict, cwd: str, cold: bool, stats: dict,
+                rss_out: str | None = None) -> tuple[int, float, int]:
     """One run that no other process's drop_caches touched. On a shared machine another
     benchmark's drop_caches would make a hot run cold (observed here: bench/materialize.py drops
     caches before each of its runs). Hot: if the page cache was dropped since this
@@ -215,7 +235,7 @@ def guarded_run(argv: list[str], env: dict, cwd: str, cold: bool, stats: dict) -
                 stats["rewarmed_after_foreign_drop"] = stats.get("rewarmed_after_foreign_drop", 0) + 1
             run_once(argv, env, cwd)
         before = drop_count()
-        wall, cpu, status = run_once(argv, env, cwd)
+        wall, cpu, status = run_once(argv, env, cwd, rss_out)
         after = drop_count()
         stats["_last_drop_count"] = after
         if after == before:
@@ -225,9 +245,10 @@ def guarded_run(argv: list[str], env: dict, cwd: str, cold: bool, stats: dict) -
                      "measure when no other benchmark drops caches")
 
 
-def measure(cfgs: dict, env: dict, cwd: str, rounds: int, warmup: int, cold: bool) -> dict:
+def measure(cfgs: dict, env: dict, cwd: str, rounds: int, warmup: int, cold: bool, rss_out: str | None = None) -> dict:
+    """Runs per configuration; with ``rss_out`` (see run_once) their peak RSS too."""
     names = list(cfgs)
-    data = {n: {"wall_ns": [], "cpu_s": [], "failures": 0} for n in names}
+    data = {n: {"wall_ns": [], "cpu_s": [], "maxrss_kib": [], "failures": 0} for n in names}
     if not cold:
         for _ in range(warmup):
             for n in names:
@@ -236,14 +257,16 @@ def measure(cfgs: dict, env: dict, cwd: str, rounds: int, warmup: int, cold: boo
     for i in range(rounds):
         k = i % len(names)
         for n in names[k:] + names[:k]:
-            wall, cpu, status = guarded_run(cfgs[n]["argv"], env, cwd, cold, data[n])
+            wall, cpu, status = guarded_run(cfgs[n]["argv"], env, cwd, cold, data[n], rss_out)
             if status != 0:
                 data[n]["failures"] += 1
                 data[n]["wall_ns"].append(None)
                 data[n]["cpu_s"].append(None)
+                data[n]["maxrss_kib"].append(None)
                 continue
             data[n]["wall_ns"].append(wall)
             data[n]["cpu_s"].append(cpu)
+            data[n]["maxrss_kib"].append(read_rss(rss_out) if rss_out else None)
     return data
 
 
@@ -252,6 +275,7 @@ def summarize(data: dict, baselines: list[str]) -> dict:
     for n, d in data.items():
         walls = [w for w in d["wall_ns"] if w is not None]
         cpus = [c for c in d["cpu_s"] if c is not None]
+        rss = [r for r in d.get("maxrss_kib", []) if r is not None]
         s = {
             "runs": len(walls),
             "failures": d["failures"],
@@ -260,6 +284,7 @@ def summarize(data: dict, baselines: list[str]) -> dict:
             "wall_ms_median": statistics.median(walls) / 1e6 if walls else None,
             "wall_ms_quartiles": [q / 1e6 for q in statistics.quantiles(walls, n=4)] if len(walls) > 1 else None,
             "cpu_ms_median": statistics.median(cpus) * 1e3 if cpus else None,
+            "peak_rss_mib_median": statistics.median(rss) / 1024 if rss else None,
             "ratio": {},
             "ratio_of_medians": {},
             "ratio_quartiles": {},
@@ -276,6 +301,8 @@ def summarize(data: dict, baselines: list[str]) -> dict:
                 s["ratio_of_medians"][b] = statistics.median(walls) / statistics.median(bw)
         s["wall_ns"] = d["wall_ns"]
         s["cpu_s"] = d["cpu_s"]
+        if rss:
+            s["maxrss_kib"] = d["maxrss_kib"]
         out[n] = s
     return out
 
@@ -300,7 +327,7 @@ def report(result: dict) -> str:
     lines.append(f"### Executables vs peers: run `{result['utc']}`\n")
     lines.append(f"{m['cpu']} x {m['nproc']}, {m['uname']}; repo at {m['repo_commit']}; "
                  f"hot: {result['warmup']} warm-up + {result['hot_runs']} rounds, cold: {result['cold_runs']} rounds "
-                 f"(drop_caches before every run); niceness {result['niceness']}; load average "
+                 f"(drop_caches before every run), peak RSS: {result.get('rss_runs', 0)} hot rounds under {TIME}; niceness {result['niceness']}; load average "
                  f"{result['loadavg_before'][0]:.2f} before, {result['loadavg_after'][0]:.2f} after.\n")
     res = result.get("residency_after_drop_caches", {})
     if res:
@@ -325,9 +352,9 @@ def report(result: dict) -> str:
         lines.append(f"#### {w}\n")
         head = ("| configuration | hot median ms | " + " | ".join(f"hot vs {LABELS[b]}" for b in bl)
                 + " | cold median ms | " + " | ".join(f"cold vs {LABELS[b]}" for b in bl)
-                + " | hot CPU ms | size | build time |")
+                + " | hot CPU ms | peak RSS MiB | size MiB | build time |")
         lines.append(head)
-        lines.append("|---|" + "---:|" * (4 + 2 * len(bl) + 1))
+        lines.append("|---|" + "---:|" * (5 + 2 * len(bl) + 1))
         for n in ORDER:
             if n not in wr["configs"]:
                 continue
@@ -338,12 +365,14 @@ def report(result: dict) -> str:
             row += [fmt(h["ratio"].get(b), ".2f") for b in bl]
             row += [fmt(k["wall_ms_median"]) if k else "–"]
             row += [fmt(k["ratio"].get(b), ".2f") if k else "–" for b in bl]
-            row += [fmt(h["cpu_ms_median"]), mib(c["size_bytes"]), secs(c["build_s"])]
+            rss = c.get("rss")
+            row += [fmt(h["cpu_ms_median"]), fmt(rss and rss["peak_rss_mib_median"]),
+                    fmt(c["size_bytes"] and c["size_bytes"] / 2**20), secs(c["build_s"])]
             if any(x["failures"] for x in [h] + ([k] if k else [])):
                 row[0] += f" ({h['failures']}+{k['failures'] if k else 0} failed runs)"
             lines.append("| " + " | ".join(row) + " |")
         for n, why in wr["missing"].items():
-            lines.append(f"| {LABELS[n]} | {why.splitlines()[0][:200]} |" + " |" * (4 + 2 * len(bl)))
+            lines.append(f"| {LABELS[n]} | {why.splitlines()[0][:200]} |" + " |" * (5 + 2 * len(bl)))
         lines.append("")
     lines.append("#### Targets (ingot's same-round ratio, median over rounds)\n")
     lines.append("| workload | vs | hot | target | met | cold | target | met |")
@@ -417,6 +446,8 @@ def main() -> int:
     ap.add_argument("--cold-runs", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-cold", action="store_true")
+    ap.add_argument("--rss-runs", type=int, default=5,
+                    help="hot rounds run under /usr/bin/time for the peak RSS (0: none)")
     ap.add_argument("--nice", type=int, default=0, help="add to the niceness before timing (root: e.g. -15)")
     ap.add_argument("--json", help="default: bench/results/peers-<utc>.json")
     args = ap.parse_args()
@@ -459,6 +490,10 @@ def main() -> int:
     if cold and os.geteuid() != 0:
         log("not root: no cold-cache runs")
         cold = False
+    rss_runs = args.rss_runs
+    if rss_runs and not os.access(TIME, os.X_OK):
+        log(f"no {TIME} (GNU time): no peak RSS")
+        rss_runs = 0
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     watch = shared_files(args.python) + [b["output"] for k, b in sorted(state.get("builds", {}).items())
                                          if k.endswith("/ingot") and b.get("status") == "ok"]
@@ -480,15 +515,23 @@ def main() -> int:
         if cold:
             log(f"{w}: cold, {args.cold_runs} rounds x {len(cfgs)} configurations (drop_caches before each run)")
             cold_res = summarize(measure(cfgs, env, run_cwd, args.cold_runs, 0, cold=True), BASELINES[w])
+        rss_res = None
+        if rss_runs:
+            log(f"{w}: peak RSS, {rss_runs} rounds x {len(cfgs)} configurations under {TIME}")
+            rss_res = summarize(measure(cfgs, env, run_cwd, rss_runs, 0, cold=False,
+                                        rss_out=os.path.join(work, "maxrss.txt")), [])
         results[w] = {
             "configs": {n: {"argv": cfgs[n]["argv"], "size_bytes": cfgs[n]["size_bytes"],
                             "build_s": cfgs[n]["build_s"], "hot": hot[n],
-                            "cold": cold_res[n] if cold_res else None} for n in cfgs},
+                            "cold": cold_res[n] if cold_res else None,
+                            "rss": ({k: rss_res[n][k] for k in ("runs", "failures", "peak_rss_mib_median", "maxrss_kib")
+                                     if k in rss_res[n]} if rss_res else None)} for n in cfgs},
             "missing": missing,
         }
         for n in cfgs:
             log(f"  {w}/{n}: hot {hot[n]['wall_ms_median']:.1f} ms"
-                + (f", cold {cold_res[n]['wall_ms_median']:.1f} ms" if cold_res and cold_res[n]['wall_ms_median'] else ""))
+                + (f", cold {cold_res[n]['wall_ms_median']:.1f} ms" if cold_res and cold_res[n]['wall_ms_median'] else "")
+                + (f", peak RSS {rss_res[n]['peak_rss_mib_median']:.1f} MiB" if rss_res and rss_res[n]['peak_rss_mib_median'] else ""))
     load_after = os.getloadavg()
     if cold:
         residency["after"] = residency_after_drop(watch)
@@ -501,6 +544,7 @@ def main() -> int:
         "python_version": subprocess.run([args.python, "-VV"], capture_output=True, text=True).stdout.strip(),
         "niceness": os.nice(0),
         "hot_runs": args.hot_runs, "cold_runs": args.cold_runs if cold else 0, "warmup": args.warmup,
+        "rss_runs": rss_runs,
         "loadavg_before": load_before, "loadavg_after": load_after,
         "ingot": {"pythonpath": args.ingot_pythonpath, **pb.ingot_files(args.ingot_pythonpath)},
         "ingot_baseline": ({"pythonpath": args.baseline_ingot, **pb.ingot_files(args.baseline_ingot)}
