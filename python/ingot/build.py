@@ -677,7 +677,7 @@ def describe(path) -> dict:
     path = Path(path)
     try:
         finder = ingot.IngotFinder(str(path), any_python=True)
-        entries = finder.entries()
+        entries = finder._entry_sizes()
     except (OSError, ImportError, ValueError) as error:
         raise BuildError(f"cannot read {path}: {error}",
                          hint="give an executable made by `ingot build` or an archive") from error
@@ -698,6 +698,7 @@ def describe(path) -> dict:
         "glibc_floor": {"version": ".".join(map(str, floor.version)) if floor.version else None,
                         "set_by": floor.needed_by},
         "files_packages": finder._files_packages(),
-        "entries": [{"kind": kind, "name": name, "size": size} for kind, name, size in entries],
+        "entries": [{"kind": kind, "name": name, "size": size, "stored": stored}
+                    for kind, name, size, stored in entries],
     }
 

@@ -13,6 +13,7 @@ Progress, warnings and the summary go to stderr. A problem the user must fix pri
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import sys
 from typing import Sequence
@@ -76,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
                     "or an archive, with its launch config and Python version.")
     inspect.add_argument("path", metavar="EXE_OR_ARCHIVE")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument("--sizes", action="store_true", help="only the biggest entries and "
+                         "groups (top-level packages), by bytes stored in the archive")
     inspect.add_argument("--verify", action="store_true", help="also read every entry and check "
                          "its checksum; exit 1 if any is damaged")
     cache = commands.add_parser(
@@ -378,6 +381,9 @@ def _inspect(args: argparse.Namespace) -> int:
     print(f"needs glibc {floor['version']} or later (set by {floor['set_by']})" if floor["version"]
           else "needs no versioned glibc symbol")
     print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
+    if args.sizes:
+        _sizes(info["entries"])
+        return 0
     kinds: dict[str, list[int]] = {}
     for entry in info["entries"]:
         counts = kinds.setdefault(entry["kind"], [0, 0])
@@ -387,6 +393,29 @@ def _inspect(args: argparse.Namespace) -> int:
     for entry in info["entries"]:
         print(f"{entry['kind']:<20}{entry['size']:>12}  {entry['name']}")
     return 0
+
+
+def _sizes(entries: list[dict], shown: int = 20) -> None:
+    """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
+    groups: dict[str, list[int]] = {}
+    for entry in entries:
+        name = entry["name"]
+        group = "(ingot)" if name.startswith("__ingot__/") else \
+            name if entry["kind"] == "shared-library" else re.split(r"[./]", name)[0]
+        counts = groups.setdefault(group, [0, 0, 0])
+        counts[0] += 1
+        counts[1] += entry["stored"]
+        counts[2] += entry["size"]
+    total_stored = sum(entry["stored"] for entry in entries)
+    total = sum(entry["size"] for entry in entries)
+    print(f"{len(entries)} entries: {_size(total_stored)} stored ({_size(total)} decompressed)")
+    print(f"\nbiggest groups{'':<26}{'entries':>8}{'stored':>12}{'decompressed':>14}")
+    for group, (count, stored, size) in sorted(groups.items(), key=lambda item: -item[1][1])[:shown]:
+        print(f"  {group:<38}{count:>8}{_size(stored):>12}{_size(size):>14}")
+    print(f"\nbiggest entries{'':<25}{'kind':>8}{'stored':>12}{'decompressed':>14}")
+    for entry in sorted(entries, key=lambda entry: -entry["stored"])[:shown]:
+        print(f"  {entry['name']:<38}{entry['kind'][:8]:>8}{_size(entry['stored']):>12}"
+              f"{_size(entry['size']):>14}")
 
 
 def _cache(args: argparse.Namespace) -> int:

@@ -42,6 +42,10 @@ __all__ = [
 #: The predicted first-use order, one entry per line (docs/format.md, "Files ingot reserves").
 FIRST_USE_ENTRY = "__ingot__/first-use"
 
+#: The largest zstd dictionary ``pack`` trains for the small modules' blobs when it compresses:
+#: 64 KiB saved 14% of the compressed modules of a hello-world executable (docs/format.md).
+DICTIONARY_SIZE = 64 << 10
+
 #: Entry kinds, in the order summaries list them.
 KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package",
          "data-file", "dist-info-file", "shared-library")
@@ -454,6 +458,10 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         writer.add_data_file(FIRST_USE_ENTRY, listing)
         writer.set_first_use(order)
         say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
+    if compression_level is not None:
+        trained = writer.train_dictionary(DICTIONARY_SIZE)
+        if trained:
+            say(f"trained a {trained}-byte zstd dictionary for the small modules' blobs")
     say(f"writing {len(writer)} entries to {output}")
     try:
         result.size = writer.write(str(output))

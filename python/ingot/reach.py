@@ -19,8 +19,8 @@ its modules is reached (packages import their own modules in ways no scan sees: 
 run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``) unless
 something reaches them. Packages of the environment that nothing reaches (pip, setuptools, ingot
 itself) are left out, as is every standard-library module no path leads to (test suites, tkinter,
-idlelib, unused codecs' native modules...). :data:`WHOLE_PACKAGES` are carried whole whenever they
-are reached, for the reason given there.
+idlelib, unused codecs' native modules...). :data:`COMPUTED_IMPORTS` bring what they import by computed
+names, for the reason given there.
 
 What cannot be seen: imports of names computed at run time from data (a module named in a
 configuration file or a pickle) and code run by ``python -c`` strings. ``--include PATTERN``
@@ -40,7 +40,7 @@ from typing import Iterable, Mapping
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
 
-__all__ = ["NATIVE_IMPORTS", "Reach", "WHOLE_PACKAGES", "binary_names", "reach"]
+__all__ = ["COMPUTED_IMPORTS", "NATIVE_IMPORTS", "Reach", "binary_names", "reach"]
 
 #: Modules that native code imports by name, which no Python source shows: the interpreter's C
 #: code (the codec registry and standard streams at start-up, exception display and warnings,
@@ -54,10 +54,14 @@ NATIVE_IMPORTS = (
     "importlib.machinery", "zipimport", "atexit", "re", "posixpath",
 )
 
-#: Packages carried whole once reached, with why: their members are chosen at run time by names
-#: that no import statement holds.
-WHOLE_PACKAGES = {
-    "encodings": "codecs are looked up by name at run time (the locale's, a file's, str.encode's)",
+#: Modules of the standard library that import others by names computed at run time: module ->
+#: (patterns of the names it may import, why). A package matched by its own pattern is carried
+#: whole.
+COMPUTED_IMPORTS = {
+    "encodings": (("encodings.*",),
+                  "codecs are looked up by name at run time (the locale's, a file's, str.encode's)"),
+    "sysconfig": (("_sysconfigdata_*",),
+                  "its build-time variables are in a module named after the platform"),
 }
 
 #: Subpackages of a package that hold its test suite: left out unless something imports them.
@@ -66,17 +70,26 @@ TEST_PACKAGES = ("tests", "test", "testing")
 _STRING = re.compile(rb"""(?<![\w.])[rbuRBU]?(['"])([A-Za-z_][\w.]{0,200}?)\1""")
 _RELATIVE_IMPORT = re.compile(rb"""import_module\(\s*(['"])(\.[\w.]*)\1""")
 _IMPORT_CALL = re.compile(rb"""(?:import_module|__import__|find_spec)\(\s*(['"])([A-Za-z_][\w.]*)\1""")
-_BINARY_NAME = re.compile(rb"(?<=\x00)[A-Za-z_][A-Za-z0-9_.]{1,120}(?=\x00)")
+_SIGNATURE = re.compile(rb"(?<=\x00)([A-Za-z_][A-Za-z0-9_]*)\((?:\$|[A-Za-z_*/)])")
+_IDENTIFIER_RUN = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]{1,120}")
+_BINARY_NAME = re.compile(rb"(?<=\x00)[A-Za-z0-9_][A-Za-z0-9_.]{1,120}(?=\x00)")
 
 _MODULE_NAMESPACE = "modules"
 
 
+def loose_binary_names(image: bytes) -> set[str]:
+    """Every run of identifier characters (and dots) in a native image, however delimited: Rust
+    and Cython 3 keep their strings in pools without NUL terminators."""
+    return {match.decode() for match in _IDENTIFIER_RUN.findall(image)}
+
+
 def binary_names(image: bytes) -> set[str]:
     """The NUL-terminated strings of a native image that look like module names (C code imports
-    by name: ``numbers``, ``_strptime``, ``xml.etree.ElementPath``). Some are method names that
-    happen to name a module too (``readline``): carrying such a module costs bytes, missing one
-    that C code imports would cost the import."""
-    return {match.decode() for match in _BINARY_NAME.findall(image)}
+    by name: ``numbers``, ``_strptime``, ``xml.etree.ElementPath``), less the names the image
+    documents as its own functions or methods (an Argument Clinic signature, ``readline($self,
+    ...``): a method that happens to share a module's name is not an import of it."""
+    documented = set(_SIGNATURE.findall(image))
+    return {match.decode() for match in _BINARY_NAME.findall(image) if match not in documented}
 
 
 @dataclass
@@ -119,8 +132,10 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
     - code that never runs on Linux (``if sys.platform == "win32":``, ``if TYPE_CHECKING:``);
     - the ``if __name__ == "__main__":`` block, nor the functions only it calls (``_test()``,
       ``main()`` of modules that are also command-line tools: they run under ``python -m``);
-    - an ``except ImportError:`` fallback whose ``try`` imports only modules in ``present``
-      (``try: from _sha512 import sha512 except ImportError: from hashlib import sha512``).
+    - an ``except ImportError:`` fallback to another top-level module or package whose ``try``
+      imports only modules in ``present`` (``try: from _sha512 import sha512 except ImportError:
+      from hashlib import sha512``). A fallback within the module's own package is followed: such
+      a twin (``zoneinfo._zoneinfo``) is part of the package, and others import it directly.
 
     None if the source does not parse (the caller falls back to the textual scan)."""
     try:
@@ -128,6 +143,7 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
     except (SyntaxError, ValueError):
         return None
     package = name if is_package else name.rpartition(".")[0]
+    top = name.split(".")[0] if "." in name or is_package else None
 
     def absolute(node: ast.ImportFrom) -> str | None:
         if not node.level:
@@ -164,7 +180,15 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
                 names.add(inner.id)
             elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
                 names.add(inner.value)  # __all__ entries, getattr(module, "name")
-    live = {name for name in uses.get(None, set()) if name in functions}
+    # A function the __main__ block calls is a command-line entry point (``main()``, ``_test()``):
+    # dead unless the module's other code uses it. Other public functions are live (any importer
+    # may call them), as are dunder functions (the interpreter calls a module's ``__getattr__``),
+    # private ones if live code uses them.
+    in_main = {inner.id for block in main_blocks for inner in ast.walk(block)
+               if isinstance(inner, ast.Name)}
+    live = {name for name in functions if name not in in_main and (
+        not name.startswith("_") or (name.startswith("__") and name.endswith("__")))} | \
+        {name for name in uses.get(None, set()) if name in functions}
     stack = list(live)
     while stack:
         for used in uses.get(stack.pop(), set()):
@@ -196,7 +220,9 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
                 tried = imports_of(node.body)  # type: ignore[attr-defined]
                 all_present = bool(tried) and all(module in present for module in tried)
                 for handler in node.handlers:  # type: ignore[attr-defined]
-                    if not (all_present and _catches_import_error(handler)):
+                    own = top and all(module.split(".")[0] == top
+                                      for module in imports_of(handler.body))
+                    if own or not (all_present and _catches_import_error(handler)):
                         walk(handler.body)
                 walk(node.orelse)  # type: ignore[attr-defined]
                 walk(node.finalbody)  # type: ignore[attr-defined]
@@ -346,12 +372,16 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
         if parent:
             visit(parent)
         top = name.split(".")[0]
-        if (origin.get(key) != "stdlib" or top in WHOLE_PACKAGES) and top not in whole:
+        if origin.get(key) != "stdlib" and top not in whole:
             whole.add(top)
-            for other in by_top.get(top, []) if origin.get(key) != "stdlib" else \
-                    [k for n, k in modules.items() if n.split(".")[0] == top]:
+            for other in by_top.get(top, []):
                 if other[0] == _MODULE_NAMESPACE and not _in_test_package(other[1]):
                     visit(other[1])
+        if origin.get(key) == "stdlib" and name in COMPUTED_IMPORTS:
+            patterns = COMPUTED_IMPORTS[name][0]
+            for other in modules:
+                if any(fnmatchcase(other, pattern) for pattern in patterns):
+                    visit(other)
         source = None
         package = name if item.kind in ("package", "extension-package", "namespace-package") \
             else parent
@@ -359,7 +389,10 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
             if item.kind in ("module", "package") and item.path is not None:
                 source = item.path.read_bytes()
             elif item.kind in ("extension-module", "extension-package") and item.path is not None:
-                for found in binary_names(item.path.read_bytes()):
+                image = item.path.read_bytes()
+                names = binary_names(image) if origin.get(key) == "stdlib" else \
+                    loose_binary_names(image) & set(modules)
+                for found in names:
                     visit(found)
                 source = item.source.read_bytes() if item.source is not None else None
         except OSError:

@@ -60,6 +60,8 @@ pub struct Archive {
     header: Header,
     /// One bit per blob: set once the blob's checksum has been verified.
     verified: Box<[AtomicU64]>,
+    /// The zstd dictionary ([`layout::DICTIONARY_ENTRY`]), loaded on first use.
+    dictionary: std::sync::OnceLock<std::result::Result<zstd::dict::DecoderDictionary<'static>, String>>,
 }
 
 /// One entry of the archive, borrowed from it.
@@ -184,7 +186,7 @@ impl Archive {
         let header = parse_header(archive_bytes)?;
         let words = (header.blob_count as usize).div_ceil(64);
         let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
-        Ok(Archive { backing, start, size, header, verified })
+        Ok(Archive { backing, start, size, header, verified, dictionary: std::sync::OnceLock::new() })
     }
 
     /// The archive's bytes, header to trailer.
@@ -330,7 +332,7 @@ impl Archive {
             )));
         }
         let compression = record[B::COMPRESSION];
-        if compression != layout::compression::NONE && compression != layout::compression::ZSTD {
+        if !matches!(compression, layout::compression::NONE | layout::compression::ZSTD | layout::compression::ZSTD_DICTIONARY) {
             return Err(Error::Malformed(format!(
                 "entry `{entry_name}`: unknown compression {compression} for its {} blob",
                 role.label()
@@ -425,8 +427,14 @@ impl Archive {
         // The declared size comes from the archive: never trust it for a large allocation up
         // front, and never read past it.
         let mut out = Vec::with_capacity(size.min(16 << 20));
-        let decoder = zstd::stream::read::Decoder::with_buffer(stored).map_err(decompress_error)?;
-        decoder.take(blob.size.saturating_add(1)).read_to_end(&mut out).map_err(decompress_error)?;
+        if blob.compression == layout::compression::ZSTD_DICTIONARY {
+            let dictionary = self.dictionary(blob)?;
+            let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(stored, dictionary).map_err(decompress_error)?;
+            decoder.take(blob.size.saturating_add(1)).read_to_end(&mut out).map_err(decompress_error)?;
+        } else {
+            let decoder = zstd::stream::read::Decoder::with_buffer(stored).map_err(decompress_error)?;
+            decoder.take(blob.size.saturating_add(1)).read_to_end(&mut out).map_err(decompress_error)?;
+        }
         if out.len() as u64 != blob.size {
             return Err(Error::Malformed(format!(
                 "entry `{}`: {} blob decompressed to {} bytes, expected {}",
@@ -437,6 +445,29 @@ impl Archive {
             )));
         }
         Ok(Cow::Owned(out))
+    }
+
+    /// The archive's zstd dictionary, for `blob` (named in errors).
+    fn dictionary(&self, blob: &Blob<'_>) -> Result<&zstd::dict::DecoderDictionary<'static>> {
+        let loaded = self.dictionary.get_or_init(|| {
+            let entry = match self.find(Namespace::Files, layout::DICTIONARY_ENTRY) {
+                Ok(Some(entry)) => entry,
+                Ok(None) => return Err(format!("the archive has no `{}`", layout::DICTIONARY_ENTRY)),
+                Err(error) => return Err(error.to_string()),
+            };
+            let blob = match entry.blob(Role::Content) {
+                Ok(Some(blob)) if blob.compression != layout::compression::ZSTD_DICTIONARY => blob,
+                Ok(_) => return Err(format!("`{}` has no content readable without itself", layout::DICTIONARY_ENTRY)),
+                Err(error) => return Err(error.to_string()),
+            };
+            match self.data(&blob) {
+                Ok(bytes) => Ok(zstd::dict::DecoderDictionary::copy(&bytes)),
+                Err(error) => Err(error.to_string()),
+            }
+        });
+        loaded.as_ref().map_err(|why| {
+            Error::Malformed(format!("entry `{}`: {} blob needs the archive's zstd dictionary: {why}", blob.entry_name, blob.role.label()))
+        })
     }
 
     /// Reads and checks every blob of the archive.

@@ -34,6 +34,19 @@ pub struct ArchiveWriter {
     entries: BTreeMap<(Namespace, String), PendingEntry>,
     /// Entries expected to be read at start-up, in the order they are expected to be read.
     first_use: BTreeMap<(Namespace, String), u32>,
+    /// The zstd dictionary of small module blobs ([`ArchiveWriter::train_dictionary`]).
+    dictionary: Option<Vec<u8>>,
+}
+
+/// The largest blob compressed with the dictionary: past this size a blob's own history
+/// compresses it as well as a dictionary would.
+const DICTIONARY_BLOB_LIMIT: usize = 64 << 10;
+
+/// Whether a blob of an entry of `kind` is compressed with the archive's dictionary (when there
+/// is one and it is compressed at all): the sources and bytecode of modules, which share most of
+/// their vocabulary, and which are small.
+fn uses_dictionary(kind: Kind, role: Role, size: usize) -> bool {
+    matches!(kind, Kind::Module | Kind::Package) && matches!(role, Role::Source | Role::Bytecode(_)) && size <= DICTIONARY_BLOB_LIMIT
 }
 
 /// Whether a start reads this blob of a first-use entry: not sources, nor the bytecode of
@@ -115,7 +128,7 @@ fn align(value: u64) -> u64 {
 
 impl ArchiveWriter {
     pub fn new(options: WriterOptions) -> ArchiveWriter {
-        ArchiveWriter { options, entries: BTreeMap::new(), first_use: BTreeMap::new() }
+        ArchiveWriter { options, entries: BTreeMap::new(), first_use: BTreeMap::new(), dictionary: None }
     }
 
     pub fn len(&self) -> usize {
@@ -169,6 +182,37 @@ impl ArchiveWriter {
         }
     }
 
+    /// Trains a zstd dictionary of at most `max_size` bytes on the module blobs that will be
+    /// compressed (not those a start reads, see [`ArchiveWriter::set_first_use`]), adds it as the
+    /// data file [`layout::DICTIONARY_ENTRY`], and compresses those blobs with it. Returns the
+    /// dictionary's size, or `None` when compression is off or there are too few such blobs for a
+    /// dictionary to pay for itself (it is then not added). Call it after `set_first_use`.
+    pub fn train_dictionary(&mut self, max_size: usize) -> Result<Option<usize>> {
+        if self.options.zstd_level.is_none() || self.dictionary.is_some() {
+            return Ok(self.dictionary.as_ref().map(Vec::len));
+        }
+        let mut samples: Vec<&[u8]> = Vec::new();
+        for (key, entry) in &self.entries {
+            let first = self.first_use.contains_key(key);
+            for (role, bytes) in &entry.blobs {
+                if uses_dictionary(entry.kind, *role, bytes.len()) && !(first && read_at_start(*role)) && !bytes.is_empty() {
+                    samples.push(bytes);
+                }
+            }
+        }
+        let total: usize = samples.iter().map(|sample| sample.len()).sum();
+        // zstd's trainer wants about 100 times the dictionary's size in samples.
+        if samples.len() < 64 || total < max_size.saturating_mul(8) {
+            return Ok(None);
+        }
+        let dictionary = zstd::dict::from_continuous(&samples.concat(), &samples.iter().map(|sample| sample.len()).collect::<Vec<_>>(), max_size)
+            .map_err(Error::Write)?;
+        let size = dictionary.len();
+        self.add(Kind::DataFile, layout::DICTIONARY_ENTRY, vec![(Role::Content, dictionary.clone())])?;
+        self.dictionary = Some(dictionary);
+        Ok(Some(size))
+    }
+
     /// Writes the archive to `out` and returns its size.
     pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
         let entry_count = u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge("too many entries"))?;
@@ -178,9 +222,11 @@ impl ArchiveWriter {
         // Store each blob, compressed where that pays; note the first-use rank of its entry.
         let mut stored: Vec<(Role, u8, std::borrow::Cow<'_, [u8]>, u64)> = Vec::with_capacity(blob_total);
         let mut ranks: Vec<Option<u32>> = Vec::with_capacity(blob_total);
+        let mut kinds: Vec<Kind> = Vec::with_capacity(blob_total);
         for (key, entry) in &self.entries {
             for (role, bytes) in &entry.blobs {
                 ranks.push(self.first_use.get(key).copied());
+                kinds.push(entry.kind);
                 stored.push((*role, layout::compression::NONE, std::borrow::Cow::Borrowed(&bytes[..]), bytes.len() as u64));
             }
         }
@@ -188,19 +234,30 @@ impl ArchiveWriter {
             // Blobs are compressed independently: spread them over the CPUs.
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
             let chunk = stored.len().div_ceil(threads).max(1);
+            let dictionary = self.dictionary.as_deref();
             std::thread::scope(|scope| -> Result<()> {
                 let workers: Vec<_> = stored
                     .chunks_mut(chunk)
-                    .zip(ranks.chunks(chunk))
-                    .map(|(items, ranks)| {
+                    .zip(ranks.chunks(chunk).zip(kinds.chunks(chunk)))
+                    .map(|(items, (ranks, kinds))| {
                         scope.spawn(move || -> Result<()> {
-                            for (item, rank) in items.iter_mut().zip(ranks) {
+                            let mut plain = zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
+                            let mut with_dictionary = match dictionary {
+                                Some(dictionary) => Some(zstd::bulk::Compressor::with_dictionary(level, dictionary).map_err(Error::Write)?),
+                                None => None,
+                            };
+                            for ((item, rank), kind) in items.iter_mut().zip(ranks).zip(kinds) {
                                 if rank.is_some() && read_at_start(item.0) {
                                     continue; // read by a start: stays zero-copy
                                 }
-                                let packed = zstd::bulk::compress(&item.2, level).map_err(Error::Write)?;
+                                let (tag, packed) = match with_dictionary.as_mut() {
+                                    Some(compressor) if uses_dictionary(*kind, item.0, item.2.len()) => {
+                                        (layout::compression::ZSTD_DICTIONARY, compressor.compress(&item.2).map_err(Error::Write)?)
+                                    }
+                                    _ => (layout::compression::ZSTD, plain.compress(&item.2).map_err(Error::Write)?),
+                                };
                                 if packed.len() < item.2.len() {
-                                    item.1 = layout::compression::ZSTD;
+                                    item.1 = tag;
                                     item.2 = std::borrow::Cow::Owned(packed);
                                 }
                             }

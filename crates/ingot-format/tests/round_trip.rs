@@ -612,3 +612,63 @@ fn first_use_entries_lead_the_data_region_in_the_order_given() {
         }
     }
 }
+
+/// Many small modules of a shared vocabulary, as a standard library has.
+fn small_modules(count: usize) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+    (0..count)
+        .map(|n| {
+            let source = format!("import os\nimport sys\n\ndef function_{n}(argument):\n    return os.path.join(sys.prefix, str(argument), 'module_{n}')\n").repeat(3);
+            let bytecode = format!("\u{e3}code object function_{n} co_consts co_names os path join sys prefix str {n}").repeat(4);
+            (format!("pkg.module_{n}"), source.into_bytes(), bytecode.into_bytes())
+        })
+        .collect()
+}
+
+#[test]
+fn small_modules_compress_with_a_trained_dictionary_and_read_back() {
+    let modules = small_modules(400);
+    let mut writer = ArchiveWriter::new(options(Some(3)));
+    for (name, source, bytecode) in &modules {
+        writer.add(Kind::Module, name, vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())]).unwrap();
+    }
+    writer.set_first_use([(Namespace::Modules, "pkg.module_0".to_string())]);
+    let size = writer.train_dictionary(16 << 10).unwrap().expect("enough samples for a dictionary");
+    assert!(size > 0 && size <= 16 << 10);
+    let archive = Archive::from_vec(writer.to_vec().unwrap()).unwrap();
+    let dictionary = archive.find(Namespace::Files, layout::DICTIONARY_ENTRY).unwrap().expect("the dictionary entry");
+    assert_ne!(dictionary.blob(Role::Content).unwrap().unwrap().compression(), layout::compression::ZSTD_DICTIONARY);
+    for (name, source, bytecode) in &modules {
+        let entry = archive.find(Namespace::Modules, name).unwrap().unwrap();
+        let code = entry.blob(Role::Bytecode(0)).unwrap().unwrap();
+        if name == "pkg.module_0" {
+            // Read by a start: stored as is, and borrowed from the map.
+            assert_eq!(code.compression(), layout::compression::NONE);
+            assert!(matches!(archive.data(&code).unwrap(), Cow::Borrowed(_)));
+        } else {
+            assert_eq!(code.compression(), layout::compression::ZSTD_DICTIONARY, "{name}");
+        }
+        assert_eq!(entry.blob(Role::Source).unwrap().unwrap().compression(), layout::compression::ZSTD_DICTIONARY);
+        assert_eq!(&entry.data(Role::Source).unwrap().unwrap()[..], &source[..]);
+        assert_eq!(&entry.data(Role::Bytecode(0)).unwrap().unwrap()[..], &bytecode[..]);
+    }
+    archive.verify_all().unwrap();
+}
+
+#[test]
+fn a_blob_that_needs_a_missing_dictionary_is_an_error_not_a_panic() {
+    let modules = small_modules(400);
+    let mut writer = ArchiveWriter::new(options(Some(3)));
+    for (name, source, _) in &modules {
+        writer.add(Kind::Module, name, vec![(Role::Source, source.clone())]).unwrap();
+    }
+    writer.train_dictionary(16 << 10).unwrap().unwrap();
+    let mut bytes = writer.to_vec().unwrap();
+    // Rename the dictionary entry in the name region (same length, sorts the same way).
+    let at = bytes.windows(layout::DICTIONARY_ENTRY.len()).position(|window| window == layout::DICTIONARY_ENTRY.as_bytes()).unwrap();
+    bytes[at + layout::DICTIONARY_ENTRY.len() - 1] = b'z';
+    fix_index_checksum(&mut bytes);
+    let archive = Archive::from_vec(bytes).unwrap();
+    let entry = archive.find(Namespace::Modules, "pkg.module_1").unwrap().unwrap();
+    let error = entry.data(Role::Source).unwrap_err().to_string();
+    assert!(error.contains("zstd dictionary") && error.contains("pkg.module_1"), "{error}");
+}

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::sync::{Arc, OnceLock};
 
+/// A native entry's (kind, name, [(library, symbol version), ...]).
+type VersionNeeds = (String, String, Vec<(String, String)>);
+
 use ingot_format::{Archive, Entry, Kind, Namespace, Role};
 use pyo3::exceptions::{PyFileNotFoundError, PyImportError, PyValueError};
 use pyo3::prelude::*;
@@ -814,6 +817,22 @@ impl IngotFinder {
         Ok(dirs)
     }
 
+    /// Every entry as (kind, name, size of its blobs once decompressed, size stored in the archive).
+    fn _entry_sizes(&self) -> PyResult<Vec<(&'static str, String, u64, u64)>> {
+        let mut sizes = Vec::new();
+        for entry in self.shared.archive.entries() {
+            let entry = entry.map_err(|error| self.error(error))?;
+            let (mut size, mut stored) = (0u64, 0u64);
+            for blob in entry.blobs() {
+                let blob = blob.map_err(|error| self.error(error))?;
+                size += blob.size();
+                stored += blob.stored_size();
+            }
+            sizes.push((entry.kind().map_or("unknown", Kind::label), entry.name().to_string(), size, stored));
+        }
+        Ok(sizes)
+    }
+
     /// Every entry as (kind, name, size in bytes of its blobs once decompressed).
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
@@ -831,7 +850,7 @@ impl IngotFinder {
 
     /// `[(kind, name, [(library, version), ...]), ...]`: the symbol versions each native entry
     /// (extension module, extension package, shared library) needs, from its `DT_VERNEED`.
-    fn _version_needs(&self) -> PyResult<Vec<(String, String, Vec<(String, String)>)>> {
+    fn _version_needs(&self) -> PyResult<Vec<VersionNeeds>> {
         let mut needs = Vec::new();
         for entry in self.shared.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;

@@ -136,6 +136,13 @@ impl ArchiveWriter {
         Ok(())
     }
 
+    /// Trains a zstd dictionary of at most `max_size` bytes on the small module blobs that will
+    /// be compressed, adds it as `__ingot__/zstd-dictionary` and compresses them with it; returns
+    /// its size, or None (compression off, too few such blobs). Call after `set_first_use`.
+    fn train_dictionary(&mut self, py: Python<'_>, max_size: usize) -> PyResult<Option<usize>> {
+        py.detach(|| self.inner.train_dictionary(max_size)).map_err(value_error)
+    }
+
     fn __len__(&self) -> usize {
         self.inner.len()
     }

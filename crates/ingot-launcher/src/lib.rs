@@ -632,10 +632,6 @@ fn run<'py>(
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<OsString> {
-        list.iter().map(OsString::from).collect()
-    }
-
     #[test]
     fn launch_config() {
         let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}"#).unwrap();

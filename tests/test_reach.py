@@ -1,0 +1,138 @@
+"""What a build carries: the modules the application can reach (ingot.reach), on small trees of
+real files, and through `ingot build` on the examples."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from ingot.collect import Item
+from ingot.reach import reach, stdlib_imports
+
+
+def _tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_text(textwrap.dedent(content))
+        else:
+            path.write_bytes(content)
+
+
+def _plan(root: Path, where: dict[str, str]):
+    """Plan keys for the files under ``root``: top directory -> origin in ``where``."""
+    plan, origin = {}, {}
+    for path in sorted(root.rglob("*")):
+        if path.is_dir():
+            continue
+        rel = path.relative_to(root)
+        area, inner = rel.parts[0], Path(*rel.parts[1:])
+        if inner.parts[0].endswith(".dist-info"):
+            key, item = ("files", inner.as_posix()), Item("dist-info-file", inner.as_posix(), path)
+        elif path.suffix == ".py":
+            parts = list(inner.with_suffix("").parts)
+            kind = "package" if parts[-1] == "__init__" else "module"
+            name = ".".join(parts[:-1] if kind == "package" else parts)
+            key, item = ("modules", name), Item(kind, name, path, inner.as_posix())
+        elif path.suffix == ".so":
+            name = ".".join(inner.with_suffix("").parts)
+            key, item = ("modules", name), Item("extension-module", name, path)
+        else:
+            key, item = ("files", inner.as_posix()), Item("data-file", inner.as_posix(), path)
+        plan[key] = item
+        origin[key] = where[area]
+    return plan, origin
+
+
+def _modules(decided) -> set[str]:
+    return {name for namespace, name in decided.kept if namespace == "modules"}
+
+
+def test_the_standard_library_is_carried_module_by_module_as_far_as_imports_reach(tmp_path):
+    _tree(tmp_path, {
+        "lib/used.py": """
+            import sys
+            try:
+                from _fast import helper
+            except ImportError:
+                from slow import helper
+            if sys.platform == "win32":
+                import winonly
+            def later():
+                import lazy
+            def _test():
+                import selftest
+            if __name__ == "__main__":
+                _test()
+            """,
+        "lib/_fast.so": b"\x7fELF\x00\x00_private_dep\x00some text\x00",
+        "lib/_private_dep.py": "",
+        "lib/slow.py": "", "lib/winonly.py": "", "lib/lazy.py": "", "lib/selftest.py": "",
+        "lib/unused.py": "import lazy\n",
+        "app/main.py": "import used\n",
+    })
+    plan, origin = _plan(tmp_path, {"lib": "stdlib", "app": "app"})
+    decided = reach(plan, origin, ["main"])
+    assert _modules(decided) == {"main", "used", "_fast", "_private_dep", "lazy"}
+    assert {name for name, (where, _, _) in decided.left_out.items() if where == "stdlib"} == \
+        {"slow", "winonly", "selftest", "unused"}
+    # The fallback is followed when what the try imports is not there.
+    del plan[("modules", "_fast")]
+    assert "slow" in _modules(reach(plan, origin, ["main"]))
+
+
+def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_path):
+    _tree(tmp_path, {
+        "app/main.py": """
+            import importlib
+            import lib_a
+            BACKEND = "lib_b.backends.fast"
+            def plugins():
+                from importlib.metadata import entry_points
+                return entry_points(group="main.plugins")
+            """,
+        "env/lib_a/__init__.py": "", "env/lib_a/loaded_by_name.py": "",
+        "env/lib_a/tests/__init__.py": "", "env/lib_a/tests/test_a.py": "",
+        "env/lib_a/data.json": "{}",
+        "env/lib_b/__init__.py": "", "env/lib_b/backends/__init__.py": "",
+        "env/lib_b/backends/fast.py": "",
+        "env/plugin_c/__init__.py": "",
+        "env/plugin_c-1.0.dist-info/entry_points.txt": "[main.plugins]\nc = plugin_c:hook\n",
+        "env/plugin_c-1.0.dist-info/RECORD": "plugin_c/__init__.py,,\n",
+        "env/pip/__init__.py": "", "env/pip/_internal.py": "",
+        "env/pip-26.0.dist-info/RECORD": "pip/__init__.py,,\npip/_internal.py,,\n",
+    })
+    plan, origin = _plan(tmp_path, {"app": "app", "env": "env"})
+    decided = reach(plan, origin, ["main"])
+    modules = _modules(decided)
+    assert {"lib_a", "lib_a.loaded_by_name", "lib_b.backends.fast", "plugin_c"} <= modules
+    assert "lib_a.tests" not in modules and "pip" not in modules
+    assert ("files", "lib_a/data.json") in decided.kept
+    assert ("files", "plugin_c-1.0.dist-info/entry_points.txt") in decided.kept
+    assert ("files", "pip-26.0.dist-info/RECORD") not in decided.kept
+    assert decided.left_out["pip"][0] == "env"
+    # --include carries what nothing reaches.
+    assert "pip._internal" in _modules(reach(plan, origin, ["main"], keep=["pip"]))
+
+
+def test_functions_only_the_main_block_calls_are_not_followed():
+    source = textwrap.dedent("""
+        def main():
+            import argparse
+        def _helper():
+            import json
+        def api():
+            return _helper()
+        if __name__ == "__main__":
+            main()
+        """).encode()
+    found = stdlib_imports(source, "tool", False, set())
+    assert "json" in found and "argparse" not in found
+
+
+def test_a_packages_own_fallback_module_is_carried():
+    source = b"try:\n    from _fast import Thing\nexcept ImportError:\n    from ._slow import Thing\n"
+    assert "pkg._slow" in stdlib_imports(source, "pkg", True, {"_fast"})
+    source = b"try:\n    from _fast import Thing\nexcept ImportError:\n    from other import Thing\n"
+    assert "other" not in stdlib_imports(source, "pkg", True, {"_fast"})
