@@ -3,8 +3,13 @@ real files, and through `ingot build` on the examples."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
+
+from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
 
 from ingot.collect import Item
 from ingot.reach import reach, stdlib_imports
@@ -136,3 +141,74 @@ def test_a_packages_own_fallback_module_is_carried():
     assert "pkg._slow" in stdlib_imports(source, "pkg", True, {"_fast"})
     source = b"try:\n    from _fast import Thing\nexcept ImportError:\n    from other import Thing\n"
     assert "other" not in stdlib_imports(source, "pkg", True, {"_fast"})
+
+
+def test_packages_with_native_code_are_probed_for_what_they_import(tmp_path):
+    _tree(tmp_path, {
+        "app/main.py": "import fast\n",
+        "env/fast/__init__.py": "from fast._core import x\n",
+        "env/fast/_core.so": b"\x7fELF compressed strings only",
+        "lib/colorsys.py": "", "lib/unrelated.py": "",
+    })
+    plan, origin = _plan(tmp_path, {"app": "app", "env": "env", "lib": "stdlib"})
+    asked = []
+
+    def probe(tops):
+        asked.append(tops)
+        return {"colorsys", "fast", "not.in.the.build"}
+
+    decided = reach(plan, origin, ["main"], probe=probe)
+    assert asked == [["fast"]]
+    assert "colorsys" in _modules(decided) and "unrelated" not in _modules(decided)
+
+
+def test_the_import_probe_reports_what_importing_a_package_imported(tmp_path):
+    from ingot.reach import import_probe
+
+    _tree(tmp_path, {"pkg/__init__.py": "import colorsys\nprint('noise')\n",
+                     "broken/__init__.py": "raise RuntimeError('at import')\n"})
+    found = import_probe([str(tmp_path)])(["pkg", "broken"])
+    assert {"pkg", "colorsys"} <= found and "broken" not in found
+
+
+DYNAMIC_APP = '''\
+import importlib
+
+
+def main():
+    found = [importlib.import_module("json.tool").__name__,
+             __import__("xml.dom.minidom", fromlist=["Node"]).__name__]
+    computed = "color" + "sys"  # a name no scan can see
+    try:
+        found.append(importlib.import_module(computed).__name__)
+    except ModuleNotFoundError as error:
+        found.append(f"missing {error.name}")
+    print(" ".join(found))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_an_executable_imports_modules_named_in_strings_and_include_brings_back_the_rest(
+        tmp_path, launcher_here):
+    from test_launcher import run
+
+    script = tmp_path / "dynamic.py"
+    script.write_text(DYNAMIC_APP)
+    built = pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "lean")
+    assert "left out, as nothing imports them, of the standard library" in built.stderr
+    names = {entry["name"] for entry in json.loads(subprocess.run(
+        [sys.executable, "-m", "ingot", "inspect", "--json", str(tmp_path / "lean")],
+        capture_output=True, text=True, check=True).stdout)["entries"]}
+    assert {"json.tool", "xml.dom.minidom", "encodings.cp1252"} <= names
+    assert not names & {"colorsys", "tkinter", "idlelib", "unittest", "ensurepip", "pip"}
+    result = run(tmp_path / "lean")
+    assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom missing colorsys\n"), \
+        result.stderr
+    pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "full",
+              "--include", "colorsys")
+    result = run(tmp_path / "full")
+    assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom colorsys\n"), \
+        result.stderr

@@ -133,7 +133,7 @@ def _prune(plan: dict[tuple[str, str], Item], collections: list[Collection], std
            own: set[str], entry_modules, keep, result: PackResult) -> dict:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.reach.reach`);
     returns the imports read on the way."""
-    from ingot.reach import NATIVE_IMPORTS, reach
+    from ingot.reach import NATIVE_IMPORTS, import_probe, reach
 
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
@@ -144,7 +144,9 @@ def _prune(plan: dict[tuple[str, str], Item], collections: list[Collection], std
             if plan.get(key) is item:
                 origin[key] = where
     roots = [*BOOT_MODULES, *NATIVE_IMPORTS, *(entry_modules or ())]
-    decided = reach(plan, origin, roots, keep=keep)
+    paths = [str(collection.root) for index, collection in enumerate(collections)
+             if not (stdlib and index == 0)]
+    decided = reach(plan, origin, roots, keep=keep, probe=import_probe(paths))
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
     result.left_out = decided.left_out

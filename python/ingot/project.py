@@ -26,7 +26,7 @@ filesystem-     bool        import from directories the app puts on ``sys.path``
 precompile-     bool        store the regular expressions the modules compile, compiled at build
   regexes                   time (default true; see ingot.regexes)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)
-compress        int|false   zstd level of the blobs a start does not read (default: 15);
+compress        int|false   zstd level of the blobs a start does not read (default: 19);
                             false stores every blob as is
 files           list[str]   top-level packages materialized as real files in the extraction
                             cache (the ``files`` policy; see ingot.policy for the built-in ones)
@@ -80,7 +80,7 @@ class Config:
 
 #: The zstd level ``ingot build`` compresses with by default: the blobs a start reads stay stored
 #: as is (zero-copy), so only size and build time depend on it (see docs/benchmarks.md).
-DEFAULT_COMPRESSION = 15
+DEFAULT_COMPRESSION = 19
 
 
 def is_str_list(value) -> bool:

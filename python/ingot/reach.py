@@ -35,7 +35,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
@@ -71,7 +71,7 @@ _STRING = re.compile(rb"""(?<![\w.])[rbuRBU]?(['"])([A-Za-z_][\w.]{0,200}?)\1"""
 _RELATIVE_IMPORT = re.compile(rb"""import_module\(\s*(['"])(\.[\w.]*)\1""")
 _IMPORT_CALL = re.compile(rb"""(?:import_module|__import__|find_spec)\(\s*(['"])([A-Za-z_][\w.]*)\1""")
 _SIGNATURE = re.compile(rb"(?<=\x00)([A-Za-z_][A-Za-z0-9_]*)\((?:\$|[A-Za-z_*/)])")
-_IDENTIFIER_RUN = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]{1,120}")
+_IDENTIFIER_RUN = re.compile(rb"[A-Za-z0-9_][A-Za-z0-9_.]{1,120}")
 _BINARY_NAME = re.compile(rb"(?<=\x00)[A-Za-z0-9_][A-Za-z0-9_.]{1,120}(?=\x00)")
 
 _MODULE_NAMESPACE = "modules"
@@ -299,12 +299,15 @@ def _dist_tops(plan: Mapping[tuple[str, str], Item]) -> tuple[dict[str, set[str]
 
 
 def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str], str],
-          roots: Iterable[str], *, keep: Iterable[str] = ()) -> Reach:
+          roots: Iterable[str], *, keep: Iterable[str] = (),
+          probe: Callable[[list[str]], set[str]] | None = None) -> Reach:
     """Decides what of ``plan`` (keys as :func:`ingot.pack._merge` makes them) to carry.
     ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
     ``"env"`` (another directory of packages). ``roots`` are module names run for sure; ``keep``
     are ``--include`` patterns (dotted names, ``fnmatch``; a package's pattern keeps its
-    modules)."""
+    modules). ``probe`` (see :func:`import_probe`) is given the reached top-level packages with
+    native code, whose binaries may not show what they import, and returns module names they
+    imported: those are reached too."""
     keep = tuple(keep)
     modules = {name: key for key in plan if (name := key[1]) and key[0] == _MODULE_NAMESPACE}
     third_party_tops = {name.split(".")[0] for name, key in modules.items()
@@ -361,6 +364,49 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
                 for target in targets:
                     visit(target)
 
+    native_tops = {name.split(".")[0] for name, key in modules.items()
+                   if origin.get(key) == "env" and plan[key].kind in ("extension-module",
+                                                                     "extension-package")}
+    probed: set[str] = set()
+    while True:
+        _closure(queue, reached, visit, modules, plan, origin, whole, by_top, present, result,
+                 strings)
+        unprobed = sorted((whole & native_tops) - probed)
+        if probe is None or not unprobed:
+            break
+        probed.update(unprobed)
+        for found in probe(unprobed):
+            visit(found)
+
+    kept_tops = {top for top in whole} | {name.split(".")[0] for name in reached}
+    for key, item in plan.items():
+        namespace, name = key
+        where = origin.get(key, "env")
+        if where == "app" or namespace == "libraries":
+            carried = True
+        elif namespace == _MODULE_NAMESPACE:
+            carried = name in reached
+        elif item.kind == "dist-info-file":
+            directory = name.split("/")[0]
+            owned = dist_tops.get(directory)
+            carried = directory in dists or (bool(owned & kept_tops) if owned else
+                                             _dist_name(directory) in kept_tops)
+        else:
+            top = _top(key, item)
+            carried = top is None or top in kept_tops
+        if carried or (keep and _matches(name, keep)):
+            result.kept.add(key)
+            continue
+        group = name.split("/")[0] if item.kind == "dist-info-file" else \
+            (_top(key, item) or name)
+        count, size = result.left_out.get(group, (where, 0, 0))[1:]
+        result.left_out[group] = (where, count + 1, size + _size(item))
+    return result
+
+
+def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, present, result,
+             strings) -> None:
+    """Visits the modules on ``queue`` and everything they reach (the body of :func:`reach`)."""
     while queue:
         name = queue.pop()
         if name in reached:
@@ -391,7 +437,7 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
             elif item.kind in ("extension-module", "extension-package") and item.path is not None:
                 image = item.path.read_bytes()
                 names = binary_names(image) if origin.get(key) == "stdlib" else \
-                    loose_binary_names(image) & set(modules)
+                    loose_binary_names(image) & modules.keys()
                 for found in names:
                     visit(found)
                 source = item.source.read_bytes() if item.source is not None else None
@@ -414,30 +460,46 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
                         visit(imported)
         strings(source, package, origin.get(key) == "stdlib")
 
-    kept_tops = {top for top in whole} | {name.split(".")[0] for name in reached}
-    for key, item in plan.items():
-        namespace, name = key
-        where = origin.get(key, "env")
-        if where == "app" or namespace == "libraries":
-            carried = True
-        elif namespace == _MODULE_NAMESPACE:
-            carried = name in reached
-        elif item.kind == "dist-info-file":
-            directory = name.split("/")[0]
-            owned = dist_tops.get(directory)
-            carried = directory in dists or (bool(owned & kept_tops) if owned else
-                                             _dist_name(directory) in kept_tops)
-        else:
-            top = _top(key, item)
-            carried = top is None or top in kept_tops
-        if carried or (keep and _matches(name, keep)):
-            result.kept.add(key)
-            continue
-        group = name.split("/")[0] if item.kind == "dist-info-file" else \
-            (_top(key, item) or name)
-        count, size = result.left_out.get(group, (where, 0, 0))[1:]
-        result.left_out[group] = (where, count + 1, size + _size(item))
-    return result
+
+
+_PROBE = """
+import json, sys
+sys.path[:0] = json.loads(sys.argv[1])
+for name in sys.argv[2:]:
+    try:
+        __import__(name)
+    except BaseException:
+        pass
+sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+
+def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str]], set[str]]:
+    """A ``probe`` for :func:`reach`: imports the given top-level packages in a child of this
+    interpreter (``-I -S``, ``paths`` first on its ``sys.path``, a scratch home and working
+    directory) and returns the names of the modules it then had. Native code that imports by
+    names its binary does not show (Cython 3 compresses its strings) shows it here. Nothing is
+    returned if the child fails or takes longer than ``timeout`` seconds."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    def probe(tops: list[str]) -> set[str]:
+        with tempfile.TemporaryDirectory(prefix="ingot-probe-") as scratch:
+            env = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("PYTHON", "XDG_"))}
+            env.update(HOME=scratch, XDG_CACHE_HOME=scratch, XDG_CONFIG_HOME=scratch,
+                       XDG_DATA_HOME=scratch)
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-I", "-S", "-c", _PROBE, json.dumps(paths), *tops],
+                    cwd=scratch, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                    timeout=timeout)
+                return set(json.loads(done.stdout.decode(errors="replace").splitlines()[-1]))
+            except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+                return set()
+    return probe
 
 
 def _dist_name(directory: str) -> str:
