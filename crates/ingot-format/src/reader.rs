@@ -411,6 +411,11 @@ impl Archive {
         Ok(stored)
     }
 
+    /// The bytes of `blob` as stored (compressed or not), checked against its checksum.
+    pub fn stored_bytes<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
+        self.stored(blob)
+    }
+
     /// The bytes of `blob`: borrowed from the map when stored uncompressed, decompressed
     /// otherwise.
     pub fn data<'a>(&'a self, blob: &Blob<'_>) -> Result<Cow<'a, [u8]>> {

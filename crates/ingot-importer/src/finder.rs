@@ -409,7 +409,9 @@ impl IngotFinder {
     /// source compiled when the archive has no bytecode for this optimization level.
     fn code<'py>(&self, py: Python<'py>, entry: &Entry<'_>, origin: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
         let name = entry.name();
-        if let Some(bytes) = entry.data(self.shared.bytecode_role).map_err(|error| self.error(error))? {
+        let blob = entry.blob(self.shared.bytecode_role).map_err(|error| self.error(error))?;
+        if let Some(blob) = blob {
+            let bytes = self.shared.archive.data(&blob).map_err(|error| self.error(error))?;
             let length = ffi::Py_ssize_t::try_from(bytes.len()).map_err(|_| self.bad_bytecode(name, "too large"))?;
             // SAFETY: `bytes` stays alive (borrowed from the map or owned) for the duration of the
             // call; marshal copies what it keeps.
@@ -417,6 +419,9 @@ impl IngotFinder {
                 Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(bytes.as_ptr() as *const c_char, length))
             }
             .map_err(|error| self.bad_bytecode(name, &error.to_string()))?;
+            drop(bytes);
+            // Marshal made its own objects: the blob's pages are not read again.
+            crate::pages::release_blob(&self.shared.archive, &blob);
             // SAFETY: `code` is a valid object pointer.
             if unsafe { ffi::PyCode_Check(code.as_ptr()) } == 0 {
                 return Err(self.bad_bytecode(name, "not a code object"));
@@ -478,6 +483,10 @@ impl IngotFinder {
         let label = format!("{name}{}", self.shared.extension_suffix);
         let memory_path = native::native_file(&self.shared.archive, &label, &image)
             .map_err(|what| PyImportError::new_err(format!("cannot load extension module `{name}`: {what}")))?;
+        drop(image);
+        if let Ok(Some(blob)) = entry.blob(Role::Content) {
+            crate::pages::release_blob(&self.shared.archive, &blob); // compressed: the stored bytes
+        }
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
         let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;

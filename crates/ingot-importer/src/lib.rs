@@ -10,6 +10,7 @@ mod error;
 pub mod files;
 mod finder;
 mod native;
+mod pages;
 mod regexes;
 #[cfg(feature = "writer")]
 mod writer;

@@ -82,7 +82,7 @@ pub fn prepare(archive: &Archive, label: &str, image: &[u8]) {
         map.insert(key, Prepared::InProgress { pid: std::process::id() });
     }
     let made = memory_file(label, image);
-    release_pages(archive, image);
+    crate::pages::release(archive, image);
     let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     match made {
@@ -129,10 +129,10 @@ pub fn resolve_mode() {
 /// A path the dynamic loader can open holding `image`: a memory file (`/proc/self/fd/N`), or,
 /// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
 /// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache. `image` is read
-/// from `archive` (its pages are then released, see [`release_pages`]) or decompressed from it.
+/// from `archive` (its pages are then released, see [`crate::pages::release`]) or decompressed from it.
 pub fn native_file(archive: &Archive, label: &str, image: &[u8]) -> Result<String, String> {
     let made = copied_file(label, image);
-    release_pages(archive, image);
+    crate::pages::release(archive, image);
     made
 }
 
@@ -162,33 +162,6 @@ fn cached_file(label: &str, image: &[u8]) -> Result<String, String> {
     let tree = cache::ensure_tree(&root, "native", &id, &[file], |_| Ok(std::borrow::Cow::Borrowed(image)))?;
     let path = tree.join(label);
     path.to_str().map(str::to_string).ok_or_else(|| format!("cache path `{}` is not valid UTF-8", path.display()))
-}
-
-/// Gives back the pages of `image` once it has been copied, when it lies in `archive` (an
-/// uncompressed blob; the importer maps archives from their file, `Archive::open_path`, never
-/// from a buffer): copying faulted every page of it in, and they would stay resident, counted in
-/// the process's RSS (numpy's images: 32 MiB of peak RSS), though never read again. The map is a
-/// read-only file mapping, never written, so `MADV_DONTNEED` loses nothing: a later read faults
-/// the page in again from the page cache. Only the pages wholly inside the image (neighbouring
-/// blobs may be in use). A decompressed image is the caller's `Vec`, freed with it.
-fn release_pages(archive: &Archive, bytes: &[u8]) {
-    let mapped = archive.bytes().as_ptr_range();
-    if !(mapped.start <= bytes.as_ptr() && bytes.as_ptr_range().end <= mapped.end) {
-        return;
-    }
-    static PAGE_SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    // SAFETY: no preconditions.
-    let page = *PAGE_SIZE.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0));
-    if !page.is_power_of_two() {
-        return;
-    }
-    let start = (bytes.as_ptr() as usize).next_multiple_of(page);
-    let end = (bytes.as_ptr() as usize + bytes.len()) & !(page - 1);
-    if start < end {
-        // SAFETY: whole pages inside `bytes`, which lie in a read-only file mapping that
-        // outlives this call; other readers of them see the same bytes, faulted in again.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
-    }
 }
 
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
@@ -395,10 +368,14 @@ fn load_library(
         let patched = drop_needed(&image, &cyclic).map_err(|what| {
             native_error(module, format!("shared library `{name}` needs {} which need it in turn, and {what}", cyclic.join(", ")))
         })?;
-        release_pages(archive, &image);
+        crate::pages::release(archive, &image);
         std::borrow::Cow::Owned(patched)
     };
     let path = native_file(archive, name, &image).map_err(|what| native_error(module, what))?;
+    drop(image);
+    if let Ok(Some(blob)) = entry.blob(Role::Content) {
+        crate::pages::release_blob(archive, &blob); // compressed: the stored bytes
+    }
     let flags = if in_cycle {
         // Lazy: the calls into the cycle's other members bind when first made, once those are
         // loaded; global: so that those calls find them.
