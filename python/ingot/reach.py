@@ -5,25 +5,30 @@ module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reach
 
 - every module its source imports, at module level, in functions, and in ``except`` fallbacks
   (:func:`ingot.firstuse.imports_in_source`; guards that never run on Linux, ``TYPE_CHECKING``
-  and ``__main__`` blocks are not followed);
+  and ``__main__`` blocks are not followed; for the standard library, read from its syntax tree
+  by :func:`stdlib_imports`, nor the functions only ``__main__`` calls, nor fallbacks to another
+  module when what the ``try`` imports is there);
 - the modules its string constants name: a dotted name of a module in the build
   (``"pygments.lexers.python"``, ``"django.db.backends.sqlite3"``), the top-level name of a
   package that is not the standard library's (``import_optional_dependency("pyarrow")``), or a
   name relative to its package in ``import_module(".x", __package__)``;
 - the entry points of a group its string constants name (``entry_points(group="app.plugins")``);
 - for an extension module, the module names among the strings of its binary (C code imports by
-  name: ``_datetime`` imports ``_strptime``, ``_elementtree`` ``xml.etree.ElementPath``).
+  name: ``_datetime`` imports ``_strptime``, ``_elementtree`` ``xml.etree.ElementPath``);
+- for a package of the environment with native code, what importing it imports
+  (:func:`import_probe`: Cython 3 compresses its strings, Rust's have no terminator).
 
 The standard library is carried module by module. Any other package is carried whole once one of
 its modules is reached (packages import their own modules in ways no scan sees: by names built at
 run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``) unless
 something reaches them. Packages of the environment that nothing reaches (pip, setuptools, ingot
 itself) are left out, as is every standard-library module no path leads to (test suites, tkinter,
-idlelib, unused codecs' native modules...). :data:`COMPUTED_IMPORTS` bring what they import by computed
-names, for the reason given there.
+idlelib, ...). :data:`COMPUTED_IMPORTS` bring what they import by computed names, for the reason
+given there.
 
 What cannot be seen: imports of names computed at run time from data (a module named in a
-configuration file or a pickle) and code run by ``python -c`` strings. ``--include PATTERN``
+configuration file or a pickle), code run by ``python -c`` strings, and what native code imports
+later than at its import. ``--include PATTERN``
 carries such modules anyway; the build prints what it left out.
 """
 
@@ -40,7 +45,8 @@ from typing import Callable, Iterable, Mapping
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
 
-__all__ = ["COMPUTED_IMPORTS", "NATIVE_IMPORTS", "Reach", "binary_names", "reach"]
+__all__ = ["COMPUTED_IMPORTS", "NATIVE_IMPORTS", "Reach", "binary_names", "import_probe",
+           "loose_binary_names", "reach", "stdlib_imports"]
 
 #: Modules that native code imports by name, which no Python source shows: the interpreter's C
 #: code (the codec registry and standard streams at start-up, exception display and warnings,
@@ -512,13 +518,3 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
     parts = dotted.split(".")
     return any(fnmatchcase(".".join(parts[:i]), pattern)
                for pattern in patterns for i in range(1, len(parts) + 1))
-
-
-if __name__ == "__main__":  # pragma: no cover - a quick look: python -m ingot.reach MODULE...
-    from ingot.collect import collect_stdlib
-
-    collection = collect_stdlib()
-    plan_ = {(_MODULE_NAMESPACE if item.kind != "data-file" else "files", item.name): item
-             for item in collection.items}
-    decided = reach(plan_, dict.fromkeys(plan_, "stdlib"), sys.argv[1:])
-    print(len(decided.kept), "kept;", sorted(decided.left_out)[:50])
