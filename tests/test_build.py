@@ -355,7 +355,8 @@ def test_package_directory_build_without_pip(tmp_path):
     tool = tmp_path / "src" / "tool"
     tool.mkdir(parents=True)
     (tool / "__init__.py").write_text("NAME = 'tool'\n")
-    (tool / "__main__.py").write_text("from tool import NAME\nprint(NAME, __name__)\n")
+    (tool / "__main__.py").write_text("import json\ntry:\n    import xml.dom\nexcept ImportError:\n"
+                                      "    pass\nfrom tool import NAME\nprint(NAME, __name__)\n")
     (tool / "__pycache__").mkdir()
     (tool / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"junk")
     run = pip_build(tmp_path, tool, "--archive-only", "--exclude", "xml")
@@ -363,6 +364,7 @@ def test_package_directory_build_without_pip(tmp_path):
     archive = tmp_path / "dist" / "tool.ingot"
     assert run_archive(archive).stdout == "tool __main__\n"
     names = {name for _, name, _ in ingot.IngotFinder(str(archive)).entries()}
+    # Reached (imported), but an exclude pattern wins; json is reached and carried.
     assert "xml" not in names and "json" in names and not any("stale" in n for n in names)
     other = tmp_path / "other" / "tool"
     other.mkdir(parents=True)
@@ -439,9 +441,9 @@ def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["python"] == version and info["launcher_size"] == 0
     assert info["files_packages"] == [] and "files policy: none" in out
-    assert {"kind": "data-file", "name": "__ingot__/launch.json",
-            "size": len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))} \
-        in info["entries"]
+    launch_size = len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))
+    assert {"kind": "data-file", "name": "__ingot__/launch.json", "size": launch_size,
+            "stored": launch_size} in info["entries"]  # read at start: stored as is
     assert cli.main(["inspect", str(ROOT / "README.md")]) == 1
     assert cli.main(["build", "app.py", "--console-script", "black"]) == 1
     assert "not both" in capsys.readouterr().err
