@@ -9,10 +9,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
-
 from ingot.collect import Item
 from ingot.reach import reach, stdlib_imports
+from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> None:

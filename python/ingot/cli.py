@@ -13,8 +13,8 @@ Progress, warnings and the summary go to stderr. A problem the user must fix pri
 from __future__ import annotations
 
 import argparse
-import re
 import os
+import re
 import sys
 from typing import Sequence
 

@@ -38,9 +38,9 @@ import ast
 import configparser
 import re
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Callable, Iterable, Mapping
 
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
@@ -501,7 +501,7 @@ def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str
                 done = subprocess.run(
                     [sys.executable, "-I", "-S", "-c", _PROBE, json.dumps(paths), *tops],
                     cwd=scratch, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                    timeout=timeout)
+                    timeout=timeout, check=False)
                 return set(json.loads(done.stdout.decode(errors="replace").splitlines()[-1]))
             except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
                 return set()
