@@ -211,3 +211,14 @@ def test_an_executable_imports_modules_named_in_strings_and_include_brings_back_
     result = run(tmp_path / "full")
     assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom colorsys\n"), \
         result.stderr
+
+
+def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
+    from ingot.reach import binary_names, loose_binary_names
+
+    image = (b"\x00numbers\x00readline\x00readline($self, size=-1, /)\n--\n\n\x00_strptime\x00"
+             b"xml.etree.ElementPath\x00")
+    found = binary_names(image)
+    assert {"numbers", "_strptime", "xml.etree.ElementPath"} <= found and "readline" not in found
+    # Rust and Cython 3 pools: no NUL around the names.
+    assert {"datetime", "uuid"} <= loose_binary_names(b"\x01\x02datetime uuid\xffstr")
