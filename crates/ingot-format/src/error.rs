@@ -37,6 +37,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("entry `{entry}`: {} its {role} data failed", if *reading { "reading" } else { "writing out" })]
+    Copy {
+        entry: String,
+        role: &'static str,
+        /// Whether reading the stored bytes failed (or writing them out).
+        reading: bool,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("duplicate {kind} entry `{name}`")]
     Duplicate { kind: &'static str, name: String },
     #[error("invalid entry name `{name}`: {reason}")]

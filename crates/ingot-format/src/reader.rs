@@ -35,7 +35,9 @@ pub struct Header {
 }
 
 enum Backing {
-    Mmap(memmap2::Mmap),
+    /// A file's map, with the file itself and its identity (device, inode) when opened: see
+    /// [`Archive::copy_blob`].
+    Mmap(memmap2::Mmap, File, (u64, u64)),
     Owned(Vec<u8>),
     Static(&'static [u8]),
 }
@@ -43,7 +45,7 @@ enum Backing {
 impl Backing {
     fn bytes(&self) -> &[u8] {
         match self {
-            Backing::Mmap(map) => map,
+            Backing::Mmap(map, ..) => map,
             Backing::Owned(vec) => vec,
             Backing::Static(bytes) => bytes,
         }
@@ -94,6 +96,11 @@ pub struct Blob<'a> {
 }
 
 impl Blob<'_> {
+    /// The blob's number in its archive: a key that tells blobs of one archive apart.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
     pub fn role(&self) -> Role {
         self.role
     }
@@ -166,7 +173,8 @@ impl Archive {
         // is mapped would raise SIGBUS on access; that is the documented limit of every mmap-based
         // reader (zipimport reads instead, and pays for it on every import).
         let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io_error)?;
-        Archive::from_backing(Backing::Mmap(map))
+        let identity = (std::os::unix::fs::MetadataExt::dev(&metadata), std::os::unix::fs::MetadataExt::ino(&metadata));
+        Archive::from_backing(Backing::Mmap(map, file, identity))
     }
 
     /// Opens an archive held in memory.
@@ -411,6 +419,12 @@ impl Archive {
         Ok(stored)
     }
 
+    /// Where the stored bytes of `blob` lie in [`Archive::bytes`], without reading or checking them.
+    pub fn stored_range(&self, blob: &Blob<'_>) -> Option<std::ops::Range<usize>> {
+        let end = blob.offset.checked_add(usize::try_from(blob.stored_size).ok()?)?;
+        (blob.archive == self as *const Archive as usize && end <= self.size).then_some(blob.offset..end)
+    }
+
     /// The bytes of `blob` as stored (compressed or not), checked against its checksum.
     pub fn stored_bytes<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
         self.stored(blob)
@@ -450,6 +464,108 @@ impl Archive {
             )));
         }
         Ok(Cow::Owned(out))
+    }
+
+    /// Writes the bytes of `blob` (decompressed) to `out` and returns how many there were, checking
+    /// the stored bytes against the blob's checksum on the way.
+    ///
+    /// When the archive was opened from a file ([`Archive::open_path`]), the stored bytes are read
+    /// from the file through a small buffer rather than through the map, so that none of their
+    /// pages becomes resident in this process: copying a large blob (a native library into a
+    /// memory file) through the map would leave megabytes of it counted in the process's memory.
+    /// The map stays the reference: if the file can no longer be read as the one mapped (its
+    /// descriptor closed or reused by the program), or its bytes do not match, the copy starts
+    /// over from the map, which `out` must then accept from its start again (it is told so by a
+    /// call to `restart`).
+    ///
+    /// On error, `out` may hold part of the bytes: discard them.
+    pub fn copy_blob<W: std::io::Write>(&self, blob: &Blob<'_>, out: &mut W, mut restart: impl FnMut(&mut W) -> std::io::Result<()>) -> Result<u64> {
+        // Same check as `stored`: only this archive's blobs.
+        if blob.archive != self as *const Archive as usize {
+            return Err(Error::Malformed(format!(
+                "entry `{}`: {} blob {} is not a blob of this archive",
+                blob.entry_name,
+                blob.role.label(),
+                blob.index
+            )));
+        }
+        if let Backing::Mmap(_, file, identity) = &self.backing {
+            let same_file = file.metadata().is_ok_and(|now| {
+                (std::os::unix::fs::MetadataExt::dev(&now), std::os::unix::fs::MetadataExt::ino(&now)) == *identity
+            });
+            if same_file {
+                let source = StoredReader::File { file, at: (self.start + blob.offset) as u64 };
+                match self.copy_from(blob, source, out) {
+                    Ok(size) => return Ok(size),
+                    // Bytes from the file that fail a check, or a failed read: the map decides.
+                    Err(Error::DataChecksum { .. } | Error::Decompress { .. } | Error::Malformed(_) | Error::Copy { reading: true, .. }) => {
+                        restart(out).map_err(|source| copy_error(blob, false, source))?;
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let stored = self
+            .bytes()
+            .get(blob.offset..blob.offset.saturating_add(blob.stored_size as usize))
+            .ok_or_else(|| Error::Malformed(format!("entry `{}`: blob {} out of range", blob.entry_name, blob.index)))?;
+        self.copy_from(blob, StoredReader::Bytes(stored), out)
+    }
+
+    fn copy_from(&self, blob: &Blob<'_>, source: StoredReader<'_>, out: &mut impl std::io::Write) -> Result<u64> {
+        let mut stored = Checked { source, left: blob.stored_size, hasher: Xxh3::new(), failed: None };
+        let decompress_error = |source| Error::Decompress {
+            entry: blob.entry_name.to_string(),
+            role: blob.role.label(),
+            source,
+        };
+        let written = match blob.compression {
+            layout::compression::NONE => pump(&mut stored, out, blob)?,
+            compression => {
+                let buffered = std::io::BufReader::with_capacity(COPY_BUFFER, &mut stored);
+                let copied = if compression == layout::compression::ZSTD_DICTIONARY {
+                    let dictionary = self.dictionary(blob)?;
+                    let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(buffered, dictionary).map_err(decompress_error)?;
+                    pump(&mut decoder.take(blob.size.saturating_add(1)), out, blob)
+                } else {
+                    let decoder = zstd::stream::read::Decoder::with_buffer(buffered).map_err(decompress_error)?;
+                    pump(&mut decoder.take(blob.size.saturating_add(1)), out, blob)
+                };
+                let copied = match copied {
+                    // A failure to read the stored bytes shows up as one to decompress them.
+                    Err(Error::Copy { reading: true, source, .. }) => match stored.failed.take() {
+                        Some(failed) => return Err(copy_error(blob, true, failed)),
+                        None => return Err(decompress_error(source)),
+                    },
+                    other => other?,
+                };
+                // The checksum covers every stored byte, also any after the frame's end.
+                std::io::copy(&mut stored, &mut std::io::sink()).map_err(|source| copy_error(blob, true, source))?;
+                copied
+            }
+        };
+        if let Some(failed) = stored.failed.take() {
+            return Err(copy_error(blob, true, failed));
+        }
+        let found = stored.hasher.digest();
+        if found != blob.checksum {
+            return Err(Error::DataChecksum {
+                entry: blob.entry_name.to_string(),
+                role: blob.role.label(),
+                found,
+                expected: blob.checksum,
+            });
+        }
+        if written != blob.size {
+            return Err(Error::Malformed(format!(
+                "entry `{}`: {} blob holds {written} bytes, expected {}",
+                blob.entry_name,
+                blob.role.label(),
+                blob.size
+            )));
+        }
+        self.verified[blob.index as usize / 64].fetch_or(1u64 << (blob.index % 64), Ordering::AcqRel);
+        Ok(written)
     }
 
     /// The archive's zstd dictionary, for `blob` (named in errors).
@@ -672,4 +788,75 @@ fn parse_header(bytes: &[u8]) -> Result<Header> {
         bytecode_magic,
         python_version: (bytes[H::PYTHON_MAJOR], bytes[H::PYTHON_MINOR]),
     })
+}
+
+/// The buffer through which [`Archive::copy_blob`] reads and writes.
+const COPY_BUFFER: usize = 256 << 10;
+
+/// Where [`Archive::copy_blob`] reads stored bytes from.
+enum StoredReader<'a> {
+    Bytes(&'a [u8]),
+    File { file: &'a File, at: u64 },
+}
+
+/// A blob's stored bytes, read once, hashed on the way; at most `left` more bytes.
+struct Checked<'a> {
+    source: StoredReader<'a>,
+    left: u64,
+    hasher: Xxh3,
+    /// The error a read of the file failed with (a decoder reading through this reports its own).
+    failed: Option<std::io::Error>,
+}
+
+impl Read for Checked<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let want = buffer.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let count = match &mut self.source {
+            StoredReader::Bytes(bytes) => {
+                let count = want.min(bytes.len());
+                buffer[..count].copy_from_slice(&bytes[..count]);
+                *bytes = &bytes[count..];
+                count
+            }
+            StoredReader::File { file, at } => {
+                let count = match std::os::unix::fs::FileExt::read_at(*file, &mut buffer[..want], *at) {
+                    Ok(0) => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+                    other => other,
+                }
+                .inspect_err(|error| self.failed = Some(std::io::Error::new(error.kind(), error.to_string())))?;
+                *at += count as u64;
+                count
+            }
+        };
+        if count == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+        self.hasher.update(&buffer[..count]);
+        self.left -= count as u64;
+        Ok(count)
+    }
+}
+
+/// Copies `from` to `out` until `from` ends; read errors are `Copy { reading: true }`, write
+/// errors `Copy { reading: false }`.
+fn pump(from: &mut impl Read, out: &mut impl std::io::Write, blob: &Blob<'_>) -> Result<u64> {
+    let mut buffer = vec![0u8; COPY_BUFFER];
+    let mut written = 0u64;
+    loop {
+        let count = match from.read(&mut buffer) {
+            Ok(0) => return Ok(written),
+            Ok(count) => count,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(copy_error(blob, true, error)),
+        };
+        out.write_all(&buffer[..count]).map_err(|error| copy_error(blob, false, error))?;
+        written += count as u64;
+    }
+}
+
+fn copy_error(blob: &Blob<'_>, reading: bool, source: std::io::Error) -> Error {
+    Error::Copy { entry: blob.entry_name.to_string(), role: blob.role.label(), reading, source }
 }

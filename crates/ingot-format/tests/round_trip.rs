@@ -672,3 +672,107 @@ fn a_blob_that_needs_a_missing_dictionary_is_an_error_not_a_panic() {
     let error = entry.data(Role::Source).unwrap_err().to_string();
     assert!(error.contains("zstd dictionary") && error.contains("pkg.module_1"), "{error}");
 }
+
+/// Every blob of `archive`, copied out with `copy_blob`, next to what `data` reads.
+fn copies_match_data(archive: &Archive) -> usize {
+    let mut blobs = 0;
+    for entry in archive.entries() {
+        for blob in entry.unwrap().blobs() {
+            let blob = blob.unwrap();
+            let mut copied = Vec::new();
+            let size = archive.copy_blob(&blob, &mut copied, |out| {
+                out.clear();
+                Ok(())
+            }).unwrap();
+            assert_eq!(size, blob.size());
+            assert_eq!(copied, &archive.data(&blob).unwrap()[..]);
+            blobs += 1;
+        }
+    }
+    blobs
+}
+
+#[test]
+fn copy_blob_writes_what_data_reads_from_a_file_or_from_memory_stored_compressed_or_with_the_dictionary() {
+    let directory = std::env::temp_dir().join(format!("ingot-format-copy-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let modules = small_modules(400);
+    let mut writer = ArchiveWriter::new(options(Some(3)));
+    for (kind, name, blobs) in every_kind() {
+        writer.add(kind, name, blobs).unwrap();
+    }
+    for (name, source, bytecode) in &modules {
+        writer.add(Kind::Module, name, vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())]).unwrap();
+    }
+    writer.set_first_use([(Namespace::Modules, "pkg.module_0".to_string())]);
+    writer.train_dictionary(16 << 10).unwrap().unwrap();
+    let path = directory.join("app");
+    let mut bytes = leading_bytes(4097);
+    bytes.extend_from_slice(&writer.to_vec().unwrap());
+    std::fs::write(&path, &bytes).unwrap();
+
+    let from_file = Archive::open_path(&path).unwrap();
+    let mut compressions = std::collections::BTreeSet::new();
+    for entry in from_file.entries() {
+        for blob in entry.unwrap().blobs() {
+            compressions.insert(blob.unwrap().compression());
+        }
+    }
+    assert_eq!(
+        compressions.into_iter().collect::<Vec<_>>(),
+        [layout::compression::NONE, layout::compression::ZSTD, layout::compression::ZSTD_DICTIONARY]
+    );
+    let blobs = copies_match_data(&from_file);
+    assert_eq!(copies_match_data(&Archive::from_vec(bytes[4097..].to_vec()).unwrap()), blobs);
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn copy_blob_of_a_damaged_blob_is_a_checksum_error_and_a_failing_writer_is_a_write_error() {
+    let directory = std::env::temp_dir().join(format!("ingot-format-copy-damaged-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let content = b"\x7fELF pretend shared library ".repeat(300);
+    for level in [None, Some(3)] {
+        let mut writer = ArchiveWriter::new(options(level));
+        writer.add(Kind::SharedLibrary, "libdemo.so.1", vec![(Role::Content, content.clone())]).unwrap();
+        let mut bytes = writer.to_vec().unwrap();
+        let archive = Archive::from_vec(bytes.clone()).unwrap();
+        let blob = archive.find(Namespace::Libraries, "libdemo.so.1").unwrap().unwrap().blob(Role::Content).unwrap().unwrap();
+        let at = archive.stored_range(&blob).unwrap().start + 40;
+        bytes[at] ^= 0x55;
+        let path = directory.join("damaged");
+        std::fs::write(&path, &bytes).unwrap();
+        let damaged = Archive::open_path(&path).unwrap();
+        let blob = damaged.find(Namespace::Libraries, "libdemo.so.1").unwrap().unwrap().blob(Role::Content).unwrap().unwrap();
+        let mut restarts = 0;
+        let error = damaged
+            .copy_blob(&blob, &mut Vec::new(), |out| {
+                restarts += 1;
+                out.clear();
+                Ok(())
+            })
+            .unwrap_err();
+        // Read from the file, then once more from the map, which decides.
+        assert_eq!(restarts, 1, "{level:?}");
+        let message = error.to_string();
+        assert!(
+            matches!(error, ingot_format::Error::DataChecksum { .. } | ingot_format::Error::Decompress { .. }) && message.contains("libdemo.so.1"),
+            "{level:?}: {message}"
+        );
+
+        struct Full;
+        impl std::io::Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("no space left"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let blob = archive.find(Namespace::Libraries, "libdemo.so.1").unwrap().unwrap().blob(Role::Content).unwrap().unwrap();
+        let error = archive.copy_blob(&blob, &mut Full, |_| Ok(())).unwrap_err();
+        assert!(matches!(error, ingot_format::Error::Copy { reading: false, .. }), "{error:?}");
+        assert!(error.to_string().contains("libdemo.so.1"), "{error}");
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+}

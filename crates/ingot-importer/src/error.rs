@@ -13,12 +13,7 @@ pyo3::create_exception!(
 /// Converts an archive error into an `ArchiveError` whose message starts with the archive path.
 pub fn archive_error(path: &str, error: ingot_format::Error) -> PyErr {
     use ingot_format::Error as E;
-    let mut message = format!("ingot archive `{path}`: {error}");
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
+    let mut message = format!("ingot archive `{path}`: {}", chain(&error));
     if matches!(
         error,
         E::DataChecksum { .. } | E::IndexChecksum { .. } | E::Truncated { .. } | E::CutShort { .. } | E::Malformed(_) | E::Decompress { .. }
@@ -26,4 +21,15 @@ pub fn archive_error(path: &str, error: ingot_format::Error) -> PyErr {
         message.push_str("\nhint: the file is damaged: build or copy it again (`ingot inspect --verify FILE` checks a file)");
     }
     ArchiveError::new_err(message)
+}
+
+/// `error` and its causes, joined by `: `.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
 }

@@ -57,6 +57,7 @@ impl Shared {
         native::resolve_mode();
         let shared = Arc::clone(self);
         let _ = std::thread::Builder::new().name("ingot-read-ahead".into()).spawn(move || {
+            crate::pages::fence_native_images(&shared.archive);
             let Ok(Some(list)) = shared.archive.find(Namespace::Files, FIRST_USE) else { return };
             let Ok(Some(list)) = list.data(Role::Content) else { return };
             for line in list.split(|&byte| byte == b'\n') {
@@ -68,8 +69,13 @@ impl Shared {
                 };
                 let Ok(name) = std::str::from_utf8(name) else { continue };
                 let Ok(Some(entry)) = shared.archive.find(namespace, name) else { continue };
+                let native = matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary));
                 for blob in entry.blobs().flatten() {
-                    if !matches!(blob.role(), Role::Source | Role::Bytecode(1) | Role::Bytecode(2)) {
+                    // A native image is checked as it is copied into its memory file, from the
+                    // file rather than the map; reading it here would only make its pages resident.
+                    let skip = matches!(blob.role(), Role::Source | Role::Bytecode(1) | Role::Bytecode(2))
+                        || (native && blob.role() == Role::Content);
+                    if !skip {
                         let _ = shared.archive.verify_blob(&blob);
                     }
                 }
@@ -83,11 +89,7 @@ impl Shared {
                     _ => continue,
                 };
                 if let Ok(Some(blob)) = entry.blob(Role::Content) {
-                    if blob.compression() == ingot_format::layout::compression::NONE {
-                        if let Ok(image) = shared.archive.data(&blob) {
-                            native::prepare(&shared.archive, &label, &image);
-                        }
-                    }
+                    native::prepare(&shared.archive, &label, blob);
                 }
             }
         });
@@ -477,16 +479,14 @@ impl IngotFinder {
             return Ok(module);
         }
         let image = entry
-            .data(Role::Content)
+            .blob(Role::Content)
             .map_err(|error| self.error(error))?
             .ok_or_else(|| ArchiveError::new_err(format!("ingot archive `{}`: extension module `{name}` has no image", self.shared.path)))?;
         let label = format!("{name}{}", self.shared.extension_suffix);
-        let memory_path = native::native_file(&self.shared.archive, &label, &image)
-            .map_err(|what| PyImportError::new_err(format!("cannot load extension module `{name}`: {what}")))?;
-        drop(image);
-        if let Ok(Some(blob)) = entry.blob(Role::Content) {
-            crate::pages::release_blob(&self.shared.archive, &blob); // compressed: the stored bytes
-        }
+        let memory_path = native::native_file(&self.shared.archive, &label, native::Image::Blob(image)).map_err(|error| match error {
+            native::NativeError::Archive(damaged) => self.error(damaged),
+            native::NativeError::Other(what) => PyImportError::new_err(format!("cannot load extension module `{name}`: {what}")),
+        })?;
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
         let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;

@@ -15,7 +15,7 @@ use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use ingot_format::{Archive, Kind, Namespace, Role};
+use ingot_format::{Archive, Blob, Kind, Namespace, Role};
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 
@@ -43,8 +43,26 @@ fn use_cache() -> Result<bool, String> {
     .clone()
 }
 
-/// Memory files made ahead of use ([`prepare`]), by the address of the image they copy (an
-/// uncompressed blob: a fixed place in the archive's mapping).
+/// A native image to bring into memory: a blob of the archive, copied from the archive's file
+/// without passing through its map ([`Archive::copy_blob`]), or bytes already in memory (an image
+/// patched before loading, see `drop_needed`).
+#[derive(Clone, Copy)]
+pub enum Image<'a> {
+    Blob(Blob<'a>),
+    Bytes(&'a [u8]),
+}
+
+impl Image<'_> {
+    /// The key of a blob image in [`PREPARED`]; bytes in memory are never prepared.
+    fn key(&self) -> Option<u32> {
+        match self {
+            Image::Blob(blob) => Some(blob.index()),
+            Image::Bytes(_) => None,
+        }
+    }
+}
+
+/// Memory files made ahead of use ([`prepare`]), by the number of the blob they copy.
 enum Prepared {
     /// Being copied by the read-ahead thread of process `pid`.
     InProgress { pid: u32 },
@@ -53,20 +71,21 @@ enum Prepared {
     Taken,
 }
 
-static PREPARED: Mutex<Option<HashMap<usize, Prepared>>> = Mutex::new(None);
+static PREPARED: Mutex<Option<HashMap<u32, Prepared>>> = Mutex::new(None);
 static PREPARED_CHANGED: Condvar = Condvar::new();
 /// The process whose read-ahead thread uses [`PREPARED`] (0: none). A child forked while that
-/// thread held the lock would wait for it forever, so a child never takes the lock.
+/// thread ran has its table but not the thread: it must not wait for entries in progress.
 static PREPARED_BY: AtomicU32 = AtomicU32::new(0);
 
-/// Copies `image` into a memory file ahead of its import, on the read-ahead thread, so that the
-/// import finds it ready ([`native_file`]). Nothing is done if the import has begun, memory files
-/// are not in use, or this fails (the import then does it itself, and reports any error).
-pub fn prepare(archive: &Archive, label: &str, image: &[u8]) {
-    if use_cache() != Ok(false) || image.is_empty() {
+/// Copies the image in `blob` into a memory file ahead of its import, on the read-ahead thread, so
+/// that the import finds it ready ([`native_file`]). Nothing is done if the import has begun,
+/// memory files are not in use, or this fails (the import then does it itself, and reports any
+/// error).
+pub fn prepare(archive: &Archive, label: &str, blob: Blob<'_>) {
+    if use_cache() != Ok(false) || blob.size() == 0 {
         return;
     }
-    let key = image.as_ptr() as usize;
+    let key = blob.index();
     let pid = std::process::id();
     match PREPARED_BY.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {}
@@ -79,10 +98,9 @@ pub fn prepare(archive: &Archive, label: &str, image: &[u8]) {
         if map.contains_key(&key) {
             return;
         }
-        map.insert(key, Prepared::InProgress { pid: std::process::id() });
+        map.insert(key, Prepared::InProgress { pid });
     }
-    let made = memory_file(label, image);
-    crate::pages::release(archive, image);
+    let made = memory_file(archive, label, Image::Blob(blob));
     let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     match made {
@@ -94,11 +112,11 @@ pub fn prepare(archive: &Archive, label: &str, image: &[u8]) {
 
 /// The memory file [`prepare`] made for `image`, waiting for it if it is being made; None if there
 /// is none (and none will be made now).
-fn take_prepared(image: &[u8]) -> Option<String> {
+fn take_prepared(image: &Image<'_>) -> Option<String> {
+    let key = image.key()?;
     if PREPARED_BY.load(Ordering::Acquire) != std::process::id() {
         return None; // nothing prepared, or prepared by the parent of this forked process
     }
-    let key = image.as_ptr() as usize;
     let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     loop {
         let map = guard.get_or_insert_with(HashMap::new);
@@ -128,33 +146,60 @@ pub fn resolve_mode() {
 
 /// A path the dynamic loader can open holding `image`: a memory file (`/proc/self/fd/N`), or,
 /// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
-/// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache. `image` is read
-/// from `archive` (its pages are then released, see [`crate::pages::release`]) or decompressed from it.
-pub fn native_file(archive: &Archive, label: &str, image: &[u8]) -> Result<String, String> {
-    let made = copied_file(label, image);
-    crate::pages::release(archive, image);
-    made
-}
-
-fn copied_file(label: &str, image: &[u8]) -> Result<String, String> {
-    if use_cache()? {
-        return cached_file(label, image);
+/// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache.
+/// A damaged image is an [`NativeError::Archive`] error, reported as such: no other way is tried.
+pub fn native_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<String, NativeError> {
+    if use_cache().map_err(NativeError::Other)? {
+        return cached_file(archive, label, image);
     }
-    if let Some(path) = take_prepared(image) {
+    if let Some(path) = take_prepared(&image) {
         return Ok(path);
     }
-    match memory_file(label, image) {
+    match memory_file(archive, label, image) {
         Ok((_fd, path)) => Ok(path),
-        Err(why) => cached_file(label, image)
-            .map_err(|error| format!("not from memory ({why}), and not through the extraction cache either ({error})")),
+        Err(NativeError::Other(why)) => cached_file(archive, label, image).map_err(|error| {
+            NativeError::Other(format!("not from memory ({why}), and not through the extraction cache either ({error})"))
+        }),
+        Err(damaged) => Err(damaged),
+    }
+}
+
+/// Why native code could not be brought into memory.
+#[derive(Debug)]
+pub enum NativeError {
+    /// The archive's bytes for it are damaged (or cannot be read).
+    Archive(ingot_format::Error),
+    Other(String),
+}
+
+impl std::fmt::Display for NativeError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NativeError::Archive(error) => formatter.write_str(&crate::error::chain(error)),
+            NativeError::Other(why) => formatter.write_str(why),
+        }
     }
 }
 
 /// `image` as `<cache>/native/<xxh3>-<size>/<label>`, written once and verified on each use.
-fn cached_file(label: &str, image: &[u8]) -> Result<String, String> {
+fn cached_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<String, NativeError> {
     if label.is_empty() || label.contains('/') || label.starts_with('.') {
-        return Err(format!("`{label}` cannot name a cache file"));
+        return Err(NativeError::Other(format!("`{label}` cannot name a cache file")));
     }
+    let bytes = match image {
+        Image::Bytes(bytes) => std::borrow::Cow::Borrowed(bytes),
+        Image::Blob(blob) => archive.data(&blob).map_err(NativeError::Archive)?,
+    };
+    let made = cached_bytes(label, &bytes).map_err(NativeError::Other);
+    // Read through the map: its pages are not read again.
+    crate::pages::release(archive, &bytes);
+    if let Image::Blob(blob) = image {
+        crate::pages::release_blob(archive, &blob);
+    }
+    made
+}
+
+fn cached_bytes(label: &str, image: &[u8]) -> Result<String, String> {
     let root = cache::root()?;
     let hash = xxhash_rust::xxh3::xxh3_64(image);
     let id = format!("{hash:016x}-{:x}", image.len());
@@ -165,8 +210,8 @@ fn cached_file(label: &str, image: &[u8]) -> Result<String, String> {
 }
 
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
-fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
-    let name = CString::new(format!("ingot:{label}")).map_err(|_| "name contains NUL".to_string())?;
+fn memory_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<(i32, String), NativeError> {
+    let name = CString::new(format!("ingot:{label}")).map_err(|_| NativeError::Other("name contains NUL".to_string()))?;
     // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
     // otherwise make it non-executable; older kernels reject the flag with EINVAL.
     const MFD_EXEC: libc::c_uint = 0x10;
@@ -180,23 +225,33 @@ fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     }
     if fd < 0 {
         let error = std::io::Error::last_os_error();
-        return Err(format!("memfd_create failed: {error}"));
+        return Err(NativeError::Other(format!("memfd_create failed: {error}")));
     }
-    let mut written = 0usize;
-    while written < image.len() {
-        let rest = &image[written..];
-        // SAFETY: `rest` is a valid slice; `fd` is the memory file we own.
-        let count = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-        if count < 0 {
-            let error = std::io::Error::last_os_error();
-            if error.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            // SAFETY: closing the descriptor we opened.
-            unsafe { libc::close(fd) };
-            return Err(format!("writing to a memory file failed: {error}"));
-        }
-        written += count as usize;
+    // SAFETY: `fd` is the memory file just created, owned here until it is handed on below.
+    let mut file = std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+    let written = match image {
+        Image::Bytes(bytes) => std::io::Write::write_all(&mut *file, bytes)
+            .map_err(|error| NativeError::Other(format!("writing to a memory file failed: {error}"))),
+        Image::Blob(blob) => archive
+            .copy_blob(&blob, &mut *file, |file| {
+                // Starting over from the archive's map: empty the memory file.
+                file.set_len(0)?;
+                std::io::Seek::rewind(file)
+            })
+            .map(|_| ())
+            .map_err(|error| match error {
+                // The memory file refused the bytes (no memory left?): the cache may take them.
+                ingot_format::Error::Copy { reading: false, .. } => NativeError::Other(format!(
+                    "writing to a memory file failed: {}",
+                    crate::error::chain(&error)
+                )),
+                damaged => NativeError::Archive(damaged),
+            }),
+    };
+    if let Err(why) = written {
+        // SAFETY: closing the descriptor we opened (the File is never dropped).
+        unsafe { libc::close(fd) };
+        return Err(why);
     }
     let path = format!("/proc/self/fd/{fd}");
     // Checked once per process: a stat of a /proc path per image costs more than it tells.
@@ -204,7 +259,7 @@ fn memory_file(label: &str, image: &[u8]) -> Result<(i32, String), String> {
     if !*PROC_MOUNTED.get_or_init(|| std::path::Path::new(&path).exists()) {
         // SAFETY: closing the descriptor we opened.
         unsafe { libc::close(fd) };
-        return Err(format!("`{path}` does not exist (is /proc mounted?)"));
+        return Err(NativeError::Other(format!("`{path}` does not exist (is /proc mounted?)")));
     }
     Ok((fd, path))
 }
@@ -356,26 +411,24 @@ fn load_library(
         }
     }
     visiting.pop();
-    let image = entry
-        .data(Role::Content)
+    let blob = entry
+        .blob(Role::Content)
         .map_err(archive_error)?
         .ok_or_else(|| native_error(module, format!("shared library `{name}` has no content")))?;
     let in_cycle = !cyclic.is_empty() || CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|member| member == name);
-    let image = if cyclic.is_empty() {
-        image
+    let path = if cyclic.is_empty() {
+        native_file(archive, name, Image::Blob(blob))
     } else {
         CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).extend(cyclic.iter().cloned());
+        let image = archive.data(&blob).map_err(archive_error)?;
         let patched = drop_needed(&image, &cyclic).map_err(|what| {
             native_error(module, format!("shared library `{name}` needs {} which need it in turn, and {what}", cyclic.join(", ")))
         })?;
         crate::pages::release(archive, &image);
-        std::borrow::Cow::Owned(patched)
-    };
-    let path = native_file(archive, name, &image).map_err(|what| native_error(module, what))?;
-    drop(image);
-    if let Ok(Some(blob)) = entry.blob(Role::Content) {
-        crate::pages::release_blob(archive, &blob); // compressed: the stored bytes
+        crate::pages::release_blob(archive, &blob);
+        native_file(archive, name, Image::Bytes(&patched))
     }
+    .map_err(|what| native_error(module, what.to_string()))?;
     let flags = if in_cycle {
         // Lazy: the calls into the cycle's other members bind when first made, once those are
         // loaded; global: so that those calls find them.
