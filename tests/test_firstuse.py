@@ -12,7 +12,7 @@ import pytest
 import ingot
 from conftest import strace_calls
 from ingot.bytecode import compile_module
-from ingot.firstuse import BOOT_MODULES, LAZY, TOP, first_use_order, imports_in_source
+from ingot.firstuse import BOOT_MODULES, FALLBACK, LAZY, TOP, first_use_order, imports_in_source
 from ingot.pack import pack
 from test_build import pip_build
 
@@ -46,6 +46,24 @@ def main():
 
 class Config:
     import configparser
+
+
+def __call__(self, label="fast",
+             verbose=1):
+    """A signature over two lines."""
+    from numpy.distutils import cpuinfo
+
+
+async def fetch(url,
+                timeout):
+    import asyncio
+
+
+try:
+    import fast
+except (ImportError,
+        AttributeError):
+    import slow
 '''
 
 
@@ -64,8 +82,10 @@ def test_imports_are_found_in_order_and_sorted_by_where_they_run():
     found = imports_in_source(SOURCE, "pkg.sub.mod", is_package=False)
     assert found[TOP] == ["os", "sys", "pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.one",
                           "pkg.up.two", "json", "typing", "typing.TYPE_CHECKING", "fcntl",
-                          "configparser"]
-    assert found[LAZY] == ["pkg.sub.cli", "pkg.sub.cli.run"]
+                          "configparser", "fast"]
+    assert found[LAZY] == ["pkg.sub.cli", "pkg.sub.cli.run", "numpy.distutils",
+                           "numpy.distutils.cpuinfo", "asyncio"]
+    assert found[FALLBACK] == ["simplejson", "slow"]
 
 
 def test_relative_imports_of_a_package_start_from_the_package_itself():

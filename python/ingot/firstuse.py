@@ -35,6 +35,9 @@ _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 #: Block headers that change whether an import inside them runs when the module is imported.
 _HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|if|elif|else|try|except|finally|with|for|"
                      rb"while)\b([^\n]*):[ \t]*(?:#[^\n]*)?$")
+#: Headers whose first line says what the block is even when they run over several lines
+#: (``def f(a,`` / ``b):``): only statements start with these keywords.
+_LONG_HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|except)\b([^\n]*)$")
 _GUARD = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING|"
                     # Other systems than Linux, the only target (encodings' win32 codecs, ...).
                     rb"sys\.platform\s*==\s*['\"](win32|darwin|cygwin)['\"]|"
@@ -68,7 +71,7 @@ def _contexts(source: bytes) -> dict[int, str]:
         effects = {effect for _, effect in stack}
         context = next((effect for effect in (SKIPPED, FALLBACK, LAZY) if effect in effects), TOP)
         contexts[number] = context
-        header = _HEADER.match(line)
+        header = _HEADER.match(line) or _LONG_HEADER.match(line)
         if header:
             keyword = header.group(1).split()[-1]
             guarded = keyword in (b"if", b"elif") and _GUARD.search(header.group(2))

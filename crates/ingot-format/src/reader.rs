@@ -432,11 +432,29 @@ impl Archive {
 
     /// The bytes of `blob`: borrowed from the map when stored uncompressed, decompressed
     /// otherwise.
+    ///
+    /// The stored bytes of a compressed blob are read from the file when the archive was opened
+    /// from one, not through the map (see [`Archive::copy_blob`]): they are read once, to be
+    /// decompressed, and a fault in the map would bring in the whole page-cache folio around them
+    /// (megabytes of other blobs, counted in the process's memory).
+    ///
+    /// So are small uncompressed blobs (up to [`SMALL_BLOB`]) that nothing has read yet: a blob
+    /// the first-use read-ahead has checked is already mapped and is borrowed from the map, but the
+    /// ELF metadata of an extension module imported later would fault in its whole folio.
     pub fn data<'a>(&'a self, blob: &Blob<'_>) -> Result<Cow<'a, [u8]>> {
-        let stored = self.stored(blob)?;
         if blob.compression == layout::compression::NONE {
-            return Ok(Cow::Borrowed(stored));
+            if blob.stored_size <= SMALL_BLOB && !self.is_verified(blob) {
+                if let Some(bytes) = self.stored_from_file(blob) {
+                    return Ok(Cow::Owned(bytes));
+                }
+            }
+            return self.stored(blob).map(Cow::Borrowed);
         }
+        let read = self.stored_from_file(blob);
+        let stored: &[u8] = match &read {
+            Some(bytes) => bytes,
+            None => self.stored(blob)?,
+        };
         let decompress_error = |source| Error::Decompress {
             entry: blob.entry_name.to_string(),
             role: blob.role.label(),
@@ -566,6 +584,29 @@ impl Archive {
         }
         self.verified[blob.index as usize / 64].fetch_or(1u64 << (blob.index % 64), Ordering::AcqRel);
         Ok(written)
+    }
+
+    /// The stored bytes of `blob` read from the archive's file, checked against the blob's
+    /// checksum; None when the archive is not a file's, or the read fails or does not match (the
+    /// map then decides: the file's descriptor may have been closed, or reused, by the program).
+    fn is_verified(&self, blob: &Blob<'_>) -> bool {
+        self.verified
+            .get(blob.index as usize / 64)
+            .is_some_and(|word| word.load(Ordering::Acquire) & (1u64 << (blob.index % 64)) != 0)
+    }
+
+    fn stored_from_file(&self, blob: &Blob<'_>) -> Option<Vec<u8>> {
+        let Backing::Mmap(_, file, _) = &self.backing else { return None };
+        if blob.archive != self as *const Archive as usize {
+            return None;
+        }
+        let mut bytes = vec![0u8; usize::try_from(blob.stored_size).ok()?];
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, (self.start + blob.offset) as u64).ok()?;
+        if xxh3_64(&bytes) != blob.checksum {
+            return None;
+        }
+        self.verified[blob.index as usize / 64].fetch_or(1u64 << (blob.index % 64), Ordering::AcqRel);
+        Some(bytes)
     }
 
     /// The archive's zstd dictionary, for `blob` (named in errors).
@@ -789,6 +830,10 @@ fn parse_header(bytes: &[u8]) -> Result<Header> {
         python_version: (bytes[H::PYTHON_MAJOR], bytes[H::PYTHON_MINOR]),
     })
 }
+
+/// Uncompressed blobs up to this size that nothing has read yet are read from the archive's file,
+/// not through its map ([`Archive::data`]).
+pub const SMALL_BLOB: u64 = 64 << 10;
 
 /// The buffer through which [`Archive::copy_blob`] reads and writes.
 const COPY_BUFFER: usize = 256 << 10;

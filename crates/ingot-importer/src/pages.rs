@@ -63,7 +63,8 @@ pub fn fence_native_images(archive: &Archive) {
 
 /// [`release`] for the stored bytes of `blob` (compressed or not), once they have been used.
 pub fn release_blob(archive: &Archive, blob: &Blob<'_>) {
-    if let Ok(stored) = archive.stored_bytes(blob) {
-        release(archive, stored);
+    // The range, not `stored_bytes`: that would check the checksum of a blob not read yet.
+    if let Some(range) = archive.stored_range(blob) {
+        release(archive, &archive.bytes()[range]);
     }
 }
