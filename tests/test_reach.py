@@ -222,3 +222,57 @@ def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
     assert {"numbers", "_strptime", "xml.etree.ElementPath"} <= found and "readline" not in found
     # Rust and Cython 3 pools: no NUL around the names.
     assert {"datetime", "uuid"} <= loose_binary_names(b"\x01\x02datetime uuid\xffstr")
+
+
+def _stdlib_plan():
+    """Plan keys for the standard library this Python runs (its modules as ingot.collect finds
+    them), all of origin "stdlib"."""
+    from ingot.collect import collect_stdlib
+
+    plan = {("modules", item.name): item for item in collect_stdlib().items
+            if item.kind != "data-file"}
+    return plan, {key: "stdlib" for key in plan}
+
+
+def test_imports_that_only_their_target_module_runs_wait_for_that_module(tmp_path):
+    plan, origin = _stdlib_plan()
+    _tree(tmp_path, {"quiet.py": "print('hello')\n",
+                     "meta.py": "from importlib.metadata import version\n",
+                     "res.py": "import importlib.resources\n"})
+    for name in ("quiet", "meta", "res"):
+        key = ("modules", name)
+        plan[key], origin[key] = Item("module", name, tmp_path / f"{name}.py", f"{name}.py"), "app"
+    boot = ["encodings", "codecs", "io", "abc", "zipimport", "importlib.machinery"]
+    # importlib._bootstrap_external (behind importlib.machinery) and zipimport import
+    # importlib.metadata and importlib.readers lazily, for importlib.metadata and
+    # importlib.resources only: an application using neither carries neither.
+    quiet = _modules(reach({k: v for k, v in plan.items() if k[1] not in ("meta", "res")},
+                           origin, ["quiet", *boot]))
+    assert "importlib._bootstrap_external" in quiet and "zipimport" in quiet
+    assert not quiet & {"importlib.metadata", "importlib.readers", "email", "zipfile", "tarfile"}
+    meta = _modules(reach({k: v for k, v in plan.items() if k[1] != "res"}, origin,
+                          ["meta", *boot]))
+    assert {"importlib.metadata", "email", "zipfile"} <= meta
+    res = _modules(reach({k: v for k, v in plan.items() if k[1] != "meta"}, origin,
+                         ["res", *boot]))
+    assert {"importlib.resources", "importlib.readers", "zipfile"} <= res
+
+
+def test_module_names_in_a_binarys_debug_information_are_not_imports():
+    import glob
+    import sysconfig
+
+    from ingot._ingot import loadable_image
+    from ingot.reach import _loaded_part, binary_names
+
+    found = glob.glob(f"{sysconfig.get_config_var('DESTSHARED')}/binascii*.so")
+    image = Path(found[0]).read_bytes()
+    loaded = _loaded_part(image)
+    assert loaded == bytes(loadable_image(image))
+    # What is cut is debug information (none in a stripped build: then nothing changes), where
+    # an unstripped binascii names a struct field `inspect`.
+    assert binary_names(loaded) <= binary_names(image)
+    assert "binascii.Error" in binary_names(loaded)
+    assert "inspect" not in binary_names(loaded)
+    if len(loaded) < len(image):
+        assert "inspect" in binary_names(image)

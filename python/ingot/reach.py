@@ -42,10 +42,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
+from ingot._ingot import loadable_image
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
 
-__all__ = ["COMPUTED_IMPORTS", "NATIVE_IMPORTS", "Reach", "binary_names", "import_probe",
+__all__ = ["CALLBACK_IMPORTS", "COMPUTED_IMPORTS", "NATIVE_IMPORTS", "Reach", "binary_names", "import_probe",
            "loose_binary_names", "reach", "stdlib_imports"]
 
 #: Modules that native code imports by name, which no Python source shows: the interpreter's C
@@ -69,6 +70,34 @@ COMPUTED_IMPORTS = {
     "sysconfig": (("_sysconfigdata_*",),
                   "its build-time variables are in a module named after the platform"),
 }
+
+#: Imports inside a standard-library function that only another module calls: module ->
+#: {imported module: (the caller, why)}. The import is followed once the caller is reached, not
+#: when the module holding it is: the interpreter always loads ``importlib._bootstrap_external``,
+#: and following its lazy imports would carry importlib.metadata and importlib.resources' readers,
+#: and behind them email, zipfile, tarfile, lzma, csv and pathlib (0.8 MiB), into every executable.
+CALLBACK_IMPORTS = {
+    "importlib._bootstrap_external": {
+        "importlib.metadata": (
+            "importlib.metadata",
+            ("PathFinder.find_distributions is called by importlib.metadata "
+             "(Distribution.discover)"),
+        ),
+        "importlib.readers": (
+            "importlib.resources",
+            ("FileLoader's and NamespaceLoader's get_resource_reader are called by "
+             "importlib.resources"),
+        ),
+    },
+    "zipimport": {
+        "importlib.readers": ("importlib.resources",
+                              "zipimporter.get_resource_reader is called by importlib.resources"),
+    },
+}
+_CALLED_BACK: dict[str, list[str]] = {}
+for _imports in CALLBACK_IMPORTS.values():
+    for _imported, (_caller, _) in _imports.items():
+        _CALLED_BACK.setdefault(_caller, []).append(_imported)
 
 #: Subpackages of a package that hold its test suite: left out unless something imports them.
 TEST_PACKAGES = ("tests", "test", "testing")
@@ -96,6 +125,15 @@ def binary_names(image: bytes) -> set[str]:
     ...``): a method that happens to share a module's name is not an import of it."""
     documented = set(_SIGNATURE.findall(image))
     return {match.decode() for match in _BINARY_NAME.findall(image) if match not in documented}
+
+
+def _loaded_part(image: bytes) -> bytes:
+    """What the dynamic loader maps of a native image: its strings, not the debug information
+    after them, whose names of struct fields and variables (``inspect``, ``ast``) are no imports."""
+    try:
+        return bytes(loadable_image(image))
+    except ValueError:
+        return image
 
 
 @dataclass
@@ -418,6 +456,8 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
         if name in reached:
             continue
         reached.add(name)
+        for imported in _CALLED_BACK.get(name, ()):
+            visit(imported)
         key = modules[name]
         item = plan[key]
         parent = name.rpartition(".")[0]
@@ -441,7 +481,7 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
             if item.kind in ("module", "package") and item.path is not None:
                 source = item.path.read_bytes()
             elif item.kind in ("extension-module", "extension-package") and item.path is not None:
-                image = item.path.read_bytes()
+                image = _loaded_part(item.path.read_bytes())
                 names = binary_names(image) if origin.get(key) == "stdlib" else \
                     loose_binary_names(image) & modules.keys()
                 for found in names:
@@ -457,8 +497,10 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
         precise = stdlib_imports(source, name, is_package, present) \
             if origin.get(key) == "stdlib" and item.kind in ("module", "package") else None
         if precise is not None:
+            callbacks = CALLBACK_IMPORTS.get(name, {})
             for imported in precise:
-                visit(imported)
+                if imported not in callbacks:
+                    visit(imported)
         else:
             for where, names in found_imports.items():
                 if where != SKIPPED:
