@@ -254,3 +254,23 @@ def test_inspect_details_of_an_archived_module(app):
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert f"Origin: {app}/plain.py" in done.stdout and "Cached: None" in done.stdout
+
+
+def test_a_compressed_file_read_again_is_decompressed_once_and_large_ones_are_not_kept(tmp_path):
+    writer = ingot.ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
+                                 python_version=sys.version_info[:2], compression_level=3)
+    small = b"certificate bundle line\n" * 4000  # 96 KB, compresses
+    large = bytes(range(256)) * 5000  # 1.25 MB, over the limit of one kept file
+    writer.add_data_file("pkg/cacert.pem", small)
+    writer.add_data_file("pkg/model.bin", large)
+    path = tmp_path / "files.ingot"
+    writer.write(str(path))
+    finder = ingot.IngotFinder(str(path))
+    assert finder._decompressed_held() == (0, 0)
+    assert finder.get_data(f"{path}/pkg/cacert.pem") == small
+    assert finder._decompressed_held() == (1, len(small))
+    assert finder._read("pkg/cacert.pem") == small
+    assert finder._decompressed_held() == (1, len(small))
+    assert finder._read("pkg/model.bin") == large
+    assert finder._read("pkg/model.bin") == large
+    assert finder._decompressed_held() == (1, len(small))

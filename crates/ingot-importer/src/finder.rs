@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
+use crate::decompressed::{Data, Decompressed};
 use crate::error::{archive_error, ArchiveError};
 use crate::files::{self, FilesPolicy};
 use crate::native;
@@ -38,6 +39,8 @@ pub struct Shared {
     pub dist_info_dirs: OnceLock<Vec<String>>,
     /// Packages under the `files` policy and their materialized trees.
     pub files: FilesPolicy,
+    /// Files read before, decompressed.
+    pub decompressed: Decompressed,
 }
 
 /// The list of entries a start is expected to read, in order, written by `ingot build`: one per
@@ -151,9 +154,13 @@ impl Shared {
         self.file_raw(relative).map_err(|error| self.error(error))
     }
 
-    /// The bytes of a file relative to the archive root.
-    pub fn read(&self, relative: &str) -> PyResult<Option<Cow<'_, [u8]>>> {
-        self.read_raw(relative).map_err(|error| self.error(error))
+    /// The bytes of a file relative to the archive root, decompressed once for all its reads
+    /// (see [`Decompressed`]).
+    pub fn read(&self, relative: &str) -> PyResult<Option<Data<'_>>> {
+        let found = self.file(relative)?;
+        let Some((entry, role)) = found else { return Ok(None) };
+        let Some(blob) = entry.blob(role).map_err(|error| self.error(error))? else { return Ok(None) };
+        self.decompressed.data(&self.archive, &blob).map(Some).map_err(|error| self.error(error))
     }
 
     fn read_raw(&self, relative: &str) -> ingot_format::Result<Option<Cow<'_, [u8]>>> {
@@ -363,6 +370,7 @@ impl IngotFinder {
             extension_suffix,
             dist_info_dirs: OnceLock::new(),
             files,
+            decompressed: Decompressed::default(),
         };
         Ok(IngotFinder {
             shared: Arc::new(shared),
@@ -780,6 +788,11 @@ impl IngotFinder {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
             None => Err(PyFileNotFoundError::new_err((libc::ENOENT, "No such file in ingot archive", format!("{}{relative}", self.shared.prefix)))),
         }
+    }
+
+    /// How many files, and bytes, the finder keeps decompressed (see `decompressed.rs`).
+    fn _decompressed_held(&self) -> (usize, usize) {
+        self.shared.decompressed.held()
     }
 
     fn _listdir(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {

@@ -5,6 +5,7 @@
 //! tests) and as a library the launcher links and registers as a built-in module.
 
 mod cache;
+mod decompressed;
 mod elf;
 mod error;
 pub mod files;
