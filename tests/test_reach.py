@@ -276,3 +276,24 @@ def test_module_names_in_a_binarys_debug_information_are_not_imports():
     assert "inspect" not in binary_names(loaded)
     if len(loaded) < len(image):
         assert "inspect" in binary_names(image)
+
+
+def test_optional_documentation_that_its_module_does_without_stays_out(tmp_path):
+    _tree(tmp_path, {
+        "app/main.py": "import pydoc\n",
+        "lib/pydoc.py": """
+            def showtopic():
+                try:
+                    import pydoc_data.topics
+                except ImportError:
+                    return "Sorry, topic documentation is not available"
+            def other():
+                import textwrap
+            """,
+        "lib/pydoc_data/__init__.py": "", "lib/pydoc_data/topics.py": "",
+        "lib/textwrap.py": "",
+    })
+    plan, origin = _plan(tmp_path, {"app": "app", "lib": "stdlib"})
+    modules = _modules(reach(plan, origin, ["main"]))
+    assert {"pydoc", "textwrap"} <= modules and "pydoc_data.topics" not in modules
+    assert "pydoc_data.topics" in _modules(reach(plan, origin, ["main"], keep=["pydoc_data"]))

@@ -46,7 +46,8 @@ from ingot._ingot import loadable_image
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
 
-__all__ = ["CALLBACK_IMPORTS", "COMPUTED_IMPORTS", "NATIVE_IMPORTS", "Reach", "binary_names", "import_probe",
+__all__ = ["BINARY_NAMES_NOT_IMPORTS", "CALLBACK_IMPORTS", "COMPUTED_IMPORTS", "NATIVE_IMPORTS",
+           "OPTIONAL_IMPORTS", "Reach", "binary_names", "import_probe",
            "loose_binary_names", "reach", "stdlib_imports"]
 
 #: Modules that native code imports by name, which no Python source shows: the interpreter's C
@@ -94,10 +95,28 @@ CALLBACK_IMPORTS = {
                               "zipimporter.get_resource_reader is called by importlib.resources"),
     },
 }
+#: Imports inside a standard-library function that the function does without, saying so:
+#: module -> {imported module: why}. Not followed; ``--include`` carries them.
+OPTIONAL_IMPORTS = {
+    "pydoc": {
+        "pydoc_data.topics": ("help()'s topic and keyword pages (215 KiB), which pydoc reports "
+                              "as not available when they are missing"),
+    },
+}
+
 _CALLED_BACK: dict[str, list[str]] = {}
 for _imports in CALLBACK_IMPORTS.values():
     for _imported, (_caller, _) in _imports.items():
         _CALLED_BACK.setdefault(_caller, []).append(_imported)
+
+#: NUL-terminated names in standard-library binaries that are method or attribute names there,
+#: not imports: name -> where. Argument Clinic methods are recognized by their signatures
+#: (:func:`binary_names`); these have none. ``readline`` would carry GNU readline and ncurses.
+BINARY_NAMES_NOT_IMPORTS = {
+    "readline": "mmap.mmap.readline and other file-like types' readline methods",
+    "code": "_elementtree's ParseError.code and other error codes",
+    "this": "the common word",
+}
 
 #: Subpackages of a package that hold its test suite: left out unless something imports them.
 TEST_PACKAGES = ("tests", "test", "testing")
@@ -482,8 +501,16 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
                 source = item.path.read_bytes()
             elif item.kind in ("extension-module", "extension-package") and item.path is not None:
                 image = _loaded_part(item.path.read_bytes())
-                names = binary_names(image) if origin.get(key) == "stdlib" else \
-                    loose_binary_names(image) & modules.keys()
+                # A third-party binary's loose names (Rust and Cython 3 pool their strings
+                # without NULs) reach only other packages: among them, common words that are
+                # also standard-library modules ("code", "this", "string") would be noise. Its
+                # standard-library imports are NUL-terminated names, in the source shipped beside
+                # it (mypyc, Cython) or seen by the import probe.
+                names = binary_names(image) - BINARY_NAMES_NOT_IMPORTS.keys() \
+                    if origin.get(key) == "stdlib" else \
+                    binary_names(image) | {found for found in loose_binary_names(image)
+                                           if found in modules
+                                           and origin.get(modules[found]) != "stdlib"}
                 for found in names:
                     visit(found)
                 source = item.source.read_bytes() if item.source is not None else None
@@ -497,9 +524,9 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
         precise = stdlib_imports(source, name, is_package, present) \
             if origin.get(key) == "stdlib" and item.kind in ("module", "package") else None
         if precise is not None:
-            callbacks = CALLBACK_IMPORTS.get(name, {})
+            not_followed = CALLBACK_IMPORTS.get(name, {}).keys() | OPTIONAL_IMPORTS.get(name, {}).keys()
             for imported in precise:
-                if imported not in callbacks:
+                if imported not in not_followed:
                     visit(imported)
         else:
             for where, names in found_imports.items():
