@@ -778,7 +778,7 @@ fn copy_blob_of_a_damaged_blob_is_a_checksum_error_and_a_failing_writer_is_a_wri
 }
 
 #[test]
-fn a_start_reads_bytecode_and_metadata_in_place_but_native_images_are_compressed_even_when_first_used() {
+fn what_a_start_reads_stays_stored_as_is_native_images_included() {
     let image = b"\x7fELF native code, copied into a memory file when loaded ".repeat(200);
     let mut writer = ArchiveWriter::new(options(Some(3)));
     writer
@@ -786,6 +786,7 @@ fn a_start_reads_bytecode_and_metadata_in_place_but_native_images_are_compressed
         .unwrap();
     writer.add(Kind::Module, "slow", vec![(Role::Bytecode(0), b"bytecode ".repeat(300))]).unwrap();
     writer.add(Kind::DataFile, "pkg/table.txt", vec![(Role::Content, b"row\n".repeat(500))]).unwrap();
+    writer.add(Kind::Module, "later", vec![(Role::Bytecode(0), b"bytecode ".repeat(300))]).unwrap();
     writer.set_first_use([
         (Namespace::Modules, "fast".to_string()),
         (Namespace::Modules, "slow".to_string()),
@@ -793,9 +794,10 @@ fn a_start_reads_bytecode_and_metadata_in_place_but_native_images_are_compressed
     ]);
     let archive = Archive::from_vec(writer.to_vec().unwrap()).unwrap();
     let blob = |namespace, name, role| archive.find(namespace, name).unwrap().unwrap().blob(role).unwrap().unwrap();
-    assert_eq!(blob(Namespace::Modules, "fast", Role::Content).compression(), layout::compression::ZSTD);
+    assert_eq!(blob(Namespace::Modules, "fast", Role::Content).compression(), layout::compression::NONE);
     assert_eq!(blob(Namespace::Modules, "fast", Role::Needed).compression(), layout::compression::NONE);
     assert_eq!(blob(Namespace::Modules, "slow", Role::Bytecode(0)).compression(), layout::compression::NONE);
     assert_eq!(blob(Namespace::Files, "pkg/table.txt", Role::Content).compression(), layout::compression::NONE);
+    assert_eq!(blob(Namespace::Modules, "later", Role::Bytecode(0)).compression(), layout::compression::ZSTD);
     assert_eq!(&archive.data(&blob(Namespace::Modules, "fast", Role::Content)).unwrap()[..], &image[..]);
 }
