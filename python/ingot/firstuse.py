@@ -11,9 +11,11 @@ shared libraries of extension modules and the regular expressions a module compi
 blobs first in the data region.
 
 The prediction only moves bytes: a module it misses is read from further away, a module it adds
-costs a little readahead. So the import scan is textual (:func:`imports_in_source`, fast enough
-for thousands of modules) and follows every ``import`` statement, including those inside
-functions, ``try`` blocks and ``if TYPE_CHECKING:``.
+costs a little readahead (and, since the read-ahead thread maps what it predicts, memory). So the
+import scan is textual (:func:`imports_in_source`, fast enough for thousands of modules): it
+follows the ``import`` statements that run with their module, ``try`` blocks included; imports in
+functions only for the entry point's own function; not those in ``except`` fallbacks nor under
+``if TYPE_CHECKING:``, ``if __name__ == "__main__":`` or another system's ``sys.platform``.
 """
 
 from __future__ import annotations

@@ -55,3 +55,14 @@ pub enum Error {
     #[error("archive too large: {0}")]
     TooLarge(&'static str),
 }
+
+/// `error` and its causes, joined by `: ` (how every ingot tool reports an error).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}

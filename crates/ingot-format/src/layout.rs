@@ -34,7 +34,7 @@ pub const DATA_ALIGN: u64 = 16;
 pub mod header {
     pub const MAGIC: usize = 0; // [u8; 8]
     pub const VERSION: usize = 8; // u32
-    pub const FLAGS: usize = 12; // u32, must be 0 in version 1
+    pub const FLAGS: usize = 12; // u32, zero in versions 1 and 2
     pub const ENTRY_COUNT: usize = 16; // u32
     pub const BLOB_COUNT: usize = 20; // u32
     pub const ENTRIES_OFFSET: usize = 24; // u64
@@ -61,7 +61,7 @@ pub mod entry {
     pub const NAME_OFFSET: usize = 0; // u32, into the name region
     pub const NAME_SIZE: usize = 4; // u32
     pub const KIND: usize = 8; // u8
-    pub const FLAGS: usize = 9; // u8, must be 0 in version 1
+    pub const FLAGS: usize = 9; // u8, zero in versions 1 and 2
     pub const RESERVED: usize = 10; // u16, zero
     pub const FIRST_BLOB: usize = 12; // u32, index into the blob table
     pub const BLOB_COUNT: usize = 16; // u32

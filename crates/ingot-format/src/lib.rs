@@ -13,7 +13,7 @@ mod reader;
 #[cfg(feature = "writer")]
 mod writer;
 
-pub use error::{Error, Result};
+pub use error::{chain, Error, Result};
 pub use reader::{Archive, Blob, Entry, Header};
 #[cfg(feature = "writer")]
 pub use writer::{ArchiveWriter, WriterOptions};

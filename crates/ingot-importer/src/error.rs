@@ -23,13 +23,4 @@ pub fn archive_error(path: &str, error: ingot_format::Error) -> PyErr {
     ArchiveError::new_err(message)
 }
 
-/// `error` and its causes, joined by `: `.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    message
-}
+pub use ingot_format::chain;

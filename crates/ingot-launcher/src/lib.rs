@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use ingot_format::{Archive, Namespace, Role};
+use ingot_format::{chain, Archive, Namespace, Role};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -199,16 +199,6 @@ pub fn read_archive(exe: &std::path::Path) -> Result<LaunchConfig, (String, Stri
 }
 
 /// An error and its sources, `: `-separated.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
-}
-
 /// The executable file this process runs: `/proc/self/exe`, or, where /proc is not mounted (a
 /// chroot, a container without procfs), the file `argv[0]` names as a shell would have found it
 /// (see [`find_executable`]). The error names both attempts.
