@@ -388,6 +388,25 @@ impl Archive {
 
     /// The stored bytes of `blob`, checked against its checksum the first time they are read.
     fn stored<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
+        let stored = self.stored_unchecked(blob)?;
+        if !self.is_verified(blob) {
+            let found = xxh3_64(stored);
+            if found != blob.checksum {
+                return Err(Error::DataChecksum {
+                    entry: blob.entry_name.to_string(),
+                    role: blob.role.label(),
+                    found,
+                    expected: blob.checksum,
+                });
+            }
+            self.mark_verified(blob);
+        }
+        Ok(stored)
+    }
+
+    /// The stored bytes of `blob` in the map, not checked against its checksum: only for a blob of
+    /// this archive (an error otherwise).
+    fn stored_unchecked<'a>(&'a self, blob: &Blob<'_>) -> Result<&'a [u8]> {
         // Only this archive's `Archive::blob` makes blobs carrying its address, and it checked
         // their range; a blob of another archive is refused.
         if blob.archive != self as *const Archive as usize {
@@ -398,31 +417,28 @@ impl Archive {
                 blob.index
             )));
         }
-        let stored = self
-            .bytes()
+        self.bytes()
             .get(blob.offset..blob.offset.saturating_add(blob.stored_size as usize))
-            .ok_or_else(|| Error::Malformed(format!("entry `{}`: blob {} out of range", blob.entry_name, blob.index)))?;
-        let word = &self.verified[blob.index as usize / 64];
-        let bit = 1u64 << (blob.index % 64);
-        if word.load(Ordering::Acquire) & bit == 0 {
-            let found = xxh3_64(stored);
-            if found != blob.checksum {
-                return Err(Error::DataChecksum {
-                    entry: blob.entry_name.to_string(),
-                    role: blob.role.label(),
-                    found,
-                    expected: blob.checksum,
-                });
-            }
-            word.fetch_or(bit, Ordering::AcqRel);
+            .ok_or_else(|| Error::Malformed(format!("entry `{}`: blob {} out of range", blob.entry_name, blob.index)))
+    }
+
+    fn is_verified(&self, blob: &Blob<'_>) -> bool {
+        self.verified
+            .get(blob.index as usize / 64)
+            .is_some_and(|word| word.load(Ordering::Acquire) & (1u64 << (blob.index % 64)) != 0)
+    }
+
+    fn mark_verified(&self, blob: &Blob<'_>) {
+        if let Some(word) = self.verified.get(blob.index as usize / 64) {
+            word.fetch_or(1u64 << (blob.index % 64), Ordering::AcqRel);
         }
-        Ok(stored)
     }
 
     /// Where the stored bytes of `blob` lie in [`Archive::bytes`], without reading or checking them.
     pub fn stored_range(&self, blob: &Blob<'_>) -> Option<std::ops::Range<usize>> {
-        let end = blob.offset.checked_add(usize::try_from(blob.stored_size).ok()?)?;
-        (blob.archive == self as *const Archive as usize && end <= self.size).then_some(blob.offset..end)
+        let stored = self.stored_unchecked(blob).ok()?;
+        let start = stored.as_ptr() as usize - self.bytes().as_ptr() as usize;
+        Some(start..start + stored.len())
     }
 
     /// The bytes of `blob` as stored (compressed or not), checked against its checksum.
@@ -498,15 +514,7 @@ impl Archive {
     ///
     /// On error, `out` may hold part of the bytes: discard them.
     pub fn copy_blob<W: std::io::Write>(&self, blob: &Blob<'_>, out: &mut W, mut restart: impl FnMut(&mut W) -> std::io::Result<()>) -> Result<u64> {
-        // Same check as `stored`: only this archive's blobs.
-        if blob.archive != self as *const Archive as usize {
-            return Err(Error::Malformed(format!(
-                "entry `{}`: {} blob {} is not a blob of this archive",
-                blob.entry_name,
-                blob.role.label(),
-                blob.index
-            )));
-        }
+        let in_map = self.stored_unchecked(blob)?;
         if let Backing::Mmap(_, file, identity) = &self.backing {
             let same_file = file.metadata().is_ok_and(|now| {
                 (std::os::unix::fs::MetadataExt::dev(&now), std::os::unix::fs::MetadataExt::ino(&now)) == *identity
@@ -523,11 +531,7 @@ impl Archive {
                 }
             }
         }
-        let stored = self
-            .bytes()
-            .get(blob.offset..blob.offset.saturating_add(blob.stored_size as usize))
-            .ok_or_else(|| Error::Malformed(format!("entry `{}`: blob {} out of range", blob.entry_name, blob.index)))?;
-        self.copy_from(blob, StoredReader::Bytes(stored), out)
+        self.copy_from(blob, StoredReader::Bytes(in_map), out)
     }
 
     fn copy_from(&self, blob: &Blob<'_>, source: StoredReader<'_>, out: &mut impl std::io::Write) -> Result<u64> {
@@ -582,30 +586,22 @@ impl Archive {
                 blob.size
             )));
         }
-        self.verified[blob.index as usize / 64].fetch_or(1u64 << (blob.index % 64), Ordering::AcqRel);
+        self.mark_verified(blob);
         Ok(written)
     }
 
     /// The stored bytes of `blob` read from the archive's file, checked against the blob's
     /// checksum; None when the archive is not a file's, or the read fails or does not match (the
     /// map then decides: the file's descriptor may have been closed, or reused, by the program).
-    fn is_verified(&self, blob: &Blob<'_>) -> bool {
-        self.verified
-            .get(blob.index as usize / 64)
-            .is_some_and(|word| word.load(Ordering::Acquire) & (1u64 << (blob.index % 64)) != 0)
-    }
-
     fn stored_from_file(&self, blob: &Blob<'_>) -> Option<Vec<u8>> {
         let Backing::Mmap(_, file, _) = &self.backing else { return None };
-        if blob.archive != self as *const Archive as usize {
-            return None;
-        }
+        self.stored_unchecked(blob).ok()?; // a blob of this archive, in range
         let mut bytes = vec![0u8; usize::try_from(blob.stored_size).ok()?];
         std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, (self.start + blob.offset) as u64).ok()?;
         if xxh3_64(&bytes) != blob.checksum {
             return None;
         }
-        self.verified[blob.index as usize / 64].fetch_or(1u64 << (blob.index % 64), Ordering::AcqRel);
+        self.mark_verified(blob);
         Some(bytes)
     }
 
