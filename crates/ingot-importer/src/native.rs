@@ -53,16 +53,23 @@ pub enum Image<'a> {
 }
 
 impl Image<'_> {
-    /// The key of a blob image in [`PREPARED`]; bytes in memory are never prepared.
-    fn key(&self) -> Option<u32> {
+    /// The key of a blob image of `archive` in [`PREPARED`]; bytes in memory are never prepared.
+    fn key(&self, archive: &Archive) -> Option<PreparedKey> {
         match self {
-            Image::Blob(blob) => Some(blob.index()),
+            Image::Blob(blob) => Some(prepared_key(archive, blob)),
             Image::Bytes(_) => None,
         }
     }
 }
 
-/// Memory files made ahead of use ([`prepare`]), by the number of the blob they copy.
+/// An archive (its address, fixed while it is open) and a blob's number in it.
+type PreparedKey = (usize, u32);
+
+fn prepared_key(archive: &Archive, blob: &Blob<'_>) -> PreparedKey {
+    (archive as *const Archive as usize, blob.index())
+}
+
+/// Memory files made ahead of use ([`prepare`]), by the archive and blob they copy.
 enum Prepared {
     /// Being copied by the read-ahead thread of process `pid`.
     InProgress { pid: u32 },
@@ -71,7 +78,7 @@ enum Prepared {
     Taken,
 }
 
-static PREPARED: Mutex<Option<HashMap<u32, Prepared>>> = Mutex::new(None);
+static PREPARED: Mutex<Option<HashMap<PreparedKey, Prepared>>> = Mutex::new(None);
 static PREPARED_CHANGED: Condvar = Condvar::new();
 /// The process whose read-ahead thread uses [`PREPARED`] (0: none). A child forked while that
 /// thread ran has its table but not the thread: it must not wait for entries in progress.
@@ -85,7 +92,7 @@ pub fn prepare(archive: &Archive, label: &str, blob: Blob<'_>) {
     if use_cache() != Ok(false) || blob.size() == 0 {
         return;
     }
-    let key = blob.index();
+    let key = prepared_key(archive, &blob);
     let pid = std::process::id();
     match PREPARED_BY.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {}
@@ -112,8 +119,8 @@ pub fn prepare(archive: &Archive, label: &str, blob: Blob<'_>) {
 
 /// The memory file [`prepare`] made for `image`, waiting for it if it is being made; None if there
 /// is none (and none will be made now).
-fn take_prepared(image: &Image<'_>) -> Option<String> {
-    let key = image.key()?;
+fn take_prepared(archive: &Archive, image: &Image<'_>) -> Option<String> {
+    let key = image.key(archive)?;
     if PREPARED_BY.load(Ordering::Acquire) != std::process::id() {
         return None; // nothing prepared, or prepared by the parent of this forked process
     }
@@ -152,7 +159,7 @@ pub fn native_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<S
     if use_cache().map_err(NativeError::Other)? {
         return cached_file(archive, label, image);
     }
-    if let Some(path) = take_prepared(&image) {
+    if let Some(path) = take_prepared(archive, &image) {
         return Ok(path);
     }
     match memory_file(archive, label, image) {
