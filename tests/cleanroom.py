@@ -53,11 +53,23 @@ from pathlib import Path
 import pytest
 
 import ingot
-from conftest import ROOT, interpreters, python_for
 from ingot.build import launcher_python
 
-__all__ = ["CHROOT", "GLIBC", "GLIBC_RUNTIME", "SYSTEM_PATH", "Builder", "Room", "expected_files",
-           "find_launcher", "limits_problem", "linked_files", "require_or_skip"]
+from conftest import ROOT, interpreters, python_for
+
+__all__ = [
+    "CHROOT",
+    "GLIBC",
+    "GLIBC_RUNTIME",
+    "SYSTEM_PATH",
+    "Builder",
+    "Room",
+    "expected_files",
+    "find_launcher",
+    "limits_problem",
+    "linked_files",
+    "require_or_skip",
+]
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 CHROOT = shutil.which("chroot", path=SYSTEM_PATH) or "chroot"
@@ -67,10 +79,23 @@ GLIBC = ("libc.so.6", "libm.so.6", "libgcc_s.so.1")  # and the dynamic loader, l
 #: system has. Since glibc 2.34 libpthread, libdl, librt, libutil and libanl are empty stubs (their
 #: code is in libc.so.6), but extension modules built against an older glibc (manylinux2014)
 #: still name them in DT_NEEDED, and the loader must find them.
-GLIBC_RUNTIME = ("libc.so.6", "libm.so.6", "libmvec.so.1", "libpthread.so.0", "libdl.so.2",
-                 "librt.so.1", "libutil.so.1", "libresolv.so.2", "libanl.so.1", "libnsl.so.1",
-                 "libBrokenLocale.so.1", "libthread_db.so.1", "libnss_files.so.2",
-                 "libnss_dns.so.2", "libnss_compat.so.2")
+GLIBC_RUNTIME = (
+    "libc.so.6",
+    "libm.so.6",
+    "libmvec.so.1",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libutil.so.1",
+    "libresolv.so.2",
+    "libanl.so.1",
+    "libnsl.so.1",
+    "libBrokenLocale.so.1",
+    "libthread_db.so.1",
+    "libnss_files.so.2",
+    "libnss_dns.so.2",
+    "libnss_compat.so.2",
+)
 
 
 def require_or_skip(reason):
@@ -83,14 +108,21 @@ def require_or_skip(reason):
 
 # --- launchers and builds -------------------------------------------------------------------------
 
+
 def launcher_candidates(version=None):
     """Launcher files that exist, in order: `INGOT_LAUNCHER`, target/release/ingot-launcher, the
     one ingot's package carries for `version` (default: this Python's)."""
     version = version or "{}.{}".format(*sys.version_info[:2])
     packaged = Path(ingot.__file__).parent / "_launcher" / f"ingot-launcher-{version}"
-    return [Path(candidate) for candidate in
-            (os.environ.get("INGOT_LAUNCHER"), ROOT / "target/release/ingot-launcher", packaged)
-            if candidate and Path(candidate).is_file()]
+    return [
+        Path(candidate)
+        for candidate in (
+            os.environ.get("INGOT_LAUNCHER"),
+            ROOT / "target/release/ingot-launcher",
+            packaged,
+        )
+        if candidate and Path(candidate).is_file()
+    ]
 
 
 def snapshot(launcher: Path, directory: Path, number=0) -> Path:
@@ -111,13 +143,19 @@ def find_launcher(tmp_path_factory, version=None):
     candidates = launcher_candidates(version)
     if not candidates and version is None:
         if shutil.which("cargo") is None:
-            require_or_skip("no launcher (INGOT_LAUNCHER, target/release/ingot-launcher) and "
-                            "no cargo to build one")
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "ingot-launcher"],
-                       cwd=ROOT, check=True, env=dict(os.environ, PYO3_PYTHON=os.environ.get(
-                           "PYO3_PYTHON", sys.executable)))
-        candidates = [Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-                      / "release" / "ingot-launcher"]
+            require_or_skip(
+                "no launcher (INGOT_LAUNCHER, target/release/ingot-launcher) and "
+                "no cargo to build one"
+            )
+        subprocess.run(
+            ["cargo", "build", "--quiet", "--release", "-p", "ingot-launcher"],
+            cwd=ROOT,
+            check=True,
+            env=dict(os.environ, PYO3_PYTHON=os.environ.get("PYO3_PYTHON", sys.executable)),
+        )
+        candidates = [
+            Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "ingot-launcher"
+        ]
     directory = tmp_path_factory.mktemp("launcher")
     snapshots = []
     for number, candidate in enumerate(candidates):
@@ -130,9 +168,11 @@ def find_launcher(tmp_path_factory, version=None):
             return copy, interpreters()[embedded]
         snapshots.append((copy, embedded))
     if not snapshots:
-        require_or_skip(f"no launcher embedding Python {version} (INGOT_LAUNCHER, "
-                        f"target/release/ingot-launcher, ingot/_launcher/ingot-launcher-{version}; "
-                        f"found: {[str(path) for path in candidates]})")
+        require_or_skip(
+            f"no launcher embedding Python {version} (INGOT_LAUNCHER, "
+            f"target/release/ingot-launcher, ingot/_launcher/ingot-launcher-{version}; "
+            f"found: {[str(path) for path in candidates]})"
+        )
     copy, embedded = snapshots[0]
     return copy, python_for(embedded)  # skips, or fails under INGOT_REQUIRE_PYTHONS
 
@@ -150,17 +190,38 @@ class Builder:
         if name not in self.built:
             out = self.workdir / name
             started = time.perf_counter()
-            run = subprocess.run([self.python, "-m", "ingot", "build", str(source), *options,
-                                  "--launcher", str(self.launcher), "-o", str(out), "--force",
-                                  "-q"], capture_output=True, text=True, cwd=self.workdir,
-                                 timeout=self.timeout, env=env)
+            run = subprocess.run(
+                [
+                    self.python,
+                    "-m",
+                    "ingot",
+                    "build",
+                    str(source),
+                    *options,
+                    "--launcher",
+                    str(self.launcher),
+                    "-o",
+                    str(out),
+                    "--force",
+                    "-q",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=self.workdir,
+                timeout=self.timeout,
+                env=env,
+            )
             self.seconds[name] = time.perf_counter() - started
-            if run.returncode != 0 and "pip could not install" in run.stderr and (
-                    "NewConnectionError" in run.stderr or
-                    "No matching distribution" in run.stderr):
+            if (
+                run.returncode != 0
+                and "pip could not install" in run.stderr
+                and ("NewConnectionError" in run.stderr or "No matching distribution" in run.stderr)
+            ):
                 pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
-            assert run.returncode == 0, f"ingot build {source} {shlex.join(options)} failed " \
+            assert run.returncode == 0, (
+                f"ingot build {source} {shlex.join(options)} failed "
                 f"(exit {run.returncode}):\n{run.stderr}{run.stdout}"
+            )
             self.built[name] = out
         return self.built[name]
 
@@ -182,6 +243,7 @@ def build_executable(clean_room_possible, room_launcher, tmp_path_factory):
 
 
 # --- the room ------------------------------------------------------------------------------------
+
 
 def linked_files(executable):
     """The absolute paths `ldd` resolves for the executable (not linux-vdso)."""
@@ -208,9 +270,20 @@ def clean_room_possible(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("room-check")
     (scratch / "proc").mkdir()
     proc = shlex.quote(str(scratch / "proc"))
-    run = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c",
-                          f"mount -t proc proc {proc} && umount {proc} && chroot / true"],
-                         capture_output=True, text=True, timeout=60, env={"PATH": SYSTEM_PATH})
+    run = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--fork",
+            "sh",
+            "-c",
+            f"mount -t proc proc {proc} && umount {proc} && chroot / true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": SYSTEM_PATH},
+    )
     if run.returncode != 0:
         require_or_skip(f"unshare/mount/chroot are not permitted here: {run.stderr.strip()}")
 
@@ -218,8 +291,9 @@ def clean_room_possible(tmp_path_factory):
 def _inside(path) -> str:
     """An absolute path in the room, checked to stay in it."""
     path = str(path)
-    assert path.startswith("/") and ".." not in Path(path).parts and path != "/", \
+    assert path.startswith("/") and ".." not in Path(path).parts and path != "/", (
         f"a room path must be absolute, below / and without '..': {path!r}"
+    )
     return path
 
 
@@ -239,8 +313,17 @@ class Room:
            without it, they fail with ENOENT. From outside, only the empty mount point is there.
     """
 
-    def __init__(self, root: Path, executable: Path, *, glibc="linked", copy=None, dirs=(),
-                 bind=None, shm=False):
+    def __init__(
+        self,
+        root: Path,
+        executable: Path,
+        *,
+        glibc="linked",
+        copy=None,
+        dirs=(),
+        bind=None,
+        shm=False,
+    ):
         assert glibc in ("linked", "all"), glibc
         self.root = root
         self.libraries = linked_files(executable)
@@ -250,12 +333,16 @@ class Room:
             # A launcher built with INGOT_LAUNCHER_SHARED (scripts/test-sid: Debian's static
             # libpython3.14.a is unusable) needs libpython, which a clean room has not.
             require_or_skip(f"the launcher links a shared libpython: {sorted(names)}")
-        assert len(loaders) == 1 and names - loaders <= set(GLIBC), \
+        assert len(loaders) == 1 and names - loaders <= set(GLIBC), (
             f"the executable links more than glibc: {self.libraries}"
+        )
         if glibc == "all":
             libc = next(Path(path) for path in self.libraries if Path(path).name == "libc.so.6")
-            self.libraries += [str(libc.parent / name) for name in GLIBC_RUNTIME
-                               if name not in names and (libc.parent / name).exists()]
+            self.libraries += [
+                str(libc.parent / name)
+                for name in GLIBC_RUNTIME
+                if name not in names and (libc.parent / name).exists()
+            ]
         root.mkdir()
         shutil.copy2(executable, root / "app")
         for library in self.libraries:
@@ -302,8 +389,7 @@ class Room:
         """Every file, symlink and directory in the room (as seen from outside: /proc is empty)."""
         return sorted("/" + str(path.relative_to(self.root)) for path in self.root.rglob("*"))
 
-    def run(self, *args, env=None, timeout=120, input=None, max_processes=64,
-            check_limits=True):
+    def run(self, *args, env=None, timeout=120, input=None, max_processes=64, check_limits=True):
         """/app ARGS in the room: a private mount namespace with /proc, the two devices, the binds
         (and /dev/shm) mounted, chroot (working directory /), the environment `env` only (default
         none).
@@ -317,9 +403,11 @@ class Room:
         import proclimit
 
         root = shlex.quote(str(self.root))
-        mounts = [f"mount --bind /dev/null {root}/dev/null",
-                  f"mount --bind /dev/urandom {root}/dev/urandom",
-                  f"mount -t proc proc {root}/proc"]
+        mounts = [
+            f"mount --bind /dev/null {root}/dev/null",
+            f"mount --bind /dev/urandom {root}/dev/urandom",
+            f"mount -t proc proc {root}/proc",
+        ]
         if self.shm:
             mounts.append(f"mount -t tmpfs -o mode=1777,size=64m tmpfs {root}/dev/shm")
         for inside, (source, mode) in self.binds.items():
@@ -328,21 +416,30 @@ class Room:
             if mode == "ro":
                 mounts.append(f"mount -o remount,bind,ro {target}")
         variables = [f"{name}={value}" for name, value in (env or {}).items()]
-        script = " && ".join([
-            *mounts,
-            f"{{ env -i {shlex.join(variables)} {shlex.quote(CHROOT)} {root} /app "
-            f"{shlex.join(args)}; status=$?; }}",
-            "exit $status",  # the mounts go with the namespace
-        ])
+        script = " && ".join(
+            [
+                *mounts,
+                f"{{ env -i {shlex.join(variables)} {shlex.quote(CHROOT)} {root} /app "
+                f"{shlex.join(args)}; status=$?; }}",
+                "exit $status",  # the mounts go with the namespace
+            ]
+        )
         host = {"PATH": SYSTEM_PATH}  # for unshare, sh, mount; the app gets only `env`
-        run = proclimit.run(["unshare", "--mount", "--fork", "sh", "-c", script],
-                            max_processes=max_processes, timeout=timeout, env=host, input=input)
+        run = proclimit.run(
+            ["unshare", "--mount", "--fork", "sh", "-c", script],
+            max_processes=max_processes,
+            timeout=timeout,
+            env=host,
+            input=input,
+        )
         if check_limits:
             problem = limits_problem(run, max_processes, timeout)
             if problem:
-                pytest.fail(f"{shlex.join(['/app', *args])}: {problem}\n--- stdout\n"
-                            f"{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
-                            pytrace=False)
+                pytest.fail(
+                    f"{shlex.join(['/app', *args])}: {problem}\n--- stdout\n"
+                    f"{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
+                    pytrace=False,
+                )
         return run
 
     def start(self, *args, **options):
@@ -362,9 +459,11 @@ def limits_problem(run, max_processes=None, timeout=None):
     if getattr(run, "timed_out", False):
         problems.append(f"timed out{f' after {timeout} s' if timeout else ''} (and was killed)")
     if getattr(run, "limit_hit", 0):
-        problems.append(f"the process limit{f' ({max_processes})' if max_processes else ''} "
-                        f"refused {run.limit_hit} fork(s): too many processes or threads "
-                        f"(a fork storm?)")
+        problems.append(
+            f"the process limit{f' ({max_processes})' if max_processes else ''} "
+            f"refused {run.limit_hit} fork(s): too many processes or threads "
+            f"(a fork storm?)"
+        )
     return "; ".join(problems)
 
 
@@ -378,8 +477,10 @@ def expected_files(made: Room):
         if source.is_dir():
             added |= {inside + "/" + str(path.relative_to(source)) for path in source.rglob("*")}
     paths = {"/app", "/dev", "/dev/null", "/dev/urandom", "/proc"} | set(made.libraries) | added
-    return sorted(paths | {str(parent) for path in paths
-                           for parent in Path(path).parents if str(parent) != "/"})
+    return sorted(
+        paths
+        | {str(parent) for path in paths for parent in Path(path).parents if str(parent) != "/"}
+    )
 
 
 @pytest.fixture
@@ -394,7 +495,9 @@ def room(tmp_path, clean_room_possible):
         rooms.append(made)
         assert made.files() == expected_files(made)
         added = tuple(list(made.copied) + made.dirs + list(made.binds))
-        assert not [path for path in made.files() if "python" in path.lower()
-                    and not path.startswith(added)]
+        assert not [
+            path for path in made.files() if "python" in path.lower() and not path.startswith(added)
+        ]
         return made
+
     return make

@@ -30,7 +30,9 @@ class ArchiveBuilder:
         source = textwrap.dedent(source)
         relative = name.replace(".", "/") + ("/__init__.py" if package else ".py")
         bytecode = {
-            level: marshal.dumps(compile(source, relative, "exec", dont_inherit=True, optimize=level))
+            level: marshal.dumps(
+                compile(source, relative, "exec", dont_inherit=True, optimize=level)
+            )
             for level in levels
         }
         self.writer.add_module(
@@ -155,7 +157,9 @@ def interpreters():
     for python in filter(None, os.environ.get("INGOT_TEST_PYTHONS", "").split(os.pathsep)):
         version = subprocess.run(
             [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         found[version] = python
     return found
@@ -174,7 +178,11 @@ def run_python(python, code, *args, env=None, check=True, cwd=None, timeout=120)
     """Runs `code` in a fresh interpreter; returns the CompletedProcess."""
     result = subprocess.run(
         [python, "-c", textwrap.dedent(code), *map(str, args)],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
     )
     if check and result.returncode != 0:
         raise AssertionError(

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
-HEADER = ("| app | configuration | executable | build | result |\n"
-          "|---|---|---|---|---|\n")
+HEADER = "| app | configuration | executable | build | result |\n|---|---|---|---|---|\n"
 ROW = re.compile(r"^\| (?P<app>[\w-]+) \|")
 
 
@@ -29,8 +28,7 @@ def render(report: dict, previous: str) -> str:
         rows[app] = f"| {app} | {policy} | {size} | {seconds} | {row['outcome']} |"
     passed = sum("| pass" in line for line in rows.values())
     zero = sum("| zero-config |" in line and "| pass" in line for line in rows.values())
-    summary = (f"\n{passed} of {len(rows)} apps pass; {zero} of them with no configuration at "
-               "all.\n")
+    summary = f"\n{passed} of {len(rows)} apps pass; {zero} of them with no configuration at all.\n"
     return HEADER + "\n".join(rows[app] for app in sorted(rows)) + "\n" + summary
 
 

@@ -65,8 +65,16 @@ def _kill_group(group: Path) -> None:
     raise RuntimeError(f"processes left in {group} after killing them for 5 s")
 
 
-def run(args, *, max_processes: int = 32, timeout: float = 120, env=None, cwd=None, input=None,
-        text=True) -> subprocess.CompletedProcess:
+def run(
+    args,
+    *,
+    max_processes: int = 32,
+    timeout: float = 120,
+    env=None,
+    cwd=None,
+    input=None,
+    text=True,
+) -> subprocess.CompletedProcess:
     """Runs `args` with at most `max_processes` processes (the first one included) and a
     timeout; everything the command started is killed when it ends or times out."""
     hierarchy = pids_hierarchy()
@@ -81,22 +89,39 @@ def run(args, *, max_processes: int = 32, timeout: float = 120, env=None, cwd=No
         group.mkdir()
         (group / "pids.max").write_text(str(max_processes))
         # The child joins the group before it execs the command: nothing it starts escapes it.
-        command = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(group), *map(str, args)]
+        command = [
+            "sh",
+            "-c",
+            'echo $$ > "$0/cgroup.procs" && exec "$@"',
+            str(group),
+            *map(str, args),
+        ]
         preexec = None
     else:
         command = [str(arg) for arg in args]
-        running = sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit()
-                      and entry.stat().st_uid == os.getuid())
+        running = sum(
+            1
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and entry.stat().st_uid == os.getuid()
+        )
 
         def preexec():
             import resource
+
             limit = running + max_processes
             resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
     timed_out = False
-    process = subprocess.Popen(command, stdin=subprocess.PIPE if input is not None else None,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-                               text=text, preexec_fn=preexec)
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE if input is not None else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        text=text,
+        preexec_fn=preexec,
+    )
     try:
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)

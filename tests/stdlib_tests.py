@@ -36,14 +36,27 @@ from pathlib import Path
 
 #: Test modules the issue asks for (test_ssl runs offline: regrtest's network resource is off).
 DEFAULT_TESTS = [
-    "test_importlib", "test_zipimport", "test_pkgutil", "test_runpy", "test_linecache",
-    "test_traceback", "test_warnings", "test_inspect", "test_unittest", "test_argparse",
-    "test_json", "test_sqlite3", "test_ssl",
+    "test_importlib",
+    "test_zipimport",
+    "test_pkgutil",
+    "test_runpy",
+    "test_linecache",
+    "test_traceback",
+    "test_warnings",
+    "test_inspect",
+    "test_unittest",
+    "test_argparse",
+    "test_json",
+    "test_sqlite3",
+    "test_ssl",
 ]
 
 #: Test cases known to fail only with the archive, and why. Keyed by "module.Class.test".
-KNOWN = json.loads((Path(__file__).with_name("stdlib_tests_known.json")).read_text()) \
-    if Path(__file__).with_name("stdlib_tests_known.json").is_file() else {}
+KNOWN = (
+    json.loads((Path(__file__).with_name("stdlib_tests_known.json")).read_text())
+    if Path(__file__).with_name("stdlib_tests_known.json").is_file()
+    else {}
+)
 
 # The standard library as builds pack it, but with the test suites inside its packages
 # (unittest.test, ...) and the _test* extension modules: the tests import them from there. The
@@ -85,7 +98,9 @@ def cases(junit: Path) -> dict[str, str]:
     return found
 
 
-def run(python: str, tests: list[str], junit: Path, archive: Path | None, timeout: int) -> tuple[int, str]:
+def run(
+    python: str, tests: list[str], junit: Path, archive: Path | None, timeout: int
+) -> tuple[int, str]:
     command = [python, "-I"]
     command += ["-c", BOOT, str(archive)] if archive else ["-m", "test"]
     command += ["--junit-xml", str(junit), *tests]  # regrtest: no -u, optional resources off
@@ -104,13 +119,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ingot-stdlib-tests-") as scratch:
         work = Path(scratch)
         archive = work / "stdlib.ingot"
-        packed = subprocess.run([options.python, "-I", "-c", PACK, str(archive)],
-                                capture_output=True, text=True, timeout=600)
+        packed = subprocess.run(
+            [options.python, "-I", "-c", PACK, str(archive)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if packed.returncode != 0:
-            print(f"error: cannot pack the standard library of {options.python}:\n"
-                  f"{packed.stderr[-2000:]}", file=sys.stderr)
-            print("hint: the Python needs ingot installed (pip install ingot, or this checkout)",
-                  file=sys.stderr)
+            print(
+                f"error: cannot pack the standard library of {options.python}:\n"
+                f"{packed.stderr[-2000:]}",
+                file=sys.stderr,
+            )
+            print(
+                "hint: the Python needs ingot installed (pip install ingot, or this checkout)",
+                file=sys.stderr,
+            )
             return 2
         results = {}
         for mode, target in (("stock", None), ("ingot", archive)):
@@ -118,27 +142,46 @@ def main(argv: list[str] | None = None) -> int:
             junit = work / f"{mode}.xml"
             status, tail = run(options.python, options.tests, junit, target, options.timeout)
             results[mode] = cases(junit)
-            print(f"{mode}: exit {status}, {len(results[mode])} test cases, "
-                  f"{sum(v in ('failure', 'error') for v in results[mode].values())} failing, "
-                  f"{time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                f"{mode}: exit {status}, {len(results[mode])} test cases, "
+                f"{sum(v in ('failure', 'error') for v in results[mode].values())} failing, "
+                f"{time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
             if not results[mode]:
                 print(f"error: the {mode} run reported no test cases:\n{tail}", file=sys.stderr)
                 return 2
     bad = ("failure", "error")
-    only_ingot = sorted(name for name, outcome in results["ingot"].items()
-                        if outcome in bad and results["stock"].get(name) not in bad)
+    only_ingot = sorted(
+        name
+        for name, outcome in results["ingot"].items()
+        if outcome in bad and results["stock"].get(name) not in bad
+    )
     missing = sorted(set(results["stock"]) - set(results["ingot"]))
     unknown = [name for name in only_ingot if name not in KNOWN]
     for name in only_ingot:
-        print(f"ingot only: {name} ({results['ingot'][name]})"
-              + (f": known, {KNOWN[name]}" if name in KNOWN else ""))
+        print(
+            f"ingot only: {name} ({results['ingot'][name]})"
+            + (f": known, {KNOWN[name]}" if name in KNOWN else "")
+        )
     if missing:
         print(f"{len(missing)} test cases ran in stock only, e.g. {', '.join(missing[:5])}")
-    print(f"{len(only_ingot)} test cases fail only with ingot ({len(unknown)} not in the known "
-          f"list), of {len(results['ingot'])}")
+    print(
+        f"{len(only_ingot)} test cases fail only with ingot ({len(unknown)} not in the known "
+        f"list), of {len(results['ingot'])}"
+    )
     if options.json:
-        options.json.write_text(json.dumps({"tests": options.tests, "only_ingot": only_ingot,
-                                            "missing": missing, "results": results}, indent=1))
+        options.json.write_text(
+            json.dumps(
+                {
+                    "tests": options.tests,
+                    "only_ingot": only_ingot,
+                    "missing": missing,
+                    "results": results,
+                },
+                indent=1,
+            )
+        )
     return 1 if unknown else 0
 
 

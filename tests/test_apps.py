@@ -50,7 +50,8 @@ pytest_plugins = ["cleanroom"]
 pytestmark = pytest.mark.skipif(
     sys.version_info[:2] != (3, 11),
     reason="the app matrix pins cp311 wheels and runs under Python 3.11 only "
-           "(scripts/test's 3.11 pass runs it)")
+    "(scripts/test's 3.11 pass runs it)",
+)
 
 APPS = Path(__file__).resolve().parent / "apps"
 
@@ -62,21 +63,26 @@ FEATURES = {
 
 #: Known failures, recognized in an app's stderr: (pattern, what it means).
 DIAGNOSES = [
-    (r"libpthread\.so\.0: cannot open shared object file",
-     "an extension module (built for manylinux2014) needs glibc's libpthread.so.0, which ingot "
-     "leaves to the host and this room does not hold"),
-    (r"Not a directory: '/app/blib2to3/Grammar\.txt'",
-     "black is compiled by mypyc with a shared group library (<hash>__mypyc, a top-level "
-     "extension module served from memory). `import black` initializes blib2to3.pygram natively "
-     "(mypyc's CPyImport_ImportNative, no sys.meta_path lookup) and derives its __file__ from "
-     "the group library's: /app/blib2to3/pygram...so, inside the executable, although blib2to3 "
-     "is under the files policy; pygram.initialize() then opens /app/blib2to3/Grammar.txt "
-     "(importing blib2to3.pygram through the import system before black avoids it)"),
+    (
+        r"libpthread\.so\.0: cannot open shared object file",
+        "an extension module (built for manylinux2014) needs glibc's libpthread.so.0, which ingot "
+        "leaves to the host and this room does not hold",
+    ),
+    (
+        r"Not a directory: '/app/blib2to3/Grammar\.txt'",
+        "black is compiled by mypyc with a shared group library (<hash>__mypyc, a top-level "
+        "extension module served from memory). `import black` initializes blib2to3.pygram natively "
+        "(mypyc's CPyImport_ImportNative, no sys.meta_path lookup) and derives its __file__ from "
+        "the group library's: /app/blib2to3/pygram...so, inside the executable, although blib2to3 "
+        "is under the files policy; pygram.initialize() then opens /app/blib2to3/Grammar.txt "
+        "(importing blib2to3.pygram through the import system before black avoids it)",
+    ),
     (r"cannot materialize package", "the files policy could not write its extraction cache"),
 ]
 
 
 # --- builds ---------------------------------------------------------------------------------------
+
 
 class Builds:
     """The session's app builds, started in the background in the order the tests need them."""
@@ -94,10 +100,14 @@ class Builds:
         except AssertionError as error:
             text = str(error)
             for key, feature in FEATURES.items():
-                if (f"unknown key {key!r}" in text
-                        or f"--{key}" in text and "unrecognized arguments" in text):
-                    pytest.fail(f"app {name!r} needs {feature}, which this ingot does not have "
-                                f"(yet):\n{text}", pytrace=False)
+                if f"unknown key {key!r}" in text or (
+                    f"--{key}" in text and "unrecognized arguments" in text
+                ):
+                    pytest.fail(
+                        f"app {name!r} needs {feature}, which this ingot does not have "
+                        f"(yet):\n{text}",
+                        pytrace=False,
+                    )
             raise
 
 
@@ -106,16 +116,23 @@ def app_builds(request, clean_room_possible, tmp_path_factory):
     from cleanroom import Builder, find_launcher
 
     launcher, python = find_launcher(tmp_path_factory, "3.11")
-    names = [item.callspec.params["app"] for item in request.session.items
-             if getattr(item, "module", None) is sys.modules[__name__]
-             and "app" in getattr(getattr(item, "callspec", None), "params", {})]
-    builds = Builds(Builder(launcher, python, tmp_path_factory.mktemp("app-builds")),
-                    list(dict.fromkeys(names)), int(os.environ.get("INGOT_APP_BUILD_JOBS", "2")))
+    names = [
+        item.callspec.params["app"]
+        for item in request.session.items
+        if getattr(item, "module", None) is sys.modules[__name__]
+        and "app" in getattr(getattr(item, "callspec", None), "params", {})
+    ]
+    builds = Builds(
+        Builder(launcher, python, tmp_path_factory.mktemp("app-builds")),
+        list(dict.fromkeys(names)),
+        int(os.environ.get("INGOT_APP_BUILD_JOBS", "2")),
+    )
     yield builds
     builds.pool.shutdown(wait=True, cancel_futures=True)
 
 
 # --- TLS material and an HTTPS server on the host -------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def tls_files(tmp_path_factory):
@@ -130,25 +147,68 @@ def tls_files(tmp_path_factory):
     work = tmp_path_factory.mktemp("tls")
     (work / "server.ext").write_text(
         "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n")
+        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n"
+    )
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     for command in (
-            ["req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-             "-subj", "/CN=ingot test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
-            ["req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr",
-             "-subj", "/CN=127.0.0.1"],
-            ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-             "-set_serial", "4711", "-days", "2", "-extfile", "server.ext", "-out", "server.pem"]):
-        run = subprocess.run([openssl, *command], cwd=work, capture_output=True, text=True,
-                             timeout=60)
+        [
+            "req",
+            "-x509",
+            *ec,
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=ingot test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        [
+            "req",
+            "-new",
+            *ec,
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            "4711",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ],
+    ):
+        run = subprocess.run(
+            [openssl, *command], cwd=work, capture_output=True, text=True, timeout=60
+        )
         assert run.returncode == 0, f"openssl {' '.join(command)}:\n{run.stderr}"
     certs = work / "certs"
     certs.mkdir()
     for name in ("ca.pem", "server.pem", "server.key"):
         shutil.copy2(work / name, certs / name)
-    return SimpleNamespace(ca=certs / "ca.pem", cert=certs / "server.pem",
-                           key=certs / "server.key", certs=certs)
+    return SimpleNamespace(
+        ca=certs / "ca.pem", cert=certs / "server.pem", key=certs / "server.key", certs=certs
+    )
 
 
 @pytest.fixture(scope="session")
@@ -185,6 +245,7 @@ def https_server(tls_files):
 
 # --- running an app -------------------------------------------------------------------------------
 
+
 class App:
     """One app of the matrix in a test: its executable, rooms for it, and run checks."""
 
@@ -206,15 +267,19 @@ class App:
 
         problem = limits_problem(run)
         if problem:
-            pytest.fail(f"{self.name}: {problem}; exit status {run.returncode}"
-                        f"\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
-                        pytrace=False)
+            pytest.fail(
+                f"{self.name}: {problem}; exit status {run.returncode}"
+                f"\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
+                pytrace=False,
+            )
         if run.returncode != status:
             known = [meaning for pattern, meaning in DIAGNOSES if re.search(pattern, run.stderr)]
-            pytest.fail(f"{self.name}: exit status {run.returncode}, expected {status}"
-                        + "".join(f"\nroot cause: {meaning}" for meaning in known)
-                        + f"\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
-                        pytrace=False)
+            pytest.fail(
+                f"{self.name}: exit status {run.returncode}, expected {status}"
+                + "".join(f"\nroot cause: {meaning}" for meaning in known)
+                + f"\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-6000:]}",
+                pytrace=False,
+            )
         return run
 
     def json(self, run):
@@ -229,9 +294,11 @@ CASES = {}
 
 def case(name):
     """Registers the test of app `name` (tests/apps/<name>)."""
+
     def register(function):
         CASES[name] = function
         return function
+
     return register
 
 
@@ -240,6 +307,7 @@ EXT = ".cpython-311-x86_64-linux-gnu.so"
 
 
 # --- issue 3 --------------------------------------------------------------------------------------
+
 
 @case("httpie")
 def check_httpie(app: App):
@@ -253,14 +321,20 @@ def check_httpie(app: App):
     assert run.stdout.startswith("usage:\n    http [METHOD] URL [REQUEST_ITEM ...]\n"), run.stdout
     assert "--offline" in run.stdout and "--verify VERIFY" in run.stdout
 
-    run = app.check(room.run("--offline", "--ignore-stdin", "POST", "http://127.0.0.1:9/post",
-                             "name=ingot", env=env))
+    run = app.check(
+        room.run(
+            "--offline", "--ignore-stdin", "POST", "http://127.0.0.1:9/post", "name=ingot", env=env
+        )
+    )
     assert run.stdout.startswith("POST /post HTTP/1.1\n"), run.stdout
     assert "User-Agent: HTTPie/3.2.4" in run.stdout
     assert run.stdout.rstrip().endswith('{"name": "ingot"}'), run.stdout
 
-    run = app.check(room.run("--ignore-stdin", "--verify=/certs/ca.pem", "--body",
-                             f"{server.url}/httpie", env=env))
+    run = app.check(
+        room.run(
+            "--ignore-stdin", "--verify=/certs/ca.pem", "--body", f"{server.url}/httpie", env=env
+        )
+    )
     assert json.loads(run.stdout) == {"greeting": "hello from the host", "path": "/httpie"}
     assert {"path": "/httpie", "user_agent": "HTTPie/3.2.4"} in server.seen
 
@@ -269,10 +343,16 @@ def check_httpie(app: App):
     for name in ("charset_normalizer.md", "charset_normalizer.cd"):
         module = seen["modules"][name]
         path = "/app/" + name.replace(".", "/") + EXT
-        assert module == {"file": path, "origin": path, "loader": "IngotFinder",
-                          "compiled": True}, (name, module)
-    assert seen["memfds"] == [f"/memfd:ingot:charset_normalizer.cd{EXT} (deleted)",
-                              f"/memfd:ingot:charset_normalizer.md{EXT} (deleted)"]
+        assert module == {
+            "file": path,
+            "origin": path,
+            "loader": "IngotFinder",
+            "compiled": True,
+        }, (name, module)
+    assert seen["memfds"] == [
+        f"/memfd:ingot:charset_normalizer.cd{EXT} (deleted)",
+        f"/memfd:ingot:charset_normalizer.md{EXT} (deleted)",
+    ]
 
 
 @case("rich")
@@ -290,8 +370,11 @@ def check_rich(app: App):
         "│ Jupiter │    95 │",
         "└─────────┴───────┘",
     ]
-    assert re.fullmatch(r"\x1b\[1;31malert\x1b\[0m \U0001F680 \x1b\]8;id=\d+;https://example\.org"
-                        r"\x1b\\link\x1b\]8;;\x1b\\\n", seen["markup"]), seen["markup"]
+    assert re.fullmatch(
+        r"\x1b\[1;31malert\x1b\[0m \U0001F680 \x1b\]8;id=\d+;https://example\.org"
+        r"\x1b\\link\x1b\]8;;\x1b\\\n",
+        seen["markup"],
+    ), seen["markup"]
     assert seen["file"] == "/app/rich/__init__.py"
 
 
@@ -303,7 +386,8 @@ def check_pygments(app: App):
     assert seen["lexer"] == "Python"
     assert seen["html"].startswith(
         '<div class="code"><pre><span></span><span class="k">def</span><span class="w"> </span>'
-        '<span class="nf">fibonacci</span><span class="p">(</span>'), seen["html"][:300]
+        '<span class="nf">fibonacci</span><span class="p">(</span>'
+    ), seen["html"][:300]
     assert '<span class="sd">"""The first `count` Fibonacci numbers."""</span>' in seen["html"]
     assert ".code .k { color: #008000; font-weight: bold }" in seen["css"]
     assert "\x1b[38;5;" in seen["terminal"]
@@ -316,25 +400,29 @@ def check_pyyaml(app: App):
     """yaml.CLoader/CDumper (libyaml in the _yaml extension), an SQLite database file written in
     the room and read back on the host, a TLS 1.3 handshake with certificate files."""
     tls = app.fixture("tls_files")
-    room = app.room(copy={"/data": APPS / "pyyaml" / "data", "/certs": tls.certs},
-                    dirs=["/work"])
+    room = app.room(copy={"/data": APPS / "pyyaml" / "data", "/certs": tls.certs}, dirs=["/work"])
     seen = app.json(room.run("/data/inventory.yaml", "/work", "/certs"))
     assert seen["with_libyaml"] is True
     assert seen["yaml_module"] == f"/app/yaml/_yaml{EXT}"
     shop = {"name": "Corner Store", "open": True}
     assert seen["loaded"] == {
         "shop": shop,
-        "items": [{"name": "apple", "count": 12, "price": 0.5},
-                  {"name": "pear", "count": 3, "price": 0.75},
-                  {"name": "plum", "count": 20, "price": 0.25}],
+        "items": [
+            {"name": "apple", "count": 12, "price": 0.5},
+            {"name": "pear", "count": 3, "price": 0.75},
+            {"name": "plum", "count": 20, "price": 0.25},
+        ],
         "branches": [shop, {"name": "Harbour", "open": False}],
         "notes": "multi-line\ntext\n",
     }
     assert seen["dumped"] == "{total: [35, 13.25, 'apple,pear,plum']}\n"
     assert seen["sqlite"][1:] == [[35, 13.25, "apple,pear,plum"], True]
     with sqlite3.connect(room.path("/work/inventory.sqlite3")) as connection:
-        assert connection.execute("select name, count from item order by name").fetchall() == \
-            [("apple", 12), ("pear", 3), ("plum", 20)]
+        assert connection.execute("select name, count from item order by name").fetchall() == [
+            ("apple", 12),
+            ("pear", 3),
+            ("plum", 20),
+        ]
     assert seen["tls"]["version"] == "TLSv1.3" and seen["tls"]["received"] == "ping over TLS"
     assert seen["tls"]["peer"] == "127.0.0.1"
     assert seen["tls"]["openssl"].startswith("OpenSSL ")
@@ -342,7 +430,7 @@ def check_pyyaml(app: App):
 
 # --- issue 4 --------------------------------------------------------------------------------------
 
-BLACK_FORMATTED = '''\
+BLACK_FORMATTED = """\
 def greet(name, greeting="Hello"):
     return greeting + ", " + name + "!"
 
@@ -357,7 +445,7 @@ values = {
 }
 if values["a"] == 1:
     print(greet("room"))
-'''
+"""
 
 
 @case("black")
@@ -385,8 +473,9 @@ def check_requests(app: App):
     HTTPS server, verifying it against the test CA."""
     server, tls = app.fixture("https_server"), app.fixture("tls_files")
     room = app.room(copy={"/certs/ca.pem": tls.ca}, dirs=["/cache"])
-    seen = app.json(room.run(f"{server.url}/requests", "/certs/ca.pem",
-                             env={"INGOT_CACHE_DIR": "/cache"}))
+    seen = app.json(
+        room.run(f"{server.url}/requests", "/certs/ca.pem", env={"INGOT_CACHE_DIR": "/cache"})
+    )
     assert re.fullmatch(r"/cache/.+/certifi/cacert\.pem", seen["where"]), seen["where"]
     assert room.path(seen["where"]).is_file()
     assert seen["certificates"] > 100 and seen["same_as_contents"] is True
@@ -403,7 +492,8 @@ def check_jinja2(app: App):
     seen = app.json(app.room().run())
     assert seen["page"] == (
         "<html><head><title>FROM MEMORY</title></head>\n"
-        "<body><ul><li>ingot: 3 items</li><li>&lt;script&gt;: 1 item</li></ul></body></html>")
+        "<body><ul><li>ingot: 3 items</li><li>&lt;script&gt;: 1 item</li></ul></body></html>"
+    )
     assert seen["templates"] == ["base.html", "macros.html", "page.html"]
     assert seen["speedups"] == f"/app/markupsafe/_speedups{EXT}"
 
@@ -412,13 +502,21 @@ def check_jinja2(app: App):
 def check_pydantic(app: App):
     """pydantic v2 models validated and serialized by pydantic_core (Rust)."""
     seen = app.json(app.room().run())
-    user = {"id": 42, "name": "Ada Lovelace", "signup": "2024-05-06T07:08:09Z",
-            "tags": ["math", "engines"], "address": {"city": "London", "zip": "12345"}}
+    user = {
+        "id": 42,
+        "name": "Ada Lovelace",
+        "signup": "2024-05-06T07:08:09Z",
+        "tags": ["math", "engines"],
+        "address": {"city": "London", "zip": "12345"},
+    }
     assert seen["user"] == user
     assert json.loads(seen["json"]) == user
-    assert seen["errors"] == [["address.zip", "string_pattern_mismatch"], ["id", "int_parsing"],
-                              ["name", "string_too_short"],
-                              ["signup", "datetime_from_date_parsing"]]
+    assert seen["errors"] == [
+        ["address.zip", "string_pattern_mismatch"],
+        ["id", "int_parsing"],
+        ["name", "string_too_short"],
+        ["signup", "datetime_from_date_parsing"],
+    ]
     assert seen["ints"] == [1, 2, 3]
     assert seen["schema_keys"] == ["address", "id", "name", "signup", "tags"]
     assert seen["versions"] == ["2.14.3", "2.50.4"]
@@ -461,8 +559,9 @@ def check_lxml(app: App):
     assert seen["euro_total"] == 16.75 and seen["usd_ids"] == ["b3"]
     assert seen["xslt"] == "b1=Dune;b2=Neuromancer;b3=Solaris;"
     assert seen["html"] == ["one", ["/three"], "onetwo 3"]
-    assert seen["roundtrip"].startswith('<book xmlns="urn:example:books" '
-                                        'xmlns:p="urn:example:price" id="b1"><title>Dune</title>')
+    assert seen["roundtrip"].startswith(
+        '<book xmlns="urn:example:books" xmlns:p="urn:example:price" id="b1"><title>Dune</title>'
+    )
     assert seen["versions"][0] == [6, 1, 3, 0]
     assert seen["etree"] == f"/app/lxml/etree{EXT}"
 
@@ -476,14 +575,16 @@ def check_sqlalchemy(app: App):
     assert seen["titles"] == [["Solaris", 1962, "Lem"], ["The Dispossessed", 1974, "Le Guin"]]
     assert seen["version"] == "2.1.9" and seen["compiled"] is True
     with sqlite3.connect(room.path("/work/books.sqlite3")) as connection:
-        assert connection.execute("select title from book order by title").fetchall() == \
-            [("Solaris",), ("The Dispossessed",)]
+        assert connection.execute("select title from book order by title").fetchall() == [
+            ("Solaris",),
+            ("The Dispossessed",),
+        ]
 
 
 # A test suite for pytest inside the executable, shipped into the room as real files. (Written
 # here rather than under tests/apps/, where the project's own pytest run would collect it.)
 SUITE = {
-    "conftest.py": '''\
+    "conftest.py": """\
 import pytest
 
 
@@ -494,8 +595,8 @@ def pytest_report_header(config):
 @pytest.fixture
 def inventory():
     return {"apples": 3, "pears": 2}
-''',
-    "test_inventory.py": '''\
+""",
+    "test_inventory.py": """\
 import pytest
 
 
@@ -511,7 +612,7 @@ def test_counts(count):
 def test_restock(inventory):
     inventory["pears"] += 1
     assert inventory == {"apples": 3, "pears": 2}
-''',
+""",
 }
 
 
@@ -532,8 +633,10 @@ def check_pytest(app: App):
         assert f"test_inventory.py::{test} PASSED" in out, out
     assert "test_inventory.py::test_restock FAILED" in out, out
     # Assertion rewriting: the message compares the two dicts item by item.
-    assert "E       AssertionError: assert {'apples': 3, 'pears': 3} == {'apples': 3, 'pears': 2}" \
-        in out, out
+    assert (
+        "E       AssertionError: assert {'apples': 3, 'pears': 3} == {'apples': 3, 'pears': 2}"
+        in out
+    ), out
     assert "E         Differing items:" in out, out
     assert "E         {'pears': 3} != {'pears': 2}" in out, out
     assert re.search(r"=+ 1 failed, 3 passed in [\d.]+s =+$", out.rstrip()), out[-500:]
@@ -554,9 +657,12 @@ def check_joblib(app: App):
     seen = app.json(run)
     assert seen["joblib"] == "1.6.0" and seen["joblib_backend"] == "LokyBackend"
     for pool in ("loky", "futures", "spawn", "forkserver", "fork"):
-        assert seen[pool] == {"squares": SQUARES, "workers_are_children": True,
-                              "executables": ["/app"], "files": ["/app/joblib_app/__init__.py"]}, \
-            (pool, seen[pool])
+        assert seen[pool] == {
+            "squares": SQUARES,
+            "workers_are_children": True,
+            "executables": ["/app"],
+            "files": ["/app/joblib_app/__init__.py"],
+        }, (pool, seen[pool])
 
 
 @case("sklearn")
@@ -651,8 +757,9 @@ def check_uvicorn(app: App):
     parents = re.findall(r"Started parent process \[(\d+)\]", run.stderr)
     workers = re.findall(r"Started server process \[(\d+)\]", run.stderr)
     assert len(parents) == 1 and len(set(workers)) == 2, run.stderr
-    assert sorted(re.findall(r"Finished server process \[(\d+)\]", run.stderr)) == \
-        sorted(workers), run.stderr
+    assert sorted(re.findall(r"Finished server process \[(\d+)\]", run.stderr)) == sorted(
+        workers
+    ), run.stderr
     assert f"Stopping parent process [{parents[0]}]" in run.stderr, run.stderr
     assert {str(answer["pid"]) for answer in answers} == set(workers), (answers, workers)
     for answer in answers:
@@ -664,14 +771,18 @@ def check_uvicorn(app: App):
 
 # --- issue 12: apps that read files next to their modules, zero-config ----------------------------
 
+
 @case("flask")
 def check_flask(app: App):
     """Flask's test client: a page from file templates (inheritance, autoescaping), a static file
     and a JSON answer. No [tool.ingot], and no directory the extraction cache could use: the
     templates and static files are read from the archive."""
     seen = app.json(app.room().run())
-    assert seen["page"] == [200, "<html><head><title>FROM MEMORY</title></head>\n"
-                                 "<body><ul><li>ingot</li><li>&lt;script&gt;</li></ul></body></html>"]
+    assert seen["page"] == [
+        200,
+        "<html><head><title>FROM MEMORY</title></head>\n"
+        "<body><ul><li>ingot</li><li>&lt;script&gt;</li></ul></body></html>",
+    ]
     assert seen["style"] == [200, "body { color: #333; }\n", "text/css; charset=utf-8"]
     assert seen["missing"] == 404
     assert seen["api"] == [200, {"hello": "ingot"}]
@@ -692,7 +803,8 @@ def check_django(app: App):
     assert seen["french_yes"] == "Oui"
     with sqlite3.connect(room.path("/data/db.sqlite3")) as connection:
         assert connection.execute("select text from polls_question").fetchall() == [
-            ("Does it run from memory?",)]
+            ("Does it run from memory?",)
+        ]
 
 
 @case("timezones")
@@ -701,11 +813,16 @@ def check_timezones(app: App):
     zoneinfo, all read from the archive (no [tool.ingot]; no directory for a cache)."""
     seen = app.json(app.room().run())
     assert seen == {
-        "babel_date": "Montag, 1. Juli 2024 14:30", "babel_number": "1.234.567,891",
-        "babel_locales": True, "babel_file": "/app/babel/__init__.py",
-        "pytz": "2024-07-01T21:30:00+09:00", "pytz_zones": True,
-        "zoneinfo": "2024-07-01T08:30:00-04:00", "zoneinfo_zones": True,
-        "dateutil": "2024-07-01T10:30:00+00:00", "dateutil_zoneinfo": "10:00:00",
+        "babel_date": "Montag, 1. Juli 2024 14:30",
+        "babel_number": "1.234.567,891",
+        "babel_locales": True,
+        "babel_file": "/app/babel/__init__.py",
+        "pytz": "2024-07-01T21:30:00+09:00",
+        "pytz_zones": True,
+        "zoneinfo": "2024-07-01T08:30:00-04:00",
+        "zoneinfo_zones": True,
+        "dateutil": "2024-07-01T10:30:00+00:00",
+        "dateutil_zoneinfo": "10:00:00",
     }
 
 
@@ -725,16 +842,25 @@ def check_plugins(app: App):
 # Values checked below come from the same main module run by Python 3.11.7 in a venv with the
 # pinned wheels installed (pip install of the app's dependencies).
 
+
 @case("matplotlib")
 def check_matplotlib(app: App):
     """matplotlib (Agg): a plot with text in DejaVu Sans (mpl-data: matplotlibrc, the font
     files, read from the archive) saved as PNG in the room, read back with Pillow; the host
     opens the file too. The extraction cache stays empty."""
     room = app.room(dirs=["/out", "/cache", "/home"])
-    seen = app.json(room.run("/out", env={"INGOT_CACHE_DIR": "/cache", "MPLCONFIGDIR": "/home/mpl"}))
+    seen = app.json(
+        room.run("/out", env={"INGOT_CACHE_DIR": "/cache", "MPLCONFIGDIR": "/home/mpl"})
+    )
     assert not any(room.path("/cache").iterdir())
-    assert seen == {"backend": "Agg", "size": [400, 300], "mode": "RGBA", "many_colors": True,
-                    "font": ["DejaVu Sans"], "font_file": "DejaVuSans.ttf"}
+    assert seen == {
+        "backend": "Agg",
+        "size": [400, 300],
+        "mode": "RGBA",
+        "many_colors": True,
+        "font": ["DejaVu Sans"],
+        "font_file": "DejaVuSans.ttf",
+    }
     assert room.path("/out/plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -743,10 +869,15 @@ def check_dataframes(app: App):
     """pandas and pyarrow: a Parquet file written in the room and read back, grouped, summed."""
     room = app.room(dirs=["/out"])
     seen = app.json(room.run("/out/frame.parquet"))
-    assert seen == {"equal": True, "totals": {"Lima": 18, "Oslo": 10, "Pune": 11},
-                    "mean_ratio": 1.2, "rows": 5, "last": "2024-01-05T00:00:00+01:00",
-                    "schema": ["large_string", "int64", "double", "timestamp[us, tz=Europe/Oslo]"],
-                    "arrow": "26.0.1"}
+    assert seen == {
+        "equal": True,
+        "totals": {"Lima": 18, "Oslo": 10, "Pune": 11},
+        "mean_ratio": 1.2,
+        "rows": 5,
+        "last": "2024-01-05T00:00:00+01:00",
+        "schema": ["large_string", "int64", "double", "timestamp[us, tz=Europe/Oslo]"],
+        "arrow": "26.0.1",
+    }
     assert room.path("/out/frame.parquet").read_bytes()[:4] == b"PAR1"
 
 
@@ -759,11 +890,15 @@ def check_pillow(app: App):
     importer loads such a cycle from memory by dropping one edge and binding it lazily
     (native.rs, drop_needed)."""
     seen = app.json(app.room().run())
-    assert seen == {"PNG": ["PNG", [64, 48], [200, 30, 30]], "JPEG": ["JPEG", [64, 48], [200, 29, 37]],
-                    "WEBP": ["WEBP", [64, 48], [200, 29, 30]], "png_exact": True,
-                    "blurred": [235, 175, 175],
-                    "features": {"jpg": True, "webp": True, "zlib": True, "freetype2": True},
-                    "text": ["FreeTypeFont", [4, 11, 62, 33], 312]}
+    assert seen == {
+        "PNG": ["PNG", [64, 48], [200, 30, 30]],
+        "JPEG": ["JPEG", [64, 48], [200, 29, 37]],
+        "WEBP": ["WEBP", [64, 48], [200, 29, 30]],
+        "png_exact": True,
+        "blurred": [235, 175, 175],
+        "features": {"jpg": True, "webp": True, "zlib": True, "freetype2": True},
+        "text": ["FreeTypeFont", [4, 11, 62, 33], 312],
+    }
 
 
 @case("httpx")
@@ -773,9 +908,13 @@ def check_httpx(app: App):
     server, tls = app.fixture("https_server"), app.fixture("tls_files")
     room = app.room(dirs=["/cache"], copy={"/certs/ca.pem": tls.ca})
     seen = app.json(room.run(server.url, "/certs/ca.pem", env={"INGOT_CACHE_DIR": "/cache"}))
-    assert seen == {"sync": [200, {"greeting": "hello from the host", "path": "/sync"}],
-                    "async": [200, "/async"], "http_version": "HTTP/1.0",  # the host server's
-                    "untrusted_refused": True, "certifi_is_file": True}
+    assert seen == {
+        "sync": [200, {"greeting": "hello from the host", "path": "/sync"}],
+        "async": [200, "/async"],
+        "http_version": "HTTP/1.0",  # the host server's
+        "untrusted_refused": True,
+        "certifi_is_file": True,
+    }
 
 
 @case("fastapi")
@@ -783,10 +922,16 @@ def check_fastapi(app: App):
     """FastAPI: a route with a pydantic body, a validation error, the OpenAPI schema and the docs
     page through the TestClient."""
     seen = app.json(app.room().run())
-    assert seen == {"good": [200, {"id": 7, "item": {"name": "ingot", "price": 2.5, "tags": ["a"]},
-                                   "total": 5.0}],
-                    "bad": [422, [["item_id", "int_parsing"], ["price", "missing"]]],
-                    "paths": ["/items/{item_id}"], "title": "matrix", "docs": 200}
+    assert seen == {
+        "good": [
+            200,
+            {"id": 7, "item": {"name": "ingot", "price": 2.5, "tags": ["a"]}, "total": 5.0},
+        ],
+        "bad": [422, [["item_id", "int_parsing"], ["price", "missing"]]],
+        "paths": ["/items/{item_id}"],
+        "title": "matrix",
+        "docs": 200,
+    }
 
 
 @case("markdown")
@@ -803,7 +948,9 @@ def check_serializers(app: App):
     assert seen == {
         "orjson": '{"n":[1,2,3],"point":{"x":1,"y":2.5},"when":"2024-05-06T07:08:09"}',
         "msgpack": ["81a16193010281a162c4056279746573", "{'a': [1, 2, {'b': b'bytes'}]}"],
-        "msgpack_c": "msgpack._cmsgpack", "toml": "# settings\n[server]\nport = 9090  # the port\n"}
+        "msgpack_c": "msgpack._cmsgpack",
+        "toml": "# settings\n[server]\nport = 9090  # the port\n",
+    }
 
 
 @case("attrs")
@@ -814,7 +961,10 @@ def check_attrs(app: App):
     assert seen == {
         "user": {"name": "Ada", "age": 36, "addresses": [{"city": "London", "zip": "12345"}]},
         "repr": "User(name='Ada', age=36, addresses=[Address(city='London', zip='12345')])",
-        "error": "ClassValidationError", "slots": True, "fields": ["name", "age", "addresses"]}
+        "error": "ClassValidationError",
+        "slots": True,
+        "fields": ["name", "age", "addresses"],
+    }
 
 
 @case("typer")
@@ -833,18 +983,56 @@ def check_typer(app: App):
 def check_regex(app: App):
     """The regex module's C extension beside the stdlib's re."""
     seen = app.json(app.room().run())
-    assert seen == {"greek": ["\u03b1", "\u03b2\u03b3"], "fuzzy": True, "possessive": "aaab",
-                    "graphemes": ["e\u0301", "a"], "stdlib": "host at user", "module": "_regex"}
+    assert seen == {
+        "greek": ["\u03b1", "\u03b2\u03b3"],
+        "fuzzy": True,
+        "possessive": "aaab",
+        "graphemes": ["e\u0301", "a"],
+        "stdlib": "host at user",
+        "module": "_regex",
+    }
 
 
 # --- the matrix -----------------------------------------------------------------------------------
 
-ORDER = ["httpie", "rich", "pygments", "pyyaml", "black", "requests", "jinja2", "pydantic",
-         "numpy", "cryptography", "lxml", "sqlalchemy", "pytest", "joblib", "sklearn", "pip",
-         "uvicorn", "flask", "django", "timezones", "plugins", "matplotlib", "dataframes",
-         "pillow", "httpx", "fastapi", "markdown", "serializers", "attrs", "typer", "regex"]
-assert sorted(ORDER) == sorted(CASES) == sorted(path.name for path in APPS.iterdir()
-                                                 if (path / "pyproject.toml").is_file())
+ORDER = [
+    "httpie",
+    "rich",
+    "pygments",
+    "pyyaml",
+    "black",
+    "requests",
+    "jinja2",
+    "pydantic",
+    "numpy",
+    "cryptography",
+    "lxml",
+    "sqlalchemy",
+    "pytest",
+    "joblib",
+    "sklearn",
+    "pip",
+    "uvicorn",
+    "flask",
+    "django",
+    "timezones",
+    "plugins",
+    "matplotlib",
+    "dataframes",
+    "pillow",
+    "httpx",
+    "fastapi",
+    "markdown",
+    "serializers",
+    "attrs",
+    "typer",
+    "regex",
+]
+assert (
+    sorted(ORDER)
+    == sorted(CASES)
+    == sorted(path.name for path in APPS.iterdir() if (path / "pyproject.toml").is_file())
+)
 
 
 @pytest.fixture(scope="session")
@@ -863,17 +1051,23 @@ def _policy(app):
     """The [tool.ingot] settings of an app's project, or "zero-config"."""
     import tomllib
 
-    settings = tomllib.loads((APPS / app / "pyproject.toml").read_text()).get("tool", {}).get("ingot")
-    return ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(settings.items())) \
-        if settings else "zero-config"
+    settings = (
+        tomllib.loads((APPS / app / "pyproject.toml").read_text()).get("tool", {}).get("ingot")
+    )
+    return (
+        ", ".join(f"{key} = {json.dumps(value)}" for key, value in sorted(settings.items()))
+        if settings
+        else "zero-config"
+    )
 
 
 @pytest.mark.parametrize("app", ORDER)
 def test_app_in_the_room(app, app_builds, room, request, tmp_path, matrix_report):
     row = matrix_report[app] = {"outcome": "fail", "policy": _policy(app)}
     executable = app_builds.get(app)
-    row.update(size=executable.stat().st_size,
-               build_seconds=round(app_builds.builder.seconds[app], 1))
+    row.update(
+        size=executable.stat().st_size, build_seconds=round(app_builds.builder.seconds[app], 1)
+    )
     case = App(app, executable, room, request, tmp_path)
     CASES[app](case)
     row["outcome"] = "pass" + (f" ({case.note})" if case.note else "")
@@ -888,7 +1082,12 @@ def test_packages_with_a_compiled_init_are_imported_from_it(app_builds):
 
     entries = describe(app_builds.get("black"))["entries"]
     odd = sorted(entry["name"] for entry in entries if entry["name"].endswith(".__init__"))
-    packages = {entry["name"]: entry["kind"] for entry in entries
-                if entry["name"] in ("black", "black.resources")}
-    assert not odd, (f"extension modules archived under a module name ending in .__init__: {odd}; "
-                     f"the packages themselves are {packages}")
+    packages = {
+        entry["name"]: entry["kind"]
+        for entry in entries
+        if entry["name"] in ("black", "black.resources")
+    }
+    assert not odd, (
+        f"extension modules archived under a module name ending in .__init__: {odd}; "
+        f"the packages themselves are {packages}"
+    )

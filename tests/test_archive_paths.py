@@ -16,7 +16,7 @@ import pytest
 
 from test_launcher import PACK, launcher, launcher_python, run  # noqa: F401 (fixtures)
 
-PROBE = r'''
+PROBE = r"""
 import glob, gzip, json, os, pathlib, shutil, stat, sys, tempfile, zipfile
 
 from reader.attempt import attempt, out
@@ -60,9 +60,9 @@ attempt("missing", lambda: open(data / "nothing.txt"))
 attempt("is_a_directory", lambda: open(data / "sub").read())
 attempt("not_a_directory", lambda: os.listdir(data / "notes.txt"))
 print(json.dumps(out, sort_keys=True))
-'''
+"""
 
-EXECUTABLE_ONLY = r'''
+EXECUTABLE_ONLY = r"""
 import os, pathlib, sys
 from reader.attempt import attempt, out
 here = pathlib.Path(__file__).parent
@@ -94,7 +94,7 @@ entry = next(iter(os.scandir(here / "data")))
 out["entry"] = [hasattr(entry, "inode"), os.fspath(entry) == entry.path]
 import json
 print(json.dumps(out, sort_keys=True))
-'''
+"""
 
 
 # What both probes share: `attempt(key, function)` records the result, or the OSError's type and
@@ -122,7 +122,7 @@ FILES = {
 
 
 @pytest.fixture(scope="module")
-def reader_app(tmp_path_factory, launcher, launcher_python):  # noqa: F811
+def reader_app(tmp_path_factory, launcher, launcher_python):
     """(executable, site): the package above, packed from `site` into an executable that runs
     `reader.probe`, or `reader.only_exe` when its first argument says so."""
     tmp_path = tmp_path_factory.mktemp("archive-paths")
@@ -135,11 +135,16 @@ def reader_app(tmp_path_factory, launcher, launcher_python):  # noqa: F811
             (site / relative).write_text(content, encoding="utf-8")
     (site / "reader" / "__main__.py").write_text(
         "import sys\nif sys.argv[1:] == ['only-exe']:\n    import reader.only_exe\n"
-        "else:\n    import reader.probe\n")
+        "else:\n    import reader.probe\n"
+    )
     archive = tmp_path / "reader.ingot"
     launch = {"version": 1, "run": {"kind": "module", "module": "reader"}}
-    subprocess.run([launcher_python, "-c", PACK, archive, site, json.dumps(launch)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [launcher_python, "-c", PACK, archive, site, json.dumps(launch)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     app = tmp_path / "reader"
     app.write_bytes(launcher.read_bytes() + archive.read_bytes())
     app.chmod(0o755)
@@ -150,18 +155,22 @@ def test_reading_next_to_modules_matches_python(reader_app):
     app, site = reader_app
     executable = run(app)
     assert executable.returncode == 0, executable.stderr
-    stock = subprocess.run([sys.executable, "-m", "reader"], cwd=site, capture_output=True,
-                           text=True, timeout=60)
+    stock = subprocess.run(
+        [sys.executable, "-m", "reader"], cwd=site, capture_output=True, text=True, timeout=60
+    )
     assert stock.returncode == 0, stock.stderr
     got, expected = json.loads(executable.stdout), json.loads(stock.stdout)
     # Spelled out where it matters, so that a probe that breaks both ways still fails.
     assert expected["read_text"] == "first line\nsecond line, café\n"
-    assert expected["walk"] == [["data", ["sub"], ["compressed.gz", "notes.txt"]],
-                                ["data/sub", [], ["blob.bin"]]]
+    assert expected["walk"] == [
+        ["data", ["sub"], ["compressed.gz", "notes.txt"]],
+        ["data/sub", [], ["blob.bin"]],
+    ]
     assert expected["gzip"] == "unzipped"
     assert expected["missing"] == ["FileNotFoundError", 2]
-    assert {key: (value, expected.get(key)) for key, value in got.items()
-            if value != expected.get(key)} == {}
+    assert {
+        key: (value, expected.get(key)) for key, value in got.items() if value != expected.get(key)
+    } == {}
     assert got.keys() == expected.keys()
 
 
@@ -172,8 +181,18 @@ def test_writing_and_c_code_get_the_systems_answer(reader_app):
     got = json.loads(result.stdout)
     enotdir = ["NotADirectoryError", 20]
     assert got == {
-        "write": enotdir, "access_write": False, "append": enotdir, "os_open_write": enotdir, "mkdir": enotdir,
-        "fileio": enotdir, "climb": False, "exe_is_file": True, "surrogate": False,
-        "fstat_size": len(FILES["reader/data/notes.txt"].encode()), "mmap": "first",
-        "os_open": "first", "names": ["stat", "listdir", "open"], "entry": [True, True],
+        "write": enotdir,
+        "access_write": False,
+        "append": enotdir,
+        "os_open_write": enotdir,
+        "mkdir": enotdir,
+        "fileio": enotdir,
+        "climb": False,
+        "exe_is_file": True,
+        "surrogate": False,
+        "fstat_size": len(FILES["reader/data/notes.txt"].encode()),
+        "mmap": "first",
+        "os_open": "first",
+        "names": ["stat", "listdir", "open"],
+        "entry": [True, True],
     }

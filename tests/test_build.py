@@ -9,15 +9,23 @@ import sys
 import textwrap
 from pathlib import Path
 
-import proclimit
 import pytest
 
 import ingot
 from ingot import cli, sources
-from ingot.build import (BuildError, BuildOptions, build, describe,
-                         find_launcher, launcher_python, _stdlib_excludes)
+from ingot.build import (
+    BuildError,
+    BuildOptions,
+    _stdlib_excludes,
+    build,
+    describe,
+    find_launcher,
+    launcher_python,
+)
 from ingot.project import Config, ConfigError, load_project
 from ingot.sources import console_script_plan, plan_source
+
+import proclimit
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -41,8 +49,12 @@ RUNNER = textwrap.dedent("""
 
 def run_archive(archive, *args):
     ingot_parent = str(Path(ingot.__file__).resolve().parent.parent)
-    return subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER, ingot_parent, str(archive),
-                           *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-c", RUNNER, ingot_parent, str(archive), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def write_project(root: Path, body: str) -> Path:
@@ -52,16 +64,26 @@ def write_project(root: Path, body: str) -> Path:
 
 
 def plan(source, archive_only=False, **overrides):
-    return plan_source(BuildOptions(source=str(source), config=Config(**overrides),
-                                    archive_only=archive_only))
+    return plan_source(
+        BuildOptions(source=str(source), config=Config(**overrides), archive_only=archive_only)
+    )
 
 
 def pip_build(tmp_path, *args, env=None, check=True):
     """`ingot build ...` in a subprocess, skipping the test when pip cannot reach PyPI."""
-    run = subprocess.run([sys.executable, "-m", "ingot", "build", *map(str, args)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
-    if run.returncode != 0 and "pip could not install" in run.stderr and \
-            ("NewConnectionError" in run.stderr or "No matching distribution" in run.stderr):
+    run = subprocess.run(
+        [sys.executable, "-m", "ingot", "build", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env=env,
+    )
+    if (
+        run.returncode != 0
+        and "pip could not install" in run.stderr
+        and ("NewConnectionError" in run.stderr or "No matching distribution" in run.stderr)
+    ):
         pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
     if check:
         assert run.returncode == 0, run.stderr
@@ -70,8 +92,11 @@ def pip_build(tmp_path, *args, env=None, check=True):
 
 # --- [tool.ingot] ------------------------------------------------------------------------------
 
+
 def test_config_reads_every_key(tmp_path):
-    project = write_project(tmp_path, """
+    project = write_project(
+        tmp_path,
+        """
         [project]
         name = "demo"
         dependencies = ["six"]
@@ -86,12 +111,16 @@ def test_config_reads_every_key(tmp_path):
         fast-exit = true
         optimize = [0, 2]
         compress = 3
-    """)
+    """,
+    )
     loaded = load_project(project)
     assert loaded.name == "demo" and loaded.dependencies == ["rich==13.7.1"]
     config = loaded.config
-    assert (config.entry, config.packages, config.requirements) == \
-        ("demo.cli:main", ["src/demo"], "requirements.txt")
+    assert (config.entry, config.packages, config.requirements) == (
+        "demo.cli:main",
+        ["src/demo"],
+        "requirements.txt",
+    )
     assert (config.include, config.exclude, config.output) == (["tkinter"], ["xml.*"], "out/demo")
     assert (config.fast_exit, config.optimize, config.compress) == (True, [0, 2], 3)
 
@@ -101,10 +130,13 @@ def test_project_dependencies_are_the_default(tmp_path):
     assert load_project(project).dependencies == ["six>=1"]
 
 
-@pytest.mark.parametrize("line, key", [
-    ('entyr = "a:b"', "entyr"),
-    ('fast_exit = true', "fast_exit"),
-])
+@pytest.mark.parametrize(
+    "line, key",
+    [
+        ('entyr = "a:b"', "entyr"),
+        ("fast_exit = true", "fast_exit"),
+    ],
+)
 def test_unknown_key_is_an_error_naming_file_and_key(tmp_path, line, key):
     project = write_project(tmp_path, f"[tool.ingot]\n{line}\n")
     with pytest.raises(ConfigError) as error:
@@ -115,11 +147,19 @@ def test_unknown_key_is_an_error_naming_file_and_key(tmp_path, line, key):
         assert "'fast-exit'" in error.value.hint
 
 
-@pytest.mark.parametrize("line, key", [
-    ("entry = 1", "entry"), ('packages = "src"', "packages"), ('fast-exit = "yes"', "fast-exit"),
-    ("optimize = [3]", "optimize"), ('compress = "3"', "compress"), ("compress = 99", "compress"),
-    ('dependencies = ["a", 1]', "dependencies"), ("output = []", "output"),
-])
+@pytest.mark.parametrize(
+    "line, key",
+    [
+        ("entry = 1", "entry"),
+        ('packages = "src"', "packages"),
+        ('fast-exit = "yes"', "fast-exit"),
+        ("optimize = [3]", "optimize"),
+        ('compress = "3"', "compress"),
+        ("compress = 99", "compress"),
+        ('dependencies = ["a", 1]', "dependencies"),
+        ("output = []", "output"),
+    ],
+)
 def test_type_errors_name_file_and_key(tmp_path, line, key):
     project = write_project(tmp_path, f"[tool.ingot]\n{line}\n")
     with pytest.raises(ConfigError) as error:
@@ -135,11 +175,12 @@ def test_bad_entry_and_two_run_keys_and_bad_toml(tmp_path):
         load_project(write_project(tmp_path / "b", '[tool.ingot]\nentry = "a:b"\nmodule = "a"\n'))
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_project(write_project(tmp_path / "c", "[tool.ingot\n"))
-    with pytest.raises(ConfigError, match="no pyproject.toml"):
+    with pytest.raises(ConfigError, match=r"no pyproject\.toml"):
         load_project(tmp_path / "d-missing")
 
 
 # --- what to build -----------------------------------------------------------------------------
+
 
 def test_bare_project_with_one_script_runs_it():
     resolved = plan(EXAMPLES / "hello")
@@ -150,13 +191,16 @@ def test_bare_project_with_one_script_runs_it():
 
 
 def test_several_scripts_ask_to_choose_with_entry(tmp_path):
-    project = write_project(tmp_path, """
+    project = write_project(
+        tmp_path,
+        """
         [project]
         name = "multi"
         [project.scripts]
         one = "multi.a:main"
         two = "multi.b:run"
-    """)
+    """,
+    )
     with pytest.raises(ConfigError) as error:
         plan(project)
     assert "one, two" in error.value.message and "--entry" in error.value.hint
@@ -167,7 +211,9 @@ def test_several_scripts_ask_to_choose_with_entry(tmp_path):
 
 
 def test_options_override_tool_ingot_and_paths_are_relative_to_the_project(tmp_path):
-    project = write_project(tmp_path / "p", """
+    project = write_project(
+        tmp_path / "p",
+        """
         [project]
         name = "p"
         dependencies = ["six"]
@@ -175,15 +221,17 @@ def test_options_override_tool_ingot_and_paths_are_relative_to_the_project(tmp_p
         module = "p"
         output = "bin/p"
         requirements = "reqs.txt"
-    """)
+    """,
+    )
     (project / "reqs.txt").write_text("rich\n")
     resolved = plan(project)
     assert resolved.run == {"kind": "module", "module": "p"}
     assert resolved.output == project / "bin" / "p"
     assert resolved.requirement_files == [project / "reqs.txt"]
     assert resolved.requirements == ["six"]
-    overridden = plan(project, entry="p.cli:main", output=str(tmp_path / "x"),
-                      dependencies=["click"])
+    overridden = plan(
+        project, entry="p.cli:main", output=str(tmp_path / "x"), dependencies=["click"]
+    )
     assert overridden.run == {"kind": "function", "module": "p.cli", "function": "main"}
     assert overridden.output == tmp_path / "x" and overridden.requirements == ["click"]
 
@@ -205,7 +253,7 @@ def test_script_source_with_inline_dependencies(tmp_path):
 def test_package_directory_source(tmp_path):
     (tmp_path / "tool").mkdir()
     (tmp_path / "tool" / "__init__.py").write_text("")
-    with pytest.raises(ConfigError, match="no __main__.py"):
+    with pytest.raises(ConfigError, match=r"no __main__\.py"):
         plan(tmp_path / "tool")
     (tmp_path / "tool" / "__main__.py").write_text("print('tool')\n")
     resolved = plan(tmp_path / "tool")
@@ -220,7 +268,7 @@ def test_console_script_pins_the_installed_distributions():
     import importlib.metadata
 
     resolved = console_script_plan("pytest", BuildOptions())
-    entry, = importlib.metadata.entry_points(group="console_scripts", name="pytest")
+    (entry,) = importlib.metadata.entry_points(group="console_scripts", name="pytest")
     assert resolved.run == {"kind": "function", "module": entry.module, "function": entry.attr}
     assert resolved.name == "pytest" and resolved.output == Path("dist/pytest")
     assert f"pytest=={importlib.metadata.version('pytest')}" in resolved.requirements
@@ -241,6 +289,7 @@ def test_include_re_admits_default_stdlib_exclusions():
 
 # --- building ----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def hello_archive(tmp_path_factory):
     out = tmp_path_factory.mktemp("hello")
@@ -250,8 +299,10 @@ def hello_archive(tmp_path_factory):
 
 
 def test_hello_archive_runs_with_the_importer(hello_archive):
-    assert json.loads(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json")) == \
-        {"version": 1, "run": {"kind": "function", "module": "hello", "function": "main"}}
+    assert json.loads(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json")) == {
+        "version": 1,
+        "run": {"kind": "function", "module": "hello", "function": "main"},
+    }
     run = run_archive(hello_archive)
     assert run.returncode == 0, run.stderr
     assert f"Hello from memory! (hello 1.0.0 from {hello_archive}/hello/__init__.py)" in run.stdout
@@ -259,10 +310,20 @@ def test_hello_archive_runs_with_the_importer(hello_archive):
 
 def test_builds_are_reproducible(hello_archive, tmp_path):
     # Another copy of the project, another time, another working directory: the same bytes.
-    copy = shutil.copytree(EXAMPLES / "hello", tmp_path / "elsewhere" / "hello",
-                           ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    pip_build(tmp_path, copy, "--archive-only", "-o", "again.ingot", "-q",
-              env={**os.environ, "SOURCE_DATE_EPOCH": "1234567890"})
+    copy = shutil.copytree(
+        EXAMPLES / "hello",
+        tmp_path / "elsewhere" / "hello",
+        ignore=shutil.ignore_patterns("build", "*.egg-info"),
+    )
+    pip_build(
+        tmp_path,
+        copy,
+        "--archive-only",
+        "-o",
+        "again.ingot",
+        "-q",
+        env={**os.environ, "SOURCE_DATE_EPOCH": "1234567890"},
+    )
     assert (tmp_path / "again.ingot").read_bytes() == hello_archive.read_bytes()
     names = {name for _, name, _ in ingot.IngotFinder(str(hello_archive)).entries()}
     assert "hello-1.0.0.dist-info/METADATA" in names
@@ -293,7 +354,9 @@ def test_import_stdlib_script_runs_from_the_archive(tmp_path):
 
 
 def test_bare_ingot_build_in_a_project_directory(tmp_path):
-    project = write_project(tmp_path / "greet", """
+    project = write_project(
+        tmp_path / "greet",
+        """
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -302,7 +365,8 @@ def test_bare_ingot_build_in_a_project_directory(tmp_path):
         version = "0.1"
         [project.scripts]
         greet = "greet:main"
-    """)
+    """,
+    )
     (project / "greet.py").write_text("import sys\ndef main():\n    print('greet', sys.argv[1:])\n")
     pip_build(project, "--archive-only")  # no SOURCE: the current directory
     run = run_archive(project / "dist" / "greet.ingot", "a", "b")
@@ -312,8 +376,10 @@ def test_bare_ingot_build_in_a_project_directory(tmp_path):
 
 def test_script_with_inline_dependencies_and_a_requirements_file(tmp_path):
     script = tmp_path / "report.py"
-    script.write_text("# /// script\n# dependencies = ['six==1.16.0']\n# ///\n"
-                      "import certifi, six\nprint(six.__version__, certifi.__file__)\n")
+    script.write_text(
+        "# /// script\n# dependencies = ['six==1.16.0']\n# ///\n"
+        "import certifi, six\nprint(six.__version__, certifi.__file__)\n"
+    )
     (tmp_path / "requirements.txt").write_text("certifi\n")
     run = pip_build(tmp_path, script, "-r", "requirements.txt", "--archive-only")
     assert "six==1.16.0, -r requirements.txt" in run.stderr
@@ -327,25 +393,44 @@ def test_script_with_inline_dependencies_and_a_requirements_file(tmp_path):
 
 def test_files_policy_options_and_the_file_scan_warnings(tmp_path):
     script = tmp_path / "tool.py"
-    script.write_text("import os, certifi\n"
-                      "HERE = os.path.dirname(__file__)\n"
-                      "def notes():\n"
-                      "    return open(os.path.join(HERE, 'notes.txt')).read()\n"
-                      "print(certifi.__file__)\n")
+    script.write_text(
+        "import os, certifi\n"
+        "HERE = os.path.dirname(__file__)\n"
+        "def notes():\n"
+        "    return open(os.path.join(HERE, 'notes.txt')).read()\n"
+        "print(certifi.__file__)\n"
+    )
     # --memory overrides the built-in table.
-    run = pip_build(tmp_path, script, "--dependency", "certifi==2024.8.30", "--memory", "certifi",
-                    "--archive-only")
+    run = pip_build(
+        tmp_path,
+        script,
+        "--dependency",
+        "certifi==2024.8.30",
+        "--memory",
+        "certifi",
+        "--archive-only",
+    )
     assert "files policy: certifi" not in run.stderr
     # The scan points at the app's own open() of a path built from __file__, with file and line.
     assert "warning: tool.py:4: open()" in run.stderr, run.stderr
     archive = tmp_path / "dist" / "tool.ingot"
     assert run_archive(archive).stdout == f"{archive}/certifi/__init__.py\n"
-    run = pip_build(tmp_path, script, "--dependency", "certifi==2024.8.30", "--archive-only",
-                    "--force")
+    run = pip_build(
+        tmp_path, script, "--dependency", "certifi==2024.8.30", "--archive-only", "--force"
+    )
     assert "files policy: certifi (built-in:" in run.stderr
     assert describe(archive)["files_packages"] == ["certifi"]
-    bad = pip_build(tmp_path, script, "--dependency", "certifi==2024.8.30", "--files", "nothere",
-                    "--archive-only", "--force", check=False)
+    bad = pip_build(
+        tmp_path,
+        script,
+        "--dependency",
+        "certifi==2024.8.30",
+        "--files",
+        "nothere",
+        "--archive-only",
+        "--force",
+        check=False,
+    )
     assert bad.returncode != 0
     assert "the files policy names 'nothere', which the build does not collect" in bad.stderr
     assert "Traceback" not in bad.stderr
@@ -355,8 +440,10 @@ def test_package_directory_build_without_pip(tmp_path):
     tool = tmp_path / "src" / "tool"
     tool.mkdir(parents=True)
     (tool / "__init__.py").write_text("NAME = 'tool'\n")
-    (tool / "__main__.py").write_text("import json\ntry:\n    import xml.dom\nexcept ImportError:\n"
-                                      "    pass\nfrom tool import NAME\nprint(NAME, __name__)\n")
+    (tool / "__main__.py").write_text(
+        "import json\ntry:\n    import xml.dom\nexcept ImportError:\n"
+        "    pass\nfrom tool import NAME\nprint(NAME, __name__)\n"
+    )
     (tool / "__pycache__").mkdir()
     (tool / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"junk")
     run = pip_build(tmp_path, tool, "--archive-only", "--exclude", "xml")
@@ -370,8 +457,13 @@ def test_package_directory_build_without_pip(tmp_path):
     other.mkdir(parents=True)
     (other / "__init__.py").write_text("")
     with pytest.raises(BuildError, match="would both be 'tool'"):
-        build(BuildOptions(source=str(tool), config=Config(packages=[str(other)],
-                           output=str(tmp_path / "t.ingot")), archive_only=True))
+        build(
+            BuildOptions(
+                source=str(tool),
+                config=Config(packages=[str(other)], output=str(tmp_path / "t.ingot")),
+                archive_only=True,
+            )
+        )
 
 
 def test_console_script_build_runs(tmp_path):
@@ -390,17 +482,34 @@ def test_executable_is_launcher_then_archive(hello_archive, tmp_path, capsys, mo
     launcher = tmp_path / "fake-launcher"
     launcher.write_bytes(b"\x7fELF not really a launcher\n" * 100)
     out = tmp_path / "hello"
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher), "-o",
-                     str(out), "-q"]) == 0
+    assert (
+        cli.main(
+            ["build", str(EXAMPLES / "hello"), "--launcher", str(launcher), "-o", str(out), "-q"]
+        )
+        == 0
+    )
     data = out.read_bytes()
     assert data.startswith(launcher.read_bytes())
-    assert data[len(launcher.read_bytes()):] == hello_archive.read_bytes()
+    assert data[len(launcher.read_bytes()) :] == hello_archive.read_bytes()
     assert out.stat().st_mode & 0o777 == 0o755
     info = describe(out)
     assert info["launcher_size"] == 2700 and info["launch"]["run"]["module"] == "hello"
     # an earlier ingot output is replaced without --force
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher), "-o",
-                     str(out), "-q", "--fast-exit"]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                str(EXAMPLES / "hello"),
+                "--launcher",
+                str(launcher),
+                "-o",
+                str(out),
+                "-q",
+                "--fast-exit",
+            ]
+        )
+        == 0
+    )
     assert describe(out)["launch"]["fast_exit"] is True
 
 
@@ -425,9 +534,13 @@ def test_output_safety(tmp_path, capsys):
     assert cli.main(["build", hello, "--archive-only", "-o", str(tmp_path / "no" / "x")]) == 1
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(BuildError, match="module to run, 'nosuch', is not in the archive"):
-        build(BuildOptions(source=hello, config=Config(entry="nosuch:main",
-                                                       output=str(tmp_path / "x.ingot")),
-                           archive_only=True))
+        build(
+            BuildOptions(
+                source=hello,
+                config=Config(entry="nosuch:main", output=str(tmp_path / "x.ingot")),
+                archive_only=True,
+            )
+        )
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]  # no temporary files left
 
 
@@ -442,14 +555,19 @@ def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
     assert info["python"] == version and info["launcher_size"] == 0
     assert info["files_packages"] == [] and "files policy: none" in out
     launch_size = len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))
-    assert {"kind": "data-file", "name": "__ingot__/launch.json", "size": launch_size,
-            "stored": launch_size} in info["entries"]  # read at start: stored as is
+    assert {
+        "kind": "data-file",
+        "name": "__ingot__/launch.json",
+        "size": launch_size,
+        "stored": launch_size,
+    } in info["entries"]  # read at start: stored as is
     assert cli.main(["inspect", str(ROOT / "README.md")]) == 1
     assert cli.main(["build", "app.py", "--console-script", "black"]) == 1
     assert "not both" in capsys.readouterr().err
 
 
 # --- end to end, with the real launcher ----------------------------------------------------------
+
 
 def _real_launcher():
     for candidate in (os.environ.get("INGOT_LAUNCHER"), ROOT / "target/release/ingot-launcher"):
@@ -466,22 +584,38 @@ def launcher_here():
     """The real launcher, if it embeds this Python (else the test skips)."""
     launcher = _real_launcher()
     if launcher is None:
-        pytest.skip("no launcher binary (set INGOT_LAUNCHER or cargo build --release -p "
-                    "ingot-launcher); archive-only builds are tested")
+        pytest.skip(
+            "no launcher binary (set INGOT_LAUNCHER or cargo build --release -p "
+            "ingot-launcher); archive-only builds are tested"
+        )
     if launcher_python(launcher) != HERE:
         pytest.skip(f"the launcher embeds Python {launcher_python(launcher)}, not {HERE}")
     return launcher
 
 
-@pytest.mark.skipif(_real_launcher() is None, reason="no launcher binary (set INGOT_LAUNCHER or "
-                    "cargo build --release -p ingot-launcher); archive-only builds are tested")
+@pytest.mark.skipif(
+    _real_launcher() is None,
+    reason="no launcher binary (set INGOT_LAUNCHER or "
+    "cargo build --release -p ingot-launcher); archive-only builds are tested",
+)
 def test_launcher_for_another_python_is_refused(tmp_path, capsys):
     embedded = launcher_python(_real_launcher())
     assert embedded is not None, "the launcher does not say which Python it embeds"
     if embedded == HERE:
         pytest.skip(f"the launcher embeds this Python ({HERE})")
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(_real_launcher()),
-                     "-o", str(tmp_path / "x")]) == 1
+    assert (
+        cli.main(
+            [
+                "build",
+                str(EXAMPLES / "hello"),
+                "--launcher",
+                str(_real_launcher()),
+                "-o",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 1
+    )
     assert f"embeds Python {embedded}, but this is Python {HERE}" in capsys.readouterr().err
 
 
@@ -489,8 +623,9 @@ def test_executable_runs_end_to_end(tmp_path, launcher_here):
     out = tmp_path / "hello"
     pip_build(tmp_path, EXAMPLES / "hello", "--launcher", launcher_here, "-o", out)
     shutil.rmtree(tmp_path / "dist", ignore_errors=True)
-    run = proclimit.run([str(out)], max_processes=8, timeout=120, cwd=tmp_path,
-                        env={"PATH": "/usr/bin:/bin"})
+    run = proclimit.run(
+        [str(out)], max_processes=8, timeout=120, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}
+    )
     assert run.returncode == 0, run.stderr
     assert "Hello from memory!" in run.stdout
 
@@ -498,12 +633,23 @@ def test_executable_runs_end_to_end(tmp_path, launcher_here):
 def test_executable_passes_argv_and_the_exit_status(tmp_path, launcher_here):
     tool = tmp_path / "tool"
     tool.mkdir()
-    (tool / "__init__.py").write_text("import sys\ndef main():\n    print(sys.argv[1:])\n"
-                                      "    return int(sys.argv[1])\n")
+    (tool / "__init__.py").write_text(
+        "import sys\ndef main():\n    print(sys.argv[1:])\n    return int(sys.argv[1])\n"
+    )
     for fast_exit in ("--fast-exit", "--no-fast-exit"):
         out = tmp_path / f"tool{fast_exit}"
-        pip_build(tmp_path, tool, "--entry", "tool:main", "--launcher", launcher_here,
-                  "-o", out, "-q", fast_exit)
+        pip_build(
+            tmp_path,
+            tool,
+            "--entry",
+            "tool:main",
+            "--launcher",
+            launcher_here,
+            "-o",
+            out,
+            "-q",
+            fast_exit,
+        )
         run = proclimit.run([str(out), "3", "é x"], max_processes=8, timeout=60)
         assert (run.returncode, run.stdout) == (3, "['3', 'é x']\n"), run.stderr
 
@@ -518,25 +664,44 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
     tool.mkdir(parents=True)
     (tool / "__init__.py").write_text("")
     (tool / "__main__.py").write_text("print('tool')\n")
-    make = ("import os, sys\n"
-            "open(os.path.join(sys.argv[1], 'tool', 'made.txt'), 'w').write("
-            "os.environ['PYTHONHASHSEED'] + ' ' + str(sys.flags.no_site) + ' ' + sys.argv[1])\n")
-    monkeypatch.setitem(policy.PREPARATIONS, "tool", policy.Preparation(why="it makes made.txt",
-                                                                         code=make))
-    result = build(BuildOptions(source=str(tool), config=Config(files=["tool"],
-                                output=str(tmp_path / "t.ingot")), archive_only=True))
+    make = (
+        "import os, sys\n"
+        "open(os.path.join(sys.argv[1], 'tool', 'made.txt'), 'w').write("
+        "os.environ['PYTHONHASHSEED'] + ' ' + str(sys.flags.no_site) + ' ' + sys.argv[1])\n"
+    )
+    monkeypatch.setitem(
+        policy.PREPARATIONS, "tool", policy.Preparation(why="it makes made.txt", code=make)
+    )
+    result = build(
+        BuildOptions(
+            source=str(tool),
+            config=Config(files=["tool"], output=str(tmp_path / "t.ingot")),
+            archive_only=True,
+        )
+    )
     made = ingot.IngotFinder(str(tmp_path / "t.ingot"))._read("tool/made.txt").decode()
     seed, no_site, where = made.split(" ", 2)
     assert (seed, no_site) == ("0", "1") and not where.startswith(str(tmp_path))  # a copy
     assert not (tool / "made.txt").exists()  # the project is left as it was
     assert not any("preparation" in warning for warning in result.warnings)
 
-    monkeypatch.setitem(policy.PREPARATIONS, "tool", policy.Preparation(
-        why="it makes made.txt", code="raise SystemExit('no tables today')"))
-    result = build(BuildOptions(source=str(tool), config=Config(files=["tool"],
-                                output=str(tmp_path / "u.ingot")), archive_only=True))
-    assert any("tool: the build-time preparation failed (no tables today); without it, it makes "
-               "made.txt" in warning for warning in result.warnings)
+    monkeypatch.setitem(
+        policy.PREPARATIONS,
+        "tool",
+        policy.Preparation(why="it makes made.txt", code="raise SystemExit('no tables today')"),
+    )
+    result = build(
+        BuildOptions(
+            source=str(tool),
+            config=Config(files=["tool"], output=str(tmp_path / "u.ingot")),
+            archive_only=True,
+        )
+    )
+    assert any(
+        "tool: the build-time preparation failed (no tables today); without it, it makes "
+        "made.txt" in warning
+        for warning in result.warnings
+    )
     assert run_archive(tmp_path / "u.ingot").stdout == "tool\n"
 
 
@@ -544,11 +709,12 @@ def test_a_scripts_traceback_shows_its_source_lines(tmp_path, launcher_here):
     # The script runs as __main__: before 3.13, linecache asks its loader for the source of
     # "__main__", which the archive answers with the script's.
     script = tmp_path / "boom.py"
-    script.write_text("def inner():\n    raise ValueError('boom')  # the failing line\n\n"
-                      "inner()\n")
+    script.write_text("def inner():\n    raise ValueError('boom')  # the failing line\n\ninner()\n")
     out = tmp_path / "boom"
-    assert cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out),
-                     "-q"]) == 0
+    assert (
+        cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out), "-q"])
+        == 0
+    )
     run = proclimit.run([str(out)], max_processes=8, timeout=60)
     assert run.returncode == 1
     assert "    raise ValueError('boom')  # the failing line\n" in run.stderr, run.stderr
@@ -582,33 +748,54 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
     (site / "dist" / "old.ingot").write_text("")
     (site / "scripts").mkdir()  # Python code that is not a package: not data, not imported
     (site / "scripts" / "tool.py").write_text("")
-    (site / "manage.py").write_text(textwrap.dedent("""
+    (site / "manage.py").write_text(
+        textwrap.dedent("""
         import importlib, os
         from helper import greet
         settings = importlib.import_module(os.environ.get("SETTINGS", "mysite.settings"))
         polls = importlib.import_module(settings.INSTALLED_APPS[0])
         print(greet(), polls.VALUE)
-    """))
+    """)
+    )
     out = tmp_path / "manage.ingot"
     assert cli.main(["build", str(site / "manage.py"), "--archive-only", "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert "collected beside the script: helper.py, mysite/, notes/, polls/, shared.py" in err, err
     names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
     assert {"manage", "helper", "mysite.settings", "polls", "shared", "notes/todo.txt"} <= names
-    assert not names & {"unused", "notes", "shared.constants", ".git/HEAD", "venv/pyvenv.cfg",
-                        "dist/old.ingot", "scripts.tool", "scripts/tool.py"}
+    assert not names & {
+        "unused",
+        "notes",
+        "shared.constants",
+        ".git/HEAD",
+        "venv/pyvenv.cfg",
+        "dist/old.ingot",
+        "scripts.tool",
+        "scripts/tool.py",
+    }
     run = run_archive(out)
     assert run.returncode == 0, run.stderr
     assert run.stdout == "hi from helper shared module wins over the namespace\n"
     # --package chooses instead.
-    assert cli.main(["build", str(site / "manage.py"), "--archive-only", "-o", str(out),
-                     "--package", str(site / "helper.py")]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                str(site / "manage.py"),
+                "--archive-only",
+                "-o",
+                str(out),
+                "--package",
+                str(site / "helper.py"),
+            ]
+        )
+        == 0
+    )
     names = {name for _, name, _ in ingot.IngotFinder(str(out)).entries()}
     assert "helper" in names and "mysite" not in names
 
 
-def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_path,
-                                                                              launcher_here):
+def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_path, launcher_here):
     # Flask's layout: templates/ and static/ beside the script, found from its __file__.
     tmp_path, work = tmp_path / "app", tmp_path
     (tmp_path / "templates" / "mail").mkdir(parents=True)
@@ -618,7 +805,8 @@ def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_p
     (tmp_path / "big").mkdir()  # over the size limit: left out, with no error
     (tmp_path / "big" / "blob.bin").write_bytes(b"\0" * (sources.DATA_DIRECTORY_LIMITS[1] + 1))
     script = tmp_path / "mailer.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import os, sys
         root = os.path.dirname(os.path.abspath(__file__))
         with open(os.path.join(root, "templates", "mail", "welcome.txt")) as file:
@@ -626,35 +814,45 @@ def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_p
         print(sorted(os.listdir(os.path.join(root, "static"))),
               os.path.getsize(os.path.join(root, "static", "logo.svg")),
               os.path.exists(os.path.join(root, "big")))
-    """))
+    """)
+    )
     out = work / "mailer"
-    assert cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out),
-                     "-q"]) == 0
+    assert (
+        cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out), "-q"])
+        == 0
+    )
     run = proclimit.run([str(out), "Ada"], max_processes=8, timeout=60, cwd="/")
-    assert (run.returncode, run.stdout) == (0, "Welcome, Ada!\n['logo.svg'] 6 False\n"), \
-        run.stderr
+    assert (run.returncode, run.stdout) == (0, "Welcome, Ada!\n['logo.svg'] 6 False\n"), run.stderr
 
 
 def test_warnings_in_an_executables_script_show_their_source_lines(tmp_path, launcher_here):
     script = tmp_path / "warner.py"
-    script.write_text("import warnings\nwarnings.simplefilter('always')\n"
-                      "def old():\n    warnings.warn('old() is going away', DeprecationWarning)\n"
-                      "old()\n")
+    script.write_text(
+        "import warnings\nwarnings.simplefilter('always')\n"
+        "def old():\n    warnings.warn('old() is going away', DeprecationWarning)\n"
+        "old()\n"
+    )
     out = tmp_path / "warner"
-    assert cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out),
-                     "-q"]) == 0
+    assert (
+        cli.main(["build", str(script), "--launcher", str(launcher_here), "-o", str(out), "-q"])
+        == 0
+    )
     run = proclimit.run([str(out)], max_processes=8, timeout=60)
     assert run.returncode == 0, run.stderr
     # linecache reads the source through the archive-path answers, as python reads the file.
-    assert run.stderr == (f"{out}/warner.py:4: DeprecationWarning: old() is going away\n"
-                          "  warnings.warn('old() is going away', DeprecationWarning)\n")
+    assert run.stderr == (
+        f"{out}/warner.py:4: DeprecationWarning: old() is going away\n"
+        "  warnings.warn('old() is going away', DeprecationWarning)\n"
+    )
 
 
 def test_a_module_level_import_the_build_does_not_carry_is_a_warning(tmp_path, capsys):
     script = tmp_path / "tool.py"
-    script.write_text("import json, notinstalled.sub\n"
-                      "try:\n    import optional_thing\nexcept ImportError:\n    pass\n"
-                      "def later():\n    import lazy_thing\n")
+    script.write_text(
+        "import json, notinstalled.sub\n"
+        "try:\n    import optional_thing\nexcept ImportError:\n    pass\n"
+        "def later():\n    import lazy_thing\n"
+    )
     out = tmp_path / "tool.ingot"
     assert cli.main(["build", str(script), "--archive-only", "-o", str(out)]) == 0
     err = capsys.readouterr().err
@@ -678,27 +876,32 @@ def test_the_output_is_never_an_input_or_inside_what_is_packed(tmp_path, capsys)
     inside = package / "data" / "tool.ingot"
     inside.parent.mkdir()
     assert cli.main(["build", str(package), "--archive-only", "-o", str(inside)]) == 1
-    assert f"the output {inside} is inside {package}, which the build packs" in \
-        capsys.readouterr().err
+    assert (
+        f"the output {inside} is inside {package}, which the build packs" in capsys.readouterr().err
+    )
     assert not inside.exists()
     # Beside it is fine.
-    assert cli.main(["build", str(package), "--archive-only", "-q", "-o",
-                     str(tmp_path / "tool.ingot")]) == 0
+    assert (
+        cli.main(
+            ["build", str(package), "--archive-only", "-q", "-o", str(tmp_path / "tool.ingot")]
+        )
+        == 0
+    )
 
 
 def test_script_option_alone_builds_the_script(tmp_path, monkeypatch):
     # `ingot build --script app.py` outside a project: SOURCE defaulted to "." and failed.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "app.py").write_text("print('ran from the archive')\n")
-    assert cli.main(["build", "--script", "app.py", "--archive-only", "-q", "-o",
-                     "app.ingot"]) == 0
+    assert cli.main(["build", "--script", "app.py", "--archive-only", "-q", "-o", "app.ingot"]) == 0
     run = run_archive(tmp_path / "app.ingot")
     assert run.returncode == 0 and run.stdout == "ran from the archive\n", run.stderr
 
 
 @pytest.mark.parametrize("broken", ["entry", "other"])
-def test_a_syntax_error_in_the_apps_code_stops_the_build_as_python_shows_it(tmp_path, capsys,
-                                                                            broken):
+def test_a_syntax_error_in_the_apps_code_stops_the_build_as_python_shows_it(
+    tmp_path, capsys, broken
+):
     package = tmp_path / "synpkg"
     package.mkdir()
     good, bad = "def main():\n    pass\n", "def main(:\n    pass\n"
@@ -706,20 +909,40 @@ def test_a_syntax_error_in_the_apps_code_stops_the_build_as_python_shows_it(tmp_
     (package / "cli.py").write_text(bad if broken == "entry" else good)
     (package / "other.py").write_text(bad if broken == "other" else good)
     out = tmp_path / "synpkg.ingot"
-    assert cli.main(["build", str(package), "--entry", "synpkg.cli:main", "--archive-only",
-                     "-o", str(out)]) == 1
+    assert (
+        cli.main(
+            ["build", str(package), "--entry", "synpkg.cli:main", "--archive-only", "-o", str(out)]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     module = "cli" if broken == "entry" else "other"
     # The user's file, the line, the caret: not a staging path, not "not in the archive".
-    assert f'error: synpkg.{module} does not compile:\n  File "{package / module}.py", line 1\n' \
-        in err, err
+    assert (
+        f'error: synpkg.{module} does not compile:\n  File "{package / module}.py", line 1\n' in err
+    ), err
     assert "    def main(:\n" in err and "^" in err and "SyntaxError" in err
     assert f"hint: fix it, or leave it out with --exclude synpkg.{module}" in err
     assert not out.exists()
     # Excluded, it is no longer the build's business.
     if broken == "other":
-        assert cli.main(["build", str(package), "--entry", "synpkg.cli:main", "--archive-only",
-                         "-q", "-o", str(out), "--exclude", "synpkg.other"]) == 0
+        assert (
+            cli.main(
+                [
+                    "build",
+                    str(package),
+                    "--entry",
+                    "synpkg.cli:main",
+                    "--archive-only",
+                    "-q",
+                    "-o",
+                    str(out),
+                    "--exclude",
+                    "synpkg.other",
+                ]
+            )
+            == 0
+        )
 
 
 def test_an_entry_function_that_does_not_exist_stops_the_build(tmp_path, capsys):
@@ -728,24 +951,66 @@ def test_an_entry_function_that_does_not_exist_stops_the_build(tmp_path, capsys)
     (package / "__init__.py").write_text("")
     (package / "cli.py").write_text("import sys\n\ndef main():\n    return 0\n")
     out = tmp_path / "tool.ingot"
-    assert cli.main(["build", str(package), "--entry", "tool.cli:nofunc", "--archive-only",
-                     "-o", str(out)]) == 1
+    assert (
+        cli.main(
+            ["build", str(package), "--entry", "tool.cli:nofunc", "--archive-only", "-o", str(out)]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "error: the entry point tool.cli:nofunc names no function of tool.cli" in err
     assert "hint: check the function's name (tool.cli defines main, sys)" in err
     assert not out.exists()
-    assert cli.main(["build", str(package), "--entry", "tool.cli:main", "--archive-only",
-                     "-q", "-o", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                str(package),
+                "--entry",
+                "tool.cli:main",
+                "--archive-only",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     # A module whose names cannot be known from its source is trusted.
     (package / "dyn.py").write_text("def __getattr__(name):\n    return lambda: 0\n")
-    assert cli.main(["build", str(package), "--entry", "tool.dyn:anything", "--archive-only",
-                     "-q", "-o", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                str(package),
+                "--entry",
+                "tool.dyn:anything",
+                "--archive-only",
+                "-q",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
 
 
 def test_an_executable_cut_short_says_so(tmp_path, launcher_here, capsys):
     out = tmp_path / "hello"
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher_here),
-                     "-o", str(out), "-q"]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                str(EXAMPLES / "hello"),
+                "--launcher",
+                str(launcher_here),
+                "-o",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     cut = tmp_path / "hello-cut"
     cut.write_bytes(out.read_bytes()[:-4096])
     cut.chmod(0o755)
@@ -760,8 +1025,20 @@ def test_a_damaged_module_of_the_start_is_named_with_a_hint(tmp_path, launcher_h
     # codecs is imported while Python starts: its damage failed the start with "init_fs_encoding"
     # and the checksum error only inside a traceback.
     out = tmp_path / "hello"
-    assert cli.main(["build", str(EXAMPLES / "hello"), "--launcher", str(launcher_here),
-                     "-o", str(out), "-q"]) == 0
+    assert (
+        cli.main(
+            [
+                "build",
+                str(EXAMPLES / "hello"),
+                "--launcher",
+                str(launcher_here),
+                "-o",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     data = bytearray(out.read_bytes())
     marker = b"codecs -- Python Codec Registry, API and helpers."
     at = data.find(marker)

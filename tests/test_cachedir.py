@@ -57,10 +57,18 @@ def test_prune_removes_old_unused_trees_and_dead_writers_leftovers(cache, capsys
 
 def test_a_tree_a_process_uses_is_kept_and_listed_as_in_use(cache, capsys):
     tree = make_tree(cache, "e" * 32, days_old=90)
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
-                               "f = open(sys.argv[1], 'rb'); print('open', flush=True)\n"
-                               "time.sleep(60)", os.path.join(tree, "pkg", "data.bin")],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "f = open(sys.argv[1], 'rb'); print('open', flush=True)\n"
+            "time.sleep(60)",
+            os.path.join(tree, "pkg", "data.bin"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline() == "open\n"
         assert cli.main(["cache", "list"]) == 0
@@ -84,8 +92,9 @@ def test_a_cache_others_can_write_is_refused(cache, capsys):
         cache.chmod(0o700)
 
 
-def test_cache_dir_prints_the_importers_root_and_a_missing_cache_lists_empty(cache, capsys,
-                                                                             monkeypatch):
+def test_cache_dir_prints_the_importers_root_and_a_missing_cache_lists_empty(
+    cache, capsys, monkeypatch
+):
     assert cli.main(["cache", "dir"]) == 0
     assert capsys.readouterr().out.strip() == str(cache)
     monkeypatch.setenv("INGOT_CACHE_DIR", str(cache / "nothing-yet"))
@@ -101,8 +110,12 @@ def test_cache_dir_prints_the_importers_root_and_a_missing_cache_lists_empty(cac
 
 def test_a_killed_writers_leftover_goes_at_once_and_a_live_ones_stays(cache, capsys):
     # Interrupted first starts left .tmp-* trees that stayed for an hour (72 MiB after 10 kills).
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     (cache / "trees").mkdir(mode=0o700)
     minute_ago = time.time() - 60
 

@@ -87,14 +87,16 @@ def probe_executable(build_executable, tmp_path_factory):
 
 # --- the executables, each in a room of its own -------------------------------------------------
 
+
 def test_the_room_holds_no_python(probe_executable, room):
     made = room(probe_executable)
     run = made.run()
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
     # From inside: only the executable, glibc, /dev/null, /dev/urandom (and /proc, not walked).
-    assert seen["root"] == sorted({"app", "dev", "proc"} |
-                                  {library.split("/")[1] for library in made.libraries})
+    assert seen["root"] == sorted(
+        {"app", "dev", "proc"} | {library.split("/")[1] for library in made.libraries}
+    )
     assert seen["files"] == sorted({"/app", "/dev/null", "/dev/urandom"} | set(made.libraries))
     assert not [path for path in seen["files"] if "python" in path.lower()]
     assert seen["environ"] == {} and seen["executable"] == "/app"
@@ -102,8 +104,11 @@ def test_the_room_holds_no_python(probe_executable, room):
     # Mapped files: the executable, glibc, and memfds (extension modules, libssl, libcrypto, ...);
     # no libpython, nothing from a Python installation.
     mapped = [entry for entry in seen["maps"] if entry.startswith("/")]
-    outside = [entry for entry in mapped
-               if entry not in {"/app", *made.libraries} and not entry.startswith("/memfd:")]
+    outside = [
+        entry
+        for entry in mapped
+        if entry not in {"/app", *made.libraries} and not entry.startswith("/memfd:")
+    ]
     assert not outside, outside
     assert not [entry for entry in mapped if "libpython" in entry]
 
@@ -123,8 +128,11 @@ def test_ssl_sqlite_hashlib_in_the_room(probe_executable, room):
     # still works (OpenSSL ignores the missing openssl.cnf and CA paths), verifying peers, with an
     # empty trust store; a real TLS connection would need certificates (SSL_CERT_FILE, or
     # cafile=) brought into the room.
-    assert seen["default_context"] == {"verify_required": True, "check_hostname": True,
-                                       "cert_store_stats": {"x509": 0, "crl": 0, "x509_ca": 0}}
+    assert seen["default_context"] == {
+        "verify_required": True,
+        "check_hostname": True,
+        "cert_store_stats": {"x509": 0, "crl": 0, "x509_ca": 0},
+    }
 
 
 def test_hello_in_the_room(build_executable, room):
@@ -135,19 +143,20 @@ def test_hello_in_the_room(build_executable, room):
 
 def test_cli_app_in_the_room(build_executable, room):
     run = room(build_executable("cli-app", EXAMPLES / "cli-app")).run(
-        "--title", "clean room", "--width", "120")
+        "--title", "clean room", "--width", "120"
+    )
     assert (run.returncode, run.stderr) == (0, ""), run.stderr
     assert "clean room" in run.stdout
-    rows = {line.split("│")[1].strip() for line in run.stdout.splitlines()
-            if line.count("│") >= 4}
+    rows = {line.split("│")[1].strip() for line in run.stdout.splitlines() if line.count("│") >= 4}
     assert {"cli-app", "click", "rich"} <= rows, run.stdout
     assert run.stdout.rstrip().endswith("app from /app/cli_app/__init__.py")
     assert re.search(r"^Python 3\.\d+, app from", run.stdout, re.M)
 
 
 def test_import_stdlib_in_the_room(build_executable, room):
-    run = room(build_executable("import-stdlib",
-                                EXAMPLES / "import-stdlib" / "import_stdlib.py")).run()
+    run = room(
+        build_executable("import-stdlib", EXAMPLES / "import-stdlib" / "import_stdlib.py")
+    ).run()
     assert (run.returncode, run.stderr) == (0, ""), run.stderr
     found = re.fullmatch(r"imported (\d+) modules in [\d.]+ ms \(Python 3\.\d+\)\n", run.stdout)
     assert found, run.stdout
@@ -155,15 +164,22 @@ def test_import_stdlib_in_the_room(build_executable, room):
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
-def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(build_executable, tmp_path):
+def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(
+    build_executable, tmp_path
+):
     # The strace acceptance, on the host (not in the room): every file system call of the
     # import_stdlib executable and its children.
     executable = build_executable("import-stdlib", EXAMPLES / "import-stdlib" / "import_stdlib.py")
     log = tmp_path / "strace.log"
-    result = subprocess.run(["strace", "-f", "-o", str(log), "-e", "trace=%file,%desc", str(executable)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        ["strace", "-f", "-o", str(log), "-e", "trace=%file,%desc", str(executable)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if result.returncode != 0 and "ptrace" in result.stderr:
         from cleanroom import require_or_skip
+
         require_or_skip(f"strace cannot trace here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
     calls = strace_calls(log)
@@ -173,11 +189,22 @@ def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(build_
     # `<sys.prefix>/lib/python3.X/...` paths from the executable's directory and lstat()s them;
     # they do not exist, hold no modules, and are the stdlib's own doing, not an import.)
     installations = {sysconfig.get_paths()["stdlib"], sys.base_prefix, sys.prefix}
-    module_files = [path for path in paths
-                    if path.endswith((".py", ".pyc")) or "__pycache__" in path or "site-packages" in path
-                    or any(path.startswith(root) for root in installations)]
+    module_files = [
+        path
+        for path in paths
+        if path.endswith((".py", ".pyc"))
+        or "__pycache__" in path
+        or "site-packages" in path
+        or any(path.startswith(root) for root in installations)
+    ]
     assert module_files == []
-    writes = [line for line in calls
-              if re.search(r"\b(open|openat|creat)\(", line) and re.search(r"O_WRONLY|O_RDWR|O_CREAT", line)
-              or re.search(r"\b(mkdir|mkdirat|unlink|unlinkat|rename|renameat2?|link|symlink)\(", line)]
+    writes = [
+        line
+        for line in calls
+        if (
+            re.search(r"\b(open|openat|creat)\(", line)
+            and re.search(r"O_WRONLY|O_RDWR|O_CREAT", line)
+        )
+        or re.search(r"\b(mkdir|mkdirat|unlink|unlinkat|rename|renameat2?|link|symlink)\(", line)
+    ]
     assert writes == []

@@ -44,7 +44,7 @@ def test_empty_file_is_not_an_archive(tmp_path):
 
 
 def test_missing_file_names_the_path(tmp_path, clean_imports):
-    with pytest.raises(ingot.ArchiveError, match="missing.ingot"):
+    with pytest.raises(ingot.ArchiveError, match=r"missing\.ingot"):
         ingot.IngotFinder(str(tmp_path / "missing.ingot"))
 
 

@@ -24,12 +24,32 @@ def needs_libz():
 
 
 def test_host_libraries_are_glibc_the_loader_and_libpython():
-    for name in ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
-                 "libutil.so.1", "libresolv.so.2", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
-                 "linux-vdso.so.1", "libnss_files.so.2", "libpython3.11.so.1.0", "libmvec.so.1"):
+    for name in (
+        "libc.so.6",
+        "libm.so.6",
+        "libpthread.so.0",
+        "libdl.so.2",
+        "librt.so.1",
+        "libutil.so.1",
+        "libresolv.so.2",
+        "ld-linux-x86-64.so.2",
+        "ld-linux-aarch64.so.1",
+        "linux-vdso.so.1",
+        "libnss_files.so.2",
+        "libpython3.11.so.1.0",
+        "libmvec.so.1",
+    ):
         assert elf.is_host_library(name), name
-    for name in ("libcrypt.so.1", "libgcc_s.so.1", "libstdc++.so.6", "libssl.so.3", "libz.so.1",
-                 "libcrypto.so.3", "libsqlite3.so.0", "libffi.so.8"):
+    for name in (
+        "libcrypt.so.1",
+        "libgcc_s.so.1",
+        "libstdc++.so.6",
+        "libssl.so.3",
+        "libz.so.1",
+        "libcrypto.so.3",
+        "libsqlite3.so.0",
+        "libffi.so.8",
+    ):
         assert not elf.is_host_library(name), name
 
 

@@ -20,9 +20,13 @@ from ingot.pack import pack
 from conftest import run_python, strace_calls
 
 DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
-SUFFIX = [s for s in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES if s.startswith(".cpython")][0]
+SUFFIX = next(
+    s
+    for s in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES
+    if s.startswith(".cpython")
+)
 
-FPKG_INIT = '''
+FPKG_INIT = """
 import os
 HERE = os.path.dirname(__file__)
 
@@ -32,10 +36,10 @@ def greeting():
 
 def listing():
     return sorted(os.listdir(os.path.join(HERE, "data")))
-'''
+"""
 
 # What a program using `fpkg` reports: where things are and whether plain file access works.
-PROBE = '''
+PROBE = """
 import importlib.resources, json, os, sys, ingot
 finder = ingot.install(sys.argv[1])
 import fpkg, fpkg.sub
@@ -53,7 +57,7 @@ with importlib.resources.as_file(files / "data" / "greeting.txt") as path:
 report["source_line"] = finder.get_source("fpkg.sub").strip()
 report["sub_code_file"] = fpkg.sub.where.__code__.co_filename
 print(json.dumps(report))
-'''
+"""
 
 
 def make_site(root, with_extension=False):
@@ -107,7 +111,9 @@ def trees(cache):
 
 def test_memory_policy_leaves_file_paths_virtual(archives, tmp_path):
     _, memory = archives
-    report = json.loads(run_python(sys.executable, PROBE, memory, env=cache_env(tmp_path / "c")).stdout)
+    report = json.loads(
+        run_python(sys.executable, PROBE, memory, env=cache_env(tmp_path / "c")).stdout
+    )
     assert report["file"] == f"{memory}/fpkg/__init__.py"
     assert report["error"].startswith(("FileNotFoundError", "NotADirectoryError"))
     assert report["resource"] == "hello from a real file\n"
@@ -129,7 +135,9 @@ def test_files_policy_gives_real_files_and_paths(archives, tmp_path):
     assert report["as_file"] == f"{root}/fpkg/data/greeting.txt"  # no temporary copy
     assert report["source_line"] == "def where():\n    return __file__".strip()
     assert oct(os.stat(cache).st_mode & 0o777) == "0o700"
-    assert oct(os.stat(os.path.join(root, "fpkg", "data", "greeting.txt")).st_mode & 0o777) == "0o600"
+    assert (
+        oct(os.stat(os.path.join(root, "fpkg", "data", "greeting.txt")).st_mode & 0o777) == "0o600"
+    )
 
 
 def test_second_start_writes_nothing(archives, tmp_path):
@@ -149,24 +157,54 @@ def test_second_start_makes_no_write_syscall_into_the_cache(archives, tmp_path):
     cache = tmp_path / "cache"
     run_python(sys.executable, PROBE, files, env=cache_env(cache))
     log = tmp_path / "strace.log"
-    subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc",
-                    sys.executable, "-c", PROBE, str(files)], env=cache_env(cache), check=True,
-                   capture_output=True)
-    writes = [line for line in strace_calls(log) if str(cache) in line and (
-        "O_WRONLY" in line or "O_RDWR" in line or "O_CREAT" in line or "rename" in line
-        or "unlink" in line or "mkdir" in line)]
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-o",
+            str(log),
+            "-e",
+            "trace=%file,%desc",
+            sys.executable,
+            "-c",
+            PROBE,
+            str(files),
+        ],
+        env=cache_env(cache),
+        check=True,
+        capture_output=True,
+    )
+    writes = [
+        line
+        for line in strace_calls(log)
+        if str(cache) in line
+        and (
+            "O_WRONLY" in line
+            or "O_RDWR" in line
+            or "O_CREAT" in line
+            or "rename" in line
+            or "unlink" in line
+            or "mkdir" in line
+        )
+    ]
     assert writes == []
 
 
 def test_memory_only_app_never_creates_the_cache(archives, tmp_path):
     files, _ = archives
     cache = tmp_path / "cache"
-    run_python(sys.executable, """
+    run_python(
+        sys.executable,
+        """
         import sys, ingot
         ingot.install(sys.argv[1])
         import mpkg
         assert mpkg.VALUE == 7
-    """, files, env=cache_env(cache))
+    """,
+        files,
+        env=cache_env(cache),
+    )
     assert not cache.exists()
 
 
@@ -192,9 +230,16 @@ def test_altered_and_missing_files_are_detected_and_repaired(archives, tmp_path)
 def test_concurrent_first_starts_all_succeed_and_leave_one_tree(archives, tmp_path):
     files, _ = archives
     cache = tmp_path / "cache"
-    processes = [subprocess.Popen([sys.executable, "-c", PROBE, str(files)], env=cache_env(cache),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(8)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", PROBE, str(files)],
+            env=cache_env(cache),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
     results = [(process.wait(timeout=120), *process.communicate()) for process in processes]
     for code, out, err in results:
         assert code == 0, err
@@ -210,7 +255,9 @@ def test_a_killed_materialization_leaves_nothing_trusted(tmp_path):
     (site / "big" / "__init__.py").write_text("")
     for index in range(1500):
         (site / "big" / "data" / f"f{index:04}.txt").write_bytes(os.urandom(2048))
-    archive = pack(tmp_path / "big.ingot", stdlib=False, directories=[site], files_packages=["big"]).output
+    archive = pack(
+        tmp_path / "big.ingot", stdlib=False, directories=[site], files_packages=["big"]
+    ).output
     check = """
         import os, sys, ingot
         ingot.install(sys.argv[1])
@@ -221,8 +268,12 @@ def test_a_killed_materialization_leaves_nothing_trusted(tmp_path):
     """
     for delay in (0.05, 0.1, 0.15, 0.2, 0.3):
         cache = tmp_path / f"cache-{delay}"
-        process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(check), str(archive)],
-                                   env=cache_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(check), str(archive)],
+            env=cache_env(cache),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.communicate()
@@ -236,7 +287,9 @@ def test_a_killed_materialization_leaves_nothing_trusted(tmp_path):
 def test_extension_module_of_a_files_package_loads_from_its_tree(archives, tmp_path):
     files, _ = archives
     cache = tmp_path / "cache"
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import json, sys, ingot
         ingot.install(sys.argv[1])
         import fpkg._queue as ext
@@ -244,7 +297,10 @@ def test_extension_module_of_a_files_package_loads_from_its_tree(archives, tmp_p
         print(json.dumps({"file": ext.__file__, "mapped": ext.__file__ in maps,
                           "memfd": any("_queue" in m and "memfd" in m for m in maps),
                           "value": ext.SimpleQueue().qsize()}))
-    """, files, env=cache_env(cache))
+    """,
+        files,
+        env=cache_env(cache),
+    )
     report = json.loads(result.stdout)
     assert report["file"].startswith(str(cache / "trees"))
     assert report["mapped"] and not report["memfd"]
@@ -262,7 +318,6 @@ def test_unusable_cache_dir_is_a_clear_import_error(archives, tmp_path):
     assert "writable by other users" in result.stderr
     assert "hint: set INGOT_CACHE_DIR to a private directory of yours" in result.stderr
     assert "Traceback" in result.stderr and "Segmentation" not in result.stderr
-
 
 
 def test_the_cache_falls_back_as_the_xdg_rules_say(archives, tmp_path):
@@ -329,7 +384,9 @@ def native_archive(tmp_path_factory):
 def test_native_code_through_the_cache_when_asked(native_archive, tmp_path):
     cache = tmp_path / "cache"
     env = cache_env(cache, INGOT_NATIVE="cache")
-    report = json.loads(run_python(sys.executable, NATIVE_PROBE, native_archive, cache, env=env).stdout)
+    report = json.loads(
+        run_python(sys.executable, NATIVE_PROBE, native_archive, cache, env=env).stdout
+    )
     assert report["memfds"] == []
     assert any("libsqlite3" in path for path in report["cached"]), report["cached"]
     assert any("_sqlite3" in path for path in report["cached"])
@@ -339,8 +396,10 @@ def test_native_code_through_the_cache_when_asked(native_archive, tmp_path):
     assert tree_files(cache) == before
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                    reason="needs root and unshare (a noexec tmpfs in a mount namespace)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare (a noexec tmpfs in a mount namespace)",
+)
 def test_a_noexec_cache_is_named_with_a_hint(native_archive, tmp_path):
     # Native code through a cache on a noexec file system: the loader's "failed to map segment
     # from shared object" alone did not say why.
@@ -348,11 +407,18 @@ def test_a_noexec_cache_is_named_with_a_hint(native_archive, tmp_path):
     mount.mkdir()
     probe = tmp_path / "probe.py"
     probe.write_text(textwrap.dedent(NATIVE_PROBE))
-    script = (f"mount -t tmpfs -o noexec,mode=700 tmpfs {mount} && "
-              f"exec {sys.executable} {probe} {native_archive} {mount / 'cache'}")
+    script = (
+        f"mount -t tmpfs -o noexec,mode=700 tmpfs {mount} && "
+        f"exec {sys.executable} {probe} {native_archive} {mount / 'cache'}"
+    )
     env = cache_env(mount / "cache", INGOT_NATIVE="cache")
-    result = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                             script], capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 1
     assert "failed to map segment from shared object" in result.stderr, result.stderr
     assert f"hint: {mount / 'cache'}" in result.stderr and "mounted noexec" in result.stderr
@@ -360,18 +426,34 @@ def test_a_noexec_cache_is_named_with_a_hint(native_archive, tmp_path):
 
 
 def test_bad_native_mode_is_a_clear_error(native_archive, tmp_path):
-    result = run_python(sys.executable, NATIVE_PROBE, native_archive, tmp_path,
-                        env=cache_env(tmp_path / "c", INGOT_NATIVE="disk"), check=False)
+    result = run_python(
+        sys.executable,
+        NATIVE_PROBE,
+        native_archive,
+        tmp_path,
+        env=cache_env(tmp_path / "c", INGOT_NATIVE="disk"),
+        check=False,
+    )
     assert result.returncode == 1
-    assert "INGOT_NATIVE=\"disk\" is not a native-code mode" in result.stderr
+    assert 'INGOT_NATIVE="disk" is not a native-code mode' in result.stderr
 
 
 def _can_set_memfd_noexec():
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
-                            "echo 2 > /proc/sys/vm/memfd_noexec && cat /proc/sys/vm/memfd_noexec"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "sh",
+            "-c",
+            "echo 2 > /proc/sys/vm/memfd_noexec && cat /proc/sys/vm/memfd_noexec",
+        ],
+        capture_output=True,
+        text=True,
+    )
     return probe.returncode == 0 and probe.stdout.strip() == "2"
 
 
@@ -385,10 +467,24 @@ def test_native_code_falls_back_to_the_cache_under_memfd_noexec(native_archive, 
     script.write_text(textwrap.dedent(NATIVE_PROBE))
     # vm.memfd_noexec is per pid namespace: 2 refuses executable memory files in this one only.
     result = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
-         'echo 2 > /proc/sys/vm/memfd_noexec && exec "$0" "$@"',
-         sys.executable, str(script), str(native_archive), str(cache)],
-        env=cache_env(cache), capture_output=True, text=True, timeout=120)
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "sh",
+            "-c",
+            'echo 2 > /proc/sys/vm/memfd_noexec && exec "$0" "$@"',
+            sys.executable,
+            str(script),
+            str(native_archive),
+            str(cache),
+        ],
+        env=cache_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["memfds"] == []
@@ -399,16 +495,22 @@ def test_native_code_falls_back_to_the_cache_under_memfd_noexec(native_archive, 
 def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
     site = make_site(tmp_path)
     (site / "tmod.py").write_text("import os\nHERE = os.path.dirname(__file__)\n")
-    archive = pack(tmp_path / "both.ingot", stdlib=False, directories=[site],
-                   files_packages=["fpkg", "tmod"]).output
+    archive = pack(
+        tmp_path / "both.ingot", stdlib=False, directories=[site], files_packages=["fpkg", "tmod"]
+    ).output
     cache = tmp_path / "cache"
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import json, os, sys, ingot
         ingot.install(sys.argv[1])
         import tmod, fpkg
         print(json.dumps({"tmod": tmod.__file__, "fpkg": fpkg.__file__,
                           "siblings": sorted(os.listdir(tmod.HERE))}))
-    """, archive, env=cache_env(cache))
+    """,
+        archive,
+        env=cache_env(cache),
+    )
     report = json.loads(result.stdout)
     (tree,) = trees(cache)
     root = str(cache / "trees" / tree)
@@ -418,6 +520,7 @@ def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
 
 
 # --- an executable ---------------------------------------------------------------------------
+
 
 def _launcher_or_skip():
     from ingot.build import BuildError, find_launcher, launcher_python
@@ -436,22 +539,43 @@ def _launcher_or_skip():
 def _writes(log, cache):
     """Syscalls in an strace log that create, write, rename or remove something."""
     markers = ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink", "mkdir", "rmdir", "ftruncate")
-    return [line for line in strace_calls(log)
-            if any(marker in line for marker in markers) and "memfd" not in line
-            and " = -1 " not in line]  # failed attempts (mkdir of an existing parent) write nothing
+    return [
+        line
+        for line in strace_calls(log)
+        if any(marker in line for marker in markers)
+        and "memfd" not in line
+        and " = -1 " not in line
+    ]  # failed attempts (mkdir of an existing parent) write nothing
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     launcher = _launcher_or_skip()
     script = tmp_path / "tls_app.py"
-    script.write_text("import certifi, ssl\n"
-                      "context = ssl.create_default_context(cafile=certifi.where())\n"
-                      "print(certifi.where(), context.cert_store_stats()['x509_ca'] > 50)\n")
+    script.write_text(
+        "import certifi, ssl\n"
+        "context = ssl.create_default_context(cafile=certifi.where())\n"
+        "print(certifi.where(), context.cert_store_stats()['x509_ca'] > 50)\n"
+    )
     exe = tmp_path / "tls_app"
-    build = subprocess.run([sys.executable, "-m", "ingot", "build", str(script), "--dependency",
-                            "certifi==2024.8.30", "--launcher", str(launcher), "-o", str(exe)],
-                           capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ingot",
+            "build",
+            str(script),
+            "--dependency",
+            "certifi==2024.8.30",
+            "--launcher",
+            str(launcher),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr
     assert "files policy: certifi (built-in" in build.stderr
     cache = tmp_path / "cache"
@@ -459,9 +583,14 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     outputs = []
     for run in ("first", "second"):
         log = tmp_path / f"{run}.strace"
-        result = subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc",
-                                 str(exe)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                                timeout=120)
+        result = subprocess.run(
+            ["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc", str(exe)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
         outputs.append((result.stdout, _writes(log, cache)))
     (first_out, first_writes), (second_out, second_writes) = outputs
@@ -473,8 +602,11 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     # thread (whose id is the process id in strace -f's log).
     second_log = strace_calls(tmp_path / "second.strace")
     pid = int(second_log[0].split()[0])
-    readers = {int(line.split()[0]) for line in second_log
-               if "cacert.pem" in line and "openat(" in line and "O_NOFOLLOW" in line}
+    readers = {
+        int(line.split()[0])
+        for line in second_log
+        if "cacert.pem" in line and "openat(" in line and "O_NOFOLLOW" in line
+    }
     assert readers and pid not in readers, second_log[:3]
 
     # A tree altered by hand fails that check; the import then repairs it and the app works.
@@ -482,8 +614,9 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     damaged = bytearray(pem.read_bytes())
     damaged[100] ^= 0x01
     pem.write_bytes(bytes(damaged))
-    result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                            timeout=120)
+    result = subprocess.run(
+        [str(exe)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert result.returncode == 0 and result.stdout == first_out, result.stderr
     (repaired,) = cache.glob("trees/*/certifi/cacert.pem")
     assert repaired.read_bytes() != bytes(damaged)
@@ -492,12 +625,17 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
 def test_legacy_resources_path_gives_the_real_file(archives, tmp_path):
     files, _ = archives
     cache = tmp_path / "cache"
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import importlib.resources, sys, warnings, ingot
         warnings.simplefilter("ignore", DeprecationWarning)
         ingot.install(sys.argv[1])
         with importlib.resources.path("fpkg", "__init__.py") as path:
             print(path)
-    """, files, env=cache_env(cache))
+    """,
+        files,
+        env=cache_env(cache),
+    )
     (tree,) = trees(cache)
     assert result.stdout.strip() == str(cache / "trees" / tree / "fpkg" / "__init__.py")

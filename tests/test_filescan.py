@@ -12,11 +12,14 @@ from ingot.filescan import Finding, format_finding, scan_source, scan_tree
 
 def scan(source, **options):
     """(line, call) of each finding in ``source`` (dedented)."""
-    return [(f.line, f.call) for f in scan_source(textwrap.dedent(source), "pkg/mod.py", "pkg",
-                                                   **options)]
+    return [
+        (f.line, f.call)
+        for f in scan_source(textwrap.dedent(source), "pkg/mod.py", "pkg", **options)
+    ]
 
 
 # What is found.
+
 
 def test_certifi_style_open_of_a_joined_dirname():
     source = textwrap.dedent("""\
@@ -29,10 +32,16 @@ def test_certifi_style_open_of_a_joined_dirname():
             with open(os.path.join(os.path.dirname(__file__), "cacert.pem"), encoding="ascii") as f:
                 return f.read()
         """)
-    assert scan_source(source, "certifi/core.py", "certifi") == [Finding(
-        "certifi/core.py", 7, "certifi", "open",
-        'with open(os.path.join(os.path.dirname(__file__), "cacert.pem"), encoding="ascii") '
-        'as f:')]
+    assert scan_source(source, "certifi/core.py", "certifi") == [
+        Finding(
+            "certifi/core.py",
+            7,
+            "certifi",
+            "open",
+            'with open(os.path.join(os.path.dirname(__file__), "cacert.pem"), encoding="ascii") '
+            "as f:",
+        )
+    ]
 
 
 def test_path_returned_by_a_function_of_the_same_module():
@@ -70,8 +79,12 @@ def test_pathlib_paths_built_from_file():
 
         def templates():
             return list(Path(__file__).parents[1].joinpath("templates").iterdir())
-        """) == [(8, "pathlib.Path.read_text"), (11, "pathlib.Path.glob"),
-                 (14, "pathlib.Path.open"), (18, "pathlib.Path.iterdir")]
+        """) == [
+        (8, "pathlib.Path.read_text"),
+        (11, "pathlib.Path.glob"),
+        (14, "pathlib.Path.open"),
+        (18, "pathlib.Path.iterdir"),
+    ]
 
 
 def test_taint_through_module_constants_concatenation_and_augmented_assignment():
@@ -106,8 +119,13 @@ def test_listdir_walk_glob_and_stat_calls():
         themes = glob.glob(os.path.join(here, "themes", "*.json"))
         if isfile(join(here, "VERSION")) and getsize(join(here, "VERSION")):
             pass
-        """) == [(5, "os.listdir"), (6, "os.walk"), (8, "glob.glob"), (9, "os.path.getsize"),
-                 (9, "os.path.isfile")]
+        """) == [
+        (5, "os.listdir"),
+        (6, "os.walk"),
+        (8, "glob.glob"),
+        (9, "os.path.getsize"),
+        (9, "os.path.isfile"),
+    ]
 
 
 def test_shared_library_loaded_from_the_package_directory():
@@ -214,8 +232,14 @@ def test_global_nonlocal_walrus_lambda_loop_and_local_imports():
             def open(x):
                 return x
             return open(__file__)
-        """) == [(11, "open"), (19, "os.listdir"), (23, "os.listdir"), (25, "open"),
-                 (29, "open"), (32, "os.listdir")]
+        """) == [
+        (11, "open"),
+        (19, "os.listdir"),
+        (23, "os.listdir"),
+        (25, "open"),
+        (29, "open"),
+        (32, "os.listdir"),
+    ]
 
 
 def test_each_call_once_at_its_first_line_with_a_short_snippet():
@@ -230,8 +254,12 @@ def test_each_call_once_at_its_first_line_with_a_short_snippet():
         )
         """).format(long_line=long_line)
     findings = scan_source(source, "pkg/mod.py", "pkg")
-    assert [(f.line, f.call) for f in findings] == [(3, "open"), (3, "os.path.exists"),
-                                                    (4, "open"), (5, "open")]
+    assert [(f.line, f.call) for f in findings] == [
+        (3, "open"),
+        (3, "os.path.exists"),
+        (4, "open"),
+        (5, "open"),
+    ]
     assert findings[2].snippet.startswith("y = open(os.path.join(p, ")
     assert findings[2].snippet == long_line[:97] + "..."
     assert findings[3].snippet == "z = open("
@@ -240,7 +268,8 @@ def test_each_call_once_at_its_first_line_with_a_short_snippet():
 def test_bytes_are_decoded_as_python_does():
     latin1 = "# -*- coding: latin-1 -*-\r\nopen(__file__)  # café\r\n".encode("latin-1")
     assert [(f.line, f.snippet) for f in scan_source(latin1, "m.py", "m")] == [
-        (2, "open(__file__)  # café")]
+        (2, "open(__file__)  # café")
+    ]
     assert [f.line for f in scan_source(b"\xef\xbb\xbf\nopen(__file__)\n", "m.py", "m")] == [2]
 
 
@@ -248,13 +277,16 @@ def test_format_finding():
     finding = Finding("certifi/core.py", 12, "certifi", "open", "return open(where()).read()")
     assert format_finding(finding) == (
         "warning: certifi/core.py:12: open() of a path built from __file__; if `certifi` needs "
-        "real files, add it to [tool.ingot] files")
+        "real files, add it to [tool.ingot] files"
+    )
 
 
 # What is not.
 
+
 def test_package_data_read_through_the_import_system_is_not_reported():
-    assert scan("""\
+    assert (
+        scan("""\
         import pkgutil
         from importlib import resources
         import importlib.resources as ir
@@ -265,11 +297,14 @@ def test_package_data_read_through_the_import_system_is_not_reported():
         with resources.as_file(resources.files("pkg") / "d.so") as d:
             open(d).close()
         e = resources.read_text("pkg", "e.txt")
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_file_used_for_display_or_sys_path_is_not_reported():
-    assert scan("""\
+    assert (
+        scan("""\
         import logging, os, sys, warnings
 
         log = logging.getLogger(__name__)
@@ -281,7 +316,9 @@ def test_file_used_for_display_or_sys_path_is_not_reported():
         open(os.path.join(os.getcwd(), NAME + ".log"), "a").close()
         if os.path.exists("/etc/os-release"):
             pass
-        """) == []
+        """)
+        == []
+    )
 
 
 def test_scopes_shadowing_and_order():
@@ -330,21 +367,26 @@ def test_code_that_cannot_run_on_this_python_or_only_as_a_script_is_not_reported
     assert scan(source, python_version=(3, 6)) == [(4, "open")]
 
 
-@pytest.mark.parametrize("source", [
-    b"def broken(:\n    open(__file__)\n",
-    b"# -*- coding: no-such-codec -*-\nopen(__file__)\n",
-    b"open(__file__)  # \xff\xfe not UTF-8\n",
-    b"x = __file__\x00\nopen(x)\n",
-    b"print 'python 2'\nopen(__file__)\n",
-    b"open(" + b"(" * 500 + b"__file__" + b")" * 500 + b")\n",
-    "open(__file__)  # a lone surrogate \udcff\n",
-    b"",
-], ids=["syntax", "codec", "utf8", "nul", "python2", "nesting", "surrogate", "empty"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"def broken(:\n    open(__file__)\n",
+        b"# -*- coding: no-such-codec -*-\nopen(__file__)\n",
+        b"open(__file__)  # \xff\xfe not UTF-8\n",
+        b"x = __file__\x00\nopen(x)\n",
+        b"print 'python 2'\nopen(__file__)\n",
+        b"open(" + b"(" * 500 + b"__file__" + b")" * 500 + b")\n",
+        "open(__file__)  # a lone surrogate \udcff\n",
+        b"",
+    ],
+    ids=["syntax", "codec", "utf8", "nul", "python2", "nesting", "surrogate", "empty"],
+)
 def test_unparseable_sources_give_no_findings(source):
     assert scan_source(source, "pkg/bad.py", "pkg") == []
 
 
 # Trees.
+
 
 def test_scan_tree_walks_the_given_packages_in_order(tmp_path):
     def write(relative, text):
@@ -360,10 +402,13 @@ def test_scan_tree_walks_the_given_packages_in_order(tmp_path):
     write("alpha/__pycache__/core.py", opener)
     write("alpha/data/notes.txt", opener)
     write("beta.py", opener)
-    write("gamma/__init__.py", opener)   # not asked for
+    write("gamma/__init__.py", opener)  # not asked for
     findings = scan_tree(tmp_path, ["beta", "alpha", "missing"])
     assert [(f.path, f.line, f.package) for f in findings] == [
-        ("alpha/core.py", 2, "alpha"), ("alpha/sub/deep.py", 4, "alpha"), ("beta.py", 2, "beta")]
+        ("alpha/core.py", 2, "alpha"),
+        ("alpha/sub/deep.py", 4, "alpha"),
+        ("beta.py", 2, "beta"),
+    ]
     assert scan_tree(str(tmp_path), iter(["gamma"]))[0].path == "gamma/__init__.py"
 
 
@@ -389,7 +434,12 @@ def test_real_installed_package_pips_vendored_certifi():
     if b"os.path.dirname(__file__)" in source:
         # pip up to 24.x: a fallback for Pythons before 3.7 builds the path from __file__.
         assert [(f.path, f.call, f.snippet) for f in legacy] == [
-            ("pip/_vendor/certifi/core.py", "open", "with open(where(), encoding=encoding) as data:")]
+            (
+                "pip/_vendor/certifi/core.py",
+                "open",
+                "with open(where(), encoding=encoding) as data:",
+            )
+        ]
     else:
         # Newer pips dropped that fallback: nothing to find for any Python.
         assert legacy == []

@@ -65,7 +65,7 @@ def test_imported_module_attributes_follow_zipimport_conventions(app, install):
     assert plain.__cached__ is None
     assert plain.__loader__ is finder
     assert plain.__spec__.name == "plain"
-    assert plain.HERE == str(app)
+    assert str(app) == plain.HERE
     assert plain.__package__ == ""
     assert "__builtins__" in vars(plain)
 
@@ -194,7 +194,7 @@ def test_concurrent_imports_from_many_threads(builder, tmp_path, clean_imports):
             barrier.wait()
             for index in range(worker, 40, 8):
                 results[index] = importlib.import_module(f"threaded_{index}").VALUE
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
@@ -240,25 +240,45 @@ def test_missing_optimization_level_falls_back_to_source(builder, tmp_path):
     builder.module("opt2", "assert False, 'asserts run'\n", levels=(0,))
     app = builder.write(tmp_path / "opt2.ingot")
     optimized = subprocess.run(
-        [sys.executable, "-OO", "-c", "import sys, ingot; ingot.install(sys.argv[1]); import opt2; print('ok')", str(app)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-OO",
+            "-c",
+            "import sys, ingot; ingot.install(sys.argv[1]); import opt2; print('ok')",
+            str(app),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert optimized.stdout.strip() == "ok", optimized.stderr
 
 
 def test_inspect_details_of_an_archived_module(app):
-    done = subprocess.run([sys.executable, "-c", (
-        "import ingot, runpy, sys; ingot.install(sys.argv[1]); "
-        "sys.argv = ['inspect', 'plain', '--details']; "
-        "runpy.run_module('inspect', run_name='__main__', alter_sys=True)"), str(app)],
-        capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import ingot, runpy, sys; ingot.install(sys.argv[1]); "
+                "sys.argv = ['inspect', 'plain', '--details']; "
+                "runpy.run_module('inspect', run_name='__main__', alter_sys=True)"
+            ),
+            str(app),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert f"Origin: {app}/plain.py" in done.stdout and "Cached: None" in done.stdout
 
 
 def test_a_compressed_file_read_again_is_decompressed_once_and_large_ones_are_not_kept(tmp_path):
-    writer = ingot.ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
-                                 python_version=sys.version_info[:2], compression_level=3)
+    writer = ingot.ArchiveWriter(
+        bytecode_magic=importlib.util.MAGIC_NUMBER,
+        python_version=sys.version_info[:2],
+        compression_level=3,
+    )
     small = b"certificate bundle line\n" * 4000  # 96 KB, compresses
     large = bytes(range(256)) * 5000  # 1.25 MB, over the limit of one kept file
     writer.add_data_file("pkg/cacert.pem", small)

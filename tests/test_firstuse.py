@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 import ingot
-from conftest import strace_calls
 from ingot.bytecode import compile_module
 from ingot.firstuse import BOOT_MODULES, FALLBACK, LAZY, TOP, first_use_order, imports_in_source
 from ingot.pack import pack
+
+from conftest import strace_calls
 from test_build import pip_build
 
 SOURCE = b'''"""A module.
@@ -80,11 +81,28 @@ def launcher():
 
 def test_imports_are_found_in_order_and_sorted_by_where_they_run():
     found = imports_in_source(SOURCE, "pkg.sub.mod", is_package=False)
-    assert found[TOP] == ["os", "sys", "pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.one",
-                          "pkg.up.two", "json", "typing", "typing.TYPE_CHECKING", "fcntl",
-                          "configparser", "fast"]
-    assert found[LAZY] == ["pkg.sub.cli", "pkg.sub.cli.run", "numpy.distutils",
-                           "numpy.distutils.cpuinfo", "asyncio"]
+    assert found[TOP] == [
+        "os",
+        "sys",
+        "pkg.sub",
+        "pkg.sub.sibling",
+        "pkg.up",
+        "pkg.up.one",
+        "pkg.up.two",
+        "json",
+        "typing",
+        "typing.TYPE_CHECKING",
+        "fcntl",
+        "configparser",
+        "fast",
+    ]
+    assert found[LAZY] == [
+        "pkg.sub.cli",
+        "pkg.sub.cli.run",
+        "numpy.distutils",
+        "numpy.distutils.cpuinfo",
+        "asyncio",
+    ]
     assert found[FALLBACK] == ["simplejson", "slow"]
 
 
@@ -94,8 +112,15 @@ def test_relative_imports_of_a_package_start_from_the_package_itself():
 
 
 def test_order_is_depth_first_parents_first_with_libraries_before_extensions():
-    kinds = {"app": "module", "app.cli": "module", "lib": "package", "lib.core": "module",
-             "lib._speedups": "extension-module", "unused": "module", "json": "package"}
+    kinds = {
+        "app": "module",
+        "app.cli": "module",
+        "lib": "package",
+        "lib.core": "module",
+        "lib._speedups": "extension-module",
+        "unused": "module",
+        "json": "package",
+    }
     imports = {
         "app": {TOP: ["json"], LAZY: ["app.cli"]},
         "app.cli": {TOP: ["lib.core", "missing.module"], LAZY: ["unused"]},
@@ -106,9 +131,14 @@ def test_order_is_depth_first_parents_first_with_libraries_before_extensions():
     companions = {"lib.core": [("files", "__ingot__/re/0123456789abcdef")]}
     order = first_use_order(["app"], imports, kinds, needed, companions, lazy=["app"])
     assert order == [
-        ("modules", "app"), ("modules", "json"), ("modules", "app.cli"), ("modules", "lib"),
-        ("modules", "lib.core"), ("files", "__ingot__/re/0123456789abcdef"),
-        ("libraries", "libbase.so.2"), ("libraries", "libfast.so.1"),
+        ("modules", "app"),
+        ("modules", "json"),
+        ("modules", "app.cli"),
+        ("modules", "lib"),
+        ("modules", "lib.core"),
+        ("files", "__ingot__/re/0123456789abcdef"),
+        ("libraries", "libbase.so.2"),
+        ("libraries", "libfast.so.1"),
         ("modules", "lib._speedups"),
     ]  # `unused` is imported in a function of app.cli, which is not an entry module
 
@@ -123,9 +153,13 @@ def test_pack_puts_the_entry_modules_import_graph_first(tmp_path):
     pack(ordered, directories=[site], entry_modules=["app"])
     pack(plain, directories=[site])
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    files = {"encodings": stdlib / "encodings" / "__init__.py", "app": site / "app" / "__init__.py",
-             "app.zeta": site / "app" / "zeta.py", "json": stdlib / "json" / "__init__.py",
-             "app.alpha": site / "app" / "alpha.py"}
+    files = {
+        "encodings": stdlib / "encodings" / "__init__.py",
+        "app": site / "app" / "__init__.py",
+        "app.zeta": site / "app" / "zeta.py",
+        "json": stdlib / "json" / "__init__.py",
+        "app.alpha": site / "app" / "alpha.py",
+    }
     roots = {"encodings": stdlib, "json": stdlib}
     at = {name: _offset(ordered, path, roots.get(name, site)) for name, path in files.items()}
     assert at["encodings"] < at["app"] < at["app.zeta"] < at["json"] < at["app.alpha"]
@@ -136,13 +170,14 @@ def test_pack_puts_the_entry_modules_import_graph_first(tmp_path):
     modules = [line[2:] for line in listing if line.startswith("m ")]
     # The launcher's modules (and what they import first: 3.14's io imports _collections_abc),
     # then the entry module's graph.
-    boot = modules[:modules.index("app")]
+    boot = modules[: modules.index("app")]
     assert [name for name in boot if name in BOOT_MODULES] == list(BOOT_MODULES)
-    assert modules[len(boot):len(boot) + 4] == ["app", "app.zeta", "json", "json.decoder"]
+    assert modules[len(boot) : len(boot) + 4] == ["app", "app.zeta", "json", "json.decoder"]
     assert "app.alpha" not in modules
     extra = ("data-file", "__ingot__/first-use", len("\n".join(listing)) + 1)
-    assert sorted(ingot.IngotFinder(str(ordered)).entries()) == \
-        sorted([*ingot.IngotFinder(str(plain)).entries(), extra])
+    assert sorted(ingot.IngotFinder(str(ordered)).entries()) == sorted(
+        [*ingot.IngotFinder(str(plain)).entries(), extra]
+    )
 
 
 def _offset(archive, source, root):
@@ -162,7 +197,8 @@ def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path,
         "import sys\n"
         "print(' '.join(sorted(name for name, module in list(sys.modules.items()) if "
         "type(getattr(getattr(module, '__spec__', None), 'loader', None)).__name__ "
-        "== 'IngotFinder')))\n")
+        "== 'IngotFinder')))\n"
+    )
     out = tmp_path / "probe"
     pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
     run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
@@ -185,9 +221,12 @@ def test_read_ahead_runs_on_a_second_cpu_only(tmp_path, launcher):
     threads = {}
     for name, prefix in (("two", []), ("one", ["taskset", "-c", "0"])):
         log = tmp_path / f"{name}.strace"
-        run = subprocess.run([*prefix, "strace", "-f", "-qq", "-o", str(log), "-e",
-                              "trace=clone,clone3", str(out)], capture_output=True, text=True,
-                             timeout=60)
+        run = subprocess.run(
+            [*prefix, "strace", "-f", "-qq", "-o", str(log), "-e", "trace=clone,clone3", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert run.returncode == 0 and run.stdout == "hello\n", run.stderr
         threads[name] = len([line for line in strace_calls(log) if "clone" in line])
     assert threads["two"] >= 1 and threads["one"] == 0, threads
@@ -207,7 +246,8 @@ def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, laun
         "    os._exit(0)\n"
         "_, status = os.waitpid(pid, 0)\n"
         "import decimal\n"
-        "print('parent', decimal.Decimal('2.5'), os.waitstatus_to_exitcode(status))\n")
+        "print('parent', decimal.Decimal('2.5'), os.waitstatus_to_exitcode(status))\n"
+    )
     out = tmp_path / "forker"
     pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
     for _ in range(5):

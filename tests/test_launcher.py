@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 import ingot
+from ingot.build import BuildError, launcher_facts
+
 import proclimit
 from conftest import ROOT, interpreters, python_for
-from ingot.build import BuildError, launcher_facts
 
 APP = {
     "app/__init__.py": "",
@@ -152,8 +153,9 @@ def build_launcher(env=None):
     """`cargo build -p ingot-launcher` (debug: it shares the build of `cargo test --workspace`;
     libpython itself is optimized either way); returns the executable."""
     environment = dict(os.environ, **(env or {}))
-    subprocess.run(["cargo", "build", "--quiet", "-p", "ingot-launcher"], cwd=ROOT, check=True,
-                   env=environment)
+    subprocess.run(
+        ["cargo", "build", "--quiet", "-p", "ingot-launcher"], cwd=ROOT, check=True, env=environment
+    )
     target = Path(environment.get("CARGO_TARGET_DIR", ROOT / "target"))
     return target / "debug" / "ingot-launcher"
 
@@ -177,8 +179,9 @@ def launcher():
         return path
     version = "%d.%d" % sys.version_info[:2]
     base = getattr(sys, "_base_executable", sys.executable)
-    return build_launcher({"PYO3_PYTHON": base,
-                           "CARGO_TARGET_DIR": str(ROOT / "target" / f"launcher-{version}")})
+    return build_launcher(
+        {"PYO3_PYTHON": base, "CARGO_TARGET_DIR": str(ROOT / "target" / f"launcher-{version}")}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -197,8 +200,12 @@ def make_app(tmp_path, launcher, python, launch, name="app", files=None):
         (site / relative).parent.mkdir(parents=True, exist_ok=True)
         (site / relative).write_text(textwrap.dedent(source))
     archive = tmp_path / f"{name}.ingot"
-    subprocess.run([python, "-c", PACK, archive, site, json.dumps(launch)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [python, "-c", PACK, archive, site, json.dumps(launch)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     app = tmp_path / name
     with open(app, "wb") as out:
         out.write(launcher.read_bytes())
@@ -235,13 +242,16 @@ def test_hello_world(function_app):
     assert (result.returncode, result.stdout, result.stderr) == (0, "hello, world\n", "")
 
 
-@pytest.mark.parametrize("args, code, stderr", [
-    (["return", "3"], 3, ""),
-    (["return", "0"], 0, ""),
-    (["return", "not a number"], 1, "not a number\n"),
-    (["exit"], 0, ""),
-    (["exit", "the message"], 1, "the message\n"),
-])
+@pytest.mark.parametrize(
+    "args, code, stderr",
+    [
+        (["return", "3"], 3, ""),
+        (["return", "0"], 0, ""),
+        (["return", "not a number"], 1, "not a number\n"),
+        (["exit"], 0, ""),
+        (["exit", "the message"], 1, "the message\n"),
+    ],
+)
 def test_exit_codes(function_app, args, code, stderr):
     result = run(function_app, *args)
     assert (result.returncode, result.stderr) == (code, stderr)
@@ -265,7 +275,11 @@ def test_keyboard_interrupt_ends_by_sigint(function_app):
 def test_module_kind_runs_as_main(module_app):
     result = run(module_app, "a", "b")
     # Run as `python -m app` would, through app.__main__, without importing runpy.
-    assert (result.returncode, result.stdout, result.stderr) == (0, "module __main__ app.__main__ False ['a', 'b']\n", "")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "module __main__ app.__main__ False ['a', 'b']\n",
+        "",
+    )
     assert run(module_app, "fail").returncode == 4
 
 
@@ -307,8 +321,14 @@ def test_exit_joins_threads_runs_atexit_and_flushes(function_app, module_app, fa
 
 def test_environment_is_ignored(function_app, tmp_path):
     (tmp_path / "os.py").write_text("raise SystemExit('imported from PYTHONPATH')\n")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), PYTHONHOME="/junk/home",
-               PYTHONSTARTUP=str(tmp_path / "os.py"), PYTHONOPTIMIZE="2", PYTHONINSPECT="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(tmp_path),
+        PYTHONHOME="/junk/home",
+        PYTHONSTARTUP=str(tmp_path / "os.py"),
+        PYTHONOPTIMIZE="2",
+        PYTHONINSPECT="1",
+    )
     result = run(function_app, "info", env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["path"] == [str(function_app)]
@@ -332,7 +352,8 @@ def disk_modules(tmp_path):
 
 
 def test_by_default_imports_come_from_directories_the_app_adds_after_the_archive(
-        function_app, disk_modules):
+    function_app, disk_modules
+):
     result = run(function_app, "fsimport", str(disk_modules))
     assert result.returncode == 0, result.stderr
     module = disk_modules / "diskmod.py"
@@ -344,8 +365,9 @@ def test_by_default_imports_come_from_directories_the_app_adds_after_the_archive
     assert run(function_app, "modules").stdout == "{}\n"
     # The standard path hooks in their usual order, after the archive's.
     hooks = run(function_app, "hooks")
-    assert hooks.stdout.split() == ["archive", "zipimporter", "path_hook_for_FileFinder"], \
+    assert hooks.stdout.split() == ["archive", "zipimporter", "path_hook_for_FileFinder"], (
         hooks.stderr
+    )
 
 
 def test_no_filesystem_imports_when_sealed(sealed_app, disk_modules):
@@ -365,8 +387,22 @@ def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
     (tool / "__main__.py").write_text("")
     for options, expected in (([], None), (["--no-filesystem-imports"], False)):
         out = tmp_path / "tool.ingot"
-        assert cli.main(["build", str(tool), "--archive-only", "-q", "--exclude", "[!t]*",
-                         "-o", str(out), *options]) == 0
+        assert (
+            cli.main(
+                [
+                    "build",
+                    str(tool),
+                    "--archive-only",
+                    "-q",
+                    "--exclude",
+                    "[!t]*",
+                    "-o",
+                    str(out),
+                    *options,
+                ]
+            )
+            == 0
+        )
         launch = json.loads(ingot.IngotFinder(str(out))._read("__ingot__/launch.json"))
         assert launch.get("filesystem_imports") is expected
     (tmp_path / "pyproject.toml").write_text("[tool.ingot]\nfilesystem-imports = false\n")
@@ -399,18 +435,38 @@ def test_runs_without_proc(function_app, tmp_path):
         pytest.skip("running without /proc needs root and unshare (a mount namespace)")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "linked-app").symlink_to(function_app)
-    script = "mount -t tmpfs none /proc && exec \"$@\""
-    result = subprocess.run(["unshare", "--mount", "--fork", "sh", "-c", script, "sh",
-                             sys.executable, "-I", "-c", NO_PROC, str(function_app),
-                             str(tmp_path / "bin")], capture_output=True, text=True, timeout=300)
+    script = 'mount -t tmpfs none /proc && exec "$@"'
+    result = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--fork",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            sys.executable,
+            "-I",
+            "-c",
+            NO_PROC,
+            str(function_app),
+            str(tmp_path / "bin"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if result.returncode != 0 and "unshare" in result.stderr + result.stdout:
         pytest.skip(f"unshare --mount is not permitted here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)
     assert seen["proc"] == []
     assert seen["hello"] == [0, "hello, world\n", ""]
-    for how, argv0 in (("absolute", str(function_app)), ("relative", f"./{function_app.name}"),
-                       ("path", "linked-app")):
+    for how, argv0 in (
+        ("absolute", str(function_app)),
+        ("relative", f"./{function_app.name}"),
+        ("path", "linked-app"),
+    ):
         code, out, err = seen[how]
         assert (code, err) == (0, ""), (how, err)
         info = json.loads(out)
@@ -419,17 +475,20 @@ def test_runs_without_proc(function_app, tmp_path):
     code, out, err = seen["nowhere"]
     assert (code, out) == (1, "")
     assert err.startswith("ingot: cannot find its own executable: /proc/self/exe: "), err
-    assert "argv[0] \"no-such-app\": no executable of that name on PATH" in err, err
+    assert 'argv[0] "no-such-app": no executable of that name on PATH' in err, err
 
 
 def test_launcher_facts_from_its_elf_section(launcher, launcher_python, tmp_path):
     import importlib.metadata
 
     facts = launcher_facts(launcher)
-    code = "import importlib.util, sys; print('%d.%d' % sys.version_info[:2], " \
-           "importlib.util.MAGIC_NUMBER.hex())"
-    python, magic = subprocess.run([launcher_python, "-c", code], capture_output=True, text=True,
-                                   check=True).stdout.split()
+    code = (
+        "import importlib.util, sys; print('%d.%d' % sys.version_info[:2], "
+        "importlib.util.MAGIC_NUMBER.hex())"
+    )
+    python, magic = subprocess.run(
+        [launcher_python, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert (facts["python"], facts["bytecode_magic"]) == (python, magic)
     assert facts["ingot"] == importlib.metadata.version("ingot")
     assert facts["format"] == 1 and facts["launch_config"] == [1]
@@ -445,15 +504,19 @@ def test_launcher_facts_from_its_elf_section(launcher, launcher_python, tmp_path
 
 def test_launcher_facts_of_other_files_are_clear_errors(launcher, tmp_path):
     true = shutil.which("true")
-    with pytest.raises(BuildError, match=r"is not an ingot launcher: it has no \.ingot\.launcher "
-                                         "section"):
+    with pytest.raises(
+        BuildError,
+        match=r"is not an ingot launcher: it has no \.ingot\.launcher "
+        "section",
+    ):
         launcher_facts(true)
     data = launcher.read_bytes()
     for name, content, reason in (
-            ("half", data[:len(data) // 2], "it is truncated"),  # the section table is at the end
-            ("header", data[:40], "it is truncated"),
-            ("empty", b"", "it is not an ELF file"),
-            ("text", b"#!/bin/sh\necho hello\n", "it is not an ELF file")):
+        ("half", data[: len(data) // 2], "it is truncated"),  # the section table is at the end
+        ("header", data[:40], "it is truncated"),
+        ("empty", b"", "it is not an ELF file"),
+        ("text", b"#!/bin/sh\necho hello\n", "it is not an ELF file"),
+    ):
         (tmp_path / name).write_bytes(content)
         with pytest.raises(BuildError, match=f"{name} is not an ingot launcher: {reason}"):
             launcher_facts(tmp_path / name)
@@ -469,9 +532,12 @@ def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys
     facts = launcher_facts(launcher)
     here = "%d.%d" % sys.version_info[:2]
     old = json.dumps({change: facts[change]})[1:-1].encode()
-    new = {"python": f'"python": "{9 if here[-1] != "9" else 8}.{here[2:]}"',
-           "bytecode_magic": '"bytecode_magic": "00000000"',
-           "launch_config": '"launch_config": [7]', "format": '"format": 9'}[change].encode()
+    new = {
+        "python": f'"python": "{9 if here[-1] != "9" else 8}.{here[2:]}"',
+        "bytecode_magic": '"bytecode_magic": "00000000"',
+        "launch_config": '"launch_config": [7]',
+        "format": '"format": 9',
+    }[change].encode()
     data = launcher.read_bytes()
     assert data.count(old) == 1 and len(old) == len(new)
     changed = tmp_path / "changed-launcher"
@@ -480,17 +546,20 @@ def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys
     tool.mkdir()
     (tool / "__init__.py").write_text("")
     (tool / "__main__.py").write_text("")
-    code = cli.main(["build", str(tool), "--launcher", str(changed), "-q", "-o",
-                     str(tmp_path / "out")])
+    code = cli.main(
+        ["build", str(tool), "--launcher", str(changed), "-q", "-o", str(tmp_path / "out")]
+    )
     err = capsys.readouterr().err
     if change != "format" and facts["python"] != here:  # refused for that first
         assert code == 1 and f"embeds Python {facts['python']}, but this is Python {here}" in err
         return
     assert code == 1, err
-    assert {"python": f"embeds Python {new.decode()[11:-1]}, but this is Python {here}",
-            "bytecode_magic": "with bytecode magic 00000000, but this one's is",
-            "launch_config": "reads launch configuration versions [7], not 1",
-            "format": "is a launcher of a newer ingot"}[change] in err, err
+    assert {
+        "python": f"embeds Python {new.decode()[11:-1]}, but this is Python {here}",
+        "bytecode_magic": "with bytecode magic 00000000, but this one's is",
+        "launch_config": "reads launch configuration versions [7], not 1",
+        "format": "is a launcher of a newer ingot",
+    }[change] in err, err
 
 
 def test_ingot_build_refuses_a_launcher_without_facts(tmp_path, capsys):
@@ -500,8 +569,20 @@ def test_ingot_build_refuses_a_launcher_without_facts(tmp_path, capsys):
     tool.mkdir()
     (tool / "__init__.py").write_text("")
     (tool / "__main__.py").write_text("")
-    assert cli.main(["build", str(tool), "--launcher", shutil.which("true"), "-q",
-                     "-o", str(tmp_path / "out")]) == 1
+    assert (
+        cli.main(
+            [
+                "build",
+                str(tool),
+                "--launcher",
+                shutil.which("true"),
+                "-q",
+                "-o",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "is not an ingot launcher: it has no .ingot.launcher section" in err, err
     assert not (tmp_path / "out").exists()
@@ -521,7 +602,8 @@ def tree_state(root):
 def test_ingot_build_leaves_a_setuptools_project_as_it_was(launcher, tmp_path):
     project = tmp_path / "greet"
     (project / "src" / "greet").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(textwrap.dedent("""
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -530,23 +612,38 @@ def test_ingot_build_leaves_a_setuptools_project_as_it_was(launcher, tmp_path):
         version = "0.1"
         [project.scripts]
         greet = "greet:main"
-    """))
+    """)
+    )
     (project / "src" / "greet" / "__init__.py").write_text(
-        "import sys\ndef main():\n    print('greet', sys.argv[1:])\n")
+        "import sys\ndef main():\n    print('greet', sys.argv[1:])\n"
+    )
     # What the copy pip builds leaves out; they must be left alone, and not end up in the archive.
-    for junk in (".git/HEAD", ".venv/pyvenv.cfg", "env/pyvenv.cfg", "src/greet/__pycache__/x.pyc",
-                 "build/lib/stale.py", "dist/old.whl"):
+    for junk in (
+        ".git/HEAD",
+        ".venv/pyvenv.cfg",
+        "env/pyvenv.cfg",
+        "src/greet/__pycache__/x.pyc",
+        "build/lib/stale.py",
+        "dist/old.whl",
+    ):
         (project / junk).parent.mkdir(parents=True, exist_ok=True)
         (project / junk).write_text("")
     before = tree_state(project)
     same_python = launcher_facts(launcher)["python"] == "%d.%d" % sys.version_info[:2]
     out = tmp_path / "greet-app"
     options = ["--launcher", str(launcher)] if same_python else ["--archive-only"]
-    run_build = subprocess.run([sys.executable, "-m", "ingot", "build", ".", "-o", str(out), "-q",
-                                *options], capture_output=True, text=True,
-                               cwd=project, timeout=600)
-    if run_build.returncode != 0 and "pip could not install" in run_build.stderr and \
-            ("NewConnectionError" in run_build.stderr or "No matching" in run_build.stderr):
+    run_build = subprocess.run(
+        [sys.executable, "-m", "ingot", "build", ".", "-o", str(out), "-q", *options],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=600,
+    )
+    if (
+        run_build.returncode != 0
+        and "pip could not install" in run_build.stderr
+        and ("NewConnectionError" in run_build.stderr or "No matching" in run_build.stderr)
+    ):
         pytest.skip(f"pip could not reach PyPI: {run_build.stderr[-300:]}")
     assert run_build.returncode == 0, run_build.stderr
     assert tree_state(project) == before  # no build/, no greet.egg-info, nothing touched
@@ -572,15 +669,18 @@ def index_offset(app):
     data = app.read_bytes()
     archive_size = int.from_bytes(data[-16:-8], "little")  # the trailer (docs/format.md)
     start = len(data) - archive_size
-    entries_offset = int.from_bytes(data[start + 24:start + 32], "little")
+    entries_offset = int.from_bytes(data[start + 24 : start + 32], "little")
     return start + entries_offset
 
 
 @pytest.fixture(scope="session")
 def launcher_magic(launcher_python):
     code = "import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())"
-    return bytes.fromhex(subprocess.run([launcher_python, "-c", code], capture_output=True,
-                                        text=True, check=True).stdout.strip())
+    return bytes.fromhex(
+        subprocess.run(
+            [launcher_python, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
 
 
 def small_app(tmp_path, launcher, name, magic, version, launch=None):
@@ -594,24 +694,35 @@ def small_app(tmp_path, launcher, name, magic, version, launch=None):
     return damaged(tmp_path, launcher, name, lambda data: data.extend(archive.read_bytes()))
 
 
-@pytest.mark.parametrize("how", ["truncated", "cut-trailer", "index-byte", "bare", "no-config",
-                                 "bad-config", "other-python"])
-def test_damaged_app_fails_cleanly(tmp_path, function_app, launcher, launcher_python,
-                                   launcher_magic, how):
-    version = tuple(map(int, re.search(r"(\d+)\.(\d+)", launcher_python_version(launcher)).groups()))
+@pytest.mark.parametrize(
+    "how",
+    ["truncated", "cut-trailer", "index-byte", "bare", "no-config", "bad-config", "other-python"],
+)
+def test_damaged_app_fails_cleanly(
+    tmp_path, function_app, launcher, launcher_python, launcher_magic, how
+):
+    version = tuple(
+        map(int, re.search(r"(\d+)\.(\d+)", launcher_python_version(launcher)).groups())
+    )
     if how == "truncated":
-        app = damaged(tmp_path, function_app, how, lambda data: data.__delitem__(slice(-100_000, -16)))
+        app = damaged(
+            tmp_path, function_app, how, lambda data: data.__delitem__(slice(-100_000, -16))
+        )
     elif how == "cut-trailer":
         app = damaged(tmp_path, function_app, how, lambda data: data.__delitem__(slice(-10, None)))
     elif how == "index-byte":
         offset = index_offset(function_app) + 30
-        app = damaged(tmp_path, function_app, how, lambda data: data.__setitem__(offset, data[offset] ^ 0xFF))
+        app = damaged(
+            tmp_path, function_app, how, lambda data: data.__setitem__(offset, data[offset] ^ 0xFF)
+        )
     elif how == "bare":
         app = launcher
     elif how == "no-config":
         app = small_app(tmp_path, launcher, how, launcher_magic, version)
     elif how == "bad-config":
-        app = small_app(tmp_path, launcher, how, launcher_magic, version, '{"version": 1, "run": {}}')
+        app = small_app(
+            tmp_path, launcher, how, launcher_magic, version, '{"version": 1, "run": {}}'
+        )
     else:
         app = small_app(tmp_path, launcher, how, b"\0\0\r\n", (3, 99), json.dumps(FUNCTION))
     result = run(app)
@@ -626,20 +737,43 @@ def test_damaged_app_fails_cleanly(tmp_path, function_app, launcher, launcher_py
 def test_no_module_is_read_from_the_file_system(function_app, launcher_python, tmp_path):
     log = tmp_path / "strace.log"
     result = subprocess.run(
-        ["strace", "-f", "-o", str(log), "-e", "trace=openat,open,stat,lstat,newfstatat,statx,access",
-         str(function_app), "modules"],
-        capture_output=True, text=True, timeout=120)
+        [
+            "strace",
+            "-f",
+            "-o",
+            str(log),
+            "-e",
+            "trace=openat,open,stat,lstat,newfstatat,statx,access",
+            str(function_app),
+            "modules",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if result.returncode != 0 and "ptrace" in result.stderr:
         pytest.skip(f"strace cannot trace here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stderr
-    stdlib = subprocess.run([launcher_python, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    stdlib = subprocess.run(
+        [launcher_python, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     paths = re.findall(r'"([^"]*)"', log.read_text())
     assert paths, "strace logged no file access"
-    offending = [path for path in paths
-                 if path.endswith((".py", ".pyc", ".so")) and not path.startswith("/proc/self/fd/")
-                 and not re.search(r"/lib[^/]*\.so[.\d]*$", path)
-                 or path.startswith(stdlib) or "site-packages" in path or "__pycache__" in path]
+    offending = [
+        path
+        for path in paths
+        if (
+            path.endswith((".py", ".pyc", ".so"))
+            and not path.startswith("/proc/self/fd/")
+            and not re.search(r"/lib[^/]*\.so[.\d]*$", path)
+        )
+        or path.startswith(stdlib)
+        or "site-packages" in path
+        or "__pycache__" in path
+    ]
     assert offending == []
     # The path configuration reads nothing either (3.10's would look for a pyvenv.cfg).
     assert [path for path in paths if path.endswith("pyvenv.cfg")] == []

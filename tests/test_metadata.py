@@ -52,7 +52,9 @@ def test_requires(app, install):
 
 def test_entry_points_are_found_and_load_from_the_archive(app, install):
     install(app)
-    (point,) = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == "demo-ingot-tool"]
+    (point,) = [
+        ep for ep in metadata.entry_points(group="console_scripts") if ep.name == "demo-ingot-tool"
+    ]
     assert point.value == "demo_pkg.cli:main"
     assert point.load()() == "ran"
 
@@ -61,7 +63,11 @@ def test_files_locate_and_read_from_the_archive(app, install):
     install(app)
     files = metadata.files("demo-pkg")
     by_name = {str(path): path for path in files}
-    assert set(by_name) == {"demo_pkg/__init__.py", "demo_pkg/cli.py", "demo_pkg-2.5.0.dist-info/METADATA"}
+    assert set(by_name) == {
+        "demo_pkg/__init__.py",
+        "demo_pkg/cli.py",
+        "demo_pkg-2.5.0.dist-info/METADATA",
+    }
     assert "return 'ran'" in by_name["demo_pkg/cli.py"].read_text()
     assert str(by_name["demo_pkg/cli.py"].locate()) == f"{app}/demo_pkg/cli.py"
 

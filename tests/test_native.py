@@ -15,8 +15,20 @@ from conftest import ArchiveBuilder, needed_by_stdlib_module, run_python
 DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
 #: Extension modules that are files in lib-dynload in every build of CPython here (pyenv's and
 #: Debian's; Debian builds math, _json, _bisect, zlib, ... into libpython).
-EXTENSIONS = ["_queue", "_lsprof", "mmap", "resource", "termios", "_multibytecodec", "_codecs_jp",
-              "_posixshmem", "_zoneinfo", "_decimal", "_sqlite3", "_bz2"]
+EXTENSIONS = [
+    "_queue",
+    "_lsprof",
+    "mmap",
+    "resource",
+    "termios",
+    "_multibytecodec",
+    "_codecs_jp",
+    "_posixshmem",
+    "_zoneinfo",
+    "_decimal",
+    "_sqlite3",
+    "_bz2",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +48,16 @@ def native_archive(tmp_path_factory):
     for file_name, library in resolution.libraries.items():
         with open(library.path, "rb") as file:
             image = file.read()
-        builder.writer.add_shared_library(file_name, image, soname=library.soname, needed=list(library.needed))
+        builder.writer.add_shared_library(
+            file_name, image, soname=library.soname, needed=list(library.needed)
+        )
     return builder.write(tmp_path_factory.mktemp("native") / "native.ingot")
 
 
 def test_extension_modules_come_from_memfds(native_archive):
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import json, sys, ingot
         finder = ingot.install(sys.argv[1])
         import _lsprof, _sqlite3, _bz2
@@ -53,7 +69,9 @@ def test_extension_modules_come_from_memfds(native_archive):
             "sqlite": _sqlite3.sqlite_version,
             "profiler": callable(_lsprof.Profiler),
         }))
-    """, native_archive)
+    """,
+        native_archive,
+    )
     report = json.loads(result.stdout)
     assert report["loaders"] == [True, True, True]
     assert all(path.startswith(f"{native_archive}/") for path in report["files"])
@@ -64,7 +82,9 @@ def test_extension_modules_come_from_memfds(native_archive):
 
 
 def test_concurrent_extension_imports_from_threads(native_archive):
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import sys, threading, importlib, ingot
         ingot.install(sys.argv[1])
         names = sys.argv[2].split(",")
@@ -82,13 +102,18 @@ def test_concurrent_extension_imports_from_threads(native_archive):
         [t.join() for t in threads]
         print("errors", errors)
         print("loaded", sorted(n for n in names if n in sys.modules))
-    """, native_archive, ",".join(EXTENSIONS))
+    """,
+        native_archive,
+        ",".join(EXTENSIONS),
+    )
     assert "errors []" in result.stdout
     assert f"loaded {sorted(EXTENSIONS)}" in result.stdout
 
 
 def test_forked_child_loads_extension_modules_and_libraries(native_archive):
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import os, sys, ingot
         ingot.install(sys.argv[1])
         import _lsprof                   # loaded before the fork
@@ -99,14 +124,18 @@ def test_forked_child_loads_extension_modules_and_libraries(native_archive):
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
         print("child", os.waitstatus_to_exitcode(status))
-    """, native_archive)
+    """,
+        native_archive,
+    )
     assert result.stdout.strip() == "child 0"
 
 
 def test_a_corrupted_extension_image_is_refused_before_it_is_loaded(native_archive, tmp_path):
     data = bytearray(native_archive.read_bytes())
     finder = ingot.IngotFinder(str(native_archive))
-    size = dict((name, size) for kind, name, size in finder.entries() if kind == "extension-module")["_queue"]
+    size = {name: size for kind, name, size in finder.entries() if kind == "extension-module"}[
+        "_queue"
+    ]
     assert size > 0
     with open(glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))[0], "rb") as file:
         image = ingot.loadable_image(file.read())
@@ -115,14 +144,18 @@ def test_a_corrupted_extension_image_is_refused_before_it_is_loaded(native_archi
     data[offset] ^= 0xFF
     broken = tmp_path / "broken.ingot"
     broken.write_bytes(bytes(data))
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import sys, ingot
         ingot.install(sys.argv[1])
         try:
             import _queue
         except ImportError as error:
             print(type(error).__name__, error)
-    """, broken)
+    """,
+        broken,
+    )
     assert result.stdout.startswith("ArchiveError"), result.stdout
     assert "_queue" in result.stdout and "corrupted" in result.stdout
 
@@ -141,9 +174,15 @@ def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_po
     (package / "__init__.py").write_text("raise ImportError('the .py was imported')\n")
     (package / "helper.py").write_text("VALUE = 5\n")
     shutil.copy(source, package / f"__init__{suffix}")
-    archive = pack(tmp_path / "extpkg.ingot", stdlib=False, directories=[tmp_path / "site"],
-                   files_packages=["_queue"] if files_policy else ()).output
-    result = run_python(sys.executable, """
+    archive = pack(
+        tmp_path / "extpkg.ingot",
+        stdlib=False,
+        directories=[tmp_path / "site"],
+        files_packages=["_queue"] if files_policy else (),
+    ).output
+    result = run_python(
+        sys.executable,
+        """
         import json, pkgutil, sys, ingot
         finder = ingot.install(sys.argv[1])
         import _queue, _queue.helper
@@ -151,7 +190,10 @@ def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_po
                           "queue": _queue.SimpleQueue().empty(), "helper": _queue.helper.VALUE,
                           "is_package": finder.is_package("_queue"),
                           "submodules": [m.name for m in pkgutil.iter_modules(_queue.__path__)]}))
-    """, archive, env=dict(os.environ, INGOT_CACHE_DIR=str(tmp_path / "cache")))
+    """,
+        archive,
+        env=dict(os.environ, INGOT_CACHE_DIR=str(tmp_path / "cache")),
+    )
     report = json.loads(result.stdout)
     assert report["queue"] is True and report["helper"] == 5 and report["is_package"]
     assert report["file"].endswith(f"/_queue/__init__{suffix}")
@@ -165,7 +207,9 @@ def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_po
 
 
 def test_a_library_the_process_already_has_is_not_loaded_twice(native_archive):
-    result = run_python(sys.executable, """
+    result = run_python(
+        sys.executable,
+        """
         import ctypes, json, sys, ingot
         ctypes.CDLL("libsqlite3.so.0")  # the system's copy, loaded first
         ingot.install(sys.argv[1])
@@ -174,7 +218,9 @@ def test_a_library_the_process_already_has_is_not_loaded_twice(native_archive):
         print(json.dumps({"sqlite_memfds": sorted(m for m in maps if "memfd:ingot:libsqlite3" in m),
                           "sqlite_files": sorted(m for m in maps if "libsqlite3" in m and "memfd" not in m),
                           "version": _sqlite3.sqlite_version}))
-    """, native_archive)
+    """,
+        native_archive,
+    )
     report = json.loads(result.stdout)
     assert report["sqlite_memfds"] == []
     assert report["sqlite_files"] and report["version"]

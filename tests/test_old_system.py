@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from ingot import runtime
+
 import proclimit
 from conftest import ROOT
-from ingot import runtime
 
 VERSION = os.environ.get("INGOT_RUNTIME_VERSION", "3.11")  # the runtime the tests build with
 CHROOT = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/chroot"
@@ -39,7 +40,9 @@ def require(condition, reason):
 @pytest.fixture(scope="module")
 def built_runtime(runtime_store):
     found = runtime.find_runtime(VERSION)
-    require(found is not None, f"no runtime {VERSION} in {runtime.store()} (scripts/test builds it)")
+    require(
+        found is not None, f"no runtime {VERSION} in {runtime.store()} (scripts/test builds it)"
+    )
     return found
 
 
@@ -50,8 +53,12 @@ def debian11():
     if given:
         root = Path(given)
     else:
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "debian11-root")],
-                              capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "debian11-root")],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         assert done.returncode == 0, done.stderr
         root = Path(done.stdout.strip())
     libc = sorted((root / "lib" / "x86_64-linux-gnu").glob("libc-2.*.so"))
@@ -63,9 +70,23 @@ def debian11():
 def build(tmp_path, source, *options):
     """`ingot build SOURCE --python 3.11 ...`, run by the Python the tests run under."""
     output = tmp_path / "app"
-    done = subprocess.run([sys.executable, "-m", "ingot", "build", str(source), "--python",
-                           VERSION, "-o", str(output), *options], capture_output=True, text=True,
-                          timeout=1200)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ingot",
+            "build",
+            str(source),
+            "--python",
+            VERSION,
+            "-o",
+            str(output),
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert done.returncode == 0, done.stderr
     return output, done.stderr
 
@@ -76,12 +97,15 @@ def run_old(root, executable, *args, env=None):
     (root / inside.lstrip("/")).mkdir(parents=True)
     shutil.copy2(executable, root / inside.lstrip("/") / "app")
     variables = [f"{key}={value}" for key, value in (env or {"HOME": "/root"}).items()]
-    script = (f"mount -t proc proc {shlex.quote(str(root))}/proc && "
-              f"exec env -i PATH=/usr/bin:/bin {shlex.join(variables)} {CHROOT} "
-              f"{shlex.quote(str(root))} {inside}/app {shlex.join(args)}")
+    script = (
+        f"mount -t proc proc {shlex.quote(str(root))}/proc && "
+        f"exec env -i PATH=/usr/bin:/bin {shlex.join(variables)} {CHROOT} "
+        f"{shlex.quote(str(root))} {inside}/app {shlex.join(args)}"
+    )
     try:
-        result = proclimit.run(["unshare", "--mount", "--fork", "sh", "-c", script],
-                               max_processes=16, timeout=120)
+        result = proclimit.run(
+            ["unshare", "--mount", "--fork", "sh", "-c", script], max_processes=16, timeout=120
+        )
     finally:
         shutil.rmtree(root / inside.lstrip("/"))
     assert not result.timed_out and result.limit_hit == 0, result.stderr
@@ -91,8 +115,9 @@ def run_old(root, executable, *args, env=None):
 def test_the_runtime_needs_at_most_glibc_2_17(built_runtime):
     floor = built_runtime.info["glibc_floor"]
     assert tuple(int(part) for part in floor["version"].split(".")) <= (2, 17), floor
-    assert tuple(int(part) for part in built_runtime.info["launcher"]["glibc_floor"]
-                 .split(".")) <= (2, 17)
+    assert tuple(
+        int(part) for part in built_runtime.info["launcher"]["glibc_floor"].split(".")
+    ) <= (2, 17)
 
 
 def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
@@ -102,8 +127,12 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert result.stdout.startswith("Hello from memory! (hello 1.0.0 from /tmp/ingot-")
     # The standard library's extension modules carry their libraries: no shared library at all.
-    done = subprocess.run([sys.executable, "-m", "ingot", "inspect", "--json", str(app)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "ingot", "inspect", "--json", str(app)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     info = json.loads(done.stdout)
     assert not [entry for entry in info["entries"] if entry["kind"] == "shared-library"]
     assert tuple(int(part) for part in info["glibc_floor"]["version"].split(".")) <= (2, 17)
@@ -174,26 +203,33 @@ print(orjson.dumps({"size": again.size, "pixel": again.getpixel((1, 1)),
 def test_an_app_with_manylinux_wheels_runs_on_debian_11(built_runtime, debian11, tmp_path):
     script = tmp_path / "wheels_app.py"
     script.write_text(textwrap.dedent(WHEELS))
-    app, log = build(tmp_path, script, "--dependency", "orjson==3.11.4",
-                     "--dependency", "pillow==11.3.0")
+    app, log = build(
+        tmp_path, script, "--dependency", "orjson==3.11.4", "--dependency", "pillow==11.3.0"
+    )
     result = run_old(debian11, app)
     assert (result.returncode, result.stderr) == (0, ""), (result.stderr, log)
     assert json.loads(result.stdout) == {"size": [4, 3], "pixel": [255, 0, 0], "png": True}
 
 
 def test_by_default_a_build_uses_its_pythons_runtime_and_console_scripts_resolve_here(
-        built_runtime, debian11, tmp_path):
+    built_runtime, debian11, tmp_path
+):
     # No --python, no launcher named: the runtime of the Python ingot runs under, if built. The
     # console script (pytest, installed where the tests run) is resolved here, where the runtime
     # does not look, and its pins installed for the runtime.
     if built_runtime.version.rsplit(".", 1)[0] != "%d.%d" % sys.version_info[:2]:
-        pytest.skip(f"the runtime is {built_runtime.version}, the tests run on "
-                    f"{sys.version.split()[0]}")
+        pytest.skip(
+            f"the runtime is {built_runtime.version}, the tests run on {sys.version.split()[0]}"
+        )
     output = tmp_path / "pytest-app"
     env = {key: value for key, value in os.environ.items() if key != "INGOT_LAUNCHER"}
-    done = subprocess.run([sys.executable, "-m", "ingot", "build", "--console-script", "pytest",
-                           "-o", str(output)], capture_output=True, text=True, timeout=1200,
-                          env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "ingot", "build", "--console-script", "pytest", "-o", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert f"(runtime {built_runtime.name})" in done.stderr, done.stderr
     import pytest as this_pytest

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needed_by_stdlib_module
 from ingot import cli, elf
 from ingot.bytecode import canonical_marshal, compile_module
 from ingot.collect import is_excluded
 from ingot.errors import CollectError, IngotError, PackError
 from ingot.pack import KINDS, collect_directory, collect_stdlib, pack
+
+from conftest import needed_by_stdlib_module
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
@@ -36,9 +37,23 @@ def pip_target(tmp_path_factory) -> Path:
     """six (a module), certifi (a package with data), rich: installed by pip from PyPI."""
     target = tmp_path_factory.mktemp("target")
     run = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-deps",
-         "--disable-pip-version-check", "--quiet", "six", "certifi", "rich"],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--target",
+            str(target),
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--quiet",
+            "six",
+            "certifi",
+            "rich",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if run.returncode != 0:
         pytest.skip(f"pip could not install from PyPI: {run.stderr.strip()[-300:]}")
     return target
@@ -60,16 +75,30 @@ def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
 
 # --- the standard library ------------------------------------------------------------------------
 
+
 def test_stdlib_collection_leaves_out_tests_idlelib_and_tkinter():
     found = kinds(collect_stdlib())
     modules = found["module"] | found["package"] | found["extension-module"]
-    for left_out in ("test", "idlelib", "tkinter", "turtle", "turtledemo", "ensurepip",
-                     "__phello__", "__hello__", "_testcapi", "_tkinter", "xxlimited"):
+    for left_out in (
+        "test",
+        "idlelib",
+        "tkinter",
+        "turtle",
+        "turtledemo",
+        "ensurepip",
+        "__phello__",
+        "__hello__",
+        "_testcapi",
+        "_tkinter",
+        "xxlimited",
+    ):
         assert not any(m == left_out or m.startswith(left_out + ".") for m in modules), left_out
-    assert not any(".test." in f".{m}." or ".tests." in f".{m}." or "idle_test" in m
-                   for m in modules)
-    assert not any(name.startswith(("test/", "idlelib/", "tkinter/"))
-                   for name in found["data-file"])
+    assert not any(
+        ".test." in f".{m}." or ".tests." in f".{m}." or "idle_test" in m for m in modules
+    )
+    assert not any(
+        name.startswith(("test/", "idlelib/", "tkinter/")) for name in found["data-file"]
+    )
 
 
 def test_stdlib_collection_includes_json_email_and_lib_dynload_extensions():
@@ -81,8 +110,11 @@ def test_stdlib_collection_includes_json_email_and_lib_dynload_extensions():
     shared = {"math", "_ssl", "_sqlite3", "_json"} - set(sys.builtin_module_names)
     assert {"_ssl", "_sqlite3"} <= shared
     assert shared <= found["extension-module"]
-    assert not any(name.startswith("site-packages") or "config-" in name
-                   for names in found.values() for name in names)
+    assert not any(
+        name.startswith("site-packages") or "config-" in name
+        for names in found.values()
+        for name in names
+    )
 
 
 def test_stdlib_data_files_are_package_relative_paths():
@@ -116,8 +148,11 @@ def test_is_excluded_matches_a_name_or_any_parent_package():
 def test_stdlib_pack_has_ssl_and_sqlite_libraries_but_not_libc(stdlib_pack):
     libraries = stdlib_pack.names("shared-library")
     # The libraries this interpreter's _ssl and _sqlite3 link (none in a runtime's: static).
-    wanted = {name for name in needed_by_stdlib_module("_ssl") | needed_by_stdlib_module("_sqlite3")
-              if name.startswith(("libssl", "libcrypto", "libsqlite3"))}
+    wanted = {
+        name
+        for name in needed_by_stdlib_module("_ssl") | needed_by_stdlib_module("_sqlite3")
+        if name.startswith(("libssl", "libcrypto", "libsqlite3"))
+    }
     assert wanted <= libraries
     assert not any(elf.is_host_library(name) for name in libraries)
     assert "libc.so.6" not in libraries
@@ -145,6 +180,7 @@ def test_packing_twice_gives_identical_bytes(stdlib_pack, pip_target, tmp_path):
 
 # --- bytecode ------------------------------------------------------------------------------------
 
+
 def test_canonical_marshal_loads_back_to_equal_code():
     source = (STDLIB / "html" / "entities.py").read_bytes()
     code = compile(source, "html/entities.py", "exec", dont_inherit=True)
@@ -166,8 +202,11 @@ def test_canonical_marshal_does_not_depend_on_what_the_process_holds():
         "after = canonical_marshal(compile(src, 'e.py', 'exec'))\n"
         "print(before == after)\n"
     )
-    run = subprocess.run([sys.executable, "-c", script, str(STDLIB / "html" / "entities.py")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(STDLIB / "html" / "entities.py")],
+        capture_output=True,
+        text=True,
+    )
     assert run.stdout.strip() == "True", run.stderr
 
 
@@ -193,8 +232,10 @@ def test_canonical_marshal_rewrites_every_stdlib_module():
 
 
 def test_canonical_marshal_is_the_same_for_any_compilation_order():
-    sources = {name: (STDLIB / name).read_bytes()
-               for name in ("html/entities.py", "ftplib.py", "abc.py", "typing.py")}
+    sources = {
+        name: (STDLIB / name).read_bytes()
+        for name in ("html/entities.py", "ftplib.py", "abc.py", "typing.py")
+    }
     forward = {name: compile_module(src, name, (0, 1)) for name, src in sources.items()}
     backward = {name: compile_module(src, name, (0, 1)) for name, src in reversed(sources.items())}
     assert forward == backward
@@ -208,6 +249,7 @@ def test_compile_module_raises_syntax_error_without_warnings():
 
 # --- directories of packages ---------------------------------------------------------------------
 
+
 def test_pip_target_directory_gives_modules_packages_data_and_dist_info(pip_target):
     collection = collect_directory(pip_target)
     found = kinds(collection)
@@ -217,22 +259,30 @@ def test_pip_target_directory_gives_modules_packages_data_and_dist_info(pip_targ
     assert "certifi/cacert.pem" in found["data-file"]
     dist_info = found["dist-info-file"]
     for project in ("six", "certifi", "rich"):
-        assert any(name.startswith(f"{project}-") and name.endswith(".dist-info/METADATA")
-                   for name in dist_info), project
+        assert any(
+            name.startswith(f"{project}-") and name.endswith(".dist-info/METADATA")
+            for name in dist_info
+        ), project
     everything = {name for names in found.values() for name in names}
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in everything)
-    assert all(item.relpath == f"{item.name.replace('.', '/')}.py" for item in collection.items
-               if item.kind == "module")
+    assert all(
+        item.relpath == f"{item.name.replace('.', '/')}.py"
+        for item in collection.items
+        if item.kind == "module"
+    )
     assert collection.warnings == []
 
 
 def test_namespace_package_is_detected(tmp_path):
-    make_tree(tmp_path, {
-        "nsp/sub/mod.py": "x = 1\n",
-        "nsp/deep/er/leaf.py": "y = 2\n",
-        "nsp/regular/__init__.py": "",
-        "nsp/regular/data/table.csv": "a,b\n",
-    })
+    make_tree(
+        tmp_path,
+        {
+            "nsp/sub/mod.py": "x = 1\n",
+            "nsp/deep/er/leaf.py": "y = 2\n",
+            "nsp/regular/__init__.py": "",
+            "nsp/regular/data/table.csv": "a,b\n",
+        },
+    )
     found = kinds(collect_directory(tmp_path))
     assert {"nsp", "nsp.sub", "nsp.deep", "nsp.deep.er"} <= found["namespace-package"]
     assert {"nsp.sub.mod", "nsp.deep.er.leaf"} <= found["module"]
@@ -256,11 +306,19 @@ def test_package_wins_over_module_of_the_same_name_with_a_warning(tmp_path):
 
 
 def test_pth_files_are_reported_and_bin_and_data_dirs_skipped(tmp_path):
-    make_tree(tmp_path, {"extra.pth": "/somewhere\n", "bin/tool": "#!/bin/sh\n",
-                         "pkg-1.0.data/scripts/x.py": "", "pkg/__init__.py": ""})
+    make_tree(
+        tmp_path,
+        {
+            "extra.pth": "/somewhere\n",
+            "bin/tool": "#!/bin/sh\n",
+            "pkg-1.0.data/scripts/x.py": "",
+            "pkg/__init__.py": "",
+        },
+    )
     collection = collect_directory(tmp_path)
-    assert any("extra.pth" in warning and "not supported" in warning
-               for warning in collection.warnings)
+    assert any(
+        "extra.pth" in warning and "not supported" in warning for warning in collection.warnings
+    )
     assert [item.name for item in collection.items] == ["pkg"]
 
 
@@ -323,8 +381,13 @@ def test_module_that_does_not_compile_is_left_out_with_a_warning(tmp_path):
 def test_source_and_levels_are_configurable(tmp_path):
     src = make_tree(tmp_path / "src", {"m.py": "assert True\n'''doc'''\n" * 50})
     with_source = pack(tmp_path / "a.ingot", stdlib=False, directories=[src])
-    without = pack(tmp_path / "b.ingot", stdlib=False, directories=[src], include_source=False,
-                   optimize_levels=(0, 1, 2))
+    without = pack(
+        tmp_path / "b.ingot",
+        stdlib=False,
+        directories=[src],
+        include_source=False,
+        optimize_levels=(0, 1, 2),
+    )
     size = len((src / "m.py").read_bytes())
     bytecode = compile_module((src / "m.py").read_bytes(), "m.py", (0, 1, 2))
     assert with_source.manifest[0].size == size + len(bytecode[0])
@@ -345,11 +408,27 @@ def test_bad_inputs_raise_ingot_errors(tmp_path):
 
 # --- the command line ----------------------------------------------------------------------------
 
+
 def test_cli_pack_writes_an_archive_and_a_summary(tmp_path, capsys):
     src = make_tree(tmp_path / "src", {"app/__init__.py": "", "app/main.py": "print('hi')\n"})
     out = tmp_path / "app.ingot"
-    assert cli.main(["pack", "-o", str(out), "--no-stdlib", "--path", str(src),
-                     "--optimize", "0,2", "--compress", "3"]) == 0
+    assert (
+        cli.main(
+            [
+                "pack",
+                "-o",
+                str(out),
+                "--no-stdlib",
+                "--path",
+                str(src),
+                "--optimize",
+                "0,2",
+                "--compress",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes().startswith(b"\x89INGOT\r\n")
     err = capsys.readouterr().err
     assert "module" in err and "wrote" in err and str(out) in err
@@ -374,8 +453,22 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys):
 
 def test_python_dash_m_ingot_runs_the_cli(tmp_path):
     src = make_tree(tmp_path / "src", {"m.py": ""})
-    run = subprocess.run([sys.executable, "-m", "ingot", "pack", "-o", str(tmp_path / "m.ingot"),
-                          "--no-stdlib", "--path", str(src), "-q"], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ingot",
+            "pack",
+            "-o",
+            str(tmp_path / "m.ingot"),
+            "--no-stdlib",
+            "--path",
+            str(src),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stderr == "" and (tmp_path / "m.ingot").is_file()
 
@@ -388,8 +481,13 @@ def test_bytecode_does_not_depend_on_the_hash_seed(tmp_path):
         "sys.stdout.write(compile_module(sys.argv[1].encode(), 'm.py', (0,))[0].hex())"
     )
     outputs = {
-        subprocess.run([sys.executable, "-c", script, source], capture_output=True, text=True, check=True,
-                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        subprocess.run(
+            [sys.executable, "-c", script, source],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
         for seed in ("1", "2", "3", "4")
     }
     assert len(outputs) == 1
@@ -413,8 +511,13 @@ def test_package_with_a_compiled_init_is_an_extension_package(tmp_path):
     # the package's init.
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     name, source = shared_stdlib_module()
-    make_tree(tmp_path, {f"{name}/__init__.py": "raise ImportError('the .py was imported')\n",
-                         f"{name}/helper.py": "VALUE = 5\n"})
+    make_tree(
+        tmp_path,
+        {
+            f"{name}/__init__.py": "raise ImportError('the .py was imported')\n",
+            f"{name}/helper.py": "VALUE = 5\n",
+        },
+    )
     shutil.copy(source, tmp_path / name / f"__init__{suffix}")
     collection = collect_directory(tmp_path)
     found = kinds(collection)

@@ -31,8 +31,14 @@ def test_installed_package_carries_the_launchers_sources(monkeypatch):
     monkeypatch.delenv("INGOT_SOURCE_TREE", raising=False)
     tree = runtime.source_tree()
     assert tree == package / "_source"
-    for name in ("Cargo.toml", "Cargo.lock", "crates/ingot-launcher/Cargo.toml",
-                 "crates/ingot-launcher/build.rs", "crates/ingot-launcher/src/boot.py",
-                 "crates/ingot-importer/src/finder.rs", "python/ingot/_support.py"):
+    for name in (
+        "Cargo.toml",
+        "Cargo.lock",
+        "crates/ingot-launcher/Cargo.toml",
+        "crates/ingot-launcher/build.rs",
+        "crates/ingot-launcher/src/boot.py",
+        "crates/ingot-importer/src/finder.rs",
+        "python/ingot/_support.py",
+    ):
         assert (tree / name).is_file(), name
     assert not (tree / "crates" / "target").exists()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ingot.collect import Item
 from ingot.reach import reach, stdlib_imports
+
 from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
 
 
@@ -54,8 +55,10 @@ def _modules(decided) -> set[str]:
 
 
 def test_the_standard_library_is_carried_module_by_module_as_far_as_imports_reach(tmp_path):
-    _tree(tmp_path, {
-        "lib/used.py": """
+    _tree(
+        tmp_path,
+        {
+            "lib/used.py": """
             import sys
             try:
                 from _fast import helper
@@ -70,25 +73,35 @@ def test_the_standard_library_is_carried_module_by_module_as_far_as_imports_reac
             if __name__ == "__main__":
                 _test()
             """,
-        "lib/_fast.so": b"\x7fELF\x00\x00_private_dep\x00some text\x00",
-        "lib/_private_dep.py": "",
-        "lib/slow.py": "", "lib/winonly.py": "", "lib/lazy.py": "", "lib/selftest.py": "",
-        "lib/unused.py": "import lazy\n",
-        "app/main.py": "import used\n",
-    })
+            "lib/_fast.so": b"\x7fELF\x00\x00_private_dep\x00some text\x00",
+            "lib/_private_dep.py": "",
+            "lib/slow.py": "",
+            "lib/winonly.py": "",
+            "lib/lazy.py": "",
+            "lib/selftest.py": "",
+            "lib/unused.py": "import lazy\n",
+            "app/main.py": "import used\n",
+        },
+    )
     plan, origin = _plan(tmp_path, {"lib": "stdlib", "app": "app"})
     decided = reach(plan, origin, ["main"])
     assert _modules(decided) == {"main", "used", "_fast", "_private_dep", "lazy"}
-    assert {name for name, (where, _, _) in decided.left_out.items() if where == "stdlib"} == \
-        {"slow", "winonly", "selftest", "unused"}
+    assert {name for name, (where, _, _) in decided.left_out.items() if where == "stdlib"} == {
+        "slow",
+        "winonly",
+        "selftest",
+        "unused",
+    }
     # The fallback is followed when what the try imports is not there.
     del plan[("modules", "_fast")]
     assert "slow" in _modules(reach(plan, origin, ["main"]))
 
 
 def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_path):
-    _tree(tmp_path, {
-        "app/main.py": """
+    _tree(
+        tmp_path,
+        {
+            "app/main.py": """
             import importlib
             import lib_a
             BACKEND = "lib_b.backends.fast"
@@ -96,17 +109,22 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
                 from importlib.metadata import entry_points
                 return entry_points(group="main.plugins")
             """,
-        "env/lib_a/__init__.py": "", "env/lib_a/loaded_by_name.py": "",
-        "env/lib_a/tests/__init__.py": "", "env/lib_a/tests/test_a.py": "",
-        "env/lib_a/data.json": "{}",
-        "env/lib_b/__init__.py": "", "env/lib_b/backends/__init__.py": "",
-        "env/lib_b/backends/fast.py": "",
-        "env/plugin_c/__init__.py": "",
-        "env/plugin_c-1.0.dist-info/entry_points.txt": "[main.plugins]\nc = plugin_c:hook\n",
-        "env/plugin_c-1.0.dist-info/RECORD": "plugin_c/__init__.py,,\n",
-        "env/pip/__init__.py": "", "env/pip/_internal.py": "",
-        "env/pip-26.0.dist-info/RECORD": "pip/__init__.py,,\npip/_internal.py,,\n",
-    })
+            "env/lib_a/__init__.py": "",
+            "env/lib_a/loaded_by_name.py": "",
+            "env/lib_a/tests/__init__.py": "",
+            "env/lib_a/tests/test_a.py": "",
+            "env/lib_a/data.json": "{}",
+            "env/lib_b/__init__.py": "",
+            "env/lib_b/backends/__init__.py": "",
+            "env/lib_b/backends/fast.py": "",
+            "env/plugin_c/__init__.py": "",
+            "env/plugin_c-1.0.dist-info/entry_points.txt": "[main.plugins]\nc = plugin_c:hook\n",
+            "env/plugin_c-1.0.dist-info/RECORD": "plugin_c/__init__.py,,\n",
+            "env/pip/__init__.py": "",
+            "env/pip/_internal.py": "",
+            "env/pip-26.0.dist-info/RECORD": "pip/__init__.py,,\npip/_internal.py,,\n",
+        },
+    )
     plan, origin = _plan(tmp_path, {"app": "app", "env": "env"})
     decided = reach(plan, origin, ["main"])
     modules = _modules(decided)
@@ -136,19 +154,27 @@ def test_functions_only_the_main_block_calls_are_not_followed():
 
 
 def test_a_packages_own_fallback_module_is_carried():
-    source = b"try:\n    from _fast import Thing\nexcept ImportError:\n    from ._slow import Thing\n"
+    source = (
+        b"try:\n    from _fast import Thing\nexcept ImportError:\n    from ._slow import Thing\n"
+    )
     assert "pkg._slow" in stdlib_imports(source, "pkg", True, {"_fast"})
-    source = b"try:\n    from _fast import Thing\nexcept ImportError:\n    from other import Thing\n"
+    source = (
+        b"try:\n    from _fast import Thing\nexcept ImportError:\n    from other import Thing\n"
+    )
     assert "other" not in stdlib_imports(source, "pkg", True, {"_fast"})
 
 
 def test_packages_with_native_code_are_probed_for_what_they_import(tmp_path):
-    _tree(tmp_path, {
-        "app/main.py": "import fast\n",
-        "env/fast/__init__.py": "from fast._core import x\n",
-        "env/fast/_core.so": b"\x7fELF compressed strings only",
-        "lib/colorsys.py": "", "lib/unrelated.py": "",
-    })
+    _tree(
+        tmp_path,
+        {
+            "app/main.py": "import fast\n",
+            "env/fast/__init__.py": "from fast._core import x\n",
+            "env/fast/_core.so": b"\x7fELF compressed strings only",
+            "lib/colorsys.py": "",
+            "lib/unrelated.py": "",
+        },
+    )
     plan, origin = _plan(tmp_path, {"app": "app", "env": "env", "lib": "stdlib"})
     asked = []
 
@@ -164,13 +190,18 @@ def test_packages_with_native_code_are_probed_for_what_they_import(tmp_path):
 def test_the_import_probe_reports_what_importing_a_package_imported(tmp_path):
     from ingot.reach import import_probe
 
-    _tree(tmp_path, {"pkg/__init__.py": "import colorsys\nprint('noise')\n",
-                     "broken/__init__.py": "raise RuntimeError('at import')\n"})
+    _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "import colorsys\nprint('noise')\n",
+            "broken/__init__.py": "raise RuntimeError('at import')\n",
+        },
+    )
     found = import_probe([str(tmp_path)])(["pkg", "broken"])
     assert {"pkg", "colorsys"} <= found and "broken" not in found
 
 
-DYNAMIC_APP = '''\
+DYNAMIC_APP = """\
 import importlib
 
 
@@ -187,37 +218,60 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def test_an_executable_imports_modules_named_in_strings_and_include_brings_back_the_rest(
-        tmp_path, launcher_here):
+    tmp_path,
+    launcher_here,
+):
     from test_launcher import run
 
     script = tmp_path / "dynamic.py"
     script.write_text(DYNAMIC_APP)
     built = pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "lean")
     assert "left out, as nothing imports them, of the standard library" in built.stderr
-    names = {entry["name"] for entry in json.loads(subprocess.run(
-        [sys.executable, "-m", "ingot", "inspect", "--json", str(tmp_path / "lean")],
-        capture_output=True, text=True, check=True).stdout)["entries"]}
+    names = {
+        entry["name"]
+        for entry in json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "ingot", "inspect", "--json", str(tmp_path / "lean")],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )["entries"]
+    }
     assert {"json.tool", "xml.dom.minidom", "encodings.cp1252"} <= names
     assert not names & {"colorsys", "tkinter", "idlelib", "unittest", "ensurepip", "pip"}
     result = run(tmp_path / "lean")
-    assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom missing colorsys\n"), \
-        result.stderr
-    pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "full",
-              "--include", "colorsys")
+    assert (result.returncode, result.stdout) == (
+        0,
+        "json.tool xml.dom.minidom missing colorsys\n",
+    ), result.stderr
+    pip_build(
+        tmp_path,
+        script,
+        "--launcher",
+        launcher_here,
+        "-o",
+        tmp_path / "full",
+        "--include",
+        "colorsys",
+    )
     result = run(tmp_path / "full")
-    assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom colorsys\n"), \
+    assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom colorsys\n"), (
         result.stderr
+    )
 
 
 def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
     from ingot.reach import binary_names, loose_binary_names
 
-    image = (b"\x00numbers\x00readline\x00readline($self, size=-1, /)\n--\n\n\x00_strptime\x00"
-             b"xml.etree.ElementPath\x00")
+    image = (
+        b"\x00numbers\x00readline\x00readline($self, size=-1, /)\n--\n\n\x00_strptime\x00"
+        b"xml.etree.ElementPath\x00"
+    )
     found = binary_names(image)
     assert {"numbers", "_strptime", "xml.etree.ElementPath"} <= found and "readline" not in found
     # Rust and Cython 3 pools: no NUL around the names.
@@ -229,16 +283,22 @@ def _stdlib_plan():
     them), all of origin "stdlib"."""
     from ingot.collect import collect_stdlib
 
-    plan = {("modules", item.name): item for item in collect_stdlib().items
-            if item.kind != "data-file"}
-    return plan, {key: "stdlib" for key in plan}
+    plan = {
+        ("modules", item.name): item for item in collect_stdlib().items if item.kind != "data-file"
+    }
+    return plan, dict.fromkeys(plan, "stdlib")
 
 
 def test_imports_that_only_their_target_module_runs_wait_for_that_module(tmp_path):
     plan, origin = _stdlib_plan()
-    _tree(tmp_path, {"quiet.py": "print('hello')\n",
-                     "meta.py": "from importlib.metadata import version\n",
-                     "res.py": "import importlib.resources\n"})
+    _tree(
+        tmp_path,
+        {
+            "quiet.py": "print('hello')\n",
+            "meta.py": "from importlib.metadata import version\n",
+            "res.py": "import importlib.resources\n",
+        },
+    )
     for name in ("quiet", "meta", "res"):
         key = ("modules", name)
         plan[key], origin[key] = Item("module", name, tmp_path / f"{name}.py", f"{name}.py"), "app"
@@ -246,15 +306,18 @@ def test_imports_that_only_their_target_module_runs_wait_for_that_module(tmp_pat
     # importlib._bootstrap_external (behind importlib.machinery) and zipimport import
     # importlib.metadata and importlib.readers lazily, for importlib.metadata and
     # importlib.resources only: an application using neither carries neither.
-    quiet = _modules(reach({k: v for k, v in plan.items() if k[1] not in ("meta", "res")},
-                           origin, ["quiet", *boot]))
+    quiet = _modules(
+        reach(
+            {k: v for k, v in plan.items() if k[1] not in ("meta", "res")}, origin, ["quiet", *boot]
+        )
+    )
     assert "importlib._bootstrap_external" in quiet and "zipimport" in quiet
     assert not quiet & {"importlib.metadata", "importlib.readers", "email", "zipfile", "tarfile"}
-    meta = _modules(reach({k: v for k, v in plan.items() if k[1] != "res"}, origin,
-                          ["meta", *boot]))
+    meta = _modules(
+        reach({k: v for k, v in plan.items() if k[1] != "res"}, origin, ["meta", *boot])
+    )
     assert {"importlib.metadata", "email", "zipfile"} <= meta
-    res = _modules(reach({k: v for k, v in plan.items() if k[1] != "meta"}, origin,
-                         ["res", *boot]))
+    res = _modules(reach({k: v for k, v in plan.items() if k[1] != "meta"}, origin, ["res", *boot]))
     assert {"importlib.resources", "importlib.readers", "zipfile"} <= res
 
 
@@ -279,9 +342,11 @@ def test_module_names_in_a_binarys_debug_information_are_not_imports():
 
 
 def test_optional_documentation_that_its_module_does_without_stays_out(tmp_path):
-    _tree(tmp_path, {
-        "app/main.py": "import pydoc\n",
-        "lib/pydoc.py": """
+    _tree(
+        tmp_path,
+        {
+            "app/main.py": "import pydoc\n",
+            "lib/pydoc.py": """
             def showtopic():
                 try:
                     import pydoc_data.topics
@@ -290,9 +355,11 @@ def test_optional_documentation_that_its_module_does_without_stays_out(tmp_path)
             def other():
                 import textwrap
             """,
-        "lib/pydoc_data/__init__.py": "", "lib/pydoc_data/topics.py": "",
-        "lib/textwrap.py": "",
-    })
+            "lib/pydoc_data/__init__.py": "",
+            "lib/pydoc_data/topics.py": "",
+            "lib/textwrap.py": "",
+        },
+    )
     plan, origin = _plan(tmp_path, {"app": "app", "lib": "stdlib"})
     modules = _modules(reach(plan, origin, ["main"]))
     assert {"pydoc", "textwrap"} <= modules and "pydoc_data.topics" not in modules

@@ -1,6 +1,7 @@
 """Regular expressions compiled at build time (python/ingot/regexes.py) and answered from the
 archive at run time (crates/ingot-importer/src/regexes.rs)."""
 
+import _sre
 import json
 import marshal
 import re
@@ -9,17 +10,21 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
-import _sre
 import pytest
 
 import ingot
-from conftest import run_python
 from ingot.pack import pack
 from ingot.regexes import (
-    MAGIC_ENTRY, compile_arguments, entry_name, patterns_in_source, precompiled_entries,
+    MAGIC_ENTRY,
+    compile_arguments,
+    entry_name,
+    patterns_in_source,
+    precompiled_entries,
 )
 
-SOURCE = '''
+from conftest import run_python
+
+SOURCE = """
 import re
 import re as regex
 from re import compile as rx, IGNORECASE as IC, search
@@ -46,7 +51,7 @@ re.compile(r"\\d" * 3)
 def inner():
     import re as late
     return late.fullmatch("inside", "inside")
-'''
+"""
 
 
 def test_scan_finds_patterns_built_from_constants():
@@ -104,13 +109,16 @@ def test_scan_leaves_out_what_it_cannot_evaluate():
     assert not any("%5s" in p or "    " in p for p in found if isinstance(p, str))  # widths
 
 
-@pytest.mark.parametrize("source", [
-    "x = 1\n",
-    "import os\nos.compile('a')\n",
-    "import re\ndef broken(:\n",
-    b"import re\nre.compile('\xff')\n",  # a byte that is not UTF-8: does not parse
-    "compile('a')\n",  # the builtin, not re's
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1\n",
+        "import os\nos.compile('a')\n",
+        "import re\ndef broken(:\n",
+        b"import re\nre.compile('\xff')\n",  # a byte that is not UTF-8: does not parse
+        "compile('a')\n",  # the builtin, not re's
+    ],
+)
 def test_scan_finds_nothing_where_there_is_nothing(source):
     assert patterns_in_source(source) == set()
 
@@ -119,36 +127,50 @@ def _compiled_from(arguments):
     return _sre.compile(*arguments)
 
 
-@pytest.mark.parametrize("pattern, flags", [
-    (r"(?P<year>\d{4})-(?P<month>\d\d)", 0),
-    (r"hello\s+world", re.IGNORECASE),
-    (r"""
+@pytest.mark.parametrize(
+    "pattern, flags",
+    [
+        (r"(?P<year>\d{4})-(?P<month>\d\d)", 0),
+        (r"hello\s+world", re.IGNORECASE),
+        (
+            r"""
         ^ (?P<key> [a-z_]+ )   # a key
         \s* = \s*
         (?P<value> .* ) $
-     """, re.VERBOSE | re.MULTILINE),
-    (b"[\x00-\x1f]+", 0),
-    ("caf\u00e9|\u03a9+", re.I),
-])
+     """,
+            re.VERBOSE | re.MULTILINE,
+        ),
+        (b"[\x00-\x1f]+", 0),
+        ("caf\u00e9|\u03a9+", re.I),
+    ],
+)
 def test_precompiled_pattern_is_the_pattern_re_compiles(pattern, flags):
     arguments = compile_arguments([(pattern, flags)])[(pattern, flags)]
     ours, theirs = _compiled_from(arguments), re.compile(pattern, flags)
-    assert (ours.pattern, ours.flags, ours.groups, ours.groupindex) == \
-        (theirs.pattern, theirs.flags, theirs.groups, theirs.groupindex)
+    assert (ours.pattern, ours.flags, ours.groups, ours.groupindex) == (
+        theirs.pattern,
+        theirs.flags,
+        theirs.groups,
+        theirs.groupindex,
+    )
     samples = ["2026-11", "HELLO   World", "name = value\nx=1", "Caf\u00c9", "\u03c9\u03a9"]
     for sample in samples:
         sample = sample.encode("latin-1", "replace") if isinstance(pattern, bytes) else sample
-        assert ([m.span() for m in ours.finditer(sample)]
-                == [m.span() for m in theirs.finditer(sample)])
+        assert [m.span() for m in ours.finditer(sample)] == [
+            m.span() for m in theirs.finditer(sample)
+        ]
 
 
-@pytest.mark.parametrize("pattern, flags", [
-    ("[[a]", 0),  # FutureWarning: possible nested set
-    ("(unbalanced", 0),  # re.error
-    ("a", re.DEBUG),  # prints at compile time
-    (b"a", re.LOCALE),
-    ("\ud800", 0),  # a lone surrogate has no UTF-8 key
-])
+@pytest.mark.parametrize(
+    "pattern, flags",
+    [
+        ("[[a]", 0),  # FutureWarning: possible nested set
+        ("(unbalanced", 0),  # re.error
+        ("a", re.DEBUG),  # prints at compile time
+        (b"a", re.LOCALE),
+        ("\ud800", 0),  # a lone surrogate has no UTF-8 key
+    ],
+)
 def test_patterns_that_warn_fail_or_depend_on_more_than_their_text_are_left_out(pattern, flags):
     assert compile_arguments([(pattern, flags)]) == {}
 
@@ -164,6 +186,7 @@ def test_entries_are_named_by_key_and_hold_pattern_flags_and_arguments():
 
 # --- the importer's side ------------------------------------------------------------------------
 
+
 def _re_sources():
     """The regular-expression modules of this interpreter: name -> (source, is_package)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
@@ -173,8 +196,10 @@ def _re_sources():
             if path.stem != "__init__":
                 out[f"re.{path.stem}"] = (path.read_text(), False)
         return out
-    return {name: ((stdlib / f"{name}.py").read_text(), False)
-            for name in ("re", "sre_compile", "sre_parse", "sre_constants")}
+    return {
+        name: ((stdlib / f"{name}.py").read_text(), False)
+        for name in ("re", "sre_compile", "sre_parse", "sre_constants")
+    }
 
 
 def _archive(path, table, builder):
@@ -225,8 +250,12 @@ def test_importer_answers_patterns_from_the_table(tmp_path, builder):
 def test_damaged_entries_fall_back_to_the_compiler(tmp_path, builder):
     bad_code = marshal.dumps(("a+b", int(re.I), int(re.I), [999, 1, 2], 0, {}, (None,)))
     other_pattern = marshal.dumps(("zzz", int(re.I), int(re.I), [], 0, {}, (None,)))
-    table = {MAGIC_ENTRY: str(_sre.MAGIC).encode(), entry_name("a+b", re.I): bad_code,
-             entry_name("b+a", re.I): other_pattern, entry_name("x", re.I): b"not marshal"}
+    table = {
+        MAGIC_ENTRY: str(_sre.MAGIC).encode(),
+        entry_name("a+b", re.I): bad_code,
+        entry_name("b+a", re.I): other_pattern,
+        entry_name("x", re.I): b"not marshal",
+    }
     out = _probe(_archive(tmp_path / "re.ingot", table, builder), "a+b", "b+a", "x")
     assert out["wrapper"] == "PrecompiledRegexes" and out["hits"] == 0
     assert out["a+b"] == ["a+b", True, ["AAB", "aab", "ab"]]
@@ -249,19 +278,22 @@ def test_archive_without_a_table_leaves_the_compiler_alone(tmp_path, builder):
 def test_pack_adds_the_table_and_can_leave_it_out(tmp_path):
     site = tmp_path / "site"
     (site / "app").mkdir(parents=True)
-    (site / "app" / "__init__.py").write_text(textwrap.dedent("""
+    (site / "app" / "__init__.py").write_text(
+        textwrap.dedent("""
         import re
         TOKEN = re.compile(r"(?P<name>[A-Za-z_]\\w*)=(?P<value>\\S+)")
-    """))
+    """)
+    )
     with_table = pack(tmp_path / "with.ingot", stdlib=False, directories=[site])
-    without = pack(tmp_path / "without.ingot", stdlib=False, directories=[site],
-                   precompile_regexes=False)
+    without = pack(
+        tmp_path / "without.ingot", stdlib=False, directories=[site], precompile_regexes=False
+    )
     assert with_table.regexes == 1 and without.regexes == 0
     finder = ingot.IngotFinder(str(tmp_path / "with.ingot"))
     name = entry_name(r"(?P<name>[A-Za-z_]\w*)=(?P<value>\S+)", 0)
     assert marshal.loads(finder._read(name))[0] == r"(?P<name>[A-Za-z_]\w*)=(?P<value>\S+)"
     assert finder._read(MAGIC_ENTRY) == str(_sre.MAGIC).encode()
-    with pytest.raises(Exception):
+    with pytest.raises(FileNotFoundError):
         ingot.IngotFinder(str(tmp_path / "without.ingot"))._read(MAGIC_ENTRY)
 
 
@@ -271,18 +303,23 @@ def test_a_pattern_the_table_cannot_hold_never_breaks_a_build(tmp_path):
     # at run time, from the compiler.
     site = tmp_path / "site"
     (site / "app").mkdir(parents=True)
-    (site / "app" / "__init__.py").write_text(textwrap.dedent("""
+    (site / "app" / "__init__.py").write_text(
+        textwrap.dedent("""
         import re
         LONE = re.compile("[\\ud800-\\udfff]")
         WORD = re.compile(r"\\w+")
-    """))
-    result = pack(tmp_path / "app.ingot", stdlib=False, directories=[site],
-                  entry_modules=["app"])
+    """)
+    )
+    result = pack(tmp_path / "app.ingot", stdlib=False, directories=[site], entry_modules=["app"])
     assert result.regexes == 1  # WORD only
-    done = run_python(sys.executable, """
+    done = run_python(
+        sys.executable,
+        """
         import sys, ingot
         ingot.install(sys.argv[1])
         import app
         print(bool(app.LONE.match("\\ud801")), app.WORD.match("ok!").group())
-    """, tmp_path / "app.ingot")
+    """,
+        tmp_path / "app.ingot",
+    )
     assert done.stdout.split() == ["True", "ok"], done.stderr

@@ -39,8 +39,12 @@ def test_glibc_needed_reads_version_needs_with_or_without_section_headers():
 
 
 def test_glibc_floor_names_the_object_that_sets_it():
-    images = [("_queue", extension_module("_queue")), ("_ssl", extension_module("_ssl")),
-              ("text", b"not an ELF file"), ("broken", b"\x7fELF broken")]
+    images = [
+        ("_queue", extension_module("_queue")),
+        ("_ssl", extension_module("_ssl")),
+        ("text", b"not an ELF file"),
+        ("broken", b"\x7fELF broken"),
+    ]
     floor = glibc_floor(images)
     assert floor.version == max(version for version in floor.each.values() if version)
     assert floor.each[floor.needed_by] == floor.version
@@ -55,16 +59,36 @@ def test_a_malformed_object_is_an_error():
 
 # --- sources ----------------------------------------------------------------------------------------
 
-DEBIAN = ["python3.11_3.11.2.orig.tar.gz", "openssl_3.0.20.orig.tar.gz",
-          "openssl_3.0.20.orig.tar.gz.asc", "sqlite3_3.40.1.orig.tar.xz",
-          "sqlite3_3.40.1.orig-www.tar.xz", "libffi_3.4.4.orig.tar.gz",
-          "zlib_1.2.13.dfsg.orig.tar.bz2", "bzip2_1.0.8.orig.tar.gz", "xz-utils_5.4.1.orig.tar.xz",
-          "ncurses_6.4.orig.tar.gz", "readline_8.2.orig.tar.gz", "expat_2.5.0.orig.tar.gz",
-          "mpdecimal_4.0.1.orig.tar.gz", "util-linux_2.38.1.orig.tar.xz"]
-UPSTREAM = ["Python-3.13.1.tar.xz", "openssl-3.0.15.tar.gz", "sqlite-autoconf-3470000.tar.gz",
-            "libffi-3.4.6.tar.gz", "zlib-1.3.1.tar.gz", "bzip2-1.0.8.tar.gz", "xz-5.6.3.tar.gz",
-            "ncurses-6.5.tar.gz", "readline-8.2.tar.gz", "expat-2.6.2.tar.xz",
-            "mpdecimal-4.0.0.tar.gz", "libuuid-1.0.3.tar.gz"]
+DEBIAN = [
+    "python3.11_3.11.2.orig.tar.gz",
+    "openssl_3.0.20.orig.tar.gz",
+    "openssl_3.0.20.orig.tar.gz.asc",
+    "sqlite3_3.40.1.orig.tar.xz",
+    "sqlite3_3.40.1.orig-www.tar.xz",
+    "libffi_3.4.4.orig.tar.gz",
+    "zlib_1.2.13.dfsg.orig.tar.bz2",
+    "bzip2_1.0.8.orig.tar.gz",
+    "xz-utils_5.4.1.orig.tar.xz",
+    "ncurses_6.4.orig.tar.gz",
+    "readline_8.2.orig.tar.gz",
+    "expat_2.5.0.orig.tar.gz",
+    "mpdecimal_4.0.1.orig.tar.gz",
+    "util-linux_2.38.1.orig.tar.xz",
+]
+UPSTREAM = [
+    "Python-3.13.1.tar.xz",
+    "openssl-3.0.15.tar.gz",
+    "sqlite-autoconf-3470000.tar.gz",
+    "libffi-3.4.6.tar.gz",
+    "zlib-1.3.1.tar.gz",
+    "bzip2-1.0.8.tar.gz",
+    "xz-5.6.3.tar.gz",
+    "ncurses-6.5.tar.gz",
+    "readline-8.2.tar.gz",
+    "expat-2.6.2.tar.xz",
+    "mpdecimal-4.0.0.tar.gz",
+    "libuuid-1.0.3.tar.gz",
+]
 
 
 @pytest.mark.parametrize("names", [DEBIAN, UPSTREAM], ids=["debian", "upstream"])
@@ -72,21 +96,37 @@ def test_sources_are_found_by_their_release_names(tmp_path, names):
     for name in names:
         (tmp_path / name).write_bytes(b"")
     found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads")
-    assert sorted(found) == sorted(["python", "zlib", "bzip2", "xz", "expat", "mpdecimal",
-                                    "libuuid", "libffi", "sqlite", "openssl", "ncurses",
-                                    "readline"])
+    assert sorted(found) == sorted(
+        [
+            "python",
+            "zlib",
+            "bzip2",
+            "xz",
+            "expat",
+            "mpdecimal",
+            "libuuid",
+            "libffi",
+            "sqlite",
+            "openssl",
+            "ncurses",
+            "readline",
+        ]
+    )
     chosen = {path.name for path in found.values()}
     assert not any(name.endswith(".asc") or "orig-www" in name for name in chosen)
-    assert chosen == {name for name in names if not name.endswith(".asc")
-                      and "orig-www" not in name}
+    assert chosen == {
+        name for name in names if not name.endswith(".asc") and "orig-www" not in name
+    }
 
 
 def test_the_cpython_source_of_the_wanted_version_is_taken(tmp_path):
     for name in [*DEBIAN, "python3.13_3.13.5.orig.tar.xz", "Python-3.12.7.tgz"]:
         (tmp_path / name).write_bytes(b"")
-    for wanted, expected in (("3.13", "python3.13_3.13.5.orig.tar.xz"),
-                             ("3.11", "python3.11_3.11.2.orig.tar.gz"),
-                             ("3.12.7", "Python-3.12.7.tgz")):
+    for wanted, expected in (
+        ("3.13", "python3.13_3.13.5.orig.tar.xz"),
+        ("3.11", "python3.11_3.11.2.orig.tar.gz"),
+        ("3.12.7", "Python-3.12.7.tgz"),
+    ):
         found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads", wanted)
         assert found["python"].name == expected, wanted
 
@@ -98,17 +138,22 @@ def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
     mine.write_bytes(b"")
     with pytest.raises(IngotError) as error:
         runtime.resolve_sources({"zlib": str(mine)}, [tmp_path], tmp_path / "downloads")
-    assert error.value.message.startswith("no source release for python, bzip2, xz, expat, "
-                                          "mpdecimal, libuuid, libffi, sqlite, openssl, "
-                                          "ncurses, readline in ")
+    assert error.value.message.startswith(
+        "no source release for python, bzip2, xz, expat, "
+        "mpdecimal, libuuid, libffi, sqlite, openssl, "
+        "ncurses, readline in "
+    )
     assert "--source NAME=PATH" in error.value.hint
 
 
-@pytest.mark.parametrize("given, message", [
-    ({"pyhton": "x.tar.gz"}, "unknown source name(s): pyhton"),
-    ({"zlib": "https://example.org/zlib.tar.gz"}, "an URL needs the sha256 of the file"),
-    ({"zlib": "/nonexistent/zlib.tar.gz"}, "no such file"),
-])
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"pyhton": "x.tar.gz"}, "unknown source name(s): pyhton"),
+        ({"zlib": "https://example.org/zlib.tar.gz"}, "an URL needs the sha256 of the file"),
+        ({"zlib": "/nonexistent/zlib.tar.gz"}, "no such file"),
+    ],
+)
 def test_bad_sources_are_refused(tmp_path, given, message):
     with pytest.raises(IngotError, match=message.replace("(", r"\(").replace(")", r"\)")):
         runtime.resolve_sources(given, [], tmp_path / "downloads")
@@ -116,12 +161,20 @@ def test_bad_sources_are_refused(tmp_path, given, message):
 
 # --- the store and the command line ----------------------------------------------------------
 
+
 def fake_runtime(store, version):
     path = store / f"cpython-{version}-x86_64-linux-gnu.2.17"
     path.mkdir(parents=True)
-    (path / "runtime.json").write_text(json.dumps({
-        "format": 1, "python": {"version": version}, "target": "x86_64-linux-gnu.2.17",
-        "glibc_floor": {"version": "2.17"}}))
+    (path / "runtime.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "python": {"version": version},
+                "target": "x86_64-linux-gnu.2.17",
+                "glibc_floor": {"version": "2.17"},
+            }
+        )
+    )
     return path
 
 
@@ -176,6 +229,7 @@ def test_relocate_rewrites_the_recorded_prefix(tmp_path):
 
 # --- pinned upstream releases -----------------------------------------------------------------
 
+
 def test_the_pinned_table_has_every_library_and_pythons_310_to_314():
     pinned = runtime.pinned_sources(None)
     assert set(pinned) == set(runtime.recipes.LIBRARIES)
@@ -183,8 +237,10 @@ def test_the_pinned_table_has_every_library_and_pythons_310_to_314():
         url, _ = runtime.pinned_sources(minor)["python"]
         assert f"/{minor}." in url and url.endswith(".tar.xz"), url
     assert "python" not in runtime.pinned_sources("3.9")
-    patterns = {"python": runtime.recipes.PYTHON_PATTERNS,
-                **{name: recipe.patterns for name, recipe in runtime.recipes.LIBRARIES.items()}}
+    patterns = {
+        "python": runtime.recipes.PYTHON_PATTERNS,
+        **{name: recipe.patterns for name, recipe in runtime.recipes.LIBRARIES.items()},
+    }
     for minor in ("3.10", "3.14"):
         for name, (url, sha256) in runtime.pinned_sources(minor).items():
             assert url.startswith("https://"), url
@@ -205,8 +261,9 @@ def file_server(tmp_path):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             functools.partial(Quiet, directory=str(served)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(served))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield served, f"http://127.0.0.1:{server.server_address[1]}"
@@ -214,22 +271,37 @@ def file_server(tmp_path):
     server.server_close()
 
 
-def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(tmp_path,
-                                                                              file_server):
+def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
+    tmp_path, file_server
+):
     served, base = file_server
     sources = tmp_path / "sources"
     sources.mkdir()
-    for name in ("Python-3.11.9.tgz", "bzip2-1.0.8.tar.gz", "xz-5.4.6.tar.gz",
-                 "expat-2.6.2.tar.xz", "mpdecimal-4.0.0.tar.gz", "util-linux-2.40.tar.xz",
-                 "libffi-3.4.6.tar.gz", "sqlite-autoconf-3450300.tar.gz",
-                 "openssl-3.0.13.tar.gz", "ncurses-6.4.tar.gz", "readline-8.2.tar.gz"):
+    for name in (
+        "Python-3.11.9.tgz",
+        "bzip2-1.0.8.tar.gz",
+        "xz-5.4.6.tar.gz",
+        "expat-2.6.2.tar.xz",
+        "mpdecimal-4.0.0.tar.gz",
+        "util-linux-2.40.tar.xz",
+        "libffi-3.4.6.tar.gz",
+        "sqlite-autoconf-3450300.tar.gz",
+        "openssl-3.0.13.tar.gz",
+        "ncurses-6.4.tar.gz",
+        "readline-8.2.tar.gz",
+    ):
         (sources / name).write_bytes(b"x")
     (served / "zlib-1.3.1.tar.gz").write_bytes(b"zlib release")
     digest = hashlib.sha256(b"zlib release").hexdigest()
     messages = []
-    found = runtime.resolve_sources({}, [sources], tmp_path / "downloads", "3.11",
-                                    pinned={"zlib": (f"{base}/zlib-1.3.1.tar.gz", digest)},
-                                    say=messages.append)
+    found = runtime.resolve_sources(
+        {},
+        [sources],
+        tmp_path / "downloads",
+        "3.11",
+        pinned={"zlib": (f"{base}/zlib-1.3.1.tar.gz", digest)},
+        say=messages.append,
+    )
     assert found["zlib"] == tmp_path / "downloads" / "zlib-1.3.1.tar.gz"
     assert found["zlib"].read_bytes() == b"zlib release"
     assert found["python"].name == "Python-3.11.9.tgz"  # a directory's file wins
@@ -237,17 +309,28 @@ def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(t
     # A file whose hash is not the pinned one is refused, and not kept.
     (served / "zlib-1.3.2.tar.gz").write_bytes(b"tampered")
     with pytest.raises(IngotError, match="sha256 .*, expected " + "0" * 64):
-        runtime.resolve_sources({}, [sources], tmp_path / "downloads", "3.11",
-                                pinned={"zlib": (f"{base}/zlib-1.3.2.tar.gz", "0" * 64)})
+        runtime.resolve_sources(
+            {},
+            [sources],
+            tmp_path / "downloads",
+            "3.11",
+            pinned={"zlib": (f"{base}/zlib-1.3.2.tar.gz", "0" * 64)},
+        )
     assert not (tmp_path / "downloads" / "zlib-1.3.2.tar.gz").exists()
     # Unreachable: the error says which URL, and what to do instead.
     with pytest.raises(IngotError, match=f"cannot download {base}/missing.tar.gz") as error:
-        runtime.resolve_sources({}, [sources], tmp_path / "downloads", "3.11",
-                                pinned={"zlib": (f"{base}/missing.tar.gz", digest)})
+        runtime.resolve_sources(
+            {},
+            [sources],
+            tmp_path / "downloads",
+            "3.11",
+            pinned={"zlib": (f"{base}/missing.tar.gz", digest)},
+        )
     assert "--source NAME=PATH" in error.value.hint
 
 
 # --- which Python a build uses -------------------------------------------------------------------
+
 
 @pytest.fixture
 def build_with_calls(tmp_path, monkeypatch):
@@ -269,8 +352,7 @@ def build_with_calls(tmp_path, monkeypatch):
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
-def test_a_build_uses_this_pythons_runtime_by_default_when_one_is_built(tmp_path,
-                                                                       build_with_calls):
+def test_a_build_uses_this_pythons_runtime_by_default_when_one_is_built(tmp_path, build_with_calls):
     fake_runtime(tmp_path / "store", f"{HERE}.1")
     script = tmp_path / "app.py"
     script.write_text("print('hi')\n")
@@ -279,8 +361,9 @@ def test_a_build_uses_this_pythons_runtime_by_default_when_one_is_built(tmp_path
 
 
 @pytest.mark.parametrize("options", [["--python", "local"], ["--launcher", "/x/launcher"]])
-def test_local_python_or_a_given_launcher_means_no_runtime(tmp_path, build_with_calls, options,
-                                                           capsys):
+def test_local_python_or_a_given_launcher_means_no_runtime(
+    tmp_path, build_with_calls, options, capsys
+):
     fake_runtime(tmp_path / "store", f"{HERE}.1")
     # A source that does not exist: the build stops at once, after choosing its Python.
     assert cli.main(["build", str(tmp_path / "missing.py"), *options]) == 1
@@ -291,8 +374,9 @@ def test_local_python_or_a_given_launcher_means_no_runtime(tmp_path, build_with_
 def test_a_named_version_is_built_with_its_runtime(tmp_path, build_with_calls):
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "1"\n'
-                                            '[tool.ingot]\npython = "3.13"\n')
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "p"\nversion = "1"\n[tool.ingot]\npython = "3.13"\n'
+    )
     assert cli.main(["build", str(project)]) == 0
     assert cli.main(["build", str(project), "--python", "3.12"]) == 0
     assert [wanted for wanted, _ in build_with_calls] == ["3.13", "3.12"]
@@ -315,15 +399,20 @@ def test_a_console_script_is_resolved_where_it_is_installed(monkeypatch):
     import importlib.metadata
 
     resolved = runtime._console_script("pip")
-    (installed,) = [entry for entry in importlib.metadata.entry_points(group="console_scripts")
-                    if entry.name == "pip"]
+    (installed,) = [
+        entry
+        for entry in importlib.metadata.entry_points(group="console_scripts")
+        if entry.name == "pip"
+    ]
     assert resolved["entry"] == f"{installed.module}:{installed.attr}"
     assert any(pin.lower().startswith("pip==") for pin in resolved["requirements"])
     # Under the runtime, which sees none of this environment, the build takes it from there.
     from ingot.sources import console_script_entry
 
-    monkeypatch.setenv("INGOT_CONSOLE_SCRIPT", json.dumps(
-        {"name": "tool", "entry": "tool.cli:main", "requirements": ["tool==1.0"]}))
+    monkeypatch.setenv(
+        "INGOT_CONSOLE_SCRIPT",
+        json.dumps({"name": "tool", "entry": "tool.cli:main", "requirements": ["tool==1.0"]}),
+    )
     assert console_script_entry("tool") == ("tool.cli:main", ["tool==1.0"])
     with pytest.raises(IngotError, match="no console script 'other' is installed"):
         console_script_entry("other")

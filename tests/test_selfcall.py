@@ -13,14 +13,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 
 import pytest
 
 import proclimit
-from test_launcher import (launcher, launcher_python,  # noqa: F401 (fixtures)
-                           launcher_python_version, make_app)
+from test_launcher import (  # noqa: F401 (launcher and launcher_python are fixtures)
+    launcher,
+    launcher_python,
+    launcher_python_version,
+    make_app,
+)
 
 APP = {
     "selfapp/__init__.py": "",
@@ -110,7 +113,9 @@ def run(app, *args, max_processes=16, timeout=120, **options):
     """Runs the app under the process limit; fails the test if the limit was hit or it timed out."""
     result = proclimit.run([app, *args], max_processes=max_processes, timeout=timeout, **options)
     assert not result.timed_out, f"timed out after {timeout} s: {result.stderr[-2000:]}"
-    assert result.limit_hit == 0, f"hit the limit of {max_processes} processes: {result.stderr[-2000:]}"
+    assert result.limit_hit == 0, (
+        f"hit the limit of {max_processes} processes: {result.stderr[-2000:]}"
+    )
     return result
 
 
@@ -122,12 +127,19 @@ def call(app, args, **options):
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, launcher, launcher_python):  # noqa: F811 (fixtures)
-    return make_app(tmp_path_factory.mktemp("selfcall"), launcher, launcher_python, LAUNCH,
-                    name="selfapp", files=APP)
+def app(tmp_path_factory, launcher, launcher_python):
+    return make_app(
+        tmp_path_factory.mktemp("selfcall"),
+        launcher,
+        launcher_python,
+        LAUNCH,
+        name="selfapp",
+        files=APP,
+    )
 
 
 # --- python command lines -------------------------------------------------------------------------
+
 
 def test_dash_c_runs_code_with_python_argv(app):
     code = "import json, sys; print(json.dumps([sys.argv, sys.orig_argv[1:], sys.path]))"
@@ -140,9 +152,11 @@ def test_dash_c_runs_code_with_python_argv(app):
 
 
 def test_the_parent_variable_reaches_children_not_os_environ(app):
-    code = ("import os; inherited = open('/proc/self/environ', 'rb').read().split(b'\\0');"
-            " print([v.decode() for v in inherited if v.startswith(b'INGOT_PARENT=')],"
-            " os.environ.get('INGOT_PARENT'), os.getppid())")
+    code = (
+        "import os; inherited = open('/proc/self/environ', 'rb').read().split(b'\\0');"
+        " print([v.decode() for v in inherited if v.startswith(b'INGOT_PARENT=')],"
+        " os.environ.get('INGOT_PARENT'), os.getppid())"
+    )
     child = call(app, ["-c", code])
     assert child["code"] == 0, child["err"]
     variables, in_os_environ, parent = child["out"].rsplit(" ", 2)
@@ -152,23 +166,36 @@ def test_the_parent_variable_reaches_children_not_os_environ(app):
 
 
 def test_interpreter_options_before_the_command(app):
-    code = ("import json, sys; print(json.dumps([sys.path, sys.flags.isolated, sys.flags.no_site,"
-            " sys.flags.optimize, sys.flags.dev_mode, sys.warnoptions, sys._xoptions,"
-            " sys.stdout.write_through]))")
-    child = call(app, ["-IS", "-O", "-W", "error::DeprecationWarning", "-X", "dev", "-u", "-c",
-                       code])
+    code = (
+        "import json, sys; print(json.dumps([sys.path, sys.flags.isolated, sys.flags.no_site,"
+        " sys.flags.optimize, sys.flags.dev_mode, sys.warnoptions, sys._xoptions,"
+        " sys.stdout.write_through]))"
+    )
+    child = call(
+        app, ["-IS", "-O", "-W", "error::DeprecationWarning", "-X", "dev", "-u", "-c", code]
+    )
     assert child["code"] == 0, child["err"]
-    path, isolated, no_site, optimize, dev, warnings, xoptions, write_through = \
-        json.loads(child["out"])
-    assert (path, isolated, no_site, optimize, dev, write_through) == \
-        ([str(app)], 1, 1, 1, True, True)
+    path, isolated, no_site, optimize, dev, warnings, xoptions, write_through = json.loads(
+        child["out"]
+    )
+    assert (path, isolated, no_site, optimize, dev, write_through) == (
+        [str(app)],
+        1,
+        1,
+        1,
+        True,
+        True,
+    )
     assert warnings[-1] == "error::DeprecationWarning" and xoptions == {"dev": True}
 
 
 def test_dash_m_runs_any_module_of_the_archive(app):
     child = call(app, ["-m", "json.tool", "--sort-keys"], input='{"b": 1, "a": [2]}')
-    assert child == {"code": 0, "out": '{\n    "a": [\n        2\n    ],\n    "b": 1\n}\n',
-                     "err": ""}
+    assert child == {
+        "code": 0,
+        "out": '{\n    "a": [\n        2\n    ],\n    "b": 1\n}\n',
+        "err": "",
+    }
     child = call(app, ["-m", "selfapp.work"])  # the app's own modules too
     assert (child["code"], child["err"]) == (0, "")
     child = call(app, ["-I", "-m", "http.server", "--help"])
@@ -188,8 +215,11 @@ def test_a_script_runs_with_its_directory_on_sys_path(app, tmp_path):
     script = tmp_path / "script.py"
     script.write_text("import sys, helper\nprint(helper.WHERE, sys.argv, __name__)\n")
     child = call(app, [str(script), "x"])
-    assert child == {"code": 0, "out": f"{tmp_path / 'helper.py'} {[str(script), 'x']} __main__\n",
-                     "err": ""}
+    assert child == {
+        "code": 0,
+        "out": f"{tmp_path / 'helper.py'} {[str(script), 'x']} __main__\n",
+        "err": "",
+    }
 
 
 def test_dash_reads_the_program_from_stdin(app):
@@ -197,7 +227,7 @@ def test_dash_reads_the_program_from_stdin(app):
     assert child == {"code": 0, "out": "stdin ['-', 'arg']\n", "err": ""}
 
 
-def test_version_and_exit_status_as_python(app, launcher):  # noqa: F811 (fixture)
+def test_version_and_exit_status_as_python(app, launcher):
     version = launcher_python_version(launcher)
     child = call(app, ["-V"])
     assert child["code"] == 0 and child["out"].startswith(f"Python {version}."), child
@@ -207,6 +237,7 @@ def test_version_and_exit_status_as_python(app, launcher):  # noqa: F811 (fixtur
 
 
 # --- what runs the app ----------------------------------------------------------------------------
+
 
 def test_restart_patterns_run_the_app(app):
     # [sys.executable, sys.argv[0], *args] (werkzeug's reloader): sys.argv from argv[0] on.
@@ -223,8 +254,13 @@ def test_restart_patterns_run_the_app(app):
 def test_a_person_gets_the_app_whatever_the_arguments(app, tmp_path):
     marker = tmp_path / "ran"
     code = f"open({str(marker)!r}, 'w').write('x')"
-    for args in (["-c", code], ["-I", "-c", code], ["-c", code, "--multiprocessing-fork"],
-                 ["--multiprocessing-fork", "pipe_handle=0"], ["-m", "json.tool"]):
+    for args in (
+        ["-c", code],
+        ["-I", "-c", code],
+        ["-c", code, "--multiprocessing-fork"],
+        ["--multiprocessing-fork", "pipe_handle=0"],
+        ["-m", "json.tool"],
+    ):
         result = run(app, *args, env={"PATH": os.environ["PATH"]})
         assert result.returncode == 1 and "SystemExit" not in result.stderr, (args, result)
         assert result.stderr.startswith("unknown "), (args, result.stderr)
@@ -241,8 +277,7 @@ def test_a_forged_parent_variable_is_not_enough(app, tmp_path):
 def test_a_script_the_app_runs_gets_the_app(app):
     # The app runs a shell script (a hook) that runs the executable: its parent is the shell.
     shell = run(app, "shell", '"$0" -c "print(42)"; echo done')  # not `exec`: sh stays the parent
-    assert json.loads(shell.stdout) == {"code": 0, "out": "done\n",
-                                        "err": "unknown -c\n"}
+    assert json.loads(shell.stdout) == {"code": 0, "out": "done\n", "err": "unknown -c\n"}
 
 
 def test_sudo_gets_the_app(app, tmp_path):
@@ -266,8 +301,16 @@ def test_without_proc_the_variable_tells_self_calls(app):
         if os.environ.get("INGOT_REQUIRE_PYTHONS"):
             pytest.fail("running without /proc needs root and unshare (INGOT_REQUIRE_PYTHONS)")
         pytest.skip("running without /proc needs root and unshare (a mount namespace)")
-    no_proc = ["unshare", "--mount", "--fork", "sh", "-c",
-               'mount -t tmpfs none /proc && exec "$@"', "sh", str(app)]
+    no_proc = [
+        "unshare",
+        "--mount",
+        "--fork",
+        "sh",
+        "-c",
+        'mount -t tmpfs none /proc && exec "$@"',
+        "sh",
+        str(app),
+    ]
     python = {"code": 0, "out": "python\n", "err": ""}
     result = proclimit.run([*no_proc, "call", json.dumps(["-c", "print('python')"])])
     assert (result.returncode, result.limit_hit) == (0, 0), result.stderr
@@ -283,6 +326,7 @@ def test_without_proc_the_variable_tells_self_calls(app):
 
 # --- no fork storm --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("environment", ["inherited", "scrubbed"])
 def test_a_self_call_loop_stops_at_the_depth_limit(app, environment):
     result = run(app, "again", environment, max_processes=24, timeout=60)
@@ -294,6 +338,7 @@ def test_a_self_call_loop_stops_at_the_depth_limit(app, environment):
 
 
 # --- multiprocessing --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
 def test_multiprocessing_pools(app, method):
@@ -313,14 +358,17 @@ def test_multiprocessing_frozen_command_line(app):
 
 # --- exit -------------------------------------------------------------------------------------------
 
+
 def test_fast_exit_finalizes_what_was_left_open(app, tmp_path):
     prefix = tmp_path / "out"
     result = run(app, "files", str(prefix))
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == "main done\n__del__ ran\n"
     assert (tmp_path / "out.txt").read_text() == "line of forty-five characters, not flushed.\n"
-    assert gzip.decompress((tmp_path / "out.gz").read_bytes()) == \
-        b"compressed, trailer written at close\n"
+    assert (
+        gzip.decompress((tmp_path / "out.gz").read_bytes())
+        == b"compressed, trailer written at close\n"
+    )
     with zipfile.ZipFile(tmp_path / "out.zip") as bundle:
         assert bundle.read("inner.txt") == b"central directory written at close"
     assert (tmp_path / "out.gen").read_text() == "written by a suspended generator"
@@ -328,9 +376,11 @@ def test_fast_exit_finalizes_what_was_left_open(app, tmp_path):
 
 def test_a_failed_flush_of_stdout_is_reported_and_exits_120(app):
     with open("/dev/full", "w") as full:
-        done = subprocess.run([app, "hello"], stdout=full, stderr=subprocess.PIPE, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [app, "hello"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
     assert done.returncode == 120
     assert done.stderr.startswith(
         "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>\n"
-        "OSError: [Errno 28] No space left on device\n"), done.stderr
+        "OSError: [Errno 28] No space left on device\n"
+    ), done.stderr

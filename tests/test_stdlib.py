@@ -72,11 +72,26 @@ def reduced_run(request, tmp_path_factory):
     (archive, report)."""
     python = python_for(request.param)
     archive = tmp_path_factory.mktemp(f"stdlib-{request.param}") / "stdlib.ingot"
-    subprocess.run([python, "-m", "ingot", "pack", "-o", str(archive)], check=True, capture_output=True)
-    site = run_python(python, "import ingot, os; print(os.path.dirname(os.path.dirname(ingot.__file__)))")
+    subprocess.run(
+        [python, "-m", "ingot", "pack", "-o", str(archive)], check=True, capture_output=True
+    )
+    site = run_python(
+        python, "import ingot, os; print(os.path.dirname(os.path.dirname(ingot.__file__)))"
+    )
     result = subprocess.run(
-        [python, "-I", "-S", "-c", REDUCED_PROCESS, site.stdout.strip(), str(archive), str(IMPORT_STDLIB)],
-        capture_output=True, text=True, timeout=300,
+        [
+            python,
+            "-I",
+            "-S",
+            "-c",
+            REDUCED_PROCESS,
+            site.stdout.strip(),
+            str(archive),
+            str(IMPORT_STDLIB),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     return archive, json.loads(result.stdout)
@@ -88,13 +103,17 @@ def test_every_stdlib_module_imports_from_the_archive(reduced_run):
     # Only what `python -I -S` imports to start (encodings, codecs, io, abc, os, ...) was there before.
     assert len(report["at_startup"]) < 30, report["at_startup"]
     not_from_archive = {
-        name: where for name, where in report["wanted"].items() if where not in ("ingot", "bootstrap alias")
+        name: where
+        for name, where in report["wanted"].items()
+        if where not in ("ingot", "bootstrap alias")
     }
     assert not_from_archive == {}
     allowed = ("ingot", "builtin", "not a module", "no spec", "bootstrap alias")
     strays = {name: where for name, where in report["new"].items() if where not in allowed}
     assert strays == {}
-    assert report["extensions"] == dict.fromkeys(("math", "_json", "_socket", "_ssl", "_sqlite3"), "ingot")
+    assert report["extensions"] == dict.fromkeys(
+        ("math", "_json", "_socket", "_ssl", "_sqlite3"), "ingot"
+    )
     assert all(path.startswith(f"{archive}/") for path in report["extension_files"].values())
     assert report["sqlite"] and report["ssl"].startswith("OpenSSL")
 

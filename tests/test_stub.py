@@ -13,6 +13,10 @@ def test_stub_matches_the_compiled_module():
         if os.environ.get("INGOT_REQUIRE_PYTHONS"):
             pytest.fail("mypy is required for the stub check (scripts/test installs it)")
         pytest.skip("mypy is not installed")
-    result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "ingot._ingot"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "ingot._ingot"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -14,7 +14,7 @@ from conftest import run_python
 
 PACKAGES = ["rich", "click", "certifi", "jinja2", "pygments"]
 
-APP_INIT = '''
+APP_INIT = """
 import importlib.resources
 import jinja2
 
@@ -25,18 +25,18 @@ environment = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape
 
 def render(**context):
     return environment.get_template("page.html").render(**context)
-'''
+"""
 
 # The same templates through jinja2's PackageLoader, which needs a real directory (or a
 # zipimporter): the package is packed under the files policy.
-FILES_APP_INIT = '''
+FILES_APP_INIT = """
 import jinja2
 
 environment = jinja2.Environment(loader=jinja2.PackageLoader(__name__, "templates"), autoescape=True)
 
 def render(**context):
     return environment.get_template("page.html").render(**context)
-'''
+"""
 
 USE_THEM = r"""
 import json, sys, io, ingot
@@ -94,9 +94,22 @@ def archive(tmp_path_factory):
     root = tmp_path_factory.mktemp("third-party")
     site = root / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--only-binary", ":all:",
-         "--target", str(site), *PACKAGES],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-compile",
+            "--only-binary",
+            ":all:",
+            "--target",
+            str(site),
+            *PACKAGES,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     for name, init in (("webapp", APP_INIT), ("filesapp", FILES_APP_INIT)):
         app = root / "app" / name
@@ -107,9 +120,24 @@ def archive(tmp_path_factory):
         )
     output = root / "deps.ingot"
     subprocess.run(
-        [sys.executable, "-m", "ingot", "pack", "--no-stdlib", "--path", str(site), "--path", str(root / "app"),
-         "--files", "filesapp", "-o", str(output)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ingot",
+            "pack",
+            "--no-stdlib",
+            "--path",
+            str(site),
+            "--path",
+            str(root / "app"),
+            "--files",
+            "filesapp",
+            "-o",
+            str(output),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     shutil.rmtree(site)
     shutil.rmtree(root / "app")
@@ -158,6 +186,13 @@ def test_jinja2_package_loader_renders_from_a_files_policy_package(report):
 
 
 def test_metadata_versions_and_entry_points(report):
-    assert set(report["versions"]) == {"rich", "click", "certifi", "jinja2", "pygments", "markupsafe"}
+    assert set(report["versions"]) == {
+        "rich",
+        "click",
+        "certifi",
+        "jinja2",
+        "pygments",
+        "markupsafe",
+    }
     assert all(version[0].isdigit() for version in report["versions"].values())
     assert report["console_scripts"] == ["pygmentize"]

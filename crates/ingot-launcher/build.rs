@@ -70,7 +70,10 @@ fn main() {
     let static_lib = Path::new(&libpl).join(&library);
     let forced_shared = std::env::var_os("INGOT_LAUNCHER_SHARED").is_some();
     let linkage = if !forced_shared && !library.is_empty() && static_lib.is_file() {
-        let name = library.strip_prefix("lib").and_then(|name| name.strip_suffix(".a")).expect("LIBRARY is libNAME.a");
+        let name = library
+            .strip_prefix("lib")
+            .and_then(|name| name.strip_suffix(".a"))
+            .expect("LIBRARY is libNAME.a");
         println!("cargo:rustc-link-search=native={libpl}");
         // Whole: extension modules need symbols the launcher itself never references.
         println!("cargo:rustc-link-lib=static:+whole-archive,-bundle={name}");
@@ -110,7 +113,8 @@ fn main() {
 /// unmarshals its code at start instead of compiling the source every time (~0.3 ms).
 fn compile_boot(python: &str) {
     // boot.py, then the archive-path answers it installs (shared with the Python package).
-    let manifest = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).to_path_buf();
+    let manifest =
+        Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).to_path_buf();
     let source = manifest.join("src/boot.py");
     let paths = manifest.join("../../python/ingot/_archive_paths.py");
     println!("cargo:rerun-if-changed=src/boot.py");
@@ -126,6 +130,8 @@ fn compile_boot(python: &str) {
         .arg(&paths)
         .arg(&out)
         .status()
-        .unwrap_or_else(|error| panic!("ingot-launcher: cannot run {python} to compile boot.py: {error}"));
+        .unwrap_or_else(|error| {
+            panic!("ingot-launcher: cannot run {python} to compile boot.py: {error}")
+        });
     assert!(status.success(), "ingot-launcher: {python} could not compile {}", source.display());
 }

@@ -31,10 +31,17 @@ fn every_kind(zstd_level: Option<i32>) -> ArchiveWriter {
         (
             Kind::ExtensionModule,
             "pkg._ext",
-            vec![(Role::Content, text("\x7fELF\x02\x01\x01", 300)), (Role::Needed, b"libfoo.so.1\0libc.so.6\0".to_vec())],
+            vec![
+                (Role::Content, text("\x7fELF\x02\x01\x01", 300)),
+                (Role::Needed, b"libfoo.so.1\0libc.so.6\0".to_vec()),
+            ],
         ),
         (Kind::DataFile, "pkg/data.txt", vec![(Role::Content, text("data ", 100))]),
-        (Kind::DistInfoFile, "pkg-1.0.dist-info/METADATA", vec![(Role::Content, b"Name: pkg\nVersion: 1.0\n".to_vec())]),
+        (
+            Kind::DistInfoFile,
+            "pkg-1.0.dist-info/METADATA",
+            vec![(Role::Content, b"Name: pkg\nVersion: 1.0\n".to_vec())],
+        ),
         (
             Kind::SharedLibrary,
             "libfoo.so.1",

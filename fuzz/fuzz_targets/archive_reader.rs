@@ -45,7 +45,9 @@ fn put_u64(bytes: &mut [u8], at: usize, value: u64) -> Option<()> {
 /// to fix.
 fn fix_checksums(bytes: &mut [u8]) -> Option<()> {
     let len = bytes.len();
-    let size = usize::try_from(u64_at(bytes, len.checked_sub(layout::TRAILER_SIZE)? + T::ARCHIVE_SIZE)?).ok()?;
+    let size =
+        usize::try_from(u64_at(bytes, len.checked_sub(layout::TRAILER_SIZE)? + T::ARCHIVE_SIZE)?)
+            .ok()?;
     let archive = &mut bytes[len.checked_sub(size)?..];
     if archive.len() < layout::HEADER_SIZE {
         return None;
@@ -54,7 +56,9 @@ fn fix_checksums(bytes: &mut [u8]) -> Option<()> {
     let blobs_offset = usize::try_from(u64_at(archive, H::BLOBS_OFFSET)?).ok()?;
     let data_offset = usize::try_from(u64_at(archive, H::DATA_OFFSET)?).ok()?;
     for index in 0..blob_count.min(4096) {
-        let Some(record) = index.checked_mul(layout::BLOB_SIZE).and_then(|at| at.checked_add(blobs_offset)) else {
+        let Some(record) =
+            index.checked_mul(layout::BLOB_SIZE).and_then(|at| at.checked_add(blobs_offset))
+        else {
             break;
         };
         let field = |at: usize| record.checked_add(at);
@@ -115,7 +119,11 @@ fn exercise(bytes: Vec<u8>) {
             match (&first, &second) {
                 (Ok(first), Ok(second)) => {
                     assert_eq!(first, second, "two reads of one blob differ");
-                    assert_eq!(first.len() as u64, blob.size(), "data length is not the declared size");
+                    assert_eq!(
+                        first.len() as u64,
+                        blob.size(),
+                        "data length is not the declared size"
+                    );
                 }
                 (Err(_), Err(_)) => {}
                 _ => panic!("a second read of a blob disagrees with the first"),
@@ -134,7 +142,10 @@ fn exercise(bytes: Vec<u8>) {
             for prefix in [name, half(name)] {
                 let Ok(matches) = archive.find_prefix(namespace, prefix) else { continue };
                 for found in matches.flatten() {
-                    assert!(found.name().starts_with(prefix), "find_prefix returned a name without the prefix");
+                    assert!(
+                        found.name().starts_with(prefix),
+                        "find_prefix returned a name without the prefix"
+                    );
                     assert_eq!(found.kind().map(|kind| kind.namespace()), Some(namespace));
                 }
             }

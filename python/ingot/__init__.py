@@ -12,6 +12,7 @@ answers reads of paths under the archive (``open(mod.__file__)``) as executables
 
 import sys
 
+from ingot._archive_paths import serve_archive_paths
 from ingot._ingot import (
     FORMAT_VERSION,
     ArchiveError,
@@ -21,7 +22,6 @@ from ingot._ingot import (
     elf_dynamic,
     loadable_image,
 )
-from ingot._archive_paths import serve_archive_paths
 
 __all__ = [
     "FORMAT_VERSION",
@@ -30,8 +30,8 @@ __all__ = [
     "IngotFinder",
     "IngotPathEntryFinder",
     "elf_dynamic",
-    "loadable_image",
     "install",
+    "loadable_image",
     "serve_archive_paths",
     "uninstall",
 ]
@@ -50,5 +50,7 @@ def install(path, *, index=0):
 def uninstall(finder):
     """Removes a finder installed by :func:`install`."""
     sys.meta_path[:] = [entry for entry in sys.meta_path if entry is not finder]
-    sys.path_hooks[:] = [hook for hook in sys.path_hooks if getattr(hook, "__self__", None) is not finder]
+    sys.path_hooks[:] = [
+        hook for hook in sys.path_hooks if getattr(hook, "__self__", None) is not finder
+    ]
     sys.path_importer_cache.clear()

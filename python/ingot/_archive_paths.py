@@ -30,11 +30,19 @@ def serve_archive_paths(finder):
     root = finder.path
     prefix = root + "/"
     fspath, encoding = posix.fspath, sys.getfilesystemencoding()
-    real = {name: getattr(posix, name)
-            for name in ("stat", "lstat", "access", "listdir", "scandir", "open", "listxattr")}
+    real = {
+        name: getattr(posix, name)
+        for name in ("stat", "lstat", "access", "listdir", "scandir", "open", "listxattr")
+    }
     real_open = io.open
-    read_only = ~(posix.O_WRONLY | posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | posix.O_APPEND
-                  | getattr(posix, "O_DIRECTORY", 0))
+    read_only = ~(
+        posix.O_WRONLY
+        | posix.O_RDWR
+        | posix.O_CREAT
+        | posix.O_TRUNC
+        | posix.O_APPEND
+        | getattr(posix, "O_DIRECTORY", 0)
+    )
 
     def inside(path):
         """The archive-relative path of ``path`` if it lies below the executable, else None."""
@@ -50,7 +58,7 @@ def serve_archive_paths(finder):
         if not path.startswith(prefix):
             return None
         parts = []
-        for part in path[len(prefix):].split("/"):
+        for part in path[len(prefix) :].split("/"):
             if part == "..":
                 if not parts:
                     return None
@@ -81,27 +89,56 @@ def serve_archive_paths(finder):
         exe = real["stat"](root)
         size = len(finder.get_data(prefix + relative)) if what == "file" else 0
         mode = 0o100444 if what == "file" else 0o40555
-        times = {name: getattr(exe, name) for name in (
-            "st_atime", "st_mtime", "st_ctime", "st_atime_ns", "st_mtime_ns", "st_ctime_ns")}
+        times = {
+            name: getattr(exe, name)
+            for name in (
+                "st_atime",
+                "st_mtime",
+                "st_ctime",
+                "st_atime_ns",
+                "st_mtime_ns",
+                "st_ctime_ns",
+            )
+        }
         times.update(st_blksize=4096, st_blocks=(size + 511) // 512)
-        return posix.stat_result((mode, hash(relative) & 0x7FFFFFFFFFFF | 1 << 47, exe.st_dev,
-                                  2 if what == "dir" else 1, exe.st_uid, exe.st_gid, size,
-                                  int(exe.st_atime), int(exe.st_mtime), int(exe.st_ctime)), times)
+        return posix.stat_result(
+            (
+                mode,
+                hash(relative) & 0x7FFFFFFFFFFF | 1 << 47,
+                exe.st_dev,
+                2 if what == "dir" else 1,
+                exe.st_uid,
+                exe.st_gid,
+                size,
+                int(exe.st_atime),
+                int(exe.st_mtime),
+                int(exe.st_ctime),
+            ),
+            times,
+        )
 
     def names(relative, path):
         if kind(relative) != "dir":
-            raise (missing(relative, path) if kind(relative) is None else
-                   NotADirectoryError(20, "Not a directory (in the executable)", path))
+            raise (
+                missing(relative, path)
+                if kind(relative) is None
+                else NotADirectoryError(20, "Not a directory (in the executable)", path)
+            )
         listed = finder._listdir(relative)
-        if isinstance(path, bytes) or not isinstance(path, str) and isinstance(fspath(path), bytes):
+        if isinstance(path, bytes) or (
+            not isinstance(path, str) and isinstance(fspath(path), bytes)
+        ):
             return [(name.encode(encoding, "surrogateescape"), is_dir) for name, is_dir in listed]
         return listed
 
     def content_fd(relative, path):
         """A descriptor of a memory file holding the file's bytes, positioned at its start."""
         if kind(relative) != "file":
-            raise (missing(relative, path) if kind(relative) is None else
-                   IsADirectoryError(21, "Is a directory (in the executable)", path))
+            raise (
+                missing(relative, path)
+                if kind(relative) is None
+                else IsADirectoryError(21, "Is a directory (in the executable)", path)
+            )
         data = finder.get_data(prefix + relative)
         fd = posix.memfd_create(relative.rpartition("/")[2] or "ingot", posix.MFD_CLOEXEC)
         try:
@@ -134,8 +171,9 @@ def serve_archive_paths(finder):
             if relative is not None:
                 what = kind(relative)
                 return what is not None and not mode & 2 and (what == "dir" or not mode & 1)
-        return real["access"](path, mode, dir_fd=dir_fd, effective_ids=effective_ids,
-                              follow_symlinks=follow_symlinks)
+        return real["access"](
+            path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks
+        )
 
     def listdir(path=None):
         relative = inside(path)
@@ -146,7 +184,9 @@ def serve_archive_paths(finder):
     def scandir(path=None):
         relative = inside(path)
         if relative is not None:
-            return _ArchiveScandir(path, [(name, is_dir, stat) for name, is_dir in names(relative, path)])
+            return _ArchiveScandir(
+                path, [(name, is_dir, stat) for name, is_dir in names(relative, path)]
+            )
         return real["scandir"]() if path is None else real["scandir"](path)
 
     def open_fd(path, flags, mode=0o777, *, dir_fd=None):
@@ -163,22 +203,37 @@ def serve_archive_paths(finder):
             return []
         return real["listxattr"](path, follow_symlinks=follow_symlinks)
 
-    def open_file(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
-                  closefd=True, opener=None):
+    def open_file(
+        file,
+        mode="r",
+        buffering=-1,
+        encoding=None,
+        errors=None,
+        newline=None,
+        closefd=True,
+        opener=None,
+    ):
         if opener is None and mode.__class__ is str and not set(mode) - set("rbtU"):
             relative = inside(file)
             if relative is not None:
-                opened = real_open(content_fd(relative, file), mode, buffering, encoding, errors,
-                                   newline)
+                opened = real_open(
+                    content_fd(relative, file), mode, buffering, encoding, errors, newline
+                )
                 raw = getattr(getattr(opened, "buffer", opened), "raw", opened)
                 raw.name = fspath(file)
                 return opened
         return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
 
     os_module = sys.modules.get("os")
-    for function, name in ((stat, "stat"), (lstat, "lstat"), (access, "access"),
-                           (listdir, "listdir"), (scandir, "scandir"), (open_fd, "open"),
-                           (listxattr, "listxattr")):
+    for function, name in (
+        (stat, "stat"),
+        (lstat, "lstat"),
+        (access, "access"),
+        (listdir, "listdir"),
+        (scandir, "scandir"),
+        (open_fd, "open"),
+        (listxattr, "listxattr"),
+    ):
         function.__name__ = function.__qualname__ = name
         function.__doc__ = real[name].__doc__
         setattr(posix, name, function)
@@ -186,8 +241,12 @@ def serve_archive_paths(finder):
             # os was imported already (python without -S; not an executable's start): its copy too,
             # and where os.supports_* name the original, the wrapper (which passes fds through).
             setattr(os_module, name, function)
-            for group in ("supports_fd", "supports_dir_fd", "supports_follow_symlinks",
-                          "supports_effective_ids"):
+            for group in (
+                "supports_fd",
+                "supports_dir_fd",
+                "supports_follow_symlinks",
+                "supports_effective_ids",
+            ):
                 members = getattr(os_module, group, None)
                 if isinstance(members, set) and real[name] in members:
                     members.add(function)
@@ -221,7 +280,7 @@ class _ArchiveScandir:
 class _ArchiveEntry:
     """``os.DirEntry`` for an entry of a directory of the executable's archive."""
 
-    __slots__ = ("name", "path", "_is_dir", "_stat")
+    __slots__ = ("_is_dir", "_stat", "name", "path")
 
     def __init__(self, directory, name, is_dir, stat):
         import posix
@@ -229,7 +288,9 @@ class _ArchiveEntry:
         directory = posix.fspath(directory)
         separator = b"/" if isinstance(directory, bytes) else "/"
         self.name, self._is_dir, self._stat = name, is_dir, stat
-        self.path = directory + name if directory.endswith(separator) else directory + separator + name
+        self.path = (
+            directory + name if directory.endswith(separator) else directory + separator + name
+        )
 
     def __fspath__(self):
         return self.path

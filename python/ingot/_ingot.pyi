@@ -8,7 +8,20 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["ArchiveError", "ArchiveWriter", "FORMAT_VERSION", "IngotFinder", "IngotPathEntryFinder", "PrecompiledRegexes", "elf_dynamic", "content_hash", "loadable_image", "elf_version_needs", "write_tree", "cache_root"]
+__all__ = [
+    "FORMAT_VERSION",
+    "ArchiveError",
+    "ArchiveWriter",
+    "IngotFinder",
+    "IngotPathEntryFinder",
+    "PrecompiledRegexes",
+    "cache_root",
+    "content_hash",
+    "elf_dynamic",
+    "elf_version_needs",
+    "loadable_image",
+    "write_tree",
+]
 
 FORMAT_VERSION: int
 
@@ -20,7 +33,9 @@ class IngotFinder:
     @property
     def path(self) -> str: ...
     # importlib.abc.MetaPathFinder
-    def find_spec(self, fullname: str, path: Any = None, target: ModuleType | None = None) -> ModuleSpec | None: ...
+    def find_spec(
+        self, fullname: str, path: Any = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None: ...
     def invalidate_caches(self) -> None: ...
     # importlib.abc.Loader
     def create_module(self, spec: ModuleSpec) -> ModuleType | None: ...
@@ -73,16 +88,29 @@ class PrecompiledRegexes:
 @final
 class ArchiveWriter:
     def __new__(
-        cls, *, bytecode_magic: bytes, python_version: tuple[int, int], compression_level: int | None = None
+        cls,
+        *,
+        bytecode_magic: bytes,
+        python_version: tuple[int, int],
+        compression_level: int | None = None,
     ) -> Self: ...
     def add_module(
-        self, name: str, *, source: bytes | None = None, bytecode: dict[int, bytes] | None = None, is_package: bool = False
+        self,
+        name: str,
+        *,
+        source: bytes | None = None,
+        bytecode: dict[int, bytes] | None = None,
+        is_package: bool = False,
     ) -> None: ...
     def add_namespace_package(self, name: str) -> None: ...
-    def add_extension_module(self, name: str, image: bytes, needed: list[str] = ..., is_package: bool = False) -> None: ...
+    def add_extension_module(
+        self, name: str, image: bytes, needed: list[str] = ..., is_package: bool = False
+    ) -> None: ...
     def add_data_file(self, path: str, content: bytes) -> None: ...
     def add_dist_info_file(self, path: str, content: bytes) -> None: ...
-    def add_shared_library(self, name: str, image: bytes, soname: str | None = None, needed: list[str] = ...) -> None: ...
+    def add_shared_library(
+        self, name: str, image: bytes, soname: str | None = None, needed: list[str] = ...
+    ) -> None: ...
     def contains(self, name: str, namespace: str = "modules") -> bool: ...
     def set_first_use(self, order: list[tuple[str, str]]) -> None: ...
     def train_dictionary(self, max_size: int) -> int | None: ...

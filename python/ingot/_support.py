@@ -9,7 +9,7 @@ import io
 import posixpath
 import re
 
-__all__ = ["IngotTraversable", "IngotResourceReader", "IngotDistribution", "find_distributions"]
+__all__ = ["IngotDistribution", "IngotResourceReader", "IngotTraversable", "find_distributions"]
 
 
 def _join(directory, *parts):
@@ -18,7 +18,7 @@ def _join(directory, *parts):
     normalized = posixpath.normpath(path) if path else ""
     if normalized == ".":
         return ""
-    if normalized.startswith("../") or normalized == ".." or normalized.startswith("/"):
+    if normalized.startswith(("../", "/")) or normalized == "..":
         raise ValueError(f"path {path!r} leaves the ingot archive")
     return normalized
 
@@ -130,12 +130,14 @@ class FileTreeReader(_traversable_resources()):
 
     def files(self):
         import pathlib
+
         return pathlib.Path(self._directory)
 
     def resource_path(self, resource):
         # Python 3.10's importlib.resources.path() asks for this first; without it, it copies
         # the resource to a temporary file.
         import os
+
         path = os.path.join(self._directory, resource)
         if not os.path.isfile(path):
             raise FileNotFoundError(path)

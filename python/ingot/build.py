@@ -25,17 +25,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.errors import CompileError, IngotError
 from ingot.project import Config
 from ingot.sources import Plan, console_script_plan, plan_source
 
-__all__ = ["BuildError", "BuildOptions", "BuildResult", "LAUNCH_CONFIG", "build", "describe",
-           "find_launcher", "launcher_facts"]
+__all__ = [
+    "LAUNCH_CONFIG",
+    "BuildError",
+    "BuildOptions",
+    "BuildResult",
+    "build",
+    "describe",
+    "find_launcher",
+    "launcher_facts",
+]
 
 LAUNCH_CONFIG = "__ingot__/launch.json"
 _TRAILER_MAGIC = b"INGOTEND"
@@ -49,7 +57,7 @@ class BuildError(IngotError):
 class BuildOptions:
     """What ``ingot build`` was asked; None means "not given" (the project's settings apply)."""
 
-    source: str | None = None          # a script, package directory or project directory
+    source: str | None = None  # a script, package directory or project directory
     console_script: str | None = None  # an installed console script instead of a source
     config: Config = field(default_factory=Config)  # command-line overrides of [tool.ingot]
     launcher: str | None = None
@@ -77,11 +85,16 @@ def find_launcher(option: str | None = None) -> Path:
         origin, path = "INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])
     else:
         version = "%d.%d" % sys.version_info[:2]
-        origin, path = "ingot's package", Path(__file__).parent / "_launcher" / f"ingot-launcher-{version}"
+        origin, path = (
+            "ingot's package",
+            Path(__file__).parent / "_launcher" / f"ingot-launcher-{version}",
+        )
     if not path.is_file():
-        raise BuildError(f"no launcher binary at {path} (from {origin})",
-                         hint="build it (cargo build --release -p ingot-launcher) and pass "
-                              "--launcher PATH or set INGOT_LAUNCHER; or use --archive-only")
+        raise BuildError(
+            f"no launcher binary at {path} (from {origin})",
+            hint="build it (cargo build --release -p ingot-launcher) and pass "
+            "--launcher PATH or set INGOT_LAUNCHER; or use --archive-only",
+        )
     return path
 
 
@@ -98,9 +111,11 @@ def _elf_section(path: Path, name: str) -> bytes | None:
     import struct
 
     def fail(reason: str) -> BuildError:
-        return BuildError(f"{path} is not an ingot launcher: {reason}",
-                          hint="give the ingot-launcher binary (cargo build --release -p "
-                               "ingot-launcher), or the one ingot ships (no --launcher)")
+        return BuildError(
+            f"{path} is not an ingot launcher: {reason}",
+            hint="give the ingot-launcher binary (cargo build --release -p "
+            "ingot-launcher), or the one ingot ships (no --launcher)",
+        )
 
     try:
         with open(path, "rb") as file:
@@ -108,8 +123,9 @@ def _elf_section(path: Path, name: str) -> bytes | None:
 
             def read(offset: int, count: int) -> bytes:
                 if offset < 0 or count < 0 or offset + count > size:
-                    raise fail(f"it is truncated (needs bytes {offset}-{offset + count}, "
-                               f"has {size})")
+                    raise fail(
+                        f"it is truncated (needs bytes {offset}-{offset + count}, has {size})"
+                    )
                 file.seek(offset)
                 return file.read(count)
 
@@ -140,7 +156,7 @@ def _elf_section(path: Path, name: str) -> bytes | None:
             for index in range(shnum):
                 entry = section_header(index)
                 end = names.find(b"\0", entry[0])
-                if names[entry[0]:end if end >= 0 else None] == name.encode():
+                if names[entry[0] : end if end >= 0 else None] == name.encode():
                     if entry[1] == 8:  # SHT_NOBITS
                         raise fail(f"its {name} section is empty")
                     return read(entry[4], entry[5])
@@ -157,22 +173,27 @@ def launcher_facts(path: Path) -> dict:
     path = Path(path)
     data = _elf_section(path, LAUNCHER_SECTION)
     if data is None:
-        raise BuildError(f"{path} is not an ingot launcher: it has no {LAUNCHER_SECTION} "
-                         "section (an ELF file, but not ingot-launcher, or one built before "
-                         "launchers carried it)",
-                         hint="give the ingot-launcher binary (cargo build --release -p "
-                              "ingot-launcher), or the one ingot ships (no --launcher)")
+        raise BuildError(
+            f"{path} is not an ingot launcher: it has no {LAUNCHER_SECTION} "
+            "section (an ELF file, but not ingot-launcher, or one built before "
+            "launchers carried it)",
+            hint="give the ingot-launcher binary (cargo build --release -p "
+            "ingot-launcher), or the one ingot ships (no --launcher)",
+        )
     try:
         facts = json.loads(data.decode())
         if not isinstance(facts, dict) or not isinstance(facts.get("format"), int):
             raise ValueError("not an object with a format")
     except ValueError as error:
-        raise BuildError(f"{path}: its {LAUNCHER_SECTION} section is unreadable: {error}") \
-            from error
+        raise BuildError(
+            f"{path}: its {LAUNCHER_SECTION} section is unreadable: {error}"
+        ) from error
     if facts["format"] > _FACTS_FORMAT:
-        raise BuildError(f"{path} is a launcher of a newer ingot ({facts.get('ingot')}; facts "
-                         f"format {facts['format']})",
-                         hint="upgrade ingot, or use the launcher it ships")
+        raise BuildError(
+            f"{path} is a launcher of a newer ingot ({facts.get('ingot')}; facts "
+            f"format {facts['format']})",
+            hint="upgrade ingot, or use the launcher it ships",
+        )
     for key in ("python", "bytecode_magic", "ingot", "launch_config"):
         if key not in facts:
             raise BuildError(f"{path}: its {LAUNCHER_SECTION} section has no {key!r}")
@@ -196,18 +217,25 @@ def _check_launcher(path: Path) -> dict:
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     embedded, magic = facts["python"], importlib.util.MAGIC_NUMBER.hex()
     if embedded != here:
-        raise BuildError(f"the launcher {path} embeds Python {embedded}, but this is Python "
-                         f"{here}: the archive's bytecode and extension modules would not match",
-                         hint=f"run ingot with Python {embedded} (python{embedded} -m ingot "
-                              "build ...), or give a launcher built for Python " + here)
+        raise BuildError(
+            f"the launcher {path} embeds Python {embedded}, but this is Python "
+            f"{here}: the archive's bytecode and extension modules would not match",
+            hint=f"run ingot with Python {embedded} (python{embedded} -m ingot "
+            "build ...), or give a launcher built for Python " + here,
+        )
     if facts["bytecode_magic"] != magic:
-        raise BuildError(f"the launcher {path} embeds a Python {here} with bytecode magic "
-                         f"{facts['bytecode_magic']}, but this one's is {magic}",
-                         hint="give a launcher built for this interpreter")
+        raise BuildError(
+            f"the launcher {path} embeds a Python {here} with bytecode magic "
+            f"{facts['bytecode_magic']}, but this one's is {magic}",
+            hint="give a launcher built for this interpreter",
+        )
     if _LAUNCH_CONFIG_VERSION not in facts["launch_config"]:
-        raise BuildError(f"the launcher {path} (ingot {facts['ingot']}) reads launch "
-                         f"configuration versions {facts['launch_config']}, not "
-                         f"{_LAUNCH_CONFIG_VERSION}", hint="use the launcher this ingot ships")
+        raise BuildError(
+            f"the launcher {path} (ingot {facts['ingot']}) reads launch "
+            f"configuration versions {facts['launch_config']}, not "
+            f"{_LAUNCH_CONFIG_VERSION}",
+            hint="use the launcher this ingot ships",
+        )
     return facts
 
 
@@ -253,12 +281,15 @@ def _check_function(archive: Path, module: str, function: str) -> None:
                 bound.add(alias.asname or alias.name.split(".")[0])
     if first in bound or "__getattr__" in bound:
         return
-    candidates = sorted(name for name in bound if not name.startswith("_")
-                        and isinstance(name, str))[:8]
-    raise BuildError(f"the entry point {module}:{function} names no function of {module}: "
-                     f"{module} defines no {first!r}",
-                     hint="check the function's name" + (
-                         f" ({module} defines {', '.join(candidates)})" if candidates else ""))
+    candidates = sorted(
+        name for name in bound if not name.startswith("_") and isinstance(name, str)
+    )[:8]
+    raise BuildError(
+        f"the entry point {module}:{function} names no function of {module}: "
+        f"{module} defines no {first!r}",
+        hint="check the function's name"
+        + (f" ({module} defines {', '.join(candidates)})" if candidates else ""),
+    )
 
 
 def _compile_error(error: CompileError, app: Path, plan: Plan) -> BuildError:
@@ -280,8 +311,10 @@ def _compile_error(error: CompileError, app: Path, plan: Plan) -> BuildError:
     syntax = error.error
     syntax.filename = str(shown)
     text = "".join(traceback.format_exception_only(type(syntax), syntax)).rstrip("\n")
-    return BuildError(f"{error.name} does not compile:\n{text}",
-                      hint=f"fix it, or leave it out with --exclude {error.name}")
+    return BuildError(
+        f"{error.name} does not compile:\n{text}",
+        hint=f"fix it, or leave it out with --exclude {error.name}",
+    )
 
 
 def _check_not_an_input(output: Path, plan: Plan) -> None:
@@ -289,46 +322,81 @@ def _check_not_an_input(output: Path, plan: Plan) -> None:
     directory, or a package directory of a project or a directory of packages (the next build
     would pack this one's output)."""
     target = output.resolve()
-    inputs = [*(path for _, path in plan.copies), *plan.roots, *plan.requirement_files,
-              *([plan.pip_project] if plan.pip_project is not None else [])]
+    inputs = [
+        *(path for _, path in plan.copies),
+        *plan.roots,
+        *plan.requirement_files,
+        *([plan.pip_project] if plan.pip_project is not None else []),
+    ]
     for given in inputs:
         source = given.resolve()
         if target == source:
-            raise BuildError(f"the output {output} is an input of the build ({given}): it would "
-                             "be overwritten", hint="choose another -o/--output")
+            raise BuildError(
+                f"the output {output} is an input of the build ({given}): it would be overwritten",
+                hint="choose another -o/--output",
+            )
         if not (source.is_dir() and target.is_relative_to(source)):
             continue
         copied = any(given == path for _, path in plan.copies)
-        package = next((parent for parent in target.parents
-                        if parent.is_relative_to(source) and parent != source
-                        and (parent / "__init__.py").is_file()), None)
+        package = next(
+            (
+                parent
+                for parent in target.parents
+                if parent.is_relative_to(source)
+                and parent != source
+                and (parent / "__init__.py").is_file()
+            ),
+            None,
+        )
         if copied or package is not None:
             inside = source if copied else package
-            raise BuildError(f"the output {output} is inside {inside}, which the build packs: "
-                             "the next build would pack this one's output too",
-                             hint="write it elsewhere, e.g. -o dist/NAME outside the package")
+            raise BuildError(
+                f"the output {output} is inside {inside}, which the build packs: "
+                "the next build would pack this one's output too",
+                hint="write it elsewhere, e.g. -o dist/NAME outside the package",
+            )
 
 
 def _check_output(output: Path, force: bool) -> None:
     if output.is_dir():
-        raise BuildError(f"cannot write {output}: it is a directory",
-                         hint="give a file name with -o/--output")
+        raise BuildError(
+            f"cannot write {output}: it is a directory", hint="give a file name with -o/--output"
+        )
     if output.exists() and not force and not is_ingot_file(output):
-        raise BuildError(f"{output} exists and is not an ingot output; not overwriting it",
-                         hint="choose another -o/--output, or pass --force")
+        raise BuildError(
+            f"{output} exists and is not an ingot output; not overwriting it",
+            hint="choose another -o/--output, or pass --force",
+        )
     if not output.parent.is_dir():
-        raise BuildError(f"cannot write {output}: directory {output.parent} does not exist",
-                         hint=f"create it first (mkdir -p {output.parent})")
+        raise BuildError(
+            f"cannot write {output}: directory {output.parent} does not exist",
+            hint=f"create it first (mkdir -p {output.parent})",
+        )
 
 
 #: Platforms whose wheels a build for a runtime (glibc 2.17) takes.
-_RUNTIME_PLATFORMS = ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux2010_x86_64",
-                      "manylinux1_x86_64")
+_RUNTIME_PLATFORMS = (
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux1_x86_64",
+)
 
 
 def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -> None:
-    command = [sys.executable, "-m", "pip", "install", "--target", str(target), "--no-compile",
-               "--disable-pip-version-check", "--no-input", "--quiet", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--target",
+        str(target),
+        "--no-compile",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+        *args,
+    ]
     if os.environ.get("INGOT_IN_RUNTIME") and os.environ.get("INGOT_PIP_PYTHON"):
         # Under a runtime (which has no pip): the outer Python's pip, for this version and for
         # the platforms a glibc 2.17 system runs.
@@ -336,23 +404,33 @@ def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -
         version = "%d.%d" % sys.version_info[:2]
         command[0] = os.environ["INGOT_PIP_PYTHON"]
         if "--no-deps" not in args:
-            command[4:4] = ["--python-version", version, "--implementation", "cp",
-                            "--only-binary=:all:",
-                            *[option for platform in _RUNTIME_PLATFORMS
-                              for option in ("--platform", platform)]]
+            command[4:4] = [
+                "--python-version",
+                version,
+                "--implementation",
+                "cp",
+                "--only-binary=:all:",
+                *[option for platform in _RUNTIME_PLATFORMS for option in ("--platform", platform)],
+            ]
     say(f"pip: installing {what}")
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-12:])
-        hint = "is the requirement spelled right, and is there a wheel for this platform and " \
-               "Python? (dependencies are installed from wheels only: --only-binary :all:)"
+        hint = (
+            "is the requirement spelled right, and is there a wheel for this platform and "
+            "Python? (dependencies are installed from wheels only: --only-binary :all:)"
+        )
         if what.startswith("the project") and re.search(
-                r"setuptools[-_]scm|hatch-vcs|versioningit", run.stderr + run.stdout, re.I):
-            hint = "the project's version seems to come from version control, and pip builds a " \
-                   "copy of the project without .git: set the version for the build (e.g. " \
-                   "SETUPTOOLS_SCM_PRETEND_VERSION=1.2.3)"
-        raise BuildError(f"pip could not install {what} (exit {run.returncode}):\n{tail}",
-                         hint=hint)
+            r"setuptools[-_]scm|hatch-vcs|versioningit", run.stderr + run.stdout, re.I
+        ):
+            hint = (
+                "the project's version seems to come from version control, and pip builds a "
+                "copy of the project without .git: set the version for the build (e.g. "
+                "SETUPTOOLS_SCM_PRETEND_VERSION=1.2.3)"
+            )
+        raise BuildError(
+            f"pip could not install {what} (exit {run.returncode}):\n{tail}", hint=hint
+        )
 
 
 def _compression(level: int | bool | None) -> int | None:
@@ -366,16 +444,33 @@ def _compression(level: int | bool | None) -> int | None:
 
 def _stdlib_excludes(config: Config) -> tuple[str, ...]:
     """The default stdlib exclusions minus those an ``include`` pattern names, plus ``exclude``."""
-    kept = [pattern for pattern in DEFAULT_STDLIB_EXCLUDES
-            if not any(is_excluded(include, (pattern,)) for include in config.include)]
+    kept = [
+        pattern
+        for pattern in DEFAULT_STDLIB_EXCLUDES
+        if not any(is_excluded(include, (pattern,)) for include in config.include)
+    ]
     return (*kept, *config.exclude)
 
 
 #: What is left out of the copy of a project that pip builds: version control, build outputs,
 #: virtual environments, caches (the usual .gitignore entries of a Python project).
-PROJECT_COPY_IGNORES = (".git", ".hg", ".svn", "build", "dist", ".venv*", "__pycache__", "*.pyc",
-                        "*.egg-info", ".eggs", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-                        ".ruff_cache")
+PROJECT_COPY_IGNORES = (
+    ".git",
+    ".hg",
+    ".svn",
+    "build",
+    "dist",
+    ".venv*",
+    "__pycache__",
+    "*.pyc",
+    "*.egg-info",
+    ".eggs",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+)
 
 
 def _copy_project(project: Path, destination: Path) -> Path:
@@ -386,7 +481,8 @@ def _copy_project(project: Path, destination: Path) -> Path:
 
     def ignore(directory: str, names: list[str]) -> set[str]:
         return set(skip(directory, names)) | {
-            name for name in names if os.path.isfile(os.path.join(directory, name, "pyvenv.cfg"))}
+            name for name in names if os.path.isfile(os.path.join(directory, name, "pyvenv.cfg"))
+        }
 
     try:
         shutil.copytree(project, destination, ignore=ignore)
@@ -404,13 +500,16 @@ def _stage(plan: Plan, staging: Path, say) -> list[Path]:
     copied: dict[str, Path] = {}
     for name, path in plan.copies:
         if name in copied:
-            raise BuildError(f"{path} and {copied[name]} would both be {name!r} in the archive",
-                             hint="rename one, or leave one out")
+            raise BuildError(
+                f"{path} and {copied[name]} would both be {name!r} in the archive",
+                hint="rename one, or leave one out",
+            )
         copied[name] = path
         try:
             if path.is_dir():
-                shutil.copytree(path, app / name,
-                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                shutil.copytree(
+                    path, app / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+                )
             else:
                 shutil.copyfile(path, app / name)
         except OSError as error:
@@ -426,8 +525,15 @@ def _stage(plan: Plan, staging: Path, say) -> list[Path]:
             record = direct_url.with_name("RECORD")
             if record.is_file():
                 lines = record.read_bytes().splitlines(keepends=True)
-                record.write_bytes(b"".join(line for line in lines if not line.startswith(
-                    f"{direct_url.parent.name}/direct_url.json,".encode())))
+                record.write_bytes(
+                    b"".join(
+                        line
+                        for line in lines
+                        if not line.startswith(
+                            f"{direct_url.parent.name}/direct_url.json,".encode()
+                        )
+                    )
+                )
     if plan.requirements or plan.requirement_files:
         deps.mkdir()
         args = ["--only-binary", ":all:", *plan.requirements]
@@ -457,8 +563,9 @@ def _write(output: Path, parts: list[bytes], mode: int) -> int:
     return sum(map(len, parts))
 
 
-def _file_policy(config: Config, roots: list[Path], say, *,
-                 executable: bool) -> tuple[list[str], list[str]]:
+def _file_policy(
+    config: Config, roots: list[Path], say, *, executable: bool
+) -> tuple[list[str], list[str]]:
     """The ``files`` packages of a build (configured + the built-in table), and warnings for code
     of the other collected packages that hands paths built from ``__file__`` to what needs real
     files: in an executable, what the launcher cannot answer from the archive (writing, C code,
@@ -469,8 +576,9 @@ def _file_policy(config: Config, roots: list[Path], say, *,
     for root in roots:
         for name in sorted(top_level_names(root)):
             present.setdefault(name, root)
-    decision = resolve_policy(present, files=config.files, memory=config.memory,
-                              executable=executable)
+    decision = resolve_policy(
+        present, files=config.files, memory=config.memory, executable=executable
+    )
     for name in sorted(decision.files):
         say(f"files policy: {name} ({decision.reasons[name]})")
     warnings = []
@@ -482,9 +590,12 @@ def _file_policy(config: Config, roots: list[Path], say, *,
     for name, root in present.items():
         if name not in decision.files:
             by_root.setdefault(root, []).append(name)
-    findings = [finding for root, names in sorted(by_root.items())
-                for finding in filescan.scan_tree(root, sorted(names))
-                if not _in_tests(finding.path)]
+    findings = [
+        finding
+        for root, names in sorted(by_root.items())
+        for finding in filescan.scan_tree(root, sorted(names))
+        if not _in_tests(finding.path)
+    ]
     answered = filescan.SERVED_FROM_ARCHIVE if executable else frozenset()
     served = sorted({finding.package for finding in findings if finding.call in answered})
     if served:
@@ -495,7 +606,9 @@ def _file_policy(config: Config, roots: list[Path], say, *,
             by_package.setdefault(finding.package, []).append(finding)
     for package, found in sorted(by_package.items()):
         shown = found[:3]
-        warnings += [filescan.format_finding(finding).removeprefix("warning: ") for finding in shown]
+        warnings += [
+            filescan.format_finding(finding).removeprefix("warning: ") for finding in shown
+        ]
         if len(found) > len(shown):
             warnings.append(f"{package}: {len(found) - len(shown)} more such uses of __file__")
     return sorted(decision.files), warnings
@@ -520,18 +633,25 @@ def _missing_imports(roots: list[Path]) -> list[str]:
             tree = ast.parse(file.read_bytes(), str(file))
         except (OSError, SyntaxError, ValueError):
             continue
-        names = [alias.name for node in tree.body if isinstance(node, ast.Import)
-                 for alias in node.names]
-        names += [node.module for node in tree.body
-                  if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module]
+        names = [
+            alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names
+        ]
+        names += [
+            node.module
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+        ]
         for name in names:
             top = name.split(".")[0]
             if top not in present and top != "__future__":
                 missing.setdefault(top, relative.as_posix())
-    return [f"{where} imports `{name}`, which the build does not carry: the executable will stop "
-            f"there with ModuleNotFoundError (hint: add the distribution that provides it to the "
-            f"dependencies: a script's `# /// script` block, [project] dependencies, or "
-            f"--dependency)" for name, where in sorted(missing.items())]
+    return [
+        f"{where} imports `{name}`, which the build does not carry: the executable will stop "
+        f"there with ModuleNotFoundError (hint: add the distribution that provides it to the "
+        f"dependencies: a script's `# /// script` block, [project] dependencies, or "
+        f"--dependency)"
+        for name, where in sorted(missing.items())
+    ]
 
 
 def _in_tests(path: str) -> bool:
@@ -555,17 +675,28 @@ def _prepare(files_packages: list[str], roots: list[Path], say) -> list[str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
         env["PYTHONHASHSEED"] = "0"
         try:
-            done = subprocess.run([sys.executable, "-S", "-s", "-c", preparation.code, str(root)],
-                                  cwd=root, env=env, capture_output=True, text=True, timeout=300)
-            failure = None if done.returncode == 0 else \
-                (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            done = subprocess.run(
+                [sys.executable, "-S", "-s", "-c", preparation.code, str(root)],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            failure = (
+                None
+                if done.returncode == 0
+                else (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
             failure = str(error)
         if failure is None:
             say(f"prepared {package}: {preparation.why}")
         else:
-            warnings.append(f"{package}: the build-time preparation failed ({failure}); "
-                            f"without it, {preparation.why}")
+            warnings.append(
+                f"{package}: the build-time preparation failed ({failure}); "
+                f"without it, {preparation.why}"
+            )
     return warnings
 
 
@@ -604,37 +735,54 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
         roots = _stage(plan, staging, say)
-        files_packages, policy_warnings = _file_policy(config, roots, say,
-                                                       executable=launcher is not None)
+        files_packages, policy_warnings = _file_policy(
+            config, roots, say, executable=launcher is not None
+        )
         policy_warnings += _missing_imports(roots)
         policy_warnings += _prepare(files_packages, roots, say)
         try:
-            result = pack(staging / "app.ingot", directories=roots,
-                          stdlib_exclude=_stdlib_excludes(config), exclude=tuple(config.exclude),
-                          optimize_levels=tuple(config.optimize or (0,)),
-                          compression_level=_compression(config.compress),
-                          extra_files={LAUNCH_CONFIG: launch_json},
-                          files_packages=files_packages,
-                          precompile_regexes=config.precompile_regexes is not False,
-                          entry_modules=[plan.run["module"]], strict_directories=roots[:1],
-                          prune=True,
-                          keep=tuple(config.include), progress=say)
+            result = pack(
+                staging / "app.ingot",
+                directories=roots,
+                stdlib_exclude=_stdlib_excludes(config),
+                exclude=tuple(config.exclude),
+                optimize_levels=tuple(config.optimize or (0,)),
+                compression_level=_compression(config.compress),
+                extra_files={LAUNCH_CONFIG: launch_json},
+                files_packages=files_packages,
+                precompile_regexes=config.precompile_regexes is not False,
+                entry_modules=[plan.run["module"]],
+                strict_directories=roots[:1],
+                prune=True,
+                keep=tuple(config.include),
+                progress=say,
+            )
         except CompileError as error:
             raise _compile_error(error, staging / "app", plan) from None
         result.warnings[:0] = policy_warnings
         module = plan.run["module"]
         runnable = ("module", "package", "extension-module", "extension-package")
         if not any(name == module for kind in runnable for name in result.names(kind)):
-            raise BuildError(f"the module to run, {module!r}, is not in the archive",
-                             hint="check the entry point's module name (and that it is not "
-                                  "left out by an exclude pattern)")
+            raise BuildError(
+                f"the module to run, {module!r}, is not in the archive",
+                hint="check the entry point's module name (and that it is not "
+                "left out by an exclude pattern)",
+            )
         if plan.run["kind"] == "function":
             _check_function(staging / "app.ingot", module, plan.run["function"])
         archive = (staging / "app.ingot").read_bytes()
     say(f"writing {output}" + (f" (launcher {launcher}, {len(head)} bytes)" if launcher else ""))
     size = _write(output, [head, archive], 0o644 if options.archive_only else 0o755)
-    return BuildResult(output, size, result, plan.run, launcher, len(head),
-                       time.perf_counter() - started, list(result.warnings))
+    return BuildResult(
+        output,
+        size,
+        result,
+        plan.run,
+        launcher,
+        len(head),
+        time.perf_counter() - started,
+        list(result.warnings),
+    )
 
 
 def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = None):
@@ -657,12 +805,16 @@ def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = 
     try:
         native = finder._version_needs()
     except (ValueError, OSError, ImportError) as error:
-        raise BuildError(f"cannot read the native code in {path}: {error}",
-                         hint="the archive may be damaged: rebuild it") from error
+        raise BuildError(
+            f"cannot read the native code in {path}: {error}",
+            hint="the archive may be damaged: rebuild it",
+        ) from error
     for _kind, name, needs in native:
-        versions = [tuple(int(part) for part in version[6:].split(".")[:2])
-                    for _library, version in needs
-                    if version.startswith("GLIBC_") and version[6:7].isdigit()]
+        versions = [
+            tuple(int(part) for part in version[6:].split(".")[:2])
+            for _library, version in needs
+            if version.startswith("GLIBC_") and version[6:7].isdigit()
+        ]
         needed = max(versions) if versions else None
         floor.each[name] = needed  # type: ignore[assignment]
         if needed is not None and (floor.version is None or needed > floor.version):
@@ -679,8 +831,10 @@ def describe(path) -> dict:
         finder = ingot.IngotFinder(str(path), any_python=True)
         entries = finder._entry_sizes()
     except (OSError, ImportError, ValueError) as error:
-        raise BuildError(f"cannot read {path}: {error}",
-                         hint="give an executable made by `ingot build` or an archive") from error
+        raise BuildError(
+            f"cannot read {path}: {error}",
+            hint="give an executable made by `ingot build` or an archive",
+        ) from error
     with open(path, "rb") as file:
         file.seek(-16, os.SEEK_END)
         archive_size = int.from_bytes(file.read(8), "little")
@@ -692,13 +846,19 @@ def describe(path) -> dict:
         launch = None
     floor = executable_glibc_floor(path, finder, path.stat().st_size - archive_size)
     return {
-        "path": str(path), "size": path.stat().st_size, "archive_size": archive_size,
+        "path": str(path),
+        "size": path.stat().st_size,
+        "archive_size": archive_size,
         "launcher_size": path.stat().st_size - archive_size,
-        "python": f"{header[76]}.{header[77]}", "launch": launch,
-        "glibc_floor": {"version": ".".join(map(str, floor.version)) if floor.version else None,
-                        "set_by": floor.needed_by},
+        "python": f"{header[76]}.{header[77]}",
+        "launch": launch,
+        "glibc_floor": {
+            "version": ".".join(map(str, floor.version)) if floor.version else None,
+            "set_by": floor.needed_by,
+        },
         "files_packages": finder._files_packages(),
-        "entries": [{"kind": kind, "name": name, "size": size, "stored": stored}
-                    for kind, name, size, stored in entries],
+        "entries": [
+            {"kind": kind, "name": name, "size": size, "stored": stored}
+            for kind, name, size, stored in entries
+        ],
     }
-

@@ -30,7 +30,7 @@ import sys
 import warnings
 from types import CodeType
 
-__all__ = ["compile_module", "canonical_marshal"]
+__all__ = ["canonical_marshal", "compile_module"]
 
 _FLAG_REF = 0x80
 _I32 = struct.Struct("<i").unpack_from
@@ -57,7 +57,7 @@ class _Node:
     """A parsed object: ``head`` is its bytes after the type byte, up to the first child; ``key``
     numbers its value or, for code objects and mutable containers, the object itself."""
 
-    __slots__ = ("kind", "head", "children", "key", "interned")
+    __slots__ = ("children", "head", "interned", "key", "kind")
 
     def __init__(self, kind: int, head: bytes) -> None:
         self.kind, self.head, self.children, self.key, self.interned = kind, head, (), -1, False
@@ -72,7 +72,7 @@ class _Parser:
         self.pos += size
         if self.pos > len(self.data):
             raise ValueError("truncated marshal data")
-        return self.data[start:self.pos]
+        return self.data[start : self.pos]
 
     def string(self, kind: int) -> _Node:
         if kind in _SHORT_STRINGS:
@@ -82,7 +82,8 @@ class _Parser:
             node = _Node(_PLAIN.get(kind, kind), self.take(4 + _I32(self.data, self.pos)[0]))
             text = node.head[4:]
         node.interned = bool(_NAME_CHARS(text)) or (
-            len(text) <= 4 and len(text.decode("utf-8", "surrogatepass")) == 1)
+            len(text) <= 4 and len(text.decode("utf-8", "surrogatepass")) == 1
+        )
         return node
 
     def parse(self):
@@ -187,10 +188,25 @@ def _value(node) -> tuple:
     return (node.kind, node.head, tuple(_value(child) for child in node.children))
 
 
-_CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",
-                "co_stacksize", "co_flags", "co_code", "co_names", "co_varnames", "co_freevars",
-                "co_cellvars", "co_filename", "co_name", "co_qualname", "co_firstlineno",
-                "co_linetable", "co_exceptiontable")
+_CODE_FIELDS = (
+    "co_argcount",
+    "co_posonlyargcount",
+    "co_kwonlyargcount",
+    "co_nlocals",
+    "co_stacksize",
+    "co_flags",
+    "co_code",
+    "co_names",
+    "co_varnames",
+    "co_freevars",
+    "co_cellvars",
+    "co_filename",
+    "co_name",
+    "co_qualname",
+    "co_firstlineno",
+    "co_linetable",
+    "co_exceptiontable",
+)
 
 
 def _same(a, b) -> bool:
@@ -198,8 +214,9 @@ def _same(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, CodeType):
-        return all(getattr(a, name, None) == getattr(b, name, None) for name in _CODE_FIELDS) \
-            and _same(a.co_consts, b.co_consts)
+        return all(
+            getattr(a, name, None) == getattr(b, name, None) for name in _CODE_FIELDS
+        ) and _same(a.co_consts, b.co_consts)
     if isinstance(a, (float, complex)):
         return repr(a) == repr(b)
     if isinstance(a, tuple):

@@ -75,9 +75,11 @@ def root() -> Path:
 def _check_private(path: Path) -> None:
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise CacheError(f"{path} is not a private directory of this user",
-                         hint="the importer refuses such a cache too; fix its owner and mode "
-                              "(chmod 700) or set INGOT_CACHE_DIR")
+        raise CacheError(
+            f"{path} is not a private directory of this user",
+            hint="the importer refuses such a cache too; fix its owner and mode "
+            "(chmod 700) or set INGOT_CACHE_DIR",
+        )
 
 
 def in_use(under: Path) -> set[Path]:
@@ -141,14 +143,23 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
             if not (temporary or _ID.match(child.name)) or child.is_symlink() or not child.is_dir():
                 continue  # not the importer's: left alone
             size, files = _measure(child)
-            entries.append(CacheEntry(
-                child, section, size, files, now - child.lstat().st_mtime, temporary,
-                any(path == child or child in path.parents for path in used)))
+            entries.append(
+                CacheEntry(
+                    child,
+                    section,
+                    size,
+                    files,
+                    now - child.lstat().st_mtime,
+                    temporary,
+                    any(path == child or child in path.parents for path in used),
+                )
+            )
     return sorted(entries, key=lambda entry: -entry.age)
 
 
-def prune(older_than_days: float = 30.0, *, cache: Path | None = None,
-          dry_run: bool = False) -> list[CacheEntry]:
+def prune(
+    older_than_days: float = 30.0, *, cache: Path | None = None, dry_run: bool = False
+) -> list[CacheEntry]:
     """Removes (unless ``dry_run``) the cache's trees and native directories older than
     ``older_than_days`` that no process uses, and temporary directories whose writing process
     is gone (or over an hour old); returns what was (or would be) removed."""

@@ -23,16 +23,34 @@ from pathlib import Path
 from ingot.errors import CollectError
 
 __all__ = [
-    "DEFAULT_STDLIB_EXCLUDES", "Collection", "Item", "collect_directory", "collect_stdlib",
+    "DEFAULT_STDLIB_EXCLUDES",
+    "Collection",
+    "Item",
+    "collect_directory",
+    "collect_stdlib",
     "is_excluded",
 ]
 
 #: Left out of the standard library by default (``fnmatch`` patterns on dotted names; a pattern
 #: that matches a package leaves out everything in it).
 DEFAULT_STDLIB_EXCLUDES = (
-    "test", "*.test", "*.tests", "*.idle_test", "idlelib", "tkinter", "_tkinter", "turtle",
-    "turtledemo", "ensurepip", "__phello__", "__hello__", "_test*", "_xxtest*", "_ctypes_test",
-    "xxlimited*", "xxsubtype",
+    "test",
+    "*.test",
+    "*.tests",
+    "*.idle_test",
+    "idlelib",
+    "tkinter",
+    "_tkinter",
+    "turtle",
+    "turtledemo",
+    "ensurepip",
+    "__phello__",
+    "__hello__",
+    "_test*",
+    "_xxtest*",
+    "_ctypes_test",
+    "xxlimited*",
+    "xxsubtype",
 )
 
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -131,8 +149,14 @@ class _Walker:
         self.root, self.exclude, self.collection = root, tuple(exclude), collection
         self.top_level_data = False
 
-    def add(self, kind: str, name: str, path: Path | None, relpath: str | None = None,
-            source: Path | None = None) -> None:
+    def add(
+        self,
+        kind: str,
+        name: str,
+        path: Path | None,
+        relpath: str | None = None,
+        source: Path | None = None,
+    ) -> None:
         self.collection.items.append(Item(kind, name, path, relpath, source))
 
     def warn(self, message: str) -> None:
@@ -162,21 +186,28 @@ class _Walker:
                 elif prefix or self.top_level_data:
                     self.data(Path(entry.path))
             elif entry.is_file():
-                if prefix and name.startswith("__init__.") and name.endswith(_EXTENSION_SUFFIXES) \
-                        and _extension_init(directory, prefix.rpartition(".")[2]) == Path(entry.path):
+                if (
+                    prefix
+                    and name.startswith("__init__.")
+                    and name.endswith(_EXTENSION_SUFFIXES)
+                    and _extension_init(directory, prefix.rpartition(".")[2]) == Path(entry.path)
+                ):
                     continue  # the package's own compiled __init__: its "extension-package" entry
                 extension = _extension_module(entry)
                 stem = name[: -len(_SOURCE_SUFFIX)]
                 if extension:
                     forms.setdefault(extension[0], []).append(
-                        ((1, extension[1]), "extension-module", entry))
+                        ((1, extension[1]), "extension-module", entry)
+                    )
                 elif name.endswith(_SOURCE_SUFFIX) and stem and "." not in stem:
                     if stem != "__init__":
                         forms.setdefault(stem, []).append(((2, 0), "module", entry))
                 elif prefix and not name.endswith((".pyc", ".pyo", _SOURCE_SUFFIX)):
                     if re.search(r"\.(cpython-\d+\S*|abi3)\.so$", name):
-                        self.warn(f"{self.relative(entry.path)}: an extension module for another "
-                                  "Python version or platform, kept as a data file")
+                        self.warn(
+                            f"{self.relative(entry.path)}: an extension module for another "
+                            "Python version or platform, kept as a data file"
+                        )
                     self.add("data-file", self.relative(entry.path), Path(entry.path))
         for name in sorted(forms):
             full = f"{prefix}.{name}" if prefix else name
@@ -190,8 +221,10 @@ class _Walker:
                     # Python imports the extension module too.
                     source = Path(loser.path)
                     continue
-                self.warn(f"{self.relative(loser.path)}: left out, {full!r} is "
-                          f"{self.relative(entry.path)} ({kind}), as Python would import it")
+                self.warn(
+                    f"{self.relative(loser.path)}: left out, {full!r} is "
+                    f"{self.relative(entry.path)} ({kind}), as Python would import it"
+                )
             path = Path(entry.path)
             if kind == "package":
                 self.add("package", full, path / "__init__.py", self.relative(path / "__init__.py"))
@@ -199,13 +232,20 @@ class _Walker:
             elif kind == "extension-package":
                 init = _extension_init(path, name)
                 assert init is not None
-                self.add("extension-package", full, init, self.relative(init),
-                         path / "__init__.py" if (path / "__init__.py").is_file() else None)
+                self.add(
+                    "extension-package",
+                    full,
+                    init,
+                    self.relative(init),
+                    path / "__init__.py" if (path / "__init__.py").is_file() else None,
+                )
                 self.package(path, full)
             elif kind == "namespace-package":
                 if any((path / f"__init__{suffix}").exists() for suffix in _EXTENSION_SUFFIXES):
-                    self.warn(f"{self.relative(path)}: an extension module __init__ is not "
-                              "supported; collected as a namespace package")
+                    self.warn(
+                        f"{self.relative(path)}: an extension module __init__ is not "
+                        "supported; collected as a namespace package"
+                    )
                 self.add("namespace-package", full, None)
                 self.package(path, full)
             else:
@@ -245,25 +285,32 @@ def collect_stdlib(exclude=DEFAULT_STDLIB_EXCLUDES) -> Collection:
     minus the packages and modules ``exclude`` matches (see :data:`DEFAULT_STDLIB_EXCLUDES`)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     if not (root / "os.py").is_file():
-        raise CollectError(f"the standard library of {sys.executable} is not at {root} "
-                           "(no os.py there)", hint="is this a relocated or embedded Python?")
+        raise CollectError(
+            f"the standard library of {sys.executable} is not at {root} (no os.py there)",
+            hint="is this a relocated or embedded Python?",
+        )
     collection = Collection(root)
     walker = _Walker(root, exclude, collection)
 
     def top_level(entry: os.DirEntry) -> bool:
-        return entry.name in ("site-packages", "dist-packages", "lib-dynload") or \
-            entry.name.startswith("config-") or not entry.is_dir() and \
-            not entry.name.endswith(_SOURCE_SUFFIX)
+        return (
+            entry.name in ("site-packages", "dist-packages", "lib-dynload")
+            or entry.name.startswith("config-")
+            or (not entry.is_dir() and not entry.name.endswith(_SOURCE_SUFFIX))
+        )
 
     walker.package(root, "", top_level)
     dynload = _lib_dynload()
     if dynload is None:
-        collection.warnings.append(f"no lib-dynload directory for {sys.executable}: "
-                                   "the archive has no stdlib extension modules")
+        collection.warnings.append(
+            f"no lib-dynload directory for {sys.executable}: "
+            "the archive has no stdlib extension modules"
+        )
     else:
         dynload_walker = _Walker(dynload, exclude, collection)
-        dynload_walker.package(dynload, "", lambda entry: entry.is_dir() or
-                               entry.name.endswith(_SOURCE_SUFFIX))
+        dynload_walker.package(
+            dynload, "", lambda entry: entry.is_dir() or entry.name.endswith(_SOURCE_SUFFIX)
+        )
     return collection
 
 
@@ -276,15 +323,18 @@ def collect_directory(path, *, exclude=(), top_level_data=False) -> Collection:
     root = Path(path)
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a directory"
-        raise CollectError(f"cannot collect {root}: it {what}",
-                           hint="give a directory of packages, e.g. made with "
-                                "`pip install --target DIR ...`")
+        raise CollectError(
+            f"cannot collect {root}: it {what}",
+            hint="give a directory of packages, e.g. made with `pip install --target DIR ...`",
+        )
     collection = Collection(root)
     walker = _Walker(root, exclude, collection)
     walker.top_level_data = top_level_data
     if (root / "__init__.py").is_file():
-        walker.warn(f"{root} has an __init__.py: it is a package, and its modules are collected "
-                    f"as top-level modules; did you mean its parent, {root.resolve().parent}?")
+        walker.warn(
+            f"{root} has an __init__.py: it is a package, and its modules are collected "
+            f"as top-level modules; did you mean its parent, {root.resolve().parent}?"
+        )
 
     def top_level(entry: os.DirEntry) -> bool:
         name = entry.name
@@ -292,11 +342,14 @@ def collect_directory(path, *, exclude=(), top_level_data=False) -> Collection:
             if name.endswith((".dist-info", ".egg-info")):
                 walker.files("dist-info-file", Path(entry.path))
                 return True
-            return name.endswith(".data") or (name == "bin" and
-                                              not (Path(entry.path) / "__init__.py").exists())
+            return name.endswith(".data") or (
+                name == "bin" and not (Path(entry.path) / "__init__.py").exists()
+            )
         if name.endswith(".pth"):
-            walker.warn(f"{name}: .pth files are not supported, left out (the paths or code it "
-                        "adds to sys.path are not in the archive)")
+            walker.warn(
+                f"{name}: .pth files are not supported, left out (the paths or code it "
+                "adds to sys.path are not in the archive)"
+            )
         return not name.endswith(_SOURCE_SUFFIX) and _extension_module(entry) is None
 
     walker.package(root, "", top_level)

@@ -30,28 +30,62 @@ import struct
 import subprocess
 import sysconfig
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ingot._ingot import elf_dynamic, elf_version_needs
 
 __all__ = [
-    "ElfObject", "GlibcFloor", "Resolution", "find_library", "glibc_floor", "glibc_needed",
-    "is_host_library", "ld_cache", "parse_ldconfig", "read_elf", "resolve",
+    "ElfObject",
+    "GlibcFloor",
+    "Resolution",
+    "find_library",
+    "glibc_floor",
+    "glibc_needed",
+    "is_host_library",
+    "ld_cache",
+    "parse_ldconfig",
+    "read_elf",
+    "resolve",
 ]
 
 #: Libraries the host always provides: glibc, its loader, the vDSO and libpython.
 HOST_LIBRARIES = (
-    "libc.so.*", "libm.so.*", "libpthread.so.*", "libdl.so.*", "librt.so.*", "libutil.so.*",
-    "libresolv.so.*", "libnsl.so.*", "libanl.so.*", "libmvec.so.*", "libBrokenLocale.so.*",
-    "libcidn.so.*", "libnss_*", "libthread_db.so.*", "libc_malloc_debug.so.*", "libmemusage.so",
-    "libpcprofile.so", "libSegFault.so", "ld-linux*.so*", "ld64.so.*", "ld.so.*",
-    "linux-vdso.so.*", "linux-gate.so.*", "libpython3*.so*",
+    "libc.so.*",
+    "libm.so.*",
+    "libpthread.so.*",
+    "libdl.so.*",
+    "librt.so.*",
+    "libutil.so.*",
+    "libresolv.so.*",
+    "libnsl.so.*",
+    "libanl.so.*",
+    "libmvec.so.*",
+    "libBrokenLocale.so.*",
+    "libcidn.so.*",
+    "libnss_*",
+    "libthread_db.so.*",
+    "libc_malloc_debug.so.*",
+    "libmemusage.so",
+    "libpcprofile.so",
+    "libSegFault.so",
+    "ld-linux*.so*",
+    "ld64.so.*",
+    "ld.so.*",
+    "linux-vdso.so.*",
+    "linux-gate.so.*",
+    "libpython3*.so*",
 )
 
-_MULTIARCH = {62: "x86_64-linux-gnu", 183: "aarch64-linux-gnu", 3: "i386-linux-gnu",
-              40: "arm-linux-gnueabihf", 21: "powerpc64le-linux-gnu", 22: "s390x-linux-gnu",
-              243: "riscv64-linux-gnu"}
+_MULTIARCH = {
+    62: "x86_64-linux-gnu",
+    183: "aarch64-linux-gnu",
+    3: "i386-linux-gnu",
+    40: "arm-linux-gnueabihf",
+    21: "powerpc64le-linux-gnu",
+    22: "s390x-linux-gnu",
+    243: "riscv64-linux-gnu",
+}
 
 
 def is_host_library(name: str) -> bool:
@@ -80,8 +114,15 @@ class ElfObject:
     def from_image(cls, path: str, image: bytes) -> ElfObject:
         """Raises ValueError when ``image`` is not an ELF object."""
         info = elf_dynamic(image)
-        return cls(path, info["soname"], tuple(info["needed"]), _split(info["rpath"]),
-                   _split(info["runpath"]), info["machine"], info["is_64"])
+        return cls(
+            path,
+            info["soname"],
+            tuple(info["needed"]),
+            _split(info["rpath"]),
+            _split(info["runpath"]),
+            info["machine"],
+            info["is_64"],
+        )
 
 
 def read_elf(path: str) -> ElfObject:
@@ -113,16 +154,23 @@ def parse_ldconfig(text: str) -> dict[str, tuple[str, ...]]:
     return {name: tuple(found) for name, found in paths.items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ld_cache() -> dict[str, tuple[str, ...]]:
     """The ld.so cache of this system, from ``ldconfig -p`` (empty if there is no ldconfig)."""
     ldconfig = shutil.which("ldconfig") or next(
-        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.path.exists(p)), None)
+        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.path.exists(p)), None
+    )
     if ldconfig is None:
         return {}
     try:
-        run = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, check=False,
-                             env={**os.environ, "LC_ALL": "C"}, timeout=60)
+        run = subprocess.run(
+            [ldconfig, "-p"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "LC_ALL": "C"},
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError):
         return {}
     return parse_ldconfig(run.stdout)
@@ -134,7 +182,7 @@ def default_dirs(machine: int, is_64: bool) -> list[str]:
     dirs = [f"/lib/{triplet}", f"/usr/lib/{triplet}"] if triplet else []
     if is_64:
         dirs += ["/lib64", "/usr/lib64"]
-    return dirs + ["/lib", "/usr/lib"]
+    return [*dirs, "/lib", "/usr/lib"]
 
 
 def _expand(entry: str, origin: str) -> str | None:
@@ -168,8 +216,10 @@ def find_library(name: str, requester: ElfObject, loader_rpath: tuple[str, ...] 
     dirs += _expand_all(requester.runpath, origin)
     candidates = [os.path.join(directory, name) for directory in dirs]
     candidates += ld_cache().get(name, ())
-    candidates += [os.path.join(directory, name)
-                   for directory in default_dirs(requester.machine, requester.is_64)]
+    candidates += [
+        os.path.join(directory, name)
+        for directory in default_dirs(requester.machine, requester.is_64)
+    ]
     return next((path for path in candidates if elf_class(path) == wanted), None)
 
 
@@ -196,8 +246,11 @@ def resolve(objects: Iterable[ElfObject], *, known: Iterable[ElfObject] = ()) ->
     while queue:
         requester, loader_rpath = queue.popleft()
         origin = os.path.dirname(os.path.abspath(requester.path))
-        child_rpath = loader_rpath if requester.runpath else (
-            _expand_all(requester.rpath, origin) + loader_rpath)
+        child_rpath = (
+            loader_rpath
+            if requester.runpath
+            else (_expand_all(requester.rpath, origin) + loader_rpath)
+        )
         for name in requester.needed:
             if is_host_library(name):
                 continue

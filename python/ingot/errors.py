@@ -6,7 +6,7 @@ to do about it.
 
 from __future__ import annotations
 
-__all__ = ["IngotError", "CollectError", "PackError"]
+__all__ = ["CollectError", "IngotError", "PackError"]
 
 
 class IngotError(Exception):
@@ -34,6 +34,8 @@ class CompileError(PackError):
     compile: ``error`` is the SyntaxError, ``path`` the file."""
 
     def __init__(self, path, name: str, error: SyntaxError):
-        super().__init__(f"{path}:{error.lineno}: {name} does not compile ({error.msg})",
-                         hint="fix it, or leave the module out with --exclude")
+        super().__init__(
+            f"{path}:{error.lineno}: {name} does not compile ({error.msg})",
+            hint="fix it, or leave the module out with --exclude",
+        )
         self.path, self.name, self.error = path, name, error

@@ -36,89 +36,257 @@ import importlib.util
 import operator
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ingot.errors import CollectError
 
-__all__ = ["CALL_SINKS", "PATH_METHOD_SINKS", "SERVED_FROM_ARCHIVE", "Finding", "format_finding", "scan_source",
-           "scan_tree"]
+__all__ = [
+    "CALL_SINKS",
+    "PATH_METHOD_SINKS",
+    "SERVED_FROM_ARCHIVE",
+    "Finding",
+    "format_finding",
+    "scan_source",
+    "scan_tree",
+]
 
 #: Functions that need a real file (or directory) when an argument is built from ``__file__``,
 #: by qualified name (``posixpath``/``ntpath`` count as ``os.path``).
-CALL_SINKS = frozenset({
-    "open", "io.open", "io.FileIO", "codecs.open", "os.open", "gzip.open", "bz2.open", "lzma.open",
-    "tarfile.open", "zipfile.ZipFile", "sqlite3.connect",
-    "os.listdir", "os.scandir", "os.walk", "os.stat", "os.lstat", "os.access", "os.chdir",
-    "os.path.exists", "os.path.lexists", "os.path.isfile", "os.path.isdir", "os.path.islink",
-    "os.path.getsize", "os.path.getmtime", "os.path.getctime", "os.path.getatime",
-    "glob.glob", "glob.iglob",
-    "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.copymode",
-    "shutil.copystat", "shutil.move",
-    "ctypes.CDLL", "ctypes.PyDLL", "ctypes.WinDLL", "ctypes.OleDLL", "ctypes.cdll.LoadLibrary",
-    "ctypes.pydll.LoadLibrary", "ctypes.windll.LoadLibrary", "ctypes.oledll.LoadLibrary",
-    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
-    "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system",
-    "os.popen",
-    "importlib.util.spec_from_file_location", "importlib.machinery.SourceFileLoader",
-    "importlib.machinery.ExtensionFileLoader", "runpy.run_path", "imp.load_source",
-    "imp.load_dynamic",
-})
+CALL_SINKS = frozenset(
+    {
+        "open",
+        "io.open",
+        "io.FileIO",
+        "codecs.open",
+        "os.open",
+        "gzip.open",
+        "bz2.open",
+        "lzma.open",
+        "tarfile.open",
+        "zipfile.ZipFile",
+        "sqlite3.connect",
+        "os.listdir",
+        "os.scandir",
+        "os.walk",
+        "os.stat",
+        "os.lstat",
+        "os.access",
+        "os.chdir",
+        "os.path.exists",
+        "os.path.lexists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.islink",
+        "os.path.getsize",
+        "os.path.getmtime",
+        "os.path.getctime",
+        "os.path.getatime",
+        "glob.glob",
+        "glob.iglob",
+        "shutil.copy",
+        "shutil.copy2",
+        "shutil.copyfile",
+        "shutil.copytree",
+        "shutil.copymode",
+        "shutil.copystat",
+        "shutil.move",
+        "ctypes.CDLL",
+        "ctypes.PyDLL",
+        "ctypes.WinDLL",
+        "ctypes.OleDLL",
+        "ctypes.cdll.LoadLibrary",
+        "ctypes.pydll.LoadLibrary",
+        "ctypes.windll.LoadLibrary",
+        "ctypes.oledll.LoadLibrary",
+        "subprocess.run",
+        "subprocess.call",
+        "subprocess.check_call",
+        "subprocess.check_output",
+        "subprocess.Popen",
+        "subprocess.getoutput",
+        "subprocess.getstatusoutput",
+        "os.system",
+        "os.popen",
+        "importlib.util.spec_from_file_location",
+        "importlib.machinery.SourceFileLoader",
+        "importlib.machinery.ExtensionFileLoader",
+        "runpy.run_path",
+        "imp.load_source",
+        "imp.load_dynamic",
+    }
+)
 
 #: Methods that need a real file when called on a path built from ``__file__`` (reported as
 #: ``pathlib.Path.<method>``).
-PATH_METHOD_SINKS = frozenset({
-    "open", "read_text", "read_bytes", "write_text", "write_bytes", "iterdir", "glob", "rglob",
-    "exists", "is_file", "is_dir", "is_symlink", "stat", "lstat", "readlink", "touch", "mkdir",
-    "unlink",
-})
+PATH_METHOD_SINKS = frozenset(
+    {
+        "open",
+        "read_text",
+        "read_bytes",
+        "write_text",
+        "write_bytes",
+        "iterdir",
+        "glob",
+        "rglob",
+        "exists",
+        "is_file",
+        "is_dir",
+        "is_symlink",
+        "stat",
+        "lstat",
+        "readlink",
+        "touch",
+        "mkdir",
+        "unlink",
+    }
+)
 
 #: The sinks an executable answers for paths under its own path (read-only, from the archive:
 #: the launcher's ``serve_archive_paths``): reading, listing and testing files. The others
 #: (writing, handing the path to C code or to another process) need the ``files`` policy.
-SERVED_FROM_ARCHIVE = frozenset({
-    "open", "io.open", "codecs.open", "os.open", "gzip.open", "bz2.open", "lzma.open",
-    "tarfile.open", "zipfile.ZipFile",
-    "os.listdir", "os.scandir", "os.walk", "os.stat", "os.lstat", "os.access",
-    "os.path.exists", "os.path.lexists", "os.path.isfile", "os.path.isdir", "os.path.islink",
-    "os.path.getsize", "os.path.getmtime", "os.path.getctime", "os.path.getatime",
-    "glob.glob", "glob.iglob", "shutil.copy", "shutil.copy2", "shutil.copyfile",
-    "shutil.copytree", "shutil.copymode", "shutil.copystat",
-    *(f"pathlib.Path.{method}" for method in (
-        "open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "exists", "is_file",
-        "is_dir", "is_symlink", "stat", "lstat")),
-})
+SERVED_FROM_ARCHIVE = frozenset(
+    {
+        "open",
+        "io.open",
+        "codecs.open",
+        "os.open",
+        "gzip.open",
+        "bz2.open",
+        "lzma.open",
+        "tarfile.open",
+        "zipfile.ZipFile",
+        "os.listdir",
+        "os.scandir",
+        "os.walk",
+        "os.stat",
+        "os.lstat",
+        "os.access",
+        "os.path.exists",
+        "os.path.lexists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.islink",
+        "os.path.getsize",
+        "os.path.getmtime",
+        "os.path.getctime",
+        "os.path.getatime",
+        "glob.glob",
+        "glob.iglob",
+        "shutil.copy",
+        "shutil.copy2",
+        "shutil.copyfile",
+        "shutil.copytree",
+        "shutil.copymode",
+        "shutil.copystat",
+        *(
+            f"pathlib.Path.{method}"
+            for method in (
+                "open",
+                "read_text",
+                "read_bytes",
+                "iterdir",
+                "glob",
+                "rglob",
+                "exists",
+                "is_file",
+                "is_dir",
+                "is_symlink",
+                "stat",
+                "lstat",
+            )
+        ),
+    }
+)
 
 # Functions whose result is a path when an argument is one.
-_PATH_FUNCTIONS = frozenset({
-    "os.path.dirname", "os.path.abspath", "os.path.realpath", "os.path.join", "os.path.normpath",
-    "os.path.normcase", "os.path.expanduser", "os.path.expandvars", "os.path.split",
-    "os.path.splitext", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
-    "pathlib.PurePosixPath", "pathlib.WindowsPath", "pathlib.PureWindowsPath", "str", "bytes",
-    "os.fspath", "os.fsencode", "os.fsdecode",
-})
+_PATH_FUNCTIONS = frozenset(
+    {
+        "os.path.dirname",
+        "os.path.abspath",
+        "os.path.realpath",
+        "os.path.join",
+        "os.path.normpath",
+        "os.path.normcase",
+        "os.path.expanduser",
+        "os.path.expandvars",
+        "os.path.split",
+        "os.path.splitext",
+        "pathlib.Path",
+        "pathlib.PurePath",
+        "pathlib.PosixPath",
+        "pathlib.PurePosixPath",
+        "pathlib.WindowsPath",
+        "pathlib.PureWindowsPath",
+        "str",
+        "bytes",
+        "os.fspath",
+        "os.fsencode",
+        "os.fsdecode",
+    }
+)
 # Methods of a path (str or pathlib) whose result is still a path.
-_PATH_METHODS = frozenset({
-    "resolve", "absolute", "joinpath", "with_name", "with_suffix", "with_stem", "expanduser",
-    "as_posix", "__fspath__", "__str__", "replace", "strip", "rstrip", "lstrip", "split",
-    "rsplit", "partition", "rpartition", "removesuffix", "encode", "decode",
-})
+_PATH_METHODS = frozenset(
+    {
+        "resolve",
+        "absolute",
+        "joinpath",
+        "with_name",
+        "with_suffix",
+        "with_stem",
+        "expanduser",
+        "as_posix",
+        "__fspath__",
+        "__str__",
+        "replace",
+        "strip",
+        "rstrip",
+        "lstrip",
+        "split",
+        "rsplit",
+        "partition",
+        "rpartition",
+        "removesuffix",
+        "encode",
+        "decode",
+    }
+)
 # Attributes of a path that are no longer a path to a file of the package.
-_NOT_PATH_ATTRIBUTES = frozenset({"name", "stem", "suffix", "suffixes", "anchor", "drive", "root",
-                                  "parts"})
+_NOT_PATH_ATTRIBUTES = frozenset(
+    {"name", "stem", "suffix", "suffixes", "anchor", "drive", "root", "parts"}
+)
 _SOURCE_FUNCTIONS = frozenset({"inspect.getfile", "inspect.getsourcefile", "inspect.getabsfile"})
 _MODULE_PATH_NAMES = frozenset({"__file__", "__path__", "__cached__"})
 # A file without any of these has nothing to find (checked before parsing, for speed).
-_MARKERS = (b"__file__", b"__path__", b"__cached__", b"__spec__", b"find_spec", b"getfile(",
-            b"getsourcefile(", b"getabsfile(")
+_MARKERS = (
+    b"__file__",
+    b"__path__",
+    b"__cached__",
+    b"__spec__",
+    b"find_spec",
+    b"getfile(",
+    b"getsourcefile(",
+    b"getabsfile(",
+)
 _SNIPPET_LENGTH = 100
 _FIELDS: dict[type, tuple[str, ...]] = {}  # node type: its fields that may hold nodes
-_COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
-                ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_COMPARISONS = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
 # Modules known under another name: posixpath.join is os.path.join.
-_ALIASES = (("posixpath", "os.path"), ("ntpath", "os.path"), ("pathlib._local", "pathlib"),
-            ("builtins", ""))
+_ALIASES = (
+    ("posixpath", "os.path"),
+    ("ntpath", "os.path"),
+    ("pathlib._local", "pathlib"),
+    ("builtins", ""),
+)
 
 
 @dataclass(frozen=True)
@@ -137,12 +305,15 @@ class Finding:
 
 def format_finding(finding: Finding) -> str:
     """The warning ``ingot build`` prints for ``finding``."""
-    return (f"warning: {finding.path}:{finding.line}: {finding.call}() of a path built from "
-            f"__file__; if `{finding.package}` needs real files, add it to [tool.ingot] files")
+    return (
+        f"warning: {finding.path}:{finding.line}: {finding.call}() of a path built from "
+        f"__file__; if `{finding.package}` needs real files, add it to [tool.ingot] files"
+    )
 
 
-def scan_source(source: bytes | str, path: str, package: str, *,
-                python_version: tuple[int, int] | None = None) -> list[Finding]:
+def scan_source(
+    source: bytes | str, path: str, package: str, *, python_version: tuple[int, int] | None = None
+) -> list[Finding]:
     """The findings in one module's ``source`` (bytes are decoded as Python does: PEP 263
     declaration, else UTF-8), sorted by line; [] if it cannot be decoded or parsed.
 
@@ -152,8 +323,11 @@ def scan_source(source: bytes | str, path: str, package: str, *,
     if not any(marker in marked for marker in _MARKERS):
         return []
     try:
-        text = importlib.util.decode_source(source) if isinstance(source, bytes) else \
-            source.replace("\r\n", "\n").replace("\r", "\n")
+        text = (
+            importlib.util.decode_source(source)
+            if isinstance(source, bytes)
+            else source.replace("\r\n", "\n").replace("\r", "\n")
+        )
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
         return []
@@ -172,8 +346,12 @@ def scan_source(source: bytes | str, path: str, package: str, *,
     return sorted(findings, key=lambda f: (f.line, f.call, f.snippet))
 
 
-def scan_tree(root: str | os.PathLike, packages: Iterable[str], *,
-              python_version: tuple[int, int] | None = None) -> list[Finding]:
+def scan_tree(
+    root: str | os.PathLike,
+    packages: Iterable[str],
+    *,
+    python_version: tuple[int, int] | None = None,
+) -> list[Finding]:
     """The findings in every ``.py`` file of ``root/<package>/`` (recursively, ``__pycache__``
     left out) and in ``root/<package>.py``, for each of ``packages`` (top-level import names),
     sorted by path and line. A package that is not under ``root``, or a file that cannot be read,
@@ -181,14 +359,17 @@ def scan_tree(root: str | os.PathLike, packages: Iterable[str], *,
     root = Path(root)
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a directory"
-        raise CollectError(f"cannot scan {root} for uses of __file__: it {what}",
-                           hint="give the directory the packages were collected from")
+        raise CollectError(
+            f"cannot scan {root} for uses of __file__: it {what}",
+            hint="give the directory the packages were collected from",
+        )
     findings: list[Finding] = []
     for package in sorted(set(packages)):
         if not package.isidentifier():
-            raise CollectError(f"cannot scan package {package!r} of {root}: not a top-level "
-                               "import name", hint="give names like 'certifi', not paths or "
-                               "dotted names")
+            raise CollectError(
+                f"cannot scan package {package!r} of {root}: not a top-level import name",
+                hint="give names like 'certifi', not paths or dotted names",
+            )
         files = []
         if (root / f"{package}.py").is_file():
             files.append(f"{package}.py")
@@ -209,16 +390,21 @@ class _Scope:
     """A module, class or function body: the names it binds, those of them that are tainted, its
     assignments, calls and (functions) returns."""
 
-    def __init__(self, kind: str, parent: _Scope | None, klass: _Scope | None = None,
-                 self_name: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        parent: _Scope | None,
+        klass: _Scope | None = None,
+        self_name: str | None = None,
+    ) -> None:
         self.kind, self.parent, self.klass, self.self_name = kind, parent, klass, self_name
         self.local: set[str] = set()
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
-        self.tainted: dict[str, int] = {}         # name: the first line that taints it
-        self.attributes: set[str] = set()          # classes: tainted ``self.<name>``
-        self.defs: dict[str, list[_Scope]] = {}   # functions defined here, by name
-        self.classes: dict[str, _Scope] = {}      # classes defined here, by name
+        self.tainted: dict[str, int] = {}  # name: the first line that taints it
+        self.attributes: set[str] = set()  # classes: tainted ``self.<name>``
+        self.defs: dict[str, list[_Scope]] = {}  # functions defined here, by name
+        self.classes: dict[str, _Scope] = {}  # classes defined here, by name
         # (targets, value, the scope value is evaluated in, line: the binding's effect is seen
         # from there on in this scope)
         self.bindings: list[tuple[list[ast.expr], ast.expr, _Scope, int]] = []
@@ -279,8 +465,9 @@ class _Module:
                 scope.bindings.append(([node.target], node.iter, scope, 0))
             elif kind is ast.withitem:
                 if node.optional_vars is not None:
-                    scope.bindings.append(([node.optional_vars], node.context_expr, scope,
-                                           node.optional_vars.lineno))
+                    scope.bindings.append(
+                        ([node.optional_vars], node.context_expr, scope, node.optional_vars.lineno)
+                    )
             elif kind is ast.Return:
                 if node.value is not None:
                     scope.returns.append(node.value)
@@ -300,8 +487,11 @@ class _Module:
             for name in names:
                 value = getattr(node, name, None)
                 if type(value) is list:
-                    stack += [(child, scope) for child in value
-                              if isinstance(child, ast.AST) and type(child) is not ast.Constant]
+                    stack += [
+                        (child, scope)
+                        for child in value
+                        if isinstance(child, ast.AST) and type(child) is not ast.Constant
+                    ]
                 elif isinstance(value, ast.AST) and type(value) is not ast.Constant:
                     stack.append((value, scope))
 
@@ -314,16 +504,23 @@ class _Module:
         function = _Scope("function", scope, scope if scope.kind == "class" else None, self_name)
         scope.defs.setdefault(node.name, []).append(function)
         self.scopes.append(function)
-        every = positional + arguments.kwonlyargs + [a for a in (arguments.vararg,
-                                                                 arguments.kwarg) if a]
+        every = (
+            positional
+            + arguments.kwonlyargs
+            + [a for a in (arguments.vararg, arguments.kwarg) if a]
+        )
         function.local.update(argument.arg for argument in every)
-        defaults = list(zip(positional[len(positional) - len(arguments.defaults):],
-                            arguments.defaults))
+        defaults = list(
+            zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults)
+        )
         defaults += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d]
         for argument, default in defaults:
             function.bindings.append(([ast.Name(argument.arg, ast.Store())], default, scope, 0))
-        outer = [*node.decorator_list, *arguments.defaults,
-                 *(d for d in arguments.kw_defaults if d)]
+        outer = [
+            *node.decorator_list,
+            *arguments.defaults,
+            *(d for d in arguments.kw_defaults if d),
+        ]
         return [(child, scope) for child in outer] + [(child, function) for child in node.body]
 
     def _import(self, node, scope: _Scope) -> None:
@@ -346,19 +543,28 @@ class _Module:
             return None
         left, op, right = test.left, test.ops[0], test.comparators[0]
         sides = (left, right)
-        if any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides) and \
-                any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides):
+        if any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides) and any(
+            isinstance(side, ast.Constant) and side.value == "__main__" for side in sides
+        ):
             # if __name__ == "__main__": a module run as a script, not a package imported.
             return {ast.Eq: False, ast.NotEq: True}.get(type(op))
         known: Any = None  # None: the whole sys.version_info, of which (major, minor) is known
         if isinstance(left, ast.Subscript):
             index, left = left.slice, left.value
-            if isinstance(index, ast.Constant) and isinstance(index.value, int) and \
-                    index.value in (0, 1):
+            if (
+                isinstance(index, ast.Constant)
+                and isinstance(index.value, int)
+                and index.value in (0, 1)
+            ):
                 known = self.version[index.value]
-            elif (isinstance(index, ast.Slice) and index.lower is None and index.step is None
-                  and isinstance(index.upper, ast.Constant)
-                  and isinstance(index.upper.value, int) and index.upper.value in (1, 2)):
+            elif (
+                isinstance(index, ast.Slice)
+                and index.lower is None
+                and index.step is None
+                and isinstance(index.upper, ast.Constant)
+                and isinstance(index.upper.value, int)
+                and index.upper.value in (1, 2)
+            ):
                 known = self.version[: index.upper.value]
             else:
                 return None
@@ -375,8 +581,11 @@ class _Module:
         if compare is None:
             return None
         if known is None:
-            if not (isinstance(constant, tuple) and constant and
-                    all(type(part) is int for part in constant)):
+            if not (
+                isinstance(constant, tuple)
+                and constant
+                and all(type(part) is int for part in constant)
+            ):
                 return None
             prefix = self.version[: len(constant)]
             if prefix == constant[:2] and len(constant) > 2:
@@ -385,8 +594,9 @@ class _Module:
             # ``constant``, it is greater.
             difference = (prefix > constant[:2]) - (prefix < constant[:2]) or 1
             return compare(difference, 0)
-        if type(known) is not type(constant) or isinstance(constant, tuple) and \
-                not all(type(part) is int for part in constant):
+        if type(known) is not type(constant) or (
+            isinstance(constant, tuple) and not all(type(part) is int for part in constant)
+        ):
             return None
         return compare(known, constant)
 
@@ -402,8 +612,11 @@ class _Module:
                     if self._tainted(value, where):
                         for target in targets:
                             changed |= self._bind(target, value, scope, where, line)
-                if scope.kind == "function" and not scope.returns_tainted and \
-                        any(self._tainted(value, scope) for value in scope.returns):
+                if (
+                    scope.kind == "function"
+                    and not scope.returns_tainted
+                    and any(self._tainted(value, scope) for value in scope.returns)
+                ):
                     scope.returns_tainted = changed = True
         found = []
         for scope in self.scopes:
@@ -413,14 +626,17 @@ class _Module:
                     found.append((call, sink))
         return found
 
-    def _bind(self, target: ast.expr, value: ast.expr, scope: _Scope, where: _Scope,
-              line: int) -> bool:
+    def _bind(
+        self, target: ast.expr, value: ast.expr, scope: _Scope, where: _Scope, line: int
+    ) -> bool:
         """Taints what ``target`` binds in ``scope`` from ``line`` on; whether that is new."""
         if isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
-                    and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts):
-                pairs = [(t, v) for t, v in zip(target.elts, value.elts)
-                         if self._tainted(v, where)]
+            if (
+                isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts)
+            ):
+                pairs = [(t, v) for t, v in zip(target.elts, value.elts) if self._tainted(v, where)]
             else:
                 pairs = [(t, value) for t in target.elts]
             changed = False
@@ -435,8 +651,9 @@ class _Module:
                 owner, line = self.module, 0  # seen whenever the function has run
             elif target.id in scope.declared_nonlocal:
                 owner, line = scope.parent or self.module, 0
-                while owner.parent is not None and (owner.kind == "class" or
-                                                    target.id not in owner.local):
+                while owner.parent is not None and (
+                    owner.kind == "class" or target.id not in owner.local
+                ):
                     owner = owner.parent
             if owner.tainted.get(target.id, line + 1) <= line:
                 return False
@@ -518,24 +735,33 @@ class _Module:
                 return True
             value = node.value
             if node.attr == "origin" and (
-                    isinstance(value, ast.Name) and value.id == "__spec__" or
-                    isinstance(value, ast.Attribute) and value.attr == "__spec__" or
-                    isinstance(value, ast.Call) and
-                    (self._qualified(value.func) or "").endswith("find_spec")):
+                (isinstance(value, ast.Name) and value.id == "__spec__")
+                or (isinstance(value, ast.Attribute) and value.attr == "__spec__")
+                or (
+                    isinstance(value, ast.Call)
+                    and (self._qualified(value.func) or "").endswith("find_spec")
+                )
+            ):
                 return True
             if isinstance(value, ast.Name):
                 klass = self._class_of(value.id, scope)
                 if klass is not None:
-                    return node.attr in klass.attributes or node.attr in klass.tainted or \
-                        any(f.returns_tainted for f in klass.defs.get(node.attr, ()))
+                    return (
+                        node.attr in klass.attributes
+                        or node.attr in klass.tainted
+                        or any(f.returns_tainted for f in klass.defs.get(node.attr, ()))
+                    )
             return node.attr not in _NOT_PATH_ATTRIBUTES and self._tainted(value, scope)
         if isinstance(node, ast.Call):
             return self._call_tainted(node, scope)
         if isinstance(node, ast.BinOp):
             return self._tainted(node.left, scope) or self._tainted(node.right, scope)
         if isinstance(node, ast.JoinedStr):
-            return any(self._tainted(part.value, scope) for part in node.values
-                       if isinstance(part, ast.FormattedValue))
+            return any(
+                self._tainted(part.value, scope)
+                for part in node.values
+                if isinstance(part, ast.FormattedValue)
+            )
         if isinstance(node, (ast.Subscript, ast.Starred, ast.NamedExpr, ast.Await)):
             return self._tainted(node.value, scope)
         if isinstance(node, ast.IfExp):
@@ -549,8 +775,9 @@ class _Module:
         return False
 
     def _arguments_tainted(self, call: ast.Call, scope: _Scope) -> bool:
-        return any(self._tainted(argument, scope) for argument in call.args) or \
-            any(self._tainted(keyword.value, scope) for keyword in call.keywords)
+        return any(self._tainted(argument, scope) for argument in call.args) or any(
+            self._tainted(keyword.value, scope) for keyword in call.keywords
+        )
 
     def _call_tainted(self, call: ast.Call, scope: _Scope) -> bool:
         func = call.func
@@ -578,8 +805,11 @@ class _Module:
         qualified = self._qualified(func, scope)
         if qualified in CALL_SINKS and self._arguments_tainted(call, scope):
             return qualified
-        if isinstance(func, ast.Attribute) and func.attr in PATH_METHOD_SINKS and \
-                self._tainted(func.value, scope):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in PATH_METHOD_SINKS
+            and self._tainted(func.value, scope)
+        ):
             return f"pathlib.Path.{func.attr}"
         return None
 
@@ -594,14 +824,14 @@ class _Module:
             return None
         if node.id in self.imports:
             base = self.imports[node.id]
-        elif node.id in self.module.local or scope is not None and self._bound(node.id, scope):
+        elif node.id in self.module.local or (scope is not None and self._bound(node.id, scope)):
             return None
         else:
             base = node.id
         name = ".".join([base, *reversed(parts)])
         for module, canonical in _ALIASES:
             if name.startswith(module + "."):
-                return f"{canonical}{name[len(module):]}".lstrip(".")
+                return f"{canonical}{name[len(module) :]}".lstrip(".")
         return name
 
     def _bound(self, name: str, scope: _Scope | None) -> bool:

@@ -21,29 +21,47 @@ functions only for the entry point's own function; not those in ``except`` fallb
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
-__all__ = ["BOOT_MODULES", "FALLBACK", "LAZY", "SKIPPED", "TOP", "first_use_order",
-           "imports_in_source"]
+__all__ = [
+    "BOOT_MODULES",
+    "FALLBACK",
+    "LAZY",
+    "SKIPPED",
+    "TOP",
+    "first_use_order",
+    "imports_in_source",
+]
 
 #: Modules the launcher imports from the archive before the application's own (tests check
 #: this list against what a hello-world executable has imported when its main function runs).
-BOOT_MODULES = ("encodings", "codecs", "encodings.aliases", "encodings.utf_8", "abc", "io",
-                "zipimport")
+BOOT_MODULES = (
+    "encodings",
+    "codecs",
+    "encodings.aliases",
+    "encodings.utf_8",
+    "abc",
+    "io",
+    "zipimport",
+)
 
 _IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w. \t,]+)", re.M)
 _FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)", re.M)
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 #: Block headers that change whether an import inside them runs when the module is imported.
-_HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|if|elif|else|try|except|finally|with|for|"
-                     rb"while)\b([^\n]*):[ \t]*(?:#[^\n]*)?$")
+_HEADER = re.compile(
+    rb"[ \t]*(async[ \t]+def|def|class|if|elif|else|try|except|finally|with|for|"
+    rb"while)\b([^\n]*):[ \t]*(?:#[^\n]*)?$"
+)
 #: Headers whose first line says what the block is even when they run over several lines
 #: (``def f(a,`` / ``b):``): only statements start with these keywords.
 _LONG_HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|except)\b([^\n]*)$")
-_GUARD = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING|"
-                    # Other systems than Linux, the only target (encodings' win32 codecs, ...).
-                    rb"sys\.platform\s*==\s*['\"](win32|darwin|cygwin)['\"]|"
-                    rb"os\.name\s*==\s*['\"]nt['\"]")
+_GUARD = re.compile(
+    rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING|"
+    # Other systems than Linux, the only target (encodings' win32 codecs, ...).
+    rb"sys\.platform\s*==\s*['\"](win32|darwin|cygwin)['\"]|"
+    rb"os\.name\s*==\s*['\"]nt['\"]"
+)
 _QUOTES = (b'"' * 3, b"'" * 3)
 
 #: Where an import statement is: run with the module, in a function, in a fallback that runs only
@@ -77,8 +95,15 @@ def _contexts(source: bytes) -> dict[int, str]:
         if header:
             keyword = header.group(1).split()[-1]
             guarded = keyword in (b"if", b"elif") and _GUARD.search(header.group(2))
-            effect = LAZY if keyword == b"def" else FALLBACK if keyword == b"except" else \
-                SKIPPED if guarded else TOP
+            effect = (
+                LAZY
+                if keyword == b"def"
+                else FALLBACK
+                if keyword == b"except"
+                else SKIPPED
+                if guarded
+                else TOP
+            )
             stack.append((indent, effect))
         for quote in _QUOTES:
             if line.count(quote) % 2 == 1:
@@ -108,7 +133,7 @@ def imports_in_source(source: bytes, name: str, is_package: bool) -> dict[str, l
             up = len(dots) - 1
             if up > len(base):
                 continue
-            base = base[:len(base) - up] if up else base
+            base = base[: len(base) - up] if up else base
             module = ".".join(base + ([module] if module else []))
         if not module or not _NAME.match(module):
             continue
@@ -128,10 +153,14 @@ def imports_in_source(source: bytes, name: str, is_package: bool) -> dict[str, l
     return out
 
 
-def first_use_order(roots: Iterable[str], imports: Mapping[str, Mapping[str, list[str]]],
-                    kinds: Mapping[str, str], needed: Mapping[str, list[str]],
-                    companions: Mapping[str, list[tuple[str, str]]] | None = None,
-                    lazy: Iterable[str] = ()) -> list[tuple[str, str]]:
+def first_use_order(
+    roots: Iterable[str],
+    imports: Mapping[str, Mapping[str, list[str]]],
+    kinds: Mapping[str, str],
+    needed: Mapping[str, list[str]],
+    companions: Mapping[str, list[tuple[str, str]]] | None = None,
+    lazy: Iterable[str] = (),
+) -> list[tuple[str, str]]:
     """(name space, name) pairs in predicted first-read order, starting from ``roots`` (module
     names). ``imports`` maps a module to what it imports (:func:`imports_in_source`): the
     module-level imports of every module are followed, the imports inside functions only for the
@@ -178,5 +207,7 @@ def first_use_order(roots: Iterable[str], imports: Mapping[str, Mapping[str, lis
         order.append(("modules", module))
         order.extend(companions.get(module, []))
         found = imports.get(module, {})
-        tasks += reversed(found.get(TOP, []) + (found.get(LAZY, []) if module in lazy_roots else []))
+        tasks += reversed(
+            found.get(TOP, []) + (found.get(LAZY, []) if module in lazy_roots else [])
+        )
     return order

@@ -20,23 +20,32 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from ingot import elf
 from ingot._ingot import ArchiveWriter, content_hash, loadable_image
 from ingot.bytecode import compile_module
 from ingot.collect import (
-    DEFAULT_STDLIB_EXCLUDES, Collection, Item, collect_directory, collect_stdlib,
+    DEFAULT_STDLIB_EXCLUDES,
+    Collection,
+    Item,
+    collect_directory,
+    collect_stdlib,
 )
 from ingot.errors import CompileError, PackError
 from ingot.firstuse import BOOT_MODULES, first_use_order, imports_in_source
 from ingot.regexes import MAGIC_ENTRY, entry_name, patterns_in_source, precompiled_entries
 
 __all__ = [
-    "DEFAULT_STDLIB_EXCLUDES", "KINDS", "ManifestEntry", "PackResult", "collect_directory",
-    "collect_stdlib", "pack",
+    "DEFAULT_STDLIB_EXCLUDES",
+    "KINDS",
+    "ManifestEntry",
+    "PackResult",
+    "collect_directory",
+    "collect_stdlib",
+    "pack",
 ]
 
 #: The predicted first-use order, one entry per line (docs/format.md, "Files ingot reserves").
@@ -47,8 +56,16 @@ FIRST_USE_ENTRY = "__ingot__/first-use"
 DICTIONARY_SIZE = 64 << 10
 
 #: Entry kinds, in the order summaries list them.
-KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package",
-         "data-file", "dist-info-file", "shared-library")
+KINDS = (
+    "module",
+    "package",
+    "namespace-package",
+    "extension-module",
+    "extension-package",
+    "data-file",
+    "dist-info-file",
+    "shared-library",
+)
 _MODULE_KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package")
 
 
@@ -94,13 +111,16 @@ def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple
             if kept is None or (kept.kind == "namespace-package" and item.kind != kept.kind):
                 plan[key] = item
             elif item.kind != "namespace-package" and kept.path != item.path:
-                warnings.append(f"{item.path}: left out, {item.kind} {item.name!r} is already "
-                                f"{kept.path} ({kept.kind})")
+                warnings.append(
+                    f"{item.path}: left out, {item.kind} {item.name!r} is already "
+                    f"{kept.path} ({kept.kind})"
+                )
     return plan
 
 
-def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str], *,
-                   only_needed: bool = False) -> None:
+def _add_libraries(
+    plan: dict[tuple[str, str], Item], warnings: list[str], *, only_needed: bool = False
+) -> None:
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`);
     with ``only_needed``, the collected libraries no extension module needs go."""
     roots, known, owner = [], [], {}
@@ -109,8 +129,10 @@ def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str], *,
             try:
                 obj = elf.read_elf(str(item.path))
             except (OSError, ValueError) as error:
-                warnings.append(f"{item.path}: not a readable ELF object ({error}); its libraries "
-                                "are not collected")
+                warnings.append(
+                    f"{item.path}: not a readable ELF object ({error}); its libraries "
+                    "are not collected"
+                )
                 continue
             (roots if item.kind != "shared-library" else known).append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
@@ -122,30 +144,47 @@ def _add_libraries(plan: dict[tuple[str, str], Item], warnings: list[str], *,
     for name, library in resolution.libraries.items():
         plan.setdefault(("libraries", name), Item("shared-library", name, Path(library.path)))
     for requester, needed in resolution.missing:
-        warnings.append(f"{owner.get(requester, requester)} needs {needed}, which was not found "
-                        f"(searched its RPATH/RUNPATH, LD_LIBRARY_PATH, the ld.so cache and "
-                        f"the default directories); the target system must provide it")
+        warnings.append(
+            f"{owner.get(requester, requester)} needs {needed}, which was not found "
+            f"(searched its RPATH/RUNPATH, LD_LIBRARY_PATH, the ld.so cache and "
+            f"the default directories); the target system must provide it"
+        )
     for name, kept, other in sorted(set(resolution.conflicts)):
         warnings.append(f"{name}: {kept} collected; some object would load {other} instead")
 
 
-def _prune(plan: dict[tuple[str, str], Item], collections: list[Collection], stdlib: bool,
-           own: set[str], entry_modules, keep, result: PackResult) -> dict:
+def _prune(
+    plan: dict[tuple[str, str], Item],
+    collections: list[Collection],
+    stdlib: bool,
+    own: set[str],
+    entry_modules,
+    keep,
+    result: PackResult,
+) -> dict:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.reach.reach`);
     returns the imports read on the way."""
     from ingot.reach import NATIVE_IMPORTS, import_probe, reach
 
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
-        where = "stdlib" if stdlib and index == 0 else \
-            "app" if os.path.realpath(collection.root) in own else "env"
+        where = (
+            "stdlib"
+            if stdlib and index == 0
+            else "app"
+            if os.path.realpath(collection.root) in own
+            else "env"
+        )
         for item in collection.items:
             key = (_namespace(item.kind), item.name)
             if plan.get(key) is item:
                 origin[key] = where
     roots = [*BOOT_MODULES, *NATIVE_IMPORTS, *(entry_modules or ())]
-    paths = [str(collection.root) for index, collection in enumerate(collections)
-             if not (stdlib and index == 0)]
+    paths = [
+        str(collection.root)
+        for index, collection in enumerate(collections)
+        if not (stdlib and index == 0)
+    ]
     decided = reach(plan, origin, roots, keep=keep, probe=import_probe(paths))
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
@@ -195,9 +234,13 @@ def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], It
     all the group's packages must be in the tree together."""
     if not files_packages:
         return files_packages
-    groups = {item.name for item in plan.values()
-              if item.kind == "extension-module" and item.name.endswith("__mypyc")
-              and "." not in item.name}
+    groups = {
+        item.name
+        for item in plan.values()
+        if item.kind == "extension-module"
+        and item.name.endswith("__mypyc")
+        and "." not in item.name
+    }
     if not groups:
         return files_packages
     members: dict[str, set[str]] = {group: {group} for group in groups}
@@ -211,7 +254,7 @@ def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], It
                 if group.encode() in image:  # the shim imports its group's library by name
                     members[group].add(item.name.split(".")[0])
     chosen = set(files_packages)
-    for group, names in sorted(members.items()):
+    for _group, names in sorted(members.items()):
         if names & chosen:
             chosen |= names
     return sorted(chosen)
@@ -219,7 +262,9 @@ def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], It
 
 def files_manifest(package: str, files: dict[str, bytes]) -> bytes:
     """The tree manifest of a ``files`` package: its files' paths, sizes and XXH3-64 hashes."""
-    listing = [[path, len(data), f"{content_hash(data):016x}"] for path, data in sorted(files.items())]
+    listing = [
+        [path, len(data), f"{content_hash(data):016x}"] for path, data in sorted(files.items())
+    ]
     document = {"version": 1, "package": package, "files": listing}
     return json.dumps(document, separators=(",", ":")).encode()
 
@@ -229,6 +274,7 @@ class _Scan:
     """What ``_add`` learns from the items it adds: per module, the regular expressions it
     compiles (None: not scanned) and the modules it imports; per extension module or shared
     library, the sonames it needs."""
+
     patterns: dict[str, set] | None = field(default_factory=dict)
     imports: dict[str, dict[str, list[str]]] | None = field(default_factory=dict)
     needed: dict[str, list[str]] = field(default_factory=dict)
@@ -245,8 +291,14 @@ class _Scan:
             self.imports[name] = imports_in_source(source, name, is_package)
 
 
-def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_source: bool,
-         keep_debug_info: bool = False, scan: _Scan | None = None) -> tuple[int, bytes | None]:
+def _add(
+    writer: ArchiveWriter,
+    item: Item,
+    levels: tuple[int, ...],
+    include_source: bool,
+    keep_debug_info: bool = False,
+    scan: _Scan | None = None,
+) -> tuple[int, bytes | None]:
     """Adds one item to ``writer``; returns its size and the bytes a file of its package's tree
     would hold (None: no file). Raises OSError, ValueError, SyntaxError. What the item compiles,
     imports or needs goes to ``scan`` (if not None).
@@ -261,16 +313,23 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
     if item.kind in ("module", "package"):
         bytecode = compile_module(content, item.relpath or item.name, levels)
         source = content if include_source else None
-        writer.add_module(item.name, source=source, bytecode=bytecode or None,
-                          is_package=item.kind == "package")
+        writer.add_module(
+            item.name, source=source, bytecode=bytecode or None, is_package=item.kind == "package"
+        )
         if scan is not None:
             scan.source(item.name, content, item.kind == "package")
         return len(source or b"") + sum(map(len, bytecode.values())), source
-    if item.kind in ("extension-module", "extension-package", "shared-library") \
-            and not keep_debug_info:
+    if (
+        item.kind in ("extension-module", "extension-package", "shared-library")
+        and not keep_debug_info
+    ):
         content = loadable_image(content)
-    if item.kind in ("extension-module", "extension-package") and scan is not None \
-            and scan.wants_sources() and item.source is not None:
+    if (
+        item.kind in ("extension-module", "extension-package")
+        and scan is not None
+        and scan.wants_sources()
+        and item.source is not None
+    ):
         # A compiled module's shipped source says what the compiled code imports and compiles.
         try:
             scan.source(item.name, item.source.read_bytes(), item.kind == "extension-package")
@@ -278,8 +337,9 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
             pass
     if item.kind in ("extension-module", "extension-package"):
         needed = list(elf.ElfObject.from_image(str(item.path), content).needed)
-        writer.add_extension_module(item.name, content, needed,
-                                    is_package=item.kind == "extension-package")
+        writer.add_extension_module(
+            item.name, content, needed, is_package=item.kind == "extension-package"
+        )
         if scan is not None:
             scan.needed[item.name] = needed
     elif item.kind == "shared-library":
@@ -297,53 +357,83 @@ def _add(writer: ArchiveWriter, item: Item, levels: tuple[int, ...], include_sou
     return len(content), content
 
 
-def _first_use(scan: _Scan, result: PackResult, extra_files: dict[str, bytes],
-               table: dict[str, bytes], entry_modules: list[str]) -> list[tuple[str, str]]:
+def _first_use(
+    scan: _Scan,
+    result: PackResult,
+    extra_files: dict[str, bytes],
+    table: dict[str, bytes],
+    entry_modules: list[str],
+) -> list[tuple[str, str]]:
     """The first-use order of the archive's entries (see :mod:`ingot.firstuse`): ingot's own
     files read at start-up, then the launcher's modules and the entry modules' import graph."""
     kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in _MODULE_KINDS}
     companions: dict[str, list[tuple[str, str]]] = {}
     for module, found in (scan.patterns or {}).items():
-        names = [entry_name(pattern, flags) for pattern, flags in sorted(
-            found, key=lambda pair: (type(pair[0]).__name__, pair[0], pair[1]))]
+        names = [
+            entry_name(pattern, flags)
+            for pattern, flags in sorted(
+                found, key=lambda pair: (type(pair[0]).__name__, pair[0], pair[1])
+            )
+        ]
         companions[module] = [("files", name) for name in names if name in table]
     reserved = sorted(name for name in extra_files if name.startswith("__ingot__/"))
     if MAGIC_ENTRY in table:
         reserved.append(MAGIC_ENTRY)
     return [("files", name) for name in reserved] + first_use_order(
-        [*BOOT_MODULES, *entry_modules], scan.imports or {}, kinds, scan.needed, companions,
-        lazy=entry_modules)
+        [*BOOT_MODULES, *entry_modules],
+        scan.imports or {},
+        kinds,
+        scan.needed,
+        companions,
+        lazy=entry_modules,
+    )
 
 
 def _check_options(output: Path, levels, include_source: bool, compression_level) -> tuple:
     levels = tuple(sorted(set(levels)))
     if any(level not in (0, 1, 2) for level in levels):
-        raise PackError(f"optimization levels are 0, 1 or 2, not {levels}",
-                        hint="0 keeps asserts and docstrings, 1 drops asserts, 2 also docstrings")
+        raise PackError(
+            f"optimization levels are 0, 1 or 2, not {levels}",
+            hint="0 keeps asserts and docstrings, 1 drops asserts, 2 also docstrings",
+        )
     if not levels and not include_source:
-        raise PackError("modules would have neither bytecode nor source",
-                        hint="give at least one optimization level, or keep the source")
+        raise PackError(
+            "modules would have neither bytecode nor source",
+            hint="give at least one optimization level, or keep the source",
+        )
     if compression_level is not None and not -7 <= compression_level <= 22:
         raise PackError(f"compression level {compression_level} is not a zstd level (-7 to 22)")
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
-        raise PackError(f"cannot write {output}: directory {parent} does not exist",
-                        hint=f"create it first (mkdir -p {parent})")
+        raise PackError(
+            f"cannot write {output}: directory {parent} does not exist",
+            hint=f"create it first (mkdir -p {parent})",
+        )
     if output.is_dir():
         raise PackError(f"cannot write {output}: it is a directory", hint="give a file name")
     return levels
 
 
-def pack(output, *, stdlib: bool = True, directories: Iterable = (),
-         stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES,
-         optimize_levels: Iterable[int] = (0,), include_source: bool = True,
-         compression_level: int | None = None, keep_debug_info: bool = False,
-         exclude: Iterable[str] = (), extra_files: dict[str, bytes] | None = None,
-         files_packages: Iterable[str] = (), precompile_regexes: bool = True,
-         entry_modules: Iterable[str] | None = None,
-         strict_directories: Iterable = (), prune: bool = False,
-         keep: Iterable[str] = (),
-         progress: Callable[[str], None] | None = None) -> PackResult:
+def pack(
+    output,
+    *,
+    stdlib: bool = True,
+    directories: Iterable = (),
+    stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES,
+    optimize_levels: Iterable[int] = (0,),
+    include_source: bool = True,
+    compression_level: int | None = None,
+    keep_debug_info: bool = False,
+    exclude: Iterable[str] = (),
+    extra_files: dict[str, bytes] | None = None,
+    files_packages: Iterable[str] = (),
+    precompile_regexes: bool = True,
+    entry_modules: Iterable[str] | None = None,
+    strict_directories: Iterable = (),
+    prune: bool = False,
+    keep: Iterable[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> PackResult:
     """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
     ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
 
@@ -378,9 +468,13 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     for directory in directories:  # first: a bad directory fails before the long steps
         if os.path.realpath(directory) not in seen:
             seen.add(os.path.realpath(directory))
-            collections.append(collect_directory(
-                directory, exclude=tuple(exclude),
-                top_level_data=os.path.realpath(directory) in own))
+            collections.append(
+                collect_directory(
+                    directory,
+                    exclude=tuple(exclude),
+                    top_level_data=os.path.realpath(directory) in own,
+                )
+            )
             say(f"collected {len(collections[-1].items)} entries from {directory}")
     if stdlib:  # the standard library comes first on sys.path: it wins name clashes
         collections.insert(0, collect_stdlib(tuple(stdlib_exclude)))
@@ -391,23 +485,32 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
     if prune:
         prefilled_imports = _prune(plan, collections, stdlib, own, entry_modules, keep, result)
-        say(f"carrying {len(plan)} entries that the application can use; left out "
-            f"{sum(count for _, count, _ in result.left_out.values())}")
+        say(
+            f"carrying {len(plan)} entries that the application can use; left out "
+            f"{sum(count for _, count, _ in result.left_out.values())}"
+        )
     files_packages = sorted(set(files_packages))
     present = {_top_level(item) for item in plan.values()}
     for package in files_packages:
         if package not in present:
-            raise PackError(f"the files policy names package {package!r}, which is not in the archive",
-                            hint="give the top-level import name of a collected package")
+            raise PackError(
+                f"the files policy names package {package!r}, which is not in the archive",
+                hint="give the top-level import name of a collected package",
+            )
     files_packages = _with_mypyc_groups(files_packages, plan)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
     entry_modules = None if entry_modules is None else list(entry_modules)
-    scan = _Scan(patterns={} if precompile_regexes else None,
-                 imports=dict(prefilled_imports) if entry_modules is not None else None)
+    scan = _Scan(
+        patterns={} if precompile_regexes else None,
+        imports=dict(prefilled_imports) if entry_modules is not None else None,
+    )
     _add_libraries(plan, result.warnings, only_needed=prune)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
-    writer = ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER,
-                           python_version=sys.version_info[:2], compression_level=compression_level)
+    writer = ArchiveWriter(
+        bytecode_magic=importlib.util.MAGIC_NUMBER,
+        python_version=sys.version_info[:2],
+        compression_level=compression_level,
+    )
     strict = [Path(directory).resolve() for directory in strict_directories]
     for key in sorted(plan):
         item = plan[key]
@@ -416,8 +519,10 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
         except SyntaxError as error:
             if any(Path(item.path).is_relative_to(directory) for directory in strict):
                 raise CompileError(item.path, item.name, error) from None
-            result.warnings.append(f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
-                                   f"{item.kind} {item.name!r} left out")
+            result.warnings.append(
+                f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
+                f"{item.kind} {item.name!r} left out"
+            )
             continue
         except (OSError, ValueError) as error:
             result.warnings.append(f"{item.path}: {item.kind} {item.name!r} left out: {error}")
@@ -447,16 +552,21 @@ def pack(output, *, stdlib: bool = True, directories: Iterable = (),
             writer.add_data_file(name, content)
         result.regexes = max(len(table) - 1, 0)  # less the magic entry
         result.regexes_size = sum(map(len, table.values()))
-        say(f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules")
+        say(
+            f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules"
+        )
     if entry_modules is not None:
-        order = _first_use(scan, result, extra_files, table if precompile_regexes else {},
-                           entry_modules)
+        order = _first_use(
+            scan, result, extra_files, table if precompile_regexes else {}, entry_modules
+        )
         # The list itself, read by the launcher's read-ahead thread (docs/format.md).
         order.insert(0, ("files", FIRST_USE_ENTRY))
         tags = {"modules": "m", "files": "f", "libraries": "l"}
         listing = "".join(f"{tags[namespace]} {name}\n" for namespace, name in order).encode()
         if writer.contains(FIRST_USE_ENTRY, "files"):
-            raise PackError(f"cannot add {FIRST_USE_ENTRY}: the archive already holds a file of that name")
+            raise PackError(
+                f"cannot add {FIRST_USE_ENTRY}: the archive already holds a file of that name"
+            )
         writer.add_data_file(FIRST_USE_ENTRY, listing)
         writer.set_first_use(order)
         say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")

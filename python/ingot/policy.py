@@ -16,21 +16,29 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ingot.errors import IngotError
 
-__all__ = ["KNOWN_FILES_PACKAGES", "PREPARATIONS", "READ_ONLY_FILES_PACKAGES", "PolicyDecision", "PolicyError", "Preparation",
-           "resolve_policy", "top_level_names"]
+__all__ = [
+    "KNOWN_FILES_PACKAGES",
+    "PREPARATIONS",
+    "READ_ONLY_FILES_PACKAGES",
+    "PolicyDecision",
+    "PolicyError",
+    "Preparation",
+    "resolve_policy",
+    "top_level_names",
+]
 
 #: Packages known to need real files, and why. Each was checked against the package's code.
 KNOWN_FILES_PACKAGES: dict[str, str] = {
     "certifi": "certifi.where() returns the path of cacert.pem, which is handed to OpenSSL "
-               "(ssl.create_default_context(cafile=...), requests' verify=)",
+    "(ssl.create_default_context(cafile=...), requests' verify=)",
     "blib2to3": "black's parser loads Grammar.txt by its path next to __file__ (without it, it "
-                "asks pkgutil.get_data for a pickle under an absolute cache path, which fails)",
+    "asks pkgutil.get_data for a pickle under an absolute cache path, which fails)",
     "pytz": "pytz.open_resource() opens zoneinfo files under os.path.dirname(__file__)",
     "botocore": "botocore loads its service models from a data directory next to __file__",
     "babel": "babel reads its locale data from os.path.dirname(__file__)/locale-data",
@@ -60,7 +68,7 @@ class Preparation:
 PREPARATIONS: dict[str, Preparation] = {
     "blib2to3": Preparation(
         why="black builds its grammar tables from Grammar.txt at every import (~10 ms) unless "
-            "pickles made by the same Python sit next to it; blib2to3's driver writes them",
+        "pickles made by the same Python sit next to it; blib2to3's driver writes them",
         code=(
             "import os, sys\n"
             "from blib2to3.pgen2 import driver\n"
@@ -85,25 +93,36 @@ class PolicyDecision:
     reasons: dict[str, str] = field(default_factory=dict)
 
 
-def resolve_policy(present: Iterable[str], files: Iterable[str] = (),
-                   memory: Iterable[str] = (), *, executable: bool = False) -> PolicyDecision:
+def resolve_policy(
+    present: Iterable[str],
+    files: Iterable[str] = (),
+    memory: Iterable[str] = (),
+    *,
+    executable: bool = False,
+) -> PolicyDecision:
     """The ``files`` packages of a build: the configured ones, plus the table's known cases that
     the build holds (in an ``executable``, not those of :data:`READ_ONLY_FILES_PACKAGES`), minus
     those configured ``memory``. ``present`` holds the top-level names the build collects."""
     files, memory, present = list(files), list(memory), set(present)
     for name in files + memory:
         if not _NAME.fullmatch(name):
-            raise PolicyError(f"{name!r} is not a top-level package name",
-                              hint="the files and memory policies take import names, e.g. 'certifi'")
+            raise PolicyError(
+                f"{name!r} is not a top-level package name",
+                hint="the files and memory policies take import names, e.g. 'certifi'",
+            )
     both = sorted(set(files) & set(memory))
     if both:
-        raise PolicyError(f"{', '.join(map(repr, both))} set to both the files and the memory policy",
-                          hint="keep each package in one of [tool.ingot] files / memory")
+        raise PolicyError(
+            f"{', '.join(map(repr, both))} set to both the files and the memory policy",
+            hint="keep each package in one of [tool.ingot] files / memory",
+        )
     missing = sorted(set(files) - present)
     if missing:
-        raise PolicyError(f"the files policy names {', '.join(map(repr, missing))}, which the build "
-                          "does not collect", hint="give top-level import names of collected "
-                          "packages (e.g. 'yaml' for PyYAML)")
+        raise PolicyError(
+            f"the files policy names {', '.join(map(repr, missing))}, which the build "
+            "does not collect",
+            hint="give top-level import names of collected packages (e.g. 'yaml' for PyYAML)",
+        )
     decision = PolicyDecision()
     for name in files:
         decision.files.add(name)

@@ -47,8 +47,17 @@ from pathlib import Path
 
 from ingot.errors import IngotError
 
-__all__ = ["Config", "ConfigError", "Project", "check_config", "is_str_list", "load_project",
-           "load_toml", "parse_entry", "tomllib_for"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "Project",
+    "check_config",
+    "is_str_list",
+    "load_project",
+    "load_toml",
+    "parse_entry",
+    "tomllib_for",
+]
 
 
 class ConfigError(IngotError):
@@ -101,15 +110,24 @@ _KEYS = {
     "fast-exit": ("true or false", lambda v: isinstance(v, bool)),
     "filesystem-imports": ("true or false", lambda v: isinstance(v, bool)),
     "precompile-regexes": ("true or false", lambda v: isinstance(v, bool)),
-    "optimize": ("a list of 0, 1, 2", lambda v: isinstance(v, list) and all(
-        type(item) is int and item in (0, 1, 2) for item in v)),
-    "compress": ("an integer zstd level (-7 to 22), or false",
-                 lambda v: v is False or (type(v) is int and -7 <= v <= 22)),
+    "optimize": (
+        "a list of 0, 1, 2",
+        lambda v: (
+            isinstance(v, list) and all(type(item) is int and item in (0, 1, 2) for item in v)
+        ),
+    ),
+    "compress": (
+        "an integer zstd level (-7 to 22), or false",
+        lambda v: v is False or (type(v) is int and -7 <= v <= 22),
+    ),
     "files": ("a list of strings (top-level package names)", is_str_list),
     "memory": ("a list of strings (top-level package names)", is_str_list),
-    "python": ("a string, a Python version such as '3.11', or 'local'",
-               lambda v: isinstance(v, str) and (v == "local" or re.fullmatch(
-                   r"3\.\d+(\.\d+)?", v) is not None)),
+    "python": (
+        "a string, a Python version such as '3.11', or 'local'",
+        lambda v: (
+            isinstance(v, str) and (v == "local" or re.fullmatch(r"3\.\d+(\.\d+)?", v) is not None)
+        ),
+    ),
 }
 assert {key.replace("-", "_") for key in _KEYS} == {f.name for f in fields(Config)}
 
@@ -139,14 +157,18 @@ def tomllib_for(path: Path):
     """``tomllib``, or ``tomli`` on Python 3.10 (ConfigError naming ``path`` if it is missing)."""
     if sys.version_info >= (3, 11):
         import tomllib
+
         return tomllib
     try:
         import tomli
+
         return tomli
     except ImportError:
-        raise ConfigError(f"cannot read {path}: Python {sys.version_info[0]}.{sys.version_info[1]}"
-                          " has no TOML parser (tomllib is 3.11+)",
-                          hint="pip install tomli, or run ingot with Python 3.11+") from None
+        raise ConfigError(
+            f"cannot read {path}: Python {sys.version_info[0]}.{sys.version_info[1]}"
+            " has no TOML parser (tomllib is 3.11+)",
+            hint="pip install tomli, or run ingot with Python 3.11+",
+        ) from None
 
 
 def load_toml(path: Path) -> dict:
@@ -165,8 +187,9 @@ def parse_entry(text: str, where: str) -> tuple[str, str]:
     """``"pkg.mod:func"`` -> ``("pkg.mod", "func")``; ConfigError naming ``where`` otherwise."""
     text = text.strip()
     if not _ENTRY.fullmatch(text) or ".." in text or text.endswith("."):
-        raise ConfigError(f"{where}: {text!r} is not an entry point 'module:function'",
-                          hint="e.g. 'app.cli:main'")
+        raise ConfigError(
+            f"{where}: {text!r} is not an entry point 'module:function'", hint="e.g. 'app.cli:main'"
+        )
     module, function = text.split(":")
     return module, function
 
@@ -179,20 +202,21 @@ def check_config(table: dict, where: str) -> Config:
     for key, value in table.items():
         if key not in _KEYS:
             close = [known for known in _KEYS if known.replace("-", "_") == key.replace("-", "_")]
-            raise ConfigError(f"{where}: unknown key {key!r} in [tool.ingot]",
-                              hint=f"did you mean {close[0]!r}?" if close else
-                              "known keys: " + ", ".join(_KEYS))
+            raise ConfigError(
+                f"{where}: unknown key {key!r} in [tool.ingot]",
+                hint=f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(_KEYS),
+            )
         expected, check = _KEYS[key]
         if not check(value):
-            raise ConfigError(f"{where}: [tool.ingot] {key} must be {expected}, "
-                              f"not {value!r}")
+            raise ConfigError(f"{where}: [tool.ingot] {key} must be {expected}, not {value!r}")
         setattr(config, key.replace("-", "_"), value)
     if config.entry is not None:
         parse_entry(config.entry, f"{where}: [tool.ingot] entry")
     chosen = [key for key in ("entry", "module", "script") if getattr(config, key) is not None]
     if len(chosen) > 1:
-        raise ConfigError(f"{where}: [tool.ingot] sets {' and '.join(chosen)}; "
-                          "give one of entry, module, script")
+        raise ConfigError(
+            f"{where}: [tool.ingot] sets {' and '.join(chosen)}; give one of entry, module, script"
+        )
     return config
 
 
@@ -201,8 +225,10 @@ def load_project(path) -> Project:
     path = Path(path)
     pyproject = path / "pyproject.toml" if path.is_dir() else path
     if not pyproject.is_file():
-        raise ConfigError(f"{path}: no pyproject.toml there",
-                          hint="give a project directory, a package directory or a script")
+        raise ConfigError(
+            f"{path}: no pyproject.toml there",
+            hint="give a project directory, a package directory or a script",
+        )
     data = load_toml(pyproject)
     project = data.get("project", {})
     if not isinstance(project, dict):
@@ -216,7 +242,11 @@ def load_project(path) -> Project:
     tool = data.get("tool", {})
     table = tool.get("ingot", {}) if isinstance(tool, dict) else {}
     name = project.get("name")
-    return Project(root=pyproject.parent, pyproject=pyproject,
-                   name=name if isinstance(name, str) else None,
-                   config=check_config(table, str(pyproject)), scripts=dict(scripts),
-                   project_dependencies=dependencies)
+    return Project(
+        root=pyproject.parent,
+        pyproject=pyproject,
+        name=name if isinstance(name, str) else None,
+        config=check_config(table, str(pyproject)),
+        scripts=dict(scripts),
+        project_dependencies=dependencies,
+    )

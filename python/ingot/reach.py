@@ -46,9 +46,19 @@ from ingot._ingot import loadable_image
 from ingot.collect import Item
 from ingot.firstuse import SKIPPED, imports_in_source
 
-__all__ = ["BINARY_NAMES_NOT_IMPORTS", "CALLBACK_IMPORTS", "COMPUTED_IMPORTS", "NATIVE_IMPORTS",
-           "OPTIONAL_IMPORTS", "Reach", "binary_names", "import_probe",
-           "loose_binary_names", "reach", "stdlib_imports"]
+__all__ = [
+    "BINARY_NAMES_NOT_IMPORTS",
+    "CALLBACK_IMPORTS",
+    "COMPUTED_IMPORTS",
+    "NATIVE_IMPORTS",
+    "OPTIONAL_IMPORTS",
+    "Reach",
+    "binary_names",
+    "import_probe",
+    "loose_binary_names",
+    "reach",
+    "stdlib_imports",
+]
 
 #: Modules that native code imports by name, which no Python source shows: the interpreter's C
 #: code (the codec registry and standard streams at start-up, exception display and warnings,
@@ -57,19 +67,39 @@ __all__ = ["BINARY_NAMES_NOT_IMPORTS", "CALLBACK_IMPORTS", "COMPUTED_IMPORTS", "
 #: launcher's binary cannot be scanned for these: it holds ``sys.stdlib_module_names``, every
 #: module's name. Extension modules' binaries are scanned (see :func:`reach`).
 NATIVE_IMPORTS = (
-    "encodings", "codecs", "io", "abc", "warnings", "traceback", "linecache", "tokenize",
-    "_strptime", "copyreg", "_compat_pickle", "_weakrefset", "runpy", "importlib.util",
-    "importlib.machinery", "zipimport", "atexit", "re", "posixpath",
+    "encodings",
+    "codecs",
+    "io",
+    "abc",
+    "warnings",
+    "traceback",
+    "linecache",
+    "tokenize",
+    "_strptime",
+    "copyreg",
+    "_compat_pickle",
+    "_weakrefset",
+    "runpy",
+    "importlib.util",
+    "importlib.machinery",
+    "zipimport",
+    "atexit",
+    "re",
+    "posixpath",
 )
 
 #: Modules of the standard library that import others by names computed at run time: module ->
 #: (patterns of the names it may import, why). A package matched by its own pattern is carried
 #: whole.
 COMPUTED_IMPORTS = {
-    "encodings": (("encodings.*",),
-                  "codecs are looked up by name at run time (the locale's, a file's, str.encode's)"),
-    "sysconfig": (("_sysconfigdata_*",),
-                  "its build-time variables are in a module named after the platform"),
+    "encodings": (
+        ("encodings.*",),
+        "codecs are looked up by name at run time (the locale's, a file's, str.encode's)",
+    ),
+    "sysconfig": (
+        ("_sysconfigdata_*",),
+        "its build-time variables are in a module named after the platform",
+    ),
 }
 
 #: Imports inside a standard-library function that only another module calls: module ->
@@ -81,26 +111,34 @@ CALLBACK_IMPORTS = {
     "importlib._bootstrap_external": {
         "importlib.metadata": (
             "importlib.metadata",
-            ("PathFinder.find_distributions is called by importlib.metadata "
-             "(Distribution.discover)"),
+            (
+                "PathFinder.find_distributions is called by importlib.metadata "
+                "(Distribution.discover)"
+            ),
         ),
         "importlib.readers": (
             "importlib.resources",
-            ("FileLoader's and NamespaceLoader's get_resource_reader are called by "
-             "importlib.resources"),
+            (
+                "FileLoader's and NamespaceLoader's get_resource_reader are called by "
+                "importlib.resources"
+            ),
         ),
     },
     "zipimport": {
-        "importlib.readers": ("importlib.resources",
-                              "zipimporter.get_resource_reader is called by importlib.resources"),
+        "importlib.readers": (
+            "importlib.resources",
+            "zipimporter.get_resource_reader is called by importlib.resources",
+        ),
     },
 }
 #: Imports inside a standard-library function that the function does without, saying so:
 #: module -> {imported module: why}. Not followed; ``--include`` carries them.
 OPTIONAL_IMPORTS = {
     "pydoc": {
-        "pydoc_data.topics": ("help()'s topic and keyword pages (215 KiB), which pydoc reports "
-                              "as not available when they are missing"),
+        "pydoc_data.topics": (
+            "help()'s topic and keyword pages (215 KiB), which pydoc reports "
+            "as not available when they are missing"
+        ),
     },
 }
 
@@ -123,7 +161,9 @@ TEST_PACKAGES = ("tests", "test", "testing")
 
 _STRING = re.compile(rb"""(?<![\w.])[rbuRBU]?(['"])([A-Za-z_][\w.]{0,200}?)\1""")
 _RELATIVE_IMPORT = re.compile(rb"""import_module\(\s*(['"])(\.[\w.]*)\1""")
-_IMPORT_CALL = re.compile(rb"""(?:import_module|__import__|find_spec)\(\s*(['"])([A-Za-z_][\w.]*)\1""")
+_IMPORT_CALL = re.compile(
+    rb"""(?:import_module|__import__|find_spec)\(\s*(['"])([A-Za-z_][\w.]*)\1"""
+)
 _SIGNATURE = re.compile(rb"(?<=\x00)([A-Za-z_][A-Za-z0-9_]*)\((?:\$|[A-Za-z_*/)])")
 _IDENTIFIER_RUN = re.compile(rb"[A-Za-z0-9_][A-Za-z0-9_.]{1,120}")
 _BINARY_NAME = re.compile(rb"(?<=\x00)[A-Za-z0-9_][A-Za-z0-9_.]{1,120}(?=\x00)")
@@ -161,34 +201,47 @@ class Reach:
     :func:`ingot.firstuse.imports_in_source` gives them), and what it left out, by group (a
     standard-library top-level module or package, or a package of the environment), with the
     number of entries and their bytes."""
+
     kept: set[tuple[str, str]] = field(default_factory=set)
     imports: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # group -> (origin, n, bytes)
+    left_out: dict[str, tuple[str, int, int]] = field(
+        default_factory=dict
+    )  # group -> (origin, n, bytes)
 
 
 def _is_main_guard(test: ast.expr) -> bool:
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) \
-        and test.left.id == "__name__" and any(
-            isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
 
 
 def _never_on_linux(test: ast.expr) -> bool:
     """``TYPE_CHECKING``, ``sys.platform == "win32"`` (or ``startswith("win")``, darwin,
     cygwin), ``os.name == "nt"``."""
     text = ast.unparse(test)
-    return text in ("TYPE_CHECKING", "typing.TYPE_CHECKING") or bool(re.fullmatch(
-        r"(_?sys\.platform|_?os\.name)\s*(==\s*|\.startswith\()['\"](win32|win|darwin|cygwin|nt)"
-        r"['\"]\)?", text))
+    return text in ("TYPE_CHECKING", "typing.TYPE_CHECKING") or bool(
+        re.fullmatch(
+            r"(_?sys\.platform|_?os\.name)\s*(==\s*|\.startswith\()['\"](win32|win|darwin|cygwin|nt)"
+            r"['\"]\)?",
+            text,
+        )
+    )
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(name, ast.Name) and name.id in ("ImportError", "ModuleNotFoundError")
-               for name in names)
+    return any(
+        isinstance(name, ast.Name) and name.id in ("ImportError", "ModuleNotFoundError")
+        for name in names
+    )
 
 
-def stdlib_imports(source: bytes, name: str, is_package: bool,
-                   present: set[str]) -> list[str] | None:
+def stdlib_imports(
+    source: bytes, name: str, is_package: bool, present: set[str]
+) -> list[str] | None:
     """The modules a standard-library module can import when an application uses it, read from
     its syntax tree: module level, functions, ``except`` blocks, but not
 
@@ -214,7 +267,7 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
         base = package.split(".") if package else []
         if node.level - 1 > len(base):
             return None
-        base = base[:len(base) - (node.level - 1)]
+        base = base[: len(base) - (node.level - 1)]
         return ".".join(base + ([node.module] if node.module else []))
 
     def imports_of(nodes: list[ast.stmt]) -> list[str]:
@@ -228,10 +281,14 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
         return found
 
     # Top-level functions that only the __main__ block (or other such functions) calls.
-    functions = {node.name: node for node in tree.body
-                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    main_blocks = [node for node in tree.body if isinstance(node, ast.If)
-                   and _is_main_guard(node.test)]
+    functions = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    main_blocks = [
+        node for node in tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)
+    ]
     uses: dict[str | None, set[str]] = {}  # function (None: the module) -> names it loads
     for node in tree.body:
         if node in main_blocks:
@@ -247,11 +304,18 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
     # dead unless the module's other code uses it. Other public functions are live (any importer
     # may call them), as are dunder functions (the interpreter calls a module's ``__getattr__``),
     # private ones if live code uses them.
-    in_main = {inner.id for block in main_blocks for inner in ast.walk(block)
-               if isinstance(inner, ast.Name)}
-    live = {name for name in functions if name not in in_main and (
-        not name.startswith("_") or (name.startswith("__") and name.endswith("__")))} | \
-        {name for name in uses.get(None, set()) if name in functions}
+    in_main = {
+        inner.id
+        for block in main_blocks
+        for inner in ast.walk(block)
+        if isinstance(inner, ast.Name)
+    }
+    live = {
+        name
+        for name in functions
+        if name not in in_main
+        and (not name.startswith("_") or (name.startswith("__") and name.endswith("__")))
+    } | {name for name in uses.get(None, set()) if name in functions}
     stack = list(live)
     while stack:
         for used in uses.get(stack.pop(), set()):
@@ -270,8 +334,9 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
                 module = absolute(node)
                 if module:
                     found.append(module)
-                    found.extend(f"{module}.{alias.name}" for alias in node.names
-                                 if alias.name != "*")
+                    found.extend(
+                        f"{module}.{alias.name}" for alias in node.names if alias.name != "*"
+                    )
             elif isinstance(node, ast.If):
                 if _is_main_guard(node.test) or _never_on_linux(node.test):
                     walk(node.orelse)
@@ -283,8 +348,9 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
                 tried = imports_of(node.body)  # type: ignore[attr-defined]
                 all_present = bool(tried) and all(module in present for module in tried)
                 for handler in node.handlers:  # type: ignore[attr-defined]
-                    own = top and all(module.split(".")[0] == top
-                                      for module in imports_of(handler.body))
+                    own = top and all(
+                        module.split(".")[0] == top for module in imports_of(handler.body)
+                    )
                     if own or not (all_present and _catches_import_error(handler)):
                         walk(handler.body)
                 walk(node.orelse)  # type: ignore[attr-defined]
@@ -296,11 +362,14 @@ def stdlib_imports(source: bytes, name: str, is_package: bool,
                 for field_name in ("body", "orelse", "finalbody", "handlers"):
                     child = getattr(node, field_name, None)
                     if isinstance(child, list):
-                        walk([c for c in child if isinstance(c, ast.stmt)] +
-                             [s for c in child if isinstance(c, ast.ExceptHandler) for s in c.body])
+                        walk(
+                            [c for c in child if isinstance(c, ast.stmt)]
+                            + [s for c in child if isinstance(c, ast.ExceptHandler) for s in c.body]
+                        )
                 if isinstance(node, ast.Match):
                     for case in node.cases:
                         walk(case.body)
+
     walk(tree.body)
     return found
 
@@ -325,12 +394,14 @@ def _size(item: Item) -> int:
         return 0
 
 
-def _dist_tops(plan: Mapping[tuple[str, str], Item]) -> tuple[dict[str, set[str]], dict[str, dict[str, list[str]]]]:
+def _dist_tops(
+    plan: Mapping[tuple[str, str], Item],
+) -> tuple[dict[str, set[str]], dict[str, dict[str, list[str]]]]:
     """Per ``*.dist-info`` directory: the top-level names its RECORD lists, and its entry points
     (group -> module names)."""
     tops: dict[str, set[str]] = {}
     entry_points: dict[str, dict[str, list[str]]] = {}
-    for (namespace, name), item in plan.items():
+    for (_namespace, name), item in plan.items():
         if item.kind != "dist-info-file" or item.path is None:
             continue
         directory, _, file = name.partition("/")
@@ -361,9 +432,14 @@ def _dist_tops(plan: Mapping[tuple[str, str], Item]) -> tuple[dict[str, set[str]
     return tops, entry_points
 
 
-def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str], str],
-          roots: Iterable[str], *, keep: Iterable[str] = (),
-          probe: Callable[[list[str]], set[str]] | None = None) -> Reach:
+def reach(
+    plan: Mapping[tuple[str, str], Item],
+    origin: Mapping[tuple[str, str], str],
+    roots: Iterable[str],
+    *,
+    keep: Iterable[str] = (),
+    probe: Callable[[list[str]], set[str]] | None = None,
+) -> Reach:
     """Decides what of ``plan`` (keys as :func:`ingot.pack._merge` makes them) to carry.
     ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
     ``"env"`` (another directory of packages). ``roots`` are module names run for sure; ``keep``
@@ -373,8 +449,9 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
     imported: those are reached too."""
     keep = tuple(keep)
     modules = {name: key for key in plan if (name := key[1]) and key[0] == _MODULE_NAMESPACE}
-    third_party_tops = {name.split(".")[0] for name, key in modules.items()
-                        if origin.get(key) != "stdlib"}
+    third_party_tops = {
+        name.split(".")[0] for name, key in modules.items() if origin.get(key) != "stdlib"
+    }
     by_top: dict[str, list[tuple[str, str]]] = {}
     for key, item in plan.items():
         top = _top(key, item)
@@ -412,8 +489,8 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
             relative = match.group(2).decode("ascii", "replace")
             dots = len(relative) - len(relative.lstrip("."))
             base = package.split(".")
-            base = base[:len(base) - (dots - 1)] if dots > 1 else base
-            visit(".".join(base + [relative.lstrip(".")]).rstrip("."))
+            base = base[: len(base) - (dots - 1)] if dots > 1 else base
+            visit(".".join([*base, relative.lstrip(".")]).rstrip("."))
         if stdlib:
             # The standard library's other module-name strings are data (pickle's table of
             # renamed modules, logging's configuration), not imports of its own.
@@ -427,13 +504,16 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
                 for target in targets:
                     visit(target)
 
-    native_tops = {name.split(".")[0] for name, key in modules.items()
-                   if origin.get(key) == "env" and plan[key].kind in ("extension-module",
-                                                                     "extension-package")}
+    native_tops = {
+        name.split(".")[0]
+        for name, key in modules.items()
+        if origin.get(key) == "env" and plan[key].kind in ("extension-module", "extension-package")
+    }
     probed: set[str] = set()
     while True:
-        _closure(queue, reached, visit, modules, plan, origin, whole, by_top, present, result,
-                 strings)
+        _closure(
+            queue, reached, visit, modules, plan, origin, whole, by_top, present, result, strings
+        )
         unprobed = sorted((whole & native_tops) - probed)
         if probe is None or not unprobed:
             break
@@ -441,7 +521,7 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
         for found in probe(unprobed):
             visit(found)
 
-    kept_tops = {top for top in whole} | {name.split(".")[0] for name in reached}
+    kept_tops = set(whole) | {name.split(".")[0] for name in reached}
     for key, item in plan.items():
         namespace, name = key
         where = origin.get(key, "env")
@@ -452,23 +532,24 @@ def reach(plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str],
         elif item.kind == "dist-info-file":
             directory = name.split("/")[0]
             owned = dist_tops.get(directory)
-            carried = directory in dists or (bool(owned & kept_tops) if owned else
-                                             _dist_name(directory) in kept_tops)
+            carried = directory in dists or (
+                bool(owned & kept_tops) if owned else _dist_name(directory) in kept_tops
+            )
         else:
             top = _top(key, item)
             carried = top is None or top in kept_tops
         if carried or (keep and _matches(name, keep)):
             result.kept.add(key)
             continue
-        group = name.split("/")[0] if item.kind == "dist-info-file" else \
-            (_top(key, item) or name)
+        group = name.split("/")[0] if item.kind == "dist-info-file" else (_top(key, item) or name)
         count, size = result.left_out.get(group, (where, 0, 0))[1:]
         result.left_out[group] = (where, count + 1, size + _size(item))
     return result
 
 
-def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, present, result,
-             strings) -> None:
+def _closure(
+    queue, reached, visit, modules, plan, origin, whole, by_top, present, result, strings
+) -> None:
     """Visits the modules on ``queue`` and everything they reach (the body of :func:`reach`)."""
     while queue:
         name = queue.pop()
@@ -494,8 +575,9 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
                 if any(fnmatchcase(other, pattern) for pattern in patterns):
                     visit(other)
         source = None
-        package = name if item.kind in ("package", "extension-package", "namespace-package") \
-            else parent
+        package = (
+            name if item.kind in ("package", "extension-package", "namespace-package") else parent
+        )
         try:
             if item.kind in ("module", "package") and item.path is not None:
                 source = item.path.read_bytes()
@@ -506,11 +588,16 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
                 # also standard-library modules ("code", "this", "string") would be noise. Its
                 # standard-library imports are NUL-terminated names, in the source shipped beside
                 # it (mypyc, Cython) or seen by the import probe.
-                names = binary_names(image) - BINARY_NAMES_NOT_IMPORTS.keys() \
-                    if origin.get(key) == "stdlib" else \
-                    binary_names(image) | {found for found in loose_binary_names(image)
-                                           if found in modules
-                                           and origin.get(modules[found]) != "stdlib"}
+                names = (
+                    binary_names(image) - BINARY_NAMES_NOT_IMPORTS.keys()
+                    if origin.get(key) == "stdlib"
+                    else binary_names(image)
+                    | {
+                        found
+                        for found in loose_binary_names(image)
+                        if found in modules and origin.get(modules[found]) != "stdlib"
+                    }
+                )
                 for found in names:
                     visit(found)
                 source = item.source.read_bytes() if item.source is not None else None
@@ -521,10 +608,15 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
         is_package = item.kind in ("package", "extension-package")
         found_imports = imports_in_source(source, name, is_package)
         result.imports[name] = found_imports
-        precise = stdlib_imports(source, name, is_package, present) \
-            if origin.get(key) == "stdlib" and item.kind in ("module", "package") else None
+        precise = (
+            stdlib_imports(source, name, is_package, present)
+            if origin.get(key) == "stdlib" and item.kind in ("module", "package")
+            else None
+        )
         if precise is not None:
-            not_followed = CALLBACK_IMPORTS.get(name, {}).keys() | OPTIONAL_IMPORTS.get(name, {}).keys()
+            not_followed = (
+                CALLBACK_IMPORTS.get(name, {}).keys() | OPTIONAL_IMPORTS.get(name, {}).keys()
+            )
             for imported in precise:
                 if imported not in not_followed:
                     visit(imported)
@@ -534,7 +626,6 @@ def _closure(queue, reached, visit, modules, plan, origin, whole, by_top, presen
                     for imported in names:
                         visit(imported)
         strings(source, package, origin.get(key) == "stdlib")
-
 
 
 _PROBE = """
@@ -562,18 +653,28 @@ def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str
 
     def probe(tops: list[str]) -> set[str]:
         with tempfile.TemporaryDirectory(prefix="ingot-probe-") as scratch:
-            env = {key: value for key, value in os.environ.items()
-                   if not key.startswith(("PYTHON", "XDG_"))}
-            env.update(HOME=scratch, XDG_CACHE_HOME=scratch, XDG_CONFIG_HOME=scratch,
-                       XDG_DATA_HOME=scratch)
+            env = {
+                key: value
+                for key, value in os.environ.items()
+                if not key.startswith(("PYTHON", "XDG_"))
+            }
+            env.update(
+                HOME=scratch, XDG_CACHE_HOME=scratch, XDG_CONFIG_HOME=scratch, XDG_DATA_HOME=scratch
+            )
             try:
                 done = subprocess.run(
                     [sys.executable, "-I", "-S", "-c", _PROBE, json.dumps(paths), *tops],
-                    cwd=scratch, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                    timeout=timeout, check=False)
+                    cwd=scratch,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=timeout,
+                    check=False,
+                )
                 return set(json.loads(done.stdout.decode(errors="replace").splitlines()[-1]))
             except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
                 return set()
+
     return probe
 
 
@@ -585,5 +686,8 @@ def _dist_name(directory: str) -> str:
 def _matches(name: str, patterns: tuple[str, ...]) -> bool:
     dotted = name.replace("/", ".")
     parts = dotted.split(".")
-    return any(fnmatchcase(".".join(parts[:i]), pattern)
-               for pattern in patterns for i in range(1, len(parts) + 1))
+    return any(
+        fnmatchcase(".".join(parts[:i]), pattern)
+        for pattern in patterns
+        for i in range(1, len(parts) + 1)
+    )

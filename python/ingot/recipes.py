@@ -15,12 +15,11 @@ Left out, on purpose: gdbm/ndbm, Tk, libnsl (``nis``), libxcrypt (``crypt``).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 __all__ = ["LIBRARIES", "Recipe", "python_configure_arguments"]
 
@@ -46,10 +45,14 @@ class Recipe:
 
 def _autotools(*options: str) -> Callable[[Path, Path, Run, int], None]:
     def build(source: Path, prefix: Path, run: Run, jobs: int) -> None:
-        run(["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static",
-             *options], cwd=source, extra={"CFLAGS": CFLAGS})
+        run(
+            ["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static", *options],
+            cwd=source,
+            extra={"CFLAGS": CFLAGS},
+        )
         run(["make", f"-j{jobs}"], cwd=source)
         run(["make", "install"], cwd=source)
+
     return build
 
 
@@ -61,8 +64,18 @@ def _zlib(source: Path, prefix: Path, run: Run, jobs: int) -> None:
 
 def _bzip2(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # A plain Makefile, with its own CC/AR/RANLIB/CFLAGS variables.
-    run(["make", f"-j{jobs}", "libbz2.a", "CC=$CC", "AR=$AR", "RANLIB=$RANLIB",
-         f"CFLAGS={CFLAGS} -Wall -Winline"], cwd=source)
+    run(
+        [
+            "make",
+            f"-j{jobs}",
+            "libbz2.a",
+            "CC=$CC",
+            "AR=$AR",
+            "RANLIB=$RANLIB",
+            f"CFLAGS={CFLAGS} -Wall -Winline",
+        ],
+        cwd=source,
+    )
     (prefix / "lib").mkdir(parents=True, exist_ok=True)
     (prefix / "include").mkdir(parents=True, exist_ok=True)
     shutil.copy2(source / "libbz2.a", prefix / "lib" / "libbz2.a")
@@ -78,18 +91,29 @@ def _libffi(source: Path, prefix: Path, run: Run, jobs: int) -> None:
         if "open_temp_exec_file" in text and "int open_temp_exec_file" not in text:
             tramp.write_text("extern int open_temp_exec_file (void);\n" + text)
     _autotools("--with-pic", "--disable-docs", "--disable-multi-os-directory")(
-        source, prefix, run, jobs)
+        source, prefix, run, jobs
+    )
 
 
 def _sqlite(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # The amalgamation (sqlite-autoconf-*.tar.gz) has sqlite3.c; the full tree (Debian's orig
     # tarball) makes it with tclsh. Either way: one object, one static library.
-    options = ["-DSQLITE_ENABLE_FTS5", "-DSQLITE_ENABLE_FTS4", "-DSQLITE_ENABLE_RTREE",
-               "-DSQLITE_ENABLE_JSON1", "-DSQLITE_ENABLE_MATH_FUNCTIONS", "-DSQLITE_THREADSAFE=1",
-               "-DSQLITE_OMIT_LOAD_EXTENSION=0", "-DSQLITE_ENABLE_DBSTAT_VTAB"]
+    options = [
+        "-DSQLITE_ENABLE_FTS5",
+        "-DSQLITE_ENABLE_FTS4",
+        "-DSQLITE_ENABLE_RTREE",
+        "-DSQLITE_ENABLE_JSON1",
+        "-DSQLITE_ENABLE_MATH_FUNCTIONS",
+        "-DSQLITE_THREADSAFE=1",
+        "-DSQLITE_OMIT_LOAD_EXTENSION=0",
+        "-DSQLITE_ENABLE_DBSTAT_VTAB",
+    ]
     if not (source / "sqlite3.c").exists():
-        run(["./configure", "--disable-shared", "--disable-tcl"], cwd=source,
-            extra={"CFLAGS": CFLAGS})
+        run(
+            ["./configure", "--disable-shared", "--disable-tcl"],
+            cwd=source,
+            extra={"CFLAGS": CFLAGS},
+        )
         run(["make", "sqlite3.c"], cwd=source)
     run(["$CC", *CFLAGS.split(), *options, "-c", "sqlite3.c", "-o", "sqlite3.o"], cwd=source)
     (prefix / "lib").mkdir(parents=True, exist_ok=True)
@@ -103,9 +127,20 @@ def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # --openssldir is where OpenSSL looks for its configuration and certificates at run time:
     # Debian's and Ubuntu's place (RHEL's is /etc/pki/tls); SSL_CERT_FILE and SSL_CERT_DIR
     # override it, and certifi-using code does not need it.
-    run(["./Configure", "linux-x86_64", "no-shared", "no-tests", "-fPIC",
-         f"--prefix={prefix}", "--libdir=lib", "--openssldir=/etc/ssl"], cwd=source,
-        extra={"CFLAGS": "-O2"})
+    run(
+        [
+            "./Configure",
+            "linux-x86_64",
+            "no-shared",
+            "no-tests",
+            "-fPIC",
+            f"--prefix={prefix}",
+            "--libdir=lib",
+            "--openssldir=/etc/ssl",
+        ],
+        cwd=source,
+        extra={"CFLAGS": "-O2"},
+    )
     run(["make", f"-j{jobs}", "build_libs"], cwd=source)
     run(["make", "install_dev"], cwd=source)
 
@@ -113,19 +148,42 @@ def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
 def _ncurses(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # The wide-character library only, no programs, no terminfo database: at run time it reads
     # the target system's (/etc/terminfo, /lib/terminfo, /usr/share/terminfo).
-    _autotools("--without-shared", "--with-normal", "--without-debug", "--without-cxx",
-               "--without-cxx-binding", "--without-ada", "--without-progs", "--without-tests",
-               "--without-manpages", "--enable-widec", "--enable-pc-files",
-               f"--with-pkg-config-libdir={prefix / 'lib' / 'pkgconfig'}", "--disable-stripping",
-               "--with-terminfo-dirs=/etc/terminfo:/lib/terminfo:/usr/share/terminfo",
-               "--with-default-terminfo-dir=/usr/share/terminfo")(source, prefix, run, jobs)
+    _autotools(
+        "--without-shared",
+        "--with-normal",
+        "--without-debug",
+        "--without-cxx",
+        "--without-cxx-binding",
+        "--without-ada",
+        "--without-progs",
+        "--without-tests",
+        "--without-manpages",
+        "--enable-widec",
+        "--enable-pc-files",
+        f"--with-pkg-config-libdir={prefix / 'lib' / 'pkgconfig'}",
+        "--disable-stripping",
+        "--with-terminfo-dirs=/etc/terminfo:/lib/terminfo:/usr/share/terminfo",
+        "--with-default-terminfo-dir=/usr/share/terminfo",
+    )(source, prefix, run, jobs)
 
 
 def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
-    run(["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static",
-         "--with-curses", "--disable-install-examples"], cwd=source,
-        extra={"CFLAGS": CFLAGS, "CPPFLAGS": f"-I{prefix / 'include'}",
-               "LDFLAGS": f"-L{prefix / 'lib'}"})
+    run(
+        [
+            "./configure",
+            f"--prefix={prefix}",
+            "--disable-shared",
+            "--enable-static",
+            "--with-curses",
+            "--disable-install-examples",
+        ],
+        cwd=source,
+        extra={
+            "CFLAGS": CFLAGS,
+            "CPPFLAGS": f"-I{prefix / 'include'}",
+            "LDFLAGS": f"-L{prefix / 'lib'}",
+        },
+    )
     run(["make", f"-j{jobs}"], cwd=source)
     run(["make", "install"], cwd=source)
 
@@ -137,31 +195,65 @@ def _expat(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     if (source / "expat" / "CMakeLists.txt").is_file():
         source = source / "expat"
     if (source / "configure").is_file():
-        _autotools("--with-pic", "--without-xmlwf", "--without-examples", "--without-tests",
-                   "--without-docbook")(source, prefix, run, jobs)
+        _autotools(
+            "--with-pic",
+            "--without-xmlwf",
+            "--without-examples",
+            "--without-tests",
+            "--without-docbook",
+        )(source, prefix, run, jobs)
         return
     cmake = shutil.which("cmake")
     if cmake is None:
         from ingot.errors import IngotError
 
-        raise IngotError(f"{source} has no configure script (a snapshot of expat's repository, "
-                         "not a release) and there is no cmake to build it with",
-                         hint="give expat's release tarball (expat-2.x.tar.xz: --source "
-                              "expat=...), or install cmake")
-    run([cmake, "-S", ".", "-B", "build", f"-DCMAKE_INSTALL_PREFIX={prefix}",
-         "-DCMAKE_INSTALL_LIBDIR=lib", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_COMPILER=$CC",
-         "-DCMAKE_AR=$AR", "-DCMAKE_RANLIB=$RANLIB", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
-         "-DEXPAT_SHARED_LIBS=OFF", "-DEXPAT_BUILD_TOOLS=OFF", "-DEXPAT_BUILD_EXAMPLES=OFF",
-         "-DEXPAT_BUILD_TESTS=OFF", "-DEXPAT_BUILD_DOCS=OFF", "-DEXPAT_BUILD_FUZZERS=OFF"],
-        cwd=source, extra={"CFLAGS": CFLAGS})
+        raise IngotError(
+            f"{source} has no configure script (a snapshot of expat's repository, "
+            "not a release) and there is no cmake to build it with",
+            hint="give expat's release tarball (expat-2.x.tar.xz: --source "
+            "expat=...), or install cmake",
+        )
+    run(
+        [
+            cmake,
+            "-S",
+            ".",
+            "-B",
+            "build",
+            f"-DCMAKE_INSTALL_PREFIX={prefix}",
+            "-DCMAKE_INSTALL_LIBDIR=lib",
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DCMAKE_C_COMPILER=$CC",
+            "-DCMAKE_AR=$AR",
+            "-DCMAKE_RANLIB=$RANLIB",
+            "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
+            "-DEXPAT_SHARED_LIBS=OFF",
+            "-DEXPAT_BUILD_TOOLS=OFF",
+            "-DEXPAT_BUILD_EXAMPLES=OFF",
+            "-DEXPAT_BUILD_TESTS=OFF",
+            "-DEXPAT_BUILD_DOCS=OFF",
+            "-DEXPAT_BUILD_FUZZERS=OFF",
+        ],
+        cwd=source,
+        extra={"CFLAGS": CFLAGS},
+    )
     run([cmake, "--build", "build", "-j", str(jobs)], cwd=source)
     run([cmake, "--install", "build"], cwd=source)
 
 
 def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # libmpdec only (no C++ libmpdec++); its configure takes CFLAGS for the static library too.
-    run(["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static",
-         "--disable-cxx"], cwd=source, extra={"CFLAGS": CFLAGS})
+    run(
+        [
+            "./configure",
+            f"--prefix={prefix}",
+            "--disable-shared",
+            "--enable-static",
+            "--disable-cxx",
+        ],
+        cwd=source,
+        extra={"CFLAGS": CFLAGS},
+    )
     run(["make", f"-j{jobs}"], cwd=source)
     run(["make", "install"], cwd=source)
 
@@ -169,18 +261,31 @@ def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int) -> None:
 def _libuuid(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # util-linux is a whole suite of programs; libuuid is one of its libraries (a libuuid-1.0.x
     # release holds only that library, and its configure ignores the options it does not know).
-    _autotools("--disable-all-programs", "--enable-libuuid", "--disable-nls",
-               "--disable-bash-completion", "--without-python", "--without-systemd",
-               "--without-udev", "--without-tinfo", "--without-ncursesw", "--disable-asciidoc",
-               "--disable-makeinstall-chown", "--disable-makeinstall-setuid")(
-        source, prefix, run, jobs)
+    _autotools(
+        "--disable-all-programs",
+        "--enable-libuuid",
+        "--disable-nls",
+        "--disable-bash-completion",
+        "--without-python",
+        "--without-systemd",
+        "--without-udev",
+        "--without-tinfo",
+        "--without-ncursesw",
+        "--disable-asciidoc",
+        "--disable-makeinstall-chown",
+        "--disable-makeinstall-setuid",
+    )(source, prefix, run, jobs)
 
 
 def _curses_variables(prefix: Path) -> dict[str, str]:
     cflags = f"-I{prefix / 'include' / 'ncursesw'} -D_GNU_SOURCE -DNCURSES_WIDECHAR"
     libs = f"-L{prefix / 'lib'}"
-    return {"CURSES_CFLAGS": cflags, "CURSES_LIBS": f"{libs} -lncursesw",
-            "PANEL_CFLAGS": cflags, "PANEL_LIBS": f"{libs} -lpanelw"}
+    return {
+        "CURSES_CFLAGS": cflags,
+        "CURSES_LIBS": f"{libs} -lncursesw",
+        "PANEL_CFLAGS": cflags,
+        "PANEL_LIBS": f"{libs} -lpanelw",
+    }
 
 
 def _flags(prefix: Path, library: str) -> tuple[str, str]:
@@ -191,38 +296,97 @@ def _variables(name: str, library: str, extra_libs: str = "") -> Callable[[Path]
     def variables(prefix: Path) -> dict[str, str]:
         cflags, libs = _flags(prefix, library)
         return {f"{name}_CFLAGS": cflags, f"{name}_LIBS": f"{libs} {extra_libs}".strip()}
+
     return variables
 
 
 #: In build order. Names are the keys of ``--source NAME=...``.
-LIBRARIES: dict[str, Recipe] = {recipe.name: recipe for recipe in [
-    Recipe("zlib", "zlib (zlib, and gzip, zipfile, ...)", ("zlib-*.tar.*", "zlib_*.orig.tar.*"),
-           _zlib, _variables("ZLIB", "z")),
-    Recipe("bzip2", "bz2", ("bzip2-*.tar.*", "bzip2_*.orig.tar.*"), _bzip2,
-           _variables("BZIP2", "bz2")),
-    Recipe("xz", "lzma", ("xz-*.tar.*", "xz-utils_*.orig.tar.*"),
-           _autotools("--with-pic", "--disable-xz", "--disable-xzdec", "--disable-lzmadec",
-                      "--disable-lzmainfo", "--disable-lzma-links", "--disable-scripts",
-                      "--disable-doc", "--disable-nls"),
-           _variables("LIBLZMA", "lzma")),
-    Recipe("expat", "pyexpat, xml.etree, xml.sax", ("expat-*.tar.*", "expat_*.orig.tar.*"),
-           _expat, _variables("LIBEXPAT", "expat")),
-    Recipe("mpdecimal", "decimal", ("mpdecimal-*.tar.*", "mpdecimal_*.orig.tar.*"), _mpdecimal,
-           _variables("LIBMPDEC", "mpdec", "-lm")),
-    Recipe("libuuid", "uuid (_uuid)", ("util-linux-*.tar.*", "util-linux_*.orig.tar.*",
-                                    "libuuid-*.tar.*"),
-           _libuuid, _variables("LIBUUID", "uuid")),
-    Recipe("libffi", "ctypes", ("libffi-*.tar.*", "libffi_*.orig.tar.*"), _libffi,
-           _variables("LIBFFI", "ffi")),
-    Recipe("sqlite", "sqlite3", ("sqlite-autoconf-*.tar.*", "sqlite3_*.orig.tar.*"), _sqlite,
-           _variables("LIBSQLITE3", "sqlite3", "-lm")),
-    Recipe("openssl", "ssl, hashlib", ("openssl-3*.tar.*", "openssl_3*.orig.tar.*"), _openssl),
-    Recipe("ncurses", "curses", ("ncurses-*.tar.*", "ncurses_*.orig.tar.*"), _ncurses,
-           _curses_variables),
-    Recipe("readline", "readline (line editing in the interactive prompt)",
-           ("readline-*.tar.*", "readline_*.orig.tar.*"), _readline,
-           _variables("LIBREADLINE", "readline", "-lncursesw")),
-]}
+LIBRARIES: dict[str, Recipe] = {
+    recipe.name: recipe
+    for recipe in [
+        Recipe(
+            "zlib",
+            "zlib (zlib, and gzip, zipfile, ...)",
+            ("zlib-*.tar.*", "zlib_*.orig.tar.*"),
+            _zlib,
+            _variables("ZLIB", "z"),
+        ),
+        Recipe(
+            "bzip2",
+            "bz2",
+            ("bzip2-*.tar.*", "bzip2_*.orig.tar.*"),
+            _bzip2,
+            _variables("BZIP2", "bz2"),
+        ),
+        Recipe(
+            "xz",
+            "lzma",
+            ("xz-*.tar.*", "xz-utils_*.orig.tar.*"),
+            _autotools(
+                "--with-pic",
+                "--disable-xz",
+                "--disable-xzdec",
+                "--disable-lzmadec",
+                "--disable-lzmainfo",
+                "--disable-lzma-links",
+                "--disable-scripts",
+                "--disable-doc",
+                "--disable-nls",
+            ),
+            _variables("LIBLZMA", "lzma"),
+        ),
+        Recipe(
+            "expat",
+            "pyexpat, xml.etree, xml.sax",
+            ("expat-*.tar.*", "expat_*.orig.tar.*"),
+            _expat,
+            _variables("LIBEXPAT", "expat"),
+        ),
+        Recipe(
+            "mpdecimal",
+            "decimal",
+            ("mpdecimal-*.tar.*", "mpdecimal_*.orig.tar.*"),
+            _mpdecimal,
+            _variables("LIBMPDEC", "mpdec", "-lm"),
+        ),
+        Recipe(
+            "libuuid",
+            "uuid (_uuid)",
+            ("util-linux-*.tar.*", "util-linux_*.orig.tar.*", "libuuid-*.tar.*"),
+            _libuuid,
+            _variables("LIBUUID", "uuid"),
+        ),
+        Recipe(
+            "libffi",
+            "ctypes",
+            ("libffi-*.tar.*", "libffi_*.orig.tar.*"),
+            _libffi,
+            _variables("LIBFFI", "ffi"),
+        ),
+        Recipe(
+            "sqlite",
+            "sqlite3",
+            ("sqlite-autoconf-*.tar.*", "sqlite3_*.orig.tar.*"),
+            _sqlite,
+            _variables("LIBSQLITE3", "sqlite3", "-lm"),
+        ),
+        Recipe("openssl", "ssl, hashlib", ("openssl-3*.tar.*", "openssl_3*.orig.tar.*"), _openssl),
+        Recipe(
+            "ncurses",
+            "curses",
+            ("ncurses-*.tar.*", "ncurses_*.orig.tar.*"),
+            _ncurses,
+            _curses_variables,
+        ),
+        Recipe(
+            "readline",
+            "readline (line editing in the interactive prompt)",
+            ("readline-*.tar.*", "readline_*.orig.tar.*"),
+            _readline,
+            _variables("LIBREADLINE", "readline", "-lncursesw"),
+        ),
+    ]
+}
 
 #: CPython's own source release.
 PYTHON_PATTERNS = ("Python-3.*.t*z", "python3.*_3.*.orig.tar.*")
@@ -231,8 +395,10 @@ PYTHON_PATTERNS = ("Python-3.*.t*z", "python3.*_3.*.orig.tar.*")
 def python_version_of(source: Path) -> tuple[int, int, int]:
     """The version of a CPython source tree (``Include/patchlevel.h``)."""
     text = (source / "Include" / "patchlevel.h").read_text()
-    numbers = [int(re.search(rf"#define\s+PY_{name}_VERSION\s+(\d+)", text).group(1))  # type: ignore[union-attr]
-               for name in ("MAJOR", "MINOR", "MICRO")]
+    numbers = [
+        int(re.search(rf"#define\s+PY_{name}_VERSION\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+        for name in ("MAJOR", "MINOR", "MICRO")
+    ]
     return numbers[0], numbers[1], numbers[2]
 
 
@@ -241,9 +407,15 @@ def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str]
     modules link the libraries under ``libraries`` statically."""
     # The system (here: the runtime's own) expat and mpdecimal rather than CPython's bundled
     # copies, which CPython deprecates (3.13) and no longer falls back to implicitly (3.15).
-    arguments = [f"--prefix={prefix}", "--disable-shared", "--without-ensurepip",
-                 f"--with-openssl={libraries}", "--with-openssl-rpath=no", "--with-system-expat",
-                 "--with-system-libmpdec"]
+    arguments = [
+        f"--prefix={prefix}",
+        "--disable-shared",
+        "--without-ensurepip",
+        f"--with-openssl={libraries}",
+        "--with-openssl-rpath=no",
+        "--with-system-expat",
+        "--with-system-libmpdec",
+    ]
     environment = {
         # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__).
         "CFLAGS": "-O2 -Wno-error=date-time",
@@ -251,7 +423,7 @@ def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str]
         # /usr/include/ncursesw, which the toolchain drops).
         # include/uuid: where util-linux puts uuid.h (3.10's setup.py looks for uuid.h).
         "CPPFLAGS": f"-I{libraries / 'include'} -I{libraries / 'include' / 'ncursesw'} "
-                    f"-I{libraries / 'include' / 'uuid'}",
+        f"-I{libraries / 'include' / 'uuid'}",
         "LDFLAGS": f"-L{libraries / 'lib'}",
     }
     for recipe in LIBRARIES.values():

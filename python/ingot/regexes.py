@@ -33,12 +33,18 @@ import re
 import string
 import sys
 import warnings
-from typing import Iterable
+from collections.abc import Iterable
 
 from ingot._ingot import content_hash
 
-__all__ = ["ENTRY_PREFIX", "MAGIC_ENTRY", "compile_arguments", "entry_name", "patterns_in_source",
-           "precompiled_entries"]
+__all__ = [
+    "ENTRY_PREFIX",
+    "MAGIC_ENTRY",
+    "compile_arguments",
+    "entry_name",
+    "patterns_in_source",
+    "precompiled_entries",
+]
 
 #: Directory of the table's entries in the archive's file name space.
 ENTRY_PREFIX = "__ingot__/re/"
@@ -47,8 +53,17 @@ ENTRY_PREFIX = "__ingot__/re/"
 MAGIC_ENTRY = ENTRY_PREFIX + "magic"
 
 #: Function -> position of its ``flags`` argument.
-_FUNCTIONS = {"compile": 1, "match": 2, "fullmatch": 2, "search": 2, "findall": 2, "finditer": 2,
-              "split": 3, "sub": 4, "subn": 4}
+_FUNCTIONS = {
+    "compile": 1,
+    "match": 2,
+    "fullmatch": 2,
+    "search": 2,
+    "findall": 2,
+    "finditer": 2,
+    "split": 3,
+    "sub": 4,
+    "subn": 4,
+}
 #: Longest pattern (characters or bytes) the scan builds or compiles.
 _MAX_LENGTH = 65536
 
@@ -104,8 +119,12 @@ class _Scanner:
 
     def function_of(self, call: ast.Call) -> str | None:
         func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id in self.re_names and func.attr in _FUNCTIONS:
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.re_names
+            and func.attr in _FUNCTIONS
+        ):
             return func.attr
         if isinstance(func, ast.Name):
             return self.functions.get(func.id)
@@ -122,17 +141,23 @@ class _Scanner:
         return value
 
     def _evaluate(self, node: ast.AST, scope: dict) -> object:
-        evaluate = lambda child: self.evaluate(child, scope)  # noqa: E731
-        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes, int)) \
-                and not isinstance(node.value, bool):
+        evaluate = lambda child: self.evaluate(child, scope)
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (str, bytes, int))
+            and not isinstance(node.value, bool)
+        ):
             return node.value
         if isinstance(node, ast.Name):
             for names in (scope, self.constants, self.flag_names):
                 if node.id in names:
                     return names[node.id]
             raise _Unknown
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in self.re_names:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in self.re_names
+        ):
             value = getattr(re, node.attr, None)
             if isinstance(value, int):
                 return int(value)
@@ -151,21 +176,31 @@ class _Scanner:
         if isinstance(node, ast.Subscript):
             value, index = evaluate(node.value), node.slice
             if isinstance(index, ast.Slice) and index.step is None:
-                bounds = [None if part is None else evaluate(part) for part in (index.lower, index.upper)]
-                if isinstance(value, (str, bytes, list, tuple)) \
-                        and all(bound is None or type(bound) is int for bound in bounds):
-                    return value[bounds[0]:bounds[1]]
+                bounds = [
+                    None if part is None else evaluate(part) for part in (index.lower, index.upper)
+                ]
+                if isinstance(value, (str, bytes, list, tuple)) and all(
+                    bound is None or type(bound) is int for bound in bounds
+                ):
+                    return value[bounds[0] : bounds[1]]
                 raise _Unknown
             key = evaluate(index)
             try:
-                return value[key] if isinstance(value, (str, bytes, list, tuple, dict)) else _unknown()
+                return (
+                    value[key] if isinstance(value, (str, bytes, list, tuple, dict)) else _unknown()
+                )
             except (IndexError, KeyError, TypeError):
                 raise _Unknown from None
         if isinstance(node, ast.ListComp) and len(node.generators) == 1:
             generator = node.generators[0]
             items = evaluate(generator.iter)
-            if generator.ifs or generator.is_async or not isinstance(generator.target, ast.Name) \
-                    or not isinstance(items, (list, tuple, str)) or len(items) > 1000:
+            if (
+                generator.ifs
+                or generator.is_async
+                or not isinstance(generator.target, ast.Name)
+                or not isinstance(items, (list, tuple, str))
+                or len(items) > 1000
+            ):
                 raise _Unknown
             return [self.evaluate(node.elt, {**scope, generator.target.id: item}) for item in items]
         if isinstance(node, ast.JoinedStr):
@@ -173,8 +208,11 @@ class _Scanner:
             for part in node.values:
                 if isinstance(part, ast.Constant) and isinstance(part.value, str):
                     parts.append(part.value)
-                elif isinstance(part, ast.FormattedValue) and part.conversion == -1 \
-                        and part.format_spec is None:
+                elif (
+                    isinstance(part, ast.FormattedValue)
+                    and part.conversion == -1
+                    and part.format_spec is None
+                ):
                     value = evaluate(part.value)
                     if not isinstance(value, (str, int)):
                         raise _Unknown
@@ -188,24 +226,39 @@ class _Scanner:
 
     def _method(self, node: ast.Call, evaluate) -> object:
         """``re.escape(C)``, ``C.format(...)``, ``C.join([...])``, ``C.replace(A, B)``."""
-        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(k.arg is None for k in node.keywords):
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
             raise _Unknown
         method = node.func.attr
         args = [evaluate(arg) for arg in node.args]
         keywords = {keyword.arg: evaluate(keyword.value) for keyword in node.keywords}
         if isinstance(node.func.value, ast.Name) and node.func.value.id in self.re_names:
-            if method == "escape" and len(args) == 1 and not keywords and isinstance(args[0], (str, bytes)):
+            if (
+                method == "escape"
+                and len(args) == 1
+                and not keywords
+                and isinstance(args[0], (str, bytes))
+            ):
                 return evaluate(ast.Constant(re.escape(args[0])))
             raise _Unknown
         receiver = evaluate(node.func.value)
         if isinstance(receiver, str) and method == "format":
             return _format(receiver, args, keywords)
         if isinstance(receiver, (str, bytes)) and not keywords:
-            if method == "join" and len(args) == 1 and isinstance(args[0], (list, tuple)) \
-                    and all(type(part) is type(receiver) for part in args[0]):
+            if (
+                method == "join"
+                and len(args) == 1
+                and isinstance(args[0], (list, tuple))
+                and all(type(part) is type(receiver) for part in args[0])
+            ):
                 return evaluate(ast.Constant(receiver.join(args[0])))
-            if method == "replace" and len(args) == 2 \
-                    and all(type(arg) is type(receiver) for arg in args) and args[0]:
+            if (
+                method == "replace"
+                and len(args) == 2
+                and all(type(arg) is type(receiver) for arg in args)
+                and args[0]
+            ):
                 if len(receiver) * max(1, len(args[1])) > _MAX_LENGTH:
                     raise _Unknown
                 return receiver.replace(args[0], args[1])
@@ -223,14 +276,25 @@ def _binary(op: ast.operator, left: object, right: object) -> object:
         return left + right
     if isinstance(op, ast.BitOr) and type(left) is int and type(right) is int:
         return left | right
-    if isinstance(op, ast.Mult) and isinstance(left, (str, bytes)) and type(right) is int \
-            and 0 <= right and len(left) * right <= _MAX_LENGTH:
+    if (
+        isinstance(op, ast.Mult)
+        and isinstance(left, (str, bytes))
+        and type(right) is int
+        and right >= 0
+        and len(left) * right <= _MAX_LENGTH
+    ):
         return left * right
     if isinstance(op, ast.Mod) and isinstance(left, str):
         # Only plain conversions: a width or precision could ask for any amount of memory.
         if re.search(r"%(?!(?:\([A-Za-z_]\w*\))?[sdr%])", left):
             raise _Unknown
-        args = right.values() if isinstance(right, dict) else right if isinstance(right, tuple) else (right,)
+        args = (
+            right.values()
+            if isinstance(right, dict)
+            else right
+            if isinstance(right, tuple)
+            else (right,)
+        )
         if not all(isinstance(arg, (str, int)) for arg in args):
             raise _Unknown
         try:
@@ -249,7 +313,9 @@ def _format(template: str, args: list, keywords: dict) -> str:
     except ValueError:
         raise _Unknown from None
     for _, name, spec, conversion in fields:
-        if name is not None and (spec or conversion or not (name == "" or name.isdigit() or name.isidentifier())):
+        if name is not None and (
+            spec or conversion or not (name == "" or name.isdigit() or name.isidentifier())
+        ):
             raise _Unknown
     if not all(isinstance(arg, (str, int)) for arg in [*args, *keywords.values()]):
         raise _Unknown
@@ -289,14 +355,22 @@ def patterns_in_source(source: str | bytes) -> set[tuple[str | bytes, int]]:
         return set()
     scanner = _Scanner()
     text_lines = data.splitlines()
-    import_lines = sorted({data.count(b"\n", 0, match.start()) + 1 for match in _IMPORT_LINE.finditer(data)})
+    import_lines = sorted(
+        {data.count(b"\n", 0, match.start()) + 1 for match in _IMPORT_LINE.finditer(data)}
+    )
     # An import statement can span lines; a statement is visited if it covers one of them.
     for node in _nodes_on(tree, import_lines):
         scanner.note_import(node)
     if not scanner.re_names and not scanner.functions:
         return set()
-    names = [rb"\b" + re.escape(name.encode()) + rb"\s*\.\s*(?:" + b"|".join(n.encode() for n in _FUNCTIONS) + rb")\b"
-             for name in scanner.re_names]
+    names = [
+        rb"\b"
+        + re.escape(name.encode())
+        + rb"\s*\.\s*(?:"
+        + b"|".join(n.encode() for n in _FUNCTIONS)
+        + rb")\b"
+        for name in scanner.re_names
+    ]
     names += [rb"\b" + re.escape(name.encode()) + rb"\s*\(" for name in scanner.functions]
     call_text = re.compile(b"|".join(names))
     call_lines = [number for number, line in enumerate(text_lines, 1) if call_text.search(line)]
@@ -307,15 +381,24 @@ def patterns_in_source(source: str | bytes) -> set[tuple[str | bytes, int]]:
     # that costs an unused table entry, nothing else.)
     bound: dict[str, int] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For))
+            else []
+        )
         for target in targets:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     bound[name.id] = bound.get(name.id, 0) + 1
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and bound.get(node.targets[0].id) == 1:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and bound.get(node.targets[0].id) == 1
+        ):
             try:
                 scanner.constants[node.targets[0].id] = scanner.evaluate(node.value)
             except (_Unknown, RecursionError):
@@ -327,13 +410,18 @@ def patterns_in_source(source: str | bytes) -> set[tuple[str | bytes, int]]:
     # Class bodies run top to bottom once, in a namespace of their own: evaluate their calls with
     # the names bound before them (textwrap.TextWrapper builds its patterns that way).
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and _lines_between(call_lines, node.lineno, node.end_lineno or node.lineno):
+        if isinstance(node, ast.ClassDef) and _lines_between(
+            call_lines, node.lineno, node.end_lineno or node.lineno
+        ):
             scope: dict = {}
             for statement in node.body:
                 for call in _calls_outside_functions(statement):
                     _add_call(scanner, call, scope, found)
-                if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                        and isinstance(statement.targets[0], ast.Name):
+                if (
+                    isinstance(statement, ast.Assign)
+                    and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name)
+                ):
                     try:
                         scope[statement.targets[0].id] = scanner.evaluate(statement.value, scope)
                     except (_Unknown, RecursionError):
@@ -387,7 +475,9 @@ def _nodes_on(tree: ast.Module, lines: list[int]) -> Iterable[ast.AST]:
     while stack:
         node = stack.pop()
         start = getattr(node, "lineno", None)
-        if start is not None and not _lines_between(lines, start, getattr(node, "end_lineno", start) or start):
+        if start is not None and not _lines_between(
+            lines, start, getattr(node, "end_lineno", start) or start
+        ):
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
@@ -420,8 +510,9 @@ def compile_arguments(patterns: Iterable[tuple[str | bytes, int]]) -> dict[tuple
     out = {}
     compiler._sre = recorder
     try:
-        for pattern, flags in sorted({(p, int(f)) for p, f in patterns},
-                                     key=lambda p: (type(p[0]).__name__, p[0], p[1])):
+        for pattern, flags in sorted(
+            {(p, int(f)) for p, f in patterns}, key=lambda p: (type(p[0]).__name__, p[0], p[1])
+        ):
             if flags & excluded or flags < 0 or len(pattern) > _MAX_LENGTH:
                 continue
             if isinstance(pattern, str):
@@ -434,7 +525,7 @@ def compile_arguments(patterns: Iterable[tuple[str | bytes, int]]) -> dict[tuple
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")
                     compiler.compile(pattern, flags)
-            except Exception:  # noqa: BLE001 - re.error, warnings, overflow: compiled at run time
+            except Exception:
                 continue
             if len(recorder.calls) == 1:
                 arguments = _plain(recorder.calls[0])
@@ -452,12 +543,21 @@ def _plain(arguments: tuple) -> tuple | None:
         pattern, flags, code, groups, groupindex, indexgroup = arguments
     except ValueError:
         return None
-    if type(pattern) not in (str, bytes) or not isinstance(code, list) \
-            or not isinstance(groupindex, dict) or not isinstance(indexgroup, tuple):
+    if (
+        type(pattern) not in (str, bytes)
+        or not isinstance(code, list)
+        or not isinstance(groupindex, dict)
+        or not isinstance(indexgroup, tuple)
+    ):
         return None
-    return (pattern, int(flags), [int(word) for word in code], int(groups),
-            {str(name): int(index) for name, index in groupindex.items()},
-            tuple(None if name is None else str(name) for name in indexgroup))
+    return (
+        pattern,
+        int(flags),
+        [int(word) for word in code],
+        int(groups),
+        {str(name): int(index) for name, index in groupindex.items()},
+        tuple(None if name is None else str(name) for name in indexgroup),
+    )
 
 
 def precompiled_entries(patterns: Iterable[tuple[str | bytes, int]]) -> dict[str, bytes]:
@@ -474,7 +574,7 @@ def precompiled_entries(patterns: Iterable[tuple[str | bytes, int]]) -> dict[str
             collided.add(name)
             continue
         # (pattern, flags as given, then _sre.compile's arguments after the pattern)
-        entries[name] = marshal.dumps((pattern, flags) + tuple(arguments[1:]))
+        entries[name] = marshal.dumps((pattern, flags, *tuple(arguments[1:])))
     for name in collided:
         del entries[name]
     if entries:

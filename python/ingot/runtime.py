@@ -39,9 +39,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import ingot.toolchain as toolchain_module
 from ingot import recipes
@@ -49,14 +49,21 @@ from ingot.elf import glibc_floor
 from ingot.errors import IngotError
 from ingot.toolchain import GLIBC_FLOOR, Toolchain, find_zig
 
-__all__ = ["Runtime", "RuntimeError_", "build_runtime", "find_runtime", "list_runtimes",
-           "remove_runtime", "store"]
+__all__ = [
+    "Runtime",
+    "RuntimeError_",
+    "build_runtime",
+    "find_runtime",
+    "list_runtimes",
+    "remove_runtime",
+    "store",
+]
 
 #: runtime.json's format version.
 RUNTIME_FORMAT = 1
 
 
-class RuntimeError_(IngotError):  # noqa: N801 - not the builtin RuntimeError
+class RuntimeError_(IngotError):
     """A runtime cannot be built, found or removed."""
 
 
@@ -65,8 +72,10 @@ def store() -> Path:
     if os.environ.get("INGOT_RUNTIMES"):
         path = Path(os.environ["INGOT_RUNTIMES"])
         if not path.is_absolute():
-            raise RuntimeError_(f"INGOT_RUNTIMES={path} is not an absolute path",
-                                hint="give an absolute directory, or unset it")
+            raise RuntimeError_(
+                f"INGOT_RUNTIMES={path} is not an absolute path",
+                hint="give an absolute directory, or unset it",
+            )
         return path
     base = os.environ.get("XDG_CACHE_HOME")
     root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
@@ -119,12 +128,17 @@ def list_runtimes() -> list[Runtime]:
     root = store()
     if not root.is_dir():
         return []
-    found = [runtime for entry in sorted(root.iterdir())
-             if entry.is_dir() and not entry.name.startswith(".")
-             and (runtime := _read(entry)) is not None]
+    found = [
+        runtime
+        for entry in sorted(root.iterdir())
+        if entry.is_dir()
+        and not entry.name.startswith(".")
+        and (runtime := _read(entry)) is not None
+    ]
 
     def key(runtime: Runtime) -> tuple[int, ...]:
         return tuple(int(part) for part in runtime.version.split("."))
+
     return sorted(found, key=key, reverse=True)
 
 
@@ -140,8 +154,10 @@ def find_runtime(wanted: str) -> Runtime | None:
 def remove_runtime(wanted: str) -> Runtime:
     runtime = find_runtime(wanted)
     if runtime is None:
-        raise RuntimeError_(f"no runtime {wanted} in {store()}",
-                            hint="`ingot runtime list` shows the runtimes there are")
+        raise RuntimeError_(
+            f"no runtime {wanted} in {store()}",
+            hint="`ingot runtime list` shows the runtimes there are",
+        )
     doomed = runtime.path.with_name(f".removing-{runtime.name}-{os.getpid()}")
     runtime.path.rename(doomed)  # atomically out of the store, then deleted
     shutil.rmtree(doomed)
@@ -176,14 +192,18 @@ def _fetch(url: str, sha256: str, downloads: Path) -> Path:
         if isinstance(error, urllib.error.HTTPError):
             error.close()  # its response
         partial.unlink(missing_ok=True)
-        raise RuntimeError_(f"cannot download {url}: {error}",
-                            hint="download it yourself and give the file (--source NAME=PATH, "
-                                 "or put it in a directory given with --sources DIR)")
+        raise RuntimeError_(
+            f"cannot download {url}: {error}",
+            hint="download it yourself and give the file (--source NAME=PATH, "
+            "or put it in a directory given with --sources DIR)",
+        ) from error
     got = _sha256(partial)
     if got != sha256.lower():
         partial.unlink()
-        raise RuntimeError_(f"{url}: sha256 {got}, expected {sha256.lower()}",
-                            hint="check the URL and the hash you gave")
+        raise RuntimeError_(
+            f"{url}: sha256 {got}, expected {sha256.lower()}",
+            hint="check the URL and the hash you gave",
+        )
     partial.replace(target)
     return target
 
@@ -193,25 +213,31 @@ def _fetch(url: str, sha256: str, downloads: Path) -> Path:
 PINNED_SOURCES = Path(__file__).with_name("runtime_sources.toml")
 
 
-def pinned_sources(python_version: str | None,
-                   table: Path = PINNED_SOURCES) -> dict[str, tuple[str, str]]:
+def pinned_sources(
+    python_version: str | None, table: Path = PINNED_SOURCES
+) -> dict[str, tuple[str, str]]:
     """``{name: (url, sha256)}`` of the pinned upstream releases: every library, and CPython if
     ``python_version`` (``3.13``) has an entry."""
     from ingot.project import tomllib_for
 
     data = tomllib_for(table).loads(table.read_text())
-    pinned = {name: (entry["url"], entry["sha256"])
-              for name, entry in data.get("libraries", {}).items()}
+    pinned = {
+        name: (entry["url"], entry["sha256"]) for name, entry in data.get("libraries", {}).items()
+    }
     if python_version is not None and python_version in data.get("python", {}):
         entry = data["python"][python_version]
         pinned["python"] = (entry["url"], entry["sha256"])
     return pinned
 
 
-def resolve_sources(given: dict[str, str], directories: Iterable[Path],
-                    downloads: Path, python_version: str | None = None,
-                    pinned: dict[str, tuple[str, str]] | None = None,
-                    say: Callable[[str], None] = lambda message: None) -> dict[str, Path]:
+def resolve_sources(
+    given: dict[str, str],
+    directories: Iterable[Path],
+    downloads: Path,
+    python_version: str | None = None,
+    pinned: dict[str, tuple[str, str]] | None = None,
+    say: Callable[[str], None] = lambda message: None,
+) -> dict[str, Path]:
     """The source release of CPython (``python``) and of every library: given by name (a path or
     ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for CPython, the
     release of ``python_version`` when the directories hold several), else downloaded from its
@@ -219,12 +245,20 @@ def resolve_sources(given: dict[str, str], directories: Iterable[Path],
     names = ["python", *recipes.LIBRARIES]
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise RuntimeError_(f"unknown source name(s): {', '.join(unknown)}",
-                            hint=f"the sources a runtime is built from: {', '.join(names)}")
-    patterns = {"python": recipes.PYTHON_PATTERNS,
-                **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()}}
-    files = [path for directory in directories for path in sorted(Path(directory).iterdir())
-             if path.is_file()]
+        raise RuntimeError_(
+            f"unknown source name(s): {', '.join(unknown)}",
+            hint=f"the sources a runtime is built from: {', '.join(names)}",
+        )
+    patterns = {
+        "python": recipes.PYTHON_PATTERNS,
+        **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()},
+    }
+    files = [
+        path
+        for directory in directories
+        for path in sorted(Path(directory).iterdir())
+        if path.is_file()
+    ]
     found: dict[str, Path] = {}
     missing = []
     for name in names:
@@ -234,16 +268,21 @@ def resolve_sources(given: dict[str, str], directories: Iterable[Path],
             if match:
                 found[name] = _fetch(match.group(1), match.group(2), downloads)
             elif "://" in value:
-                raise RuntimeError_(f"--source {name}={value}: an URL needs the sha256 of the file",
-                                    hint=f"--source {name}={value}#sha256=<64 hex digits>")
+                raise RuntimeError_(
+                    f"--source {name}={value}: an URL needs the sha256 of the file",
+                    hint=f"--source {name}={value}#sha256=<64 hex digits>",
+                )
             elif not Path(value).is_file():
                 raise RuntimeError_(f"--source {name}={value}: no such file")
             else:
                 found[name] = Path(value).resolve()
             continue
-        candidates = [path for path in files
-                      if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns[name])
-                      and not path.name.endswith((".asc", ".sig", ".dsc"))]
+        candidates = [
+            path
+            for path in files
+            if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns[name])
+            and not path.name.endswith((".asc", ".sig", ".dsc"))
+        ]
         if name == "python" and python_version and len(candidates) > 1:
             version = re.compile(rf"(^|[^0-9.]){re.escape(python_version)}([._-]|$)")
             candidates = [path for path in candidates if version.search(path.name)] or candidates
@@ -261,8 +300,9 @@ def resolve_sources(given: dict[str, str], directories: Iterable[Path],
             + (f" in {', '.join(str(d) for d in directories)}" if directories else "")
             + (" and none pinned" if pinned is not None else ""),
             hint="give each with --source NAME=PATH (or NAME=URL#sha256=HEX), or a directory "
-                 "holding them with --sources DIR (Debian's `apt-get source --download-only` "
-                 "files work: scripts/runtime-sources fetches them)")
+            "holding them with --sources DIR (Debian's `apt-get source --download-only` "
+            "files work: scripts/runtime-sources fetches them)",
+        )
     return found
 
 
@@ -274,16 +314,20 @@ def _unpack(archive: Path, into: Path) -> Path:
             members = tar.getmembers()
             tops = {member.name.split("/", 1)[0] for member in members}
             if len(tops) != 1:
-                raise RuntimeError_(f"{archive}: not a source release (expected one top "
-                                    f"directory, found {len(tops)})")
-            tar.extractall(into, filter="data") if hasattr(tarfile, "data_filter") \
-                else tar.extractall(into)  # noqa: S202 - sources the user gave
+                raise RuntimeError_(
+                    f"{archive}: not a source release (expected one top "
+                    f"directory, found {len(tops)})"
+                )
+            tar.extractall(into, filter="data") if hasattr(
+                tarfile, "data_filter"
+            ) else tar.extractall(into)
     except (tarfile.TarError, OSError) as error:
         raise RuntimeError_(f"cannot unpack {archive}: {error}") from None
     return into / tops.pop()
 
 
 # --- the build ------------------------------------------------------------------------------------
+
 
 class _Builder:
     """Runs one runtime build's commands, each logged, with the toolchain's environment."""
@@ -298,32 +342,53 @@ class _Builder:
 
         def run(argv: list[str], cwd: Path, extra: dict[str, str] | None = None) -> None:
             env = dict(environment, **(extra or {}))
-            argv = [re.sub(r"\$([A-Z_]+)", lambda match: env.get(match.group(1), match.group(0)),
-                           argument) for argument in argv]
+            argv = [
+                re.sub(
+                    r"\$([A-Z_]+)", lambda match: env.get(match.group(1), match.group(0)), argument
+                )
+                for argument in argv
+            ]
             with open(self.log_path, "a") as log:
                 log.write(f"\n$ (cd {cwd}) {' '.join(argv)}\n")
                 log.flush()
                 started = time.monotonic()
                 try:
-                    done = subprocess.run(argv, cwd=cwd, env=env, stdout=log,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                    done = subprocess.run(
+                        argv,
+                        cwd=cwd,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                    )
                 except OSError as error:
-                    raise RuntimeError_(f"cannot run `{' '.join(argv)}` in {cwd}: {error}",
-                                        hint="is the source release complete (a release "
-                                             "tarball, not a repository snapshot)?") from None
+                    raise RuntimeError_(
+                        f"cannot run `{' '.join(argv)}` in {cwd}: {error}",
+                        hint="is the source release complete (a release "
+                        "tarball, not a repository snapshot)?",
+                    ) from None
                 log.write(f"# exit {done.returncode} after {time.monotonic() - started:.1f} s\n")
             if done.returncode != 0:
                 tail = self.log_path.read_text(errors="replace").splitlines()[-25:]
                 raise RuntimeError_(
                     f"`{' '.join(argv)}` failed (exit {done.returncode}) in {cwd}:\n  "
                     + "\n  ".join(tail),
-                    hint=f"the whole log: {self.log_path}")
+                    hint=f"the whole log: {self.log_path}",
+                )
+
         return run
 
 
-def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
-                  wanted: str | None = None, jobs: int | None = None, force: bool = False,
-                  keep_build: bool = False, say: Callable[[str], None] = print) -> Runtime:
+def build_runtime(
+    sources: dict[str, str],
+    directories: Iterable[Path] = (),
+    *,
+    wanted: str | None = None,
+    jobs: int | None = None,
+    force: bool = False,
+    keep_build: bool = False,
+    say: Callable[[str], None] = print,
+) -> Runtime:
     """Builds a runtime from the given sources and stores it; returns it. ``wanted`` (``3.11``)
     must match the CPython source's version."""
     directories = [Path(directory) for directory in directories]
@@ -334,8 +399,9 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
     if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
         pinned.pop("python", None)  # a patch release other than the pinned one
-    found = resolve_sources(sources, directories, root / ".downloads", wanted, pinned=pinned,
-                            say=say)
+    found = resolve_sources(
+        sources, directories, root / ".downloads", wanted, pinned=pinned, say=say
+    )
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
@@ -343,8 +409,10 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
         python_source = _unpack(found["python"], source_root)
         version = ".".join(str(part) for part in recipes.python_version_of(python_source))
         if wanted and version != wanted and not version.startswith(wanted + "."):
-            raise RuntimeError_(f"the CPython source {found['python'].name} is {version}, "
-                                f"not {wanted}", hint="give the source release of that version")
+            raise RuntimeError_(
+                f"the CPython source {found['python'].name} is {version}, not {wanted}",
+                hint="give the source release of that version",
+            )
         minor = tuple(int(part) for part in version.split(".")[:2])
         if not (3, 10) <= minor <= (3, 15):
             raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
@@ -386,29 +454,39 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
             raise RuntimeError_(
                 f"the runtime needs {floor}, above its target glibc "
                 f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
-                hint=f"a library linked something of the build machine; see {log}")
+                hint=f"a library linked something of the build machine; see {log}",
+            )
         info = {
             "format": RUNTIME_FORMAT,
             "python": {"version": version, "implementation": "cpython"},
             "target": toolchain.target,
-            "glibc_floor": {"version": ".".join(map(str, floor.version)) if floor.version else None,
-                            "set_by": floor.needed_by,
-                            "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}"},
+            "glibc_floor": {
+                "version": ".".join(map(str, floor.version)) if floor.version else None,
+                "set_by": floor.needed_by,
+                "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}",
+            },
             "toolchain": {"zig": toolchain.version()},
             "recipes": recipes_fingerprint(),
-            "sources": {key: {"file": path.name, "sha256": _sha256(path)}
-                        for key, path in found.items()},
+            "sources": {
+                key: {"file": path.name, "sha256": _sha256(path)} for key, path in found.items()
+            },
             "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "build_seconds": {**timings, "total": round(time.monotonic() - started, 1)},
         }
         launcher = build_launcher(stage, prefix, toolchain, builder)
         launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
         if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
-            raise RuntimeError_(f"the runtime's launcher needs {launcher_floor}, above glibc "
-                                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}", hint=f"see {log}")
-        info["launcher"] = {"file": str(launcher.relative_to(stage)),
-                            "glibc_floor": ".".join(map(str, launcher_floor.version))
-                            if launcher_floor.version else None}
+            raise RuntimeError_(
+                f"the runtime's launcher needs {launcher_floor}, above glibc "
+                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+                hint=f"see {log}",
+            )
+        info["launcher"] = {
+            "file": str(launcher.relative_to(stage)),
+            "glibc_floor": ".".join(map(str, launcher_floor.version))
+            if launcher_floor.version
+            else None,
+        }
         (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
         relocate(prefix, final / "python")
         if final.exists():
@@ -427,14 +505,41 @@ def build_runtime(sources: dict[str, str], directories: Iterable[Path] = (), *,
 
 #: Standard-library extension modules a runtime must have built (CPython's build skips a module
 #: whose library it cannot find, and says so only in its log).
-REQUIRED_MODULES = ("_ssl", "_hashlib", "_sqlite3", "_ctypes", "_decimal", "_lzma", "_bz2", "zlib",
-                    "_json", "unicodedata", "_socket", "select", "_posixsubprocess", "pyexpat",
-                    "_elementtree", "binascii", "_struct", "math", "_datetime", "_curses",
-                    "_curses_panel", "readline", "_uuid")
+REQUIRED_MODULES = (
+    "_ssl",
+    "_hashlib",
+    "_sqlite3",
+    "_ctypes",
+    "_decimal",
+    "_lzma",
+    "_bz2",
+    "zlib",
+    "_json",
+    "unicodedata",
+    "_socket",
+    "select",
+    "_posixsubprocess",
+    "pyexpat",
+    "_elementtree",
+    "binascii",
+    "_struct",
+    "math",
+    "_datetime",
+    "_curses",
+    "_curses_panel",
+    "readline",
+    "_uuid",
+)
 
 
-def build_with(wanted: str, argv: list[str], *, launcher: str | None = None,
-               build_missing: bool = False, say: Callable[[str], None] = print) -> int:
+def build_with(
+    wanted: str,
+    argv: list[str],
+    *,
+    launcher: str | None = None,
+    build_missing: bool = False,
+    say: Callable[[str], None] = print,
+) -> int:
     """Runs ``ingot build`` (``argv``) under the runtime of Python ``wanted`` (built first if
     there is none and ``build_missing``): its interpreter runs this ingot (only this package is
     put on its path), with the runtime's launcher, and pip (of the Python ingot runs under)
@@ -442,49 +547,68 @@ def build_with(wanted: str, argv: list[str], *, launcher: str | None = None,
     A console script is resolved here, where it is installed."""
     found = find_runtime(wanted)
     if found is None and build_missing:
-        directories = [Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(
-            os.pathsep) if d]
-        say(f"no runtime for Python {wanted} in {store()}: building it first (several minutes, "
-            "once; sources from " + (", ".join(map(str, directories)) + " and " if directories
-                                     else "") + "ingot's pinned upstream releases)")
+        directories = [
+            Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(os.pathsep) if d
+        ]
+        say(
+            f"no runtime for Python {wanted} in {store()}: building it first (several minutes, "
+            "once; sources from "
+            + (", ".join(map(str, directories)) + " and " if directories else "")
+            + "ingot's pinned upstream releases)"
+        )
         found = build_runtime({}, directories, wanted=wanted, say=say)
     if found is None:
-        raise RuntimeError_(f"no runtime for Python {wanted} in {store()}",
-                            hint=f"build it first: ingot runtime build {wanted} --sources DIR "
-                                 "(scripts/runtime-sources DIR fetches the sources)")
+        raise RuntimeError_(
+            f"no runtime for Python {wanted} in {store()}",
+            hint=f"build it first: ingot runtime build {wanted} --sources DIR "
+            "(scripts/runtime-sources DIR fetches the sources)",
+        )
     launcher_file = found.info.get("launcher", {}).get("file")
     runtime_launcher = launcher or (str(found.path / launcher_file) if launcher_file else None)
     if runtime_launcher is None or not Path(runtime_launcher).is_file():
-        raise RuntimeError_(f"the runtime {found.path} has no launcher",
-                            hint=f"rebuild it: ingot runtime build {wanted} --force ...")
+        raise RuntimeError_(
+            f"the runtime {found.path} has no launcher",
+            hint=f"rebuild it: ingot runtime build {wanted} --force ...",
+        )
     package = Path(__file__).resolve().parent
     importer = sorted((found.path / "launcher").glob("_ingot.*.so"))
     if not importer:
-        raise RuntimeError_(f"the runtime {found.path} has no ingot extension module for its "
-                            "interpreter", hint=f"rebuild it: ingot runtime build {wanted} --force ...")
+        raise RuntimeError_(
+            f"the runtime {found.path} has no ingot extension module for its interpreter",
+            hint=f"rebuild it: ingot runtime build {wanted} --force ...",
+        )
     with tempfile.TemporaryDirectory(prefix="ingot-runtime-path-") as path:
         # This ingot's Python code, with the extension module built for the runtime.
         shadow = Path(path) / "ingot"
         shadow.mkdir()
         for item in package.iterdir():
-            if not (item.name.startswith("_ingot.") and item.name.endswith(".so")) \
-                    and item.name not in ("_launcher", "__pycache__"):
+            if not (
+                item.name.startswith("_ingot.") and item.name.endswith(".so")
+            ) and item.name not in ("_launcher", "__pycache__"):
                 (shadow / item.name).symlink_to(item)
         (shadow / importer[0].name).symlink_to(importer[0])
-        arguments = [arg for index, arg in enumerate(argv)
-                     if not (arg == "--python" or arg.startswith("--python=")
-                             or (index > 0 and argv[index - 1] == "--python"))]
+        arguments = [
+            arg
+            for index, arg in enumerate(argv)
+            if not (
+                arg == "--python"
+                or arg.startswith("--python=")
+                or (index > 0 and argv[index - 1] == "--python")
+            )
+        ]
         if launcher is None:
             arguments += ["--launcher", runtime_launcher]
-        code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import main; "
-                "sys.exit(main(sys.argv[1:]))")
-        environment = dict(os.environ, INGOT_IN_RUNTIME=found.name,
-                           INGOT_PIP_PYTHON=sys.executable)
+        code = (
+            "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import main; "
+            "sys.exit(main(sys.argv[1:]))"
+        )
+        environment = dict(os.environ, INGOT_IN_RUNTIME=found.name, INGOT_PIP_PYTHON=sys.executable)
         script = _console_script_argument(arguments)
         if script is not None:
             environment["INGOT_CONSOLE_SCRIPT"] = json.dumps(_console_script(script))
-        return subprocess.run([str(found.python), "-I", "-c", code, path, *arguments],
-                              env=environment).returncode
+        return subprocess.run(
+            [str(found.python), "-I", "-c", code, path, *arguments], env=environment
+        ).returncode
 
 
 def _console_script_argument(argv: list[str]) -> str | None:
@@ -507,8 +631,12 @@ def _console_script(name: str) -> dict:
 
 #: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
 #: python3.X-config and pkg-config read).
-_PREFIX_FILES = ("lib/python3.*/_sysconfigdata_*.py", "lib/python3.*/config-3.*/Makefile",
-                 "bin/python3.*-config", "lib/pkgconfig/*.pc")
+_PREFIX_FILES = (
+    "lib/python3.*/_sysconfigdata_*.py",
+    "lib/python3.*/config-3.*/Makefile",
+    "bin/python3.*-config",
+    "lib/pkgconfig/*.pc",
+)
 
 
 def relocate(prefix: Path, new: Path) -> None:
@@ -543,40 +671,85 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
     """Builds the launcher against the runtime's ``libpython3.X.a``, linked by zig for the
     runtime's glibc (cargo-zigbuild), into ``stage/launcher/``."""
     tree = source_tree()
-    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(Path(sys.executable).parent /
-                                                           "cargo-zigbuild")
+    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(
+        Path(sys.executable).parent / "cargo-zigbuild"
+    )
     if tree is None:
-        raise RuntimeError_("building a runtime's launcher needs ingot's source tree (its Rust "
-                            "crates), which this installation does not have",
-                            hint="set INGOT_SOURCE_TREE to a checkout of ingot")
+        raise RuntimeError_(
+            "building a runtime's launcher needs ingot's source tree (its Rust "
+            "crates), which this installation does not have",
+            hint="set INGOT_SOURCE_TREE to a checkout of ingot",
+        )
     if not os.access(cargo_zigbuild, os.X_OK) or shutil.which("cargo") is None:
-        raise RuntimeError_("building a runtime's launcher needs cargo and cargo-zigbuild",
-                            hint="install Rust (rustup) and `pip install cargo-zigbuild`")
+        raise RuntimeError_(
+            "building a runtime's launcher needs cargo and cargo-zigbuild",
+            hint="install Rust (rustup) and `pip install cargo-zigbuild`",
+        )
     python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
     # Kept in the store between builds: relinking after a change of ingot is incremental.
     target_dir = store() / ".cargo-target" / stage.name
     run = builder.runner(stage.parent, prefix)
     rust_target = "x86_64-unknown-linux-gnu"
-    run([cargo_zigbuild, "zigbuild", "--release", "--quiet", "-p", "ingot-launcher",
-         "--target", f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}"],
-        cwd=tree, extra={"PYO3_PYTHON": str(python), "CARGO_TARGET_DIR": str(target_dir),
-                         "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig)})
+    run(
+        [
+            cargo_zigbuild,
+            "zigbuild",
+            "--release",
+            "--quiet",
+            "-p",
+            "ingot-launcher",
+            "--target",
+            f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+        ],
+        cwd=tree,
+        extra={
+            "PYO3_PYTHON": str(python),
+            "CARGO_TARGET_DIR": str(target_dir),
+            "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
+        },
+    )
     version = python.name.removeprefix("python")
     destination = stage / "launcher" / f"ingot-launcher-{version}"
     destination.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
     # ingot's own extension module for the runtime's interpreter: `ingot build --python` runs
     # ingot under it, whatever Python ingot itself was installed for.
-    run([cargo_zigbuild, "zigbuild", "--release", "--quiet", "-p", "ingot-importer", "--lib",
-         "--features", "extension-module",
-         "--target", f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}"],
-        cwd=tree, extra={"PYO3_PYTHON": str(python), "CARGO_TARGET_DIR": str(target_dir),
-                         "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig)})
-    suffix = subprocess.run([str(python), "-I", "-c",
-                             "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    shutil.copy2(target_dir / rust_target / "release" / "libingot_importer.so",
-                 stage / "launcher" / f"_ingot{suffix}")
+    run(
+        [
+            cargo_zigbuild,
+            "zigbuild",
+            "--release",
+            "--quiet",
+            "-p",
+            "ingot-importer",
+            "--lib",
+            "--features",
+            "extension-module",
+            "--target",
+            f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+        ],
+        cwd=tree,
+        extra={
+            "PYO3_PYTHON": str(python),
+            "CARGO_TARGET_DIR": str(target_dir),
+            "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
+        },
+    )
+    suffix = subprocess.run(
+        [
+            str(python),
+            "-I",
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    shutil.copy2(
+        target_dir / rust_target / "release" / "libingot_importer.so",
+        stage / "launcher" / f"_ingot{suffix}",
+    )
     return destination
 
 
@@ -585,8 +758,10 @@ def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime
     ingot's source tree (after a change of ingot; the interpreter and libraries stay)."""
     found = find_runtime(wanted)
     if found is None:
-        raise RuntimeError_(f"no runtime {wanted} in {store()}",
-                            hint="`ingot runtime list` shows the runtimes there are")
+        raise RuntimeError_(
+            f"no runtime {wanted} in {store()}",
+            hint="`ingot runtime list` shows the runtimes there are",
+        )
     toolchain = Toolchain(find_zig())
     work = Path(tempfile.mkdtemp(prefix=".relink-", dir=store()))
     try:
@@ -596,13 +771,15 @@ def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime
         launcher = build_launcher(staged, found.path / "python", toolchain, builder)
         floor = glibc_floor([(launcher.name, launcher.read_bytes())])
         if floor.version is not None and floor.version > toolchain.glibc:
-            raise RuntimeError_(f"the launcher needs {floor}, above glibc "
-                                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}")
+            raise RuntimeError_(
+                f"the launcher needs {floor}, above glibc {toolchain.glibc[0]}.{toolchain.glibc[1]}"
+            )
         for built in (staged / "launcher").iterdir():
             os.replace(built, found.path / "launcher" / built.name)
-        found.info["launcher"] = {"file": f"launcher/{launcher.name}",
-                                  "glibc_floor": ".".join(map(str, floor.version))
-                                  if floor.version else None}
+        found.info["launcher"] = {
+            "file": f"launcher/{launcher.name}",
+            "glibc_floor": ".".join(map(str, floor.version)) if floor.version else None,
+        }
         (found.path / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
         say(f"runtime {found.name}: launcher rebuilt ({floor})")
         return found
@@ -612,16 +789,19 @@ def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime
 
 def _check_modules(prefix: Path, minor: tuple[int, ...], run, cwd: Path) -> None:
     python = prefix / "bin" / f"python{minor[0]}.{minor[1]}"
-    code = ("import importlib, json; missing = []\n"
-            f"for name in {list(REQUIRED_MODULES)!r}:\n"
-            "    try: importlib.import_module(name)\n"
-            "    except ImportError as error: missing.append(f'{name}: {error}')\n"
-            "assert not missing, missing")
+    code = (
+        "import importlib, json; missing = []\n"
+        f"for name in {list(REQUIRED_MODULES)!r}:\n"
+        "    try: importlib.import_module(name)\n"
+        "    except ImportError as error: missing.append(f'{name}: {error}')\n"
+        "assert not missing, missing"
+    )
     try:
         run([str(python), "-I", "-c", code], cwd=cwd)
     except RuntimeError_ as error:
-        raise RuntimeError_(f"the runtime lacks standard-library modules: {error.message}",
-                            hint=error.hint) from None
+        raise RuntimeError_(
+            f"the runtime lacks standard-library modules: {error.message}", hint=error.hint
+        ) from None
 
 
 def _elf_images(prefix: Path) -> Iterable[tuple[str, bytes]]:

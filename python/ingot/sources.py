@@ -18,11 +18,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.project import (Config, ConfigError, is_str_list, load_project, parse_entry,
-                           tomllib_for)
+from ingot.project import Config, ConfigError, is_str_list, load_project, parse_entry, tomllib_for
 
-__all__ = ["Plan", "console_script_plan", "finish", "inline_dependencies",
-           "installed_requirements", "merge", "plan_source"]
+__all__ = [
+    "Plan",
+    "console_script_plan",
+    "finish",
+    "inline_dependencies",
+    "installed_requirements",
+    "merge",
+    "plan_source",
+]
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _INLINE = re.compile(r"(?m)^# /// script$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
@@ -72,14 +78,17 @@ def inline_dependencies(script: Path) -> list[str]:
     block = _INLINE.search(script.read_text(encoding="utf-8", errors="replace"))
     if not block:
         return []
-    content = "".join(line[2:] if line.startswith("# ") else line[1:]
-                      for line in block.group("content").splitlines(keepends=True))
+    content = "".join(
+        line[2:] if line.startswith("# ") else line[1:]
+        for line in block.group("content").splitlines(keepends=True)
+    )
     tomllib = tomllib_for(script)
     try:
         dependencies = tomllib.loads(content).get("dependencies", [])
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{script}: the '# /// script' block is not valid TOML: "
-                          f"{error}") from error
+        raise ConfigError(
+            f"{script}: the '# /// script' block is not valid TOML: {error}"
+        ) from error
     if not is_str_list(dependencies):
         raise ConfigError(f"{script}: '# /// script' dependencies must be a list of strings")
     return dependencies
@@ -104,8 +113,10 @@ def _script_module(path: Path) -> str:
     name = re.sub(r"\W", "_", path.stem)
     name = f"_{name}" if name[:1].isdigit() else name
     if name in sys.stdlib_module_names:
-        raise ConfigError(f"script {path} would be module {name!r}, which the standard library "
-                          "has", hint="rename the script")
+        raise ConfigError(
+            f"script {path} would be module {name!r}, which the standard library has",
+            hint="rename the script",
+        )
     return name
 
 
@@ -121,11 +132,17 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
     directory = script.resolve().parent
     found: dict[str, Path] = {}
     for entry in sorted(directory.iterdir()):
-        if entry.is_dir() and (entry / "__init__.py").is_file() and entry.name.isidentifier() \
-                and entry.name not in sys.stdlib_module_names:
+        if (
+            entry.is_dir()
+            and (entry / "__init__.py").is_file()
+            and entry.name.isidentifier()
+            and entry.name not in sys.stdlib_module_names
+        ):
             found[entry.name] = entry
-    queue = [script.resolve(), *(file for package in found.values()
-                                 for file in sorted(package.rglob("*.py")))]
+    queue = [
+        script.resolve(),
+        *(file for package in found.values() for file in sorted(package.rglob("*.py"))),
+    ]
     scanned: set[Path] = set()
     while queue:
         file = queue.pop()
@@ -136,8 +153,11 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
             source = file.read_bytes()
         except OSError:
             continue
-        module = ".".join(file.relative_to(directory).with_suffix("").parts) \
-            if file.is_relative_to(directory) else file.stem
+        module = (
+            ".".join(file.relative_to(directory).with_suffix("").parts)
+            if file.is_relative_to(directory)
+            else file.stem
+        )
         imports = imports_in_source(source, module, file.name == "__init__.py")
         for name in {imported.split(".")[0] for names in imports.values() for imported in names}:
             if name in found or name in sys.stdlib_module_names or not name.isidentifier():
@@ -151,7 +171,9 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
                 queue += sorted(package.rglob("*.py"))
     data = {entry.name: entry for entry in sorted(directory.iterdir()) if _data_directory(entry)}
     found.update((name, path) for name, path in data.items() if name not in found)
-    return [(name + (".py" if path.is_file() else ""), path) for name, path in sorted(found.items())]
+    return [
+        (name + (".py" if path.is_file() else ""), path) for name, path in sorted(found.items())
+    ]
 
 
 #: The most a data directory beside a script may hold to be collected (files, bytes).
@@ -163,9 +185,13 @@ def _data_directory(entry: Path) -> bool:
     its ``__file__`` (Flask's ``templates/`` and ``static/``, ``locale/``, ``data/``): no Python
     code in it, not hidden, not a virtual environment or a build's output, and small (see
     :data:`DATA_DIRECTORY_LIMITS`)."""
-    if not entry.is_dir() or entry.is_symlink() or entry.name.startswith((".", "_")) \
-            or entry.name in ("build", "dist", "node_modules", "site-packages") \
-            or (entry / "pyvenv.cfg").exists():
+    if (
+        not entry.is_dir()
+        or entry.is_symlink()
+        or entry.name.startswith((".", "_"))
+        or entry.name in ("build", "dist", "node_modules", "site-packages")
+        or (entry / "pyvenv.cfg").exists()
+    ):
         return False
     count = size = 0
     for top, directories, names in os.walk(entry):
@@ -198,8 +224,11 @@ def plan_source(options) -> Plan:
     """Resolves ``options`` (an :class:`ingot.build.BuildOptions`) into a :class:`Plan`."""
     overrides = options.config
     source = Path(options.source or ".")
-    if options.source is None and overrides.script is not None \
-            and not (source / "pyproject.toml").is_file():
+    if (
+        options.source is None
+        and overrides.script is not None
+        and not (source / "pyproject.toml").is_file()
+    ):
         # `ingot build --script app.py` outside a project: the script is what to build.
         source = Path(overrides.script)
         overrides = dataclasses.replace(overrides, script=None)
@@ -212,17 +241,21 @@ def plan_source(options) -> Plan:
         elif not any((config.entry, config.module, config.script)):
             if len(project.scripts) != 1:
                 names = ", ".join(sorted(project.scripts)) or "none"
-                raise ConfigError(f"{project.pyproject}: which entry point to run? "
-                                  f"[project.scripts] has {len(project.scripts)} ({names}) and "
-                                  "[tool.ingot] sets none of entry, module, script",
-                                  hint="choose with --entry NAME (or 'module:function'), "
-                                       "--module or --script")
-            (name, config.entry), = project.scripts.items()
+                raise ConfigError(
+                    f"{project.pyproject}: which entry point to run? "
+                    f"[project.scripts] has {len(project.scripts)} ({names}) and "
+                    "[tool.ingot] sets none of entry, module, script",
+                    hint="choose with --entry NAME (or 'module:function'), --module or --script",
+                )
+            ((name, config.entry),) = project.scripts.items()
         plan = Plan(name, {}, config, Path())
         if config.packages is None:
             plan.pip_project = project.root
-        plan.requirements = list(config.dependencies if config.dependencies is not None
-                                 else project.project_dependencies or [])
+        plan.requirements = list(
+            config.dependencies
+            if config.dependencies is not None
+            else project.project_dependencies or []
+        )
     elif source.is_file() and source.suffix == ".py":
         config, name = merge(Config(), overrides), _script_module(source)
         if not any((config.entry, config.module, config.script)):
@@ -233,27 +266,38 @@ def plan_source(options) -> Plan:
             beside = beside_script(source)
             plan.copies += beside
             if beside:
-                plan.notes.append("collected beside the script: " + ", ".join(
-                    name + ("/" if path.is_dir() else "") for name, path in beside)
-                    + " (--package PATH instead chooses what to copy)")
-        plan.requirements = list(config.dependencies if config.dependencies is not None
-                                 else inline_dependencies(source))
+                plan.notes.append(
+                    "collected beside the script: "
+                    + ", ".join(name + ("/" if path.is_dir() else "") for name, path in beside)
+                    + " (--package PATH instead chooses what to copy)"
+                )
+        plan.requirements = list(
+            config.dependencies if config.dependencies is not None else inline_dependencies(source)
+        )
     elif (source / "__init__.py").is_file():
         config = merge(Config(), overrides)
         name = source.resolve().name
         if not any((config.entry, config.module, config.script)):
             if not (source / "__main__.py").is_file():
-                raise ConfigError(f"package {source} has no __main__.py: what should run?",
-                                  hint="give --entry 'module:function' or --module")
+                raise ConfigError(
+                    f"package {source} has no __main__.py: what should run?",
+                    hint="give --entry 'module:function' or --module",
+                )
             config.module = name
         plan = Plan(name, {}, config, Path())
         plan.copies.append((name, source))
         plan.requirements = list(config.dependencies or [])
     else:
-        what = "does not exist" if not source.exists() else \
-            "is not a script (.py), a package (__init__.py) or a project (pyproject.toml)"
-        raise ConfigError(f"{source} {what}", hint="give a script, a package directory, a "
-                          "project directory, or --console-script NAME")
+        what = (
+            "does not exist"
+            if not source.exists()
+            else "is not a script (.py), a package (__init__.py) or a project (pyproject.toml)"
+        )
+        raise ConfigError(
+            f"{source} {what}",
+            hint="give a script, a package directory, a "
+            "project directory, or --console-script NAME",
+        )
     return finish(plan, options)
 
 
@@ -297,10 +341,13 @@ def _check_from_index(dist) -> None:
     url = origin.get("url", "") if isinstance(origin, dict) else ""
     if url.startswith("file://"):
         editable = " (editable)" if origin.get("dir_info", {}).get("editable") else ""
-        raise ConfigError(f"{dist.metadata['Name']} {dist.version} is installed from "
-                          f"{url}{editable}, not from a package index",
-                          hint=f"build its project instead: ingot build {url[7:]}"
-                          if "dir_info" in origin else "install it from an index first")
+        raise ConfigError(
+            f"{dist.metadata['Name']} {dist.version} is installed from "
+            f"{url}{editable}, not from a package index",
+            hint=f"build its project instead: ingot build {url[7:]}"
+            if "dir_info" in origin
+            else "install it from an index first",
+        )
 
 
 def installed_requirements(dist) -> list[str]:
@@ -327,8 +374,10 @@ def installed_requirements(dist) -> list[str]:
             try:
                 needed = metadata.distribution(requirement.name)
             except metadata.PackageNotFoundError:
-                raise ConfigError(f"{current.metadata['Name']} needs {requirement}, which is not "
-                                  f"installed in {sys.prefix}") from None
+                raise ConfigError(
+                    f"{current.metadata['Name']} needs {requirement}, which is not "
+                    f"installed in {sys.prefix}"
+                ) from None
             queue += [(needed, e) for e in sorted(requirement.extras) or [""]]
     return sorted(pins.values(), key=str.lower)
 
@@ -345,8 +394,10 @@ def console_script_entry(name: str) -> tuple[str, list[str]]:
         return given["entry"], list(given["requirements"])
     found = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == name]
     if not found:
-        raise ConfigError(f"no console script {name!r} is installed in {sys.prefix}",
-                          hint=f"pip install the project that provides it into {sys.prefix}")
+        raise ConfigError(
+            f"no console script {name!r} is installed in {sys.prefix}",
+            hint=f"pip install the project that provides it into {sys.prefix}",
+        )
     entry = found[0]
     return f"{entry.module}:{entry.attr}", installed_requirements(entry.dist)
 
@@ -357,6 +408,5 @@ def console_script_plan(name: str, options) -> Plan:
     entry, requirements = console_script_entry(name)
     config = merge(Config(entry=entry), options.config)
     plan = Plan(name, {}, config, Path())
-    plan.requirements = requirements if config.dependencies is None \
-        else list(config.dependencies)
+    plan.requirements = requirements if config.dependencies is None else list(config.dependencies)
     return finish(plan, options)

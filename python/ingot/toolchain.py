@@ -44,11 +44,14 @@ def find_zig() -> Path:
         raise ToolchainError(
             "building a runtime needs zig, from the `ziglang` package, which this Python "
             f"({sys.executable}) does not have",
-            hint="pip install ziglang (or: pip install 'ingot[runtime]')") from None
+            hint="pip install ziglang (or: pip install 'ingot[runtime]')",
+        ) from None
     zig = Path(ziglang.__file__).parent / "zig"
     if not os.access(zig, os.X_OK):
-        raise ToolchainError(f"{zig} is not an executable (a damaged `ziglang` install?)",
-                             hint="pip install --force-reinstall ziglang")
+        raise ToolchainError(
+            f"{zig} is not an executable (a damaged `ziglang` install?)",
+            hint="pip install --force-reinstall ziglang",
+        )
     return zig
 
 
@@ -76,10 +79,14 @@ class Toolchain:
         # Build scripts add the host's directories on their own (CPython 3.10/3.11's setup.py adds
         # /usr/include/<multiarch> and /usr/local/include): the compiler drops them, so that no
         # host header or library mixes with zig's glibc.
-        host = ("-I/usr/include|-I/usr/include/*|-I/usr/local/include|-I/usr/local/include/*|"
-                "-L/usr/lib|-L/usr/lib/*|-L/usr/lib64|-L/usr/lib64/*|-L/usr/local/lib|"
-                "-L/usr/local/lib/*|-L/lib|-L/lib/*|-L/lib64|-L/lib64/*")
-        drop = f'for arg do shift; case "$arg" in {host}) continue ;; esac; set -- "$@" "$arg"; done'
+        host = (
+            "-I/usr/include|-I/usr/include/*|-I/usr/local/include|-I/usr/local/include/*|"
+            "-L/usr/lib|-L/usr/lib/*|-L/usr/lib64|-L/usr/lib64/*|-L/usr/local/lib|"
+            "-L/usr/local/lib/*|-L/lib|-L/lib/*|-L/lib64|-L/lib64/*"
+        )
+        drop = (
+            f'for arg do shift; case "$arg" in {host}) continue ;; esac; set -- "$@" "$arg"; done'
+        )
         commands = {
             "cc": f'{drop}\nexec {zig} cc -target {self.target} "$@"',
             "c++": f'{drop}\nexec {zig} c++ -target {self.target} "$@"',
@@ -90,15 +97,32 @@ class Toolchain:
             path = directory / name
             path.write_text(f"#!/bin/sh\n{command}\n")
             path.chmod(0o755)
-        return {"CC": str(directory / "cc"), "CXX": str(directory / "c++"),
-                "AR": str(directory / "ar"), "RANLIB": str(directory / "ranlib")}
+        return {
+            "CC": str(directory / "cc"),
+            "CXX": str(directory / "c++"),
+            "AR": str(directory / "ar"),
+            "RANLIB": str(directory / "ranlib"),
+        }
 
     def environment(self, build: Path, prefix: Path) -> dict[str, str]:
         """The environment of one library's build in ``build``, installing into ``prefix``: the
         wrappers, zig caches of its own, and only ``prefix`` for pkg-config (no host library)."""
-        environment = {key: value for key, value in os.environ.items()
-                       if not key.startswith(("PKG_CONFIG", "CFLAGS", "CPPFLAGS", "LDFLAGS",
-                                              "CC", "CXX", "LD_LIBRARY_PATH", "PYTHON"))}
+        environment = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(
+                (
+                    "PKG_CONFIG",
+                    "CFLAGS",
+                    "CPPFLAGS",
+                    "LDFLAGS",
+                    "CC",
+                    "CXX",
+                    "LD_LIBRARY_PATH",
+                    "PYTHON",
+                )
+            )
+        }
         environment.update(self.wrappers(build / ".toolchain"))
         environment.update(
             ZIG_GLOBAL_CACHE_DIR=str(build / ".zig-cache-global"),

@@ -32,7 +32,9 @@ def _build_launcher():
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     environment = dict(os.environ, PYO3_PYTHON=sys.executable)
     command = ["cargo", "build", "--release", "-p", "ingot-launcher"]
-    print(f"ingot: building the launcher for Python {version}: {' '.join(command)}", file=sys.stderr)
+    print(
+        f"ingot: building the launcher for Python {version}: {' '.join(command)}", file=sys.stderr
+    )
     subprocess.run(command, cwd=ROOT, env=environment, check=True, stdout=sys.stderr)
     destination = ROOT / "python" / "ingot" / "_launcher" / f"ingot-launcher-{version}"
     destination.parent.mkdir(exist_ok=True)
@@ -51,8 +53,11 @@ def _copy_sources():
     destination.mkdir()
     for name in ("Cargo.toml", "Cargo.lock"):
         shutil.copy2(ROOT / name, destination / name)
-    shutil.copytree(ROOT / "crates", destination / "crates",
-                    ignore=shutil.ignore_patterns("target", "__pycache__", "*.pyc"))
+    shutil.copytree(
+        ROOT / "crates",
+        destination / "crates",
+        ignore=shutil.ignore_patterns("target", "__pycache__", "*.pyc"),
+    )
     (destination / "python" / "ingot").mkdir(parents=True)
     for name in ("_support.py", "_archive_paths.py"):  # the importer's and the launcher's
         shutil.copy2(ROOT / "python" / "ingot" / name, destination / "python" / "ingot" / name)

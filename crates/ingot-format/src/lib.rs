@@ -7,8 +7,8 @@
 //!
 //! The byte layout is specified in `docs/format.md` and transcribed once, in [`layout`].
 
-pub mod layout;
 mod error;
+pub mod layout;
 mod reader;
 #[cfg(feature = "writer")]
 mod writer;
@@ -73,9 +73,11 @@ impl Kind {
     /// The name space the entry's name lives in.
     pub fn namespace(self) -> Namespace {
         match self {
-            Kind::Module | Kind::Package | Kind::NamespacePackage | Kind::ExtensionModule | Kind::ExtensionPackage => {
-                Namespace::Modules
-            }
+            Kind::Module
+            | Kind::Package
+            | Kind::NamespacePackage
+            | Kind::ExtensionModule
+            | Kind::ExtensionPackage => Namespace::Modules,
             Kind::DataFile | Kind::DistInfoFile => Namespace::Files,
             Kind::SharedLibrary => Namespace::Libraries,
         }

@@ -63,7 +63,8 @@ pub struct Archive {
     /// One bit per blob: set once the blob's checksum has been verified.
     verified: Box<[AtomicU64]>,
     /// The zstd dictionary ([`layout::DICTIONARY_ENTRY`]), loaded on first use.
-    dictionary: std::sync::OnceLock<std::result::Result<zstd::dict::DecoderDictionary<'static>, String>>,
+    dictionary:
+        std::sync::OnceLock<std::result::Result<zstd::dict::DecoderDictionary<'static>, String>>,
 }
 
 /// One entry of the archive, borrowed from it.
@@ -139,7 +140,8 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
 }
 
 fn to_usize(value: u64, what: &str) -> Result<usize> {
-    usize::try_from(value).map_err(|_| Error::Malformed(format!("{what} {value} does not fit in memory")))
+    usize::try_from(value)
+        .map_err(|_| Error::Malformed(format!("{what} {value} does not fit in memory")))
 }
 
 /// Checks that `offset..offset+len` lies within `0..size` and returns the end.
@@ -173,7 +175,10 @@ impl Archive {
         // is mapped would raise SIGBUS on access; that is the documented limit of every mmap-based
         // reader (zipimport reads instead, and pays for it on every import).
         let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io_error)?;
-        let identity = (std::os::unix::fs::MetadataExt::dev(&metadata), std::os::unix::fs::MetadataExt::ino(&metadata));
+        let identity = (
+            std::os::unix::fs::MetadataExt::dev(&metadata),
+            std::os::unix::fs::MetadataExt::ino(&metadata),
+        );
         Archive::from_backing(Backing::Mmap(map, file, identity))
     }
 
@@ -194,7 +199,14 @@ impl Archive {
         let header = parse_header(archive_bytes)?;
         let words = (header.blob_count as usize).div_ceil(64);
         let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
-        Ok(Archive { backing, start, size, header, verified, dictionary: std::sync::OnceLock::new() })
+        Ok(Archive {
+            backing,
+            start,
+            size,
+            header,
+            verified,
+            dictionary: std::sync::OnceLock::new(),
+        })
     }
 
     /// The archive's bytes, header to trailer.
@@ -238,12 +250,14 @@ impl Archive {
     fn name_bytes(&self, index: u32, record: &[u8]) -> Result<&[u8]> {
         let offset = read_u32(record, E::NAME_OFFSET) as usize;
         let len = read_u32(record, E::NAME_SIZE) as usize;
-        let end = offset.checked_add(len).filter(|end| *end <= self.header.names_size).ok_or_else(|| {
-            Error::Malformed(format!(
+        let end = offset.checked_add(len).filter(|end| *end <= self.header.names_size).ok_or_else(
+            || {
+                Error::Malformed(format!(
                 "entry {index}: name bytes {offset}+{len} lie outside the name region of {} bytes",
                 self.header.names_size
             ))
-        })?;
+            },
+        )?;
         let start = self.header.names_offset + offset;
         Ok(&self.bytes()[start..self.header.names_offset + end])
     }
@@ -257,7 +271,10 @@ impl Archive {
         let name_bytes = self.name_bytes(index, record)?;
         let name = std::str::from_utf8(name_bytes)
             .map_err(|_| Error::Malformed(format!("entry {index}: name is not UTF-8")))?;
-        if record[E::FLAGS] != 0 || record[E::RESERVED..E::FIRST_BLOB] != [0, 0] || read_u32(record, E::RESERVED2) != 0 {
+        if record[E::FLAGS] != 0
+            || record[E::RESERVED..E::FIRST_BLOB] != [0, 0]
+            || read_u32(record, E::RESERVED2) != 0
+        {
             return Err(Error::Malformed(format!(
                 "entry `{name}`: flags or reserved bytes are not zero in version 1"
             )));
@@ -266,12 +283,10 @@ impl Archive {
         let blob_count = read_u32(record, E::BLOB_COUNT);
         match first_blob.checked_add(blob_count) {
             Some(end) if end <= self.header.blob_count => {}
-            _ => {
-                return Err(Error::Malformed(format!(
-                    "entry `{name}`: blobs {first_blob}+{blob_count} lie outside the blob table of {}",
-                    self.header.blob_count
-                )))
-            }
+            _ => return Err(Error::Malformed(format!(
+                "entry `{name}`: blobs {first_blob}+{blob_count} lie outside the blob table of {}",
+                self.header.blob_count
+            ))),
         }
         Ok(Entry { archive: self, index, kind_tag: record[E::KIND], name, first_blob, blob_count })
     }
@@ -293,7 +308,8 @@ impl Archive {
     /// Looks up one entry by name space and name: a binary search over the mapped entry table.
     pub fn find(&self, namespace: Namespace, name: &str) -> Result<Option<Entry<'_>>> {
         let index = self.lower_bound(namespace.tag(), name.as_bytes())?;
-        if index < self.header.entry_count && self.key(index)? == (namespace.tag(), name.as_bytes()) {
+        if index < self.header.entry_count && self.key(index)? == (namespace.tag(), name.as_bytes())
+        {
             return self.entry(index).map(Some);
         }
         Ok(None)
@@ -340,7 +356,12 @@ impl Archive {
             )));
         }
         let compression = record[B::COMPRESSION];
-        if !matches!(compression, layout::compression::NONE | layout::compression::ZSTD | layout::compression::ZSTD_DICTIONARY) {
+        if !matches!(
+            compression,
+            layout::compression::NONE
+                | layout::compression::ZSTD
+                | layout::compression::ZSTD_DICTIONARY
+        ) {
             return Err(Error::Malformed(format!(
                 "entry `{entry_name}`: unknown compression {compression} for its {} blob",
                 role.label()
@@ -350,9 +371,8 @@ impl Archive {
         let stored_size = read_u64(record, B::STORED_SIZE);
         let size = read_u64(record, B::SIZE);
         let checksum = read_u64(record, B::CHECKSUM);
-        let in_data = offset
-            .checked_add(stored_size)
-            .is_some_and(|end| end <= self.header.data_size as u64);
+        let in_data =
+            offset.checked_add(stored_size).is_some_and(|end| end <= self.header.data_size as u64);
         if !in_data {
             return Err(Error::Malformed(format!(
                 "entry `{entry_name}`: {} bytes {offset}+{stored_size} lie outside the data region of {} bytes",
@@ -419,7 +439,12 @@ impl Archive {
         }
         self.bytes()
             .get(blob.offset..blob.offset.saturating_add(blob.stored_size as usize))
-            .ok_or_else(|| Error::Malformed(format!("entry `{}`: blob {} out of range", blob.entry_name, blob.index)))
+            .ok_or_else(|| {
+                Error::Malformed(format!(
+                    "entry `{}`: blob {} out of range",
+                    blob.entry_name, blob.index
+                ))
+            })
     }
 
     fn is_verified(&self, blob: &Blob<'_>) -> bool {
@@ -482,11 +507,19 @@ impl Archive {
         let mut out = Vec::with_capacity(size.min(16 << 20));
         if blob.compression == layout::compression::ZSTD_DICTIONARY {
             let dictionary = self.dictionary(blob)?;
-            let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(stored, dictionary).map_err(decompress_error)?;
-            decoder.take(blob.size.saturating_add(1)).read_to_end(&mut out).map_err(decompress_error)?;
+            let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(stored, dictionary)
+                .map_err(decompress_error)?;
+            decoder
+                .take(blob.size.saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(decompress_error)?;
         } else {
-            let decoder = zstd::stream::read::Decoder::with_buffer(stored).map_err(decompress_error)?;
-            decoder.take(blob.size.saturating_add(1)).read_to_end(&mut out).map_err(decompress_error)?;
+            let decoder =
+                zstd::stream::read::Decoder::with_buffer(stored).map_err(decompress_error)?;
+            decoder
+                .take(blob.size.saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(decompress_error)?;
         }
         if out.len() as u64 != blob.size {
             return Err(Error::Malformed(format!(
@@ -513,18 +546,31 @@ impl Archive {
     /// call to `restart`).
     ///
     /// On error, `out` may hold part of the bytes: discard them.
-    pub fn copy_blob<W: std::io::Write>(&self, blob: &Blob<'_>, out: &mut W, mut restart: impl FnMut(&mut W) -> std::io::Result<()>) -> Result<u64> {
+    pub fn copy_blob<W: std::io::Write>(
+        &self,
+        blob: &Blob<'_>,
+        out: &mut W,
+        mut restart: impl FnMut(&mut W) -> std::io::Result<()>,
+    ) -> Result<u64> {
         let in_map = self.stored_unchecked(blob)?;
         if let Backing::Mmap(_, file, identity) = &self.backing {
             let same_file = file.metadata().is_ok_and(|now| {
-                (std::os::unix::fs::MetadataExt::dev(&now), std::os::unix::fs::MetadataExt::ino(&now)) == *identity
+                (
+                    std::os::unix::fs::MetadataExt::dev(&now),
+                    std::os::unix::fs::MetadataExt::ino(&now),
+                ) == *identity
             });
             if same_file {
                 let source = StoredReader::File { file, at: (self.start + blob.offset) as u64 };
                 match self.copy_from(blob, source, out) {
                     Ok(size) => return Ok(size),
                     // Bytes from the file that fail a check, or a failed read: the map decides.
-                    Err(Error::DataChecksum { .. } | Error::Decompress { .. } | Error::Malformed(_) | Error::Copy { reading: true, .. }) => {
+                    Err(
+                        Error::DataChecksum { .. }
+                        | Error::Decompress { .. }
+                        | Error::Malformed(_)
+                        | Error::Copy { reading: true, .. },
+                    ) => {
                         restart(out).map_err(|source| copy_error(blob, false, source))?;
                     }
                     Err(error) => return Err(error),
@@ -534,8 +580,14 @@ impl Archive {
         self.copy_from(blob, StoredReader::Bytes(in_map), out)
     }
 
-    fn copy_from(&self, blob: &Blob<'_>, source: StoredReader<'_>, out: &mut impl std::io::Write) -> Result<u64> {
-        let mut stored = Checked { source, left: blob.stored_size, hasher: Xxh3::new(), failed: None };
+    fn copy_from(
+        &self,
+        blob: &Blob<'_>,
+        source: StoredReader<'_>,
+        out: &mut impl std::io::Write,
+    ) -> Result<u64> {
+        let mut stored =
+            Checked { source, left: blob.stored_size, hasher: Xxh3::new(), failed: None };
         let decompress_error = |source| Error::Decompress {
             entry: blob.entry_name.to_string(),
             role: blob.role.label(),
@@ -547,10 +599,13 @@ impl Archive {
                 let buffered = std::io::BufReader::with_capacity(COPY_BUFFER, &mut stored);
                 let copied = if compression == layout::compression::ZSTD_DICTIONARY {
                     let dictionary = self.dictionary(blob)?;
-                    let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(buffered, dictionary).map_err(decompress_error)?;
+                    let decoder =
+                        zstd::stream::read::Decoder::with_prepared_dictionary(buffered, dictionary)
+                            .map_err(decompress_error)?;
                     pump(&mut decoder.take(blob.size.saturating_add(1)), out, blob)
                 } else {
-                    let decoder = zstd::stream::read::Decoder::with_buffer(buffered).map_err(decompress_error)?;
+                    let decoder = zstd::stream::read::Decoder::with_buffer(buffered)
+                        .map_err(decompress_error)?;
                     pump(&mut decoder.take(blob.size.saturating_add(1)), out, blob)
                 };
                 let copied = match copied {
@@ -562,7 +617,8 @@ impl Archive {
                     other => other?,
                 };
                 // The checksum covers every stored byte, also any after the frame's end.
-                std::io::copy(&mut stored, &mut std::io::sink()).map_err(|source| copy_error(blob, true, source))?;
+                std::io::copy(&mut stored, &mut std::io::sink())
+                    .map_err(|source| copy_error(blob, true, source))?;
                 copied
             }
         };
@@ -597,7 +653,12 @@ impl Archive {
         let Backing::Mmap(_, file, _) = &self.backing else { return None };
         self.stored_unchecked(blob).ok()?; // a blob of this archive, in range
         let mut bytes = vec![0u8; usize::try_from(blob.stored_size).ok()?];
-        std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, (self.start + blob.offset) as u64).ok()?;
+        std::os::unix::fs::FileExt::read_exact_at(
+            file,
+            &mut bytes,
+            (self.start + blob.offset) as u64,
+        )
+        .ok()?;
         if xxh3_64(&bytes) != blob.checksum {
             return None;
         }
@@ -610,12 +671,19 @@ impl Archive {
         let loaded = self.dictionary.get_or_init(|| {
             let entry = match self.find(Namespace::Files, layout::DICTIONARY_ENTRY) {
                 Ok(Some(entry)) => entry,
-                Ok(None) => return Err(format!("the archive has no `{}`", layout::DICTIONARY_ENTRY)),
+                Ok(None) => {
+                    return Err(format!("the archive has no `{}`", layout::DICTIONARY_ENTRY))
+                }
                 Err(error) => return Err(error.to_string()),
             };
             let blob = match entry.blob(Role::Content) {
                 Ok(Some(blob)) if blob.compression != layout::compression::ZSTD_DICTIONARY => blob,
-                Ok(_) => return Err(format!("`{}` has no content readable without itself", layout::DICTIONARY_ENTRY)),
+                Ok(_) => {
+                    return Err(format!(
+                        "`{}` has no content readable without itself",
+                        layout::DICTIONARY_ENTRY
+                    ))
+                }
                 Err(error) => return Err(error.to_string()),
             };
             match self.data(&blob) {
@@ -624,7 +692,11 @@ impl Archive {
             }
         });
         loaded.as_ref().map_err(|why| {
-            Error::Malformed(format!("entry `{}`: {} blob needs the archive's zstd dictionary: {why}", blob.entry_name, blob.role.label()))
+            Error::Malformed(format!(
+                "entry `{}`: {} blob needs the archive's zstd dictionary: {why}",
+                blob.entry_name,
+                blob.role.label()
+            ))
         })
     }
 
@@ -661,7 +733,8 @@ impl<'a> Entry<'a> {
     /// The entry's blobs, in role order.
     pub fn blobs(&self) -> impl Iterator<Item = Result<Blob<'a>>> + 'a {
         let (archive, name) = (self.archive, self.name);
-        (self.first_blob..self.first_blob + self.blob_count).map(move |index| archive.blob(index, name))
+        (self.first_blob..self.first_blob + self.blob_count)
+            .map(move |index| archive.blob(index, name))
     }
 
     /// The entry's blob of `role`, if it has one.
@@ -710,9 +783,12 @@ fn elf_image_end(bytes: &[u8]) -> Option<usize> {
         return None;
     }
     let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]) as usize;
-    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize);
+    let u64_at = |at: usize| {
+        bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
+    };
     let (phoff, shoff) = (u64_at(0x20)?, u64_at(0x28)?);
-    let (phentsize, phnum, shentsize, shnum) = (u16_at(0x36), u16_at(0x38), u16_at(0x3A), u16_at(0x3C));
+    let (phentsize, phnum, shentsize, shnum) =
+        (u16_at(0x36), u16_at(0x38), u16_at(0x3A), u16_at(0x3C));
     let mut end = 64usize.max(shoff.checked_add(shentsize.checked_mul(shnum)?)?);
     for index in 0..phnum {
         let header = phoff.checked_add(index.checked_mul(phentsize)?)?;
@@ -726,7 +802,8 @@ fn elf_image_end(bytes: &[u8]) -> Option<usize> {
 /// to an executable. Returns (start, size).
 fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
     let length = bytes.len();
-    let has_trailer = length >= layout::TRAILER_SIZE && bytes[length - 8..] == layout::TRAILER_MAGIC;
+    let has_trailer =
+        length >= layout::TRAILER_SIZE && bytes[length - 8..] == layout::TRAILER_MAGIC;
     if !has_trailer {
         if bytes.starts_with(&layout::HEADER_MAGIC) {
             return Err(Error::Truncated {
@@ -738,7 +815,9 @@ fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
         }
         // An executable cut short: an archive starts right after the ELF image, but the file ends
         // before its trailer.
-        if let Some(start) = elf_image_end(bytes).filter(|&end| bytes.get(end..).is_some_and(|rest| rest.starts_with(&layout::HEADER_MAGIC))) {
+        if let Some(start) = elf_image_end(bytes).filter(|&end| {
+            bytes.get(end..).is_some_and(|rest| rest.starts_with(&layout::HEADER_MAGIC))
+        }) {
             return Err(Error::CutShort { start: start as u64, size: length as u64 });
         }
         return Err(Error::NotAnArchive);
@@ -769,7 +848,9 @@ fn parse_header(bytes: &[u8]) -> Result<Header> {
     }
     let flags = read_u32(bytes, H::FLAGS);
     if flags != 0 {
-        return Err(Error::Malformed(format!("header flags {flags:#x} are not defined in version 1")));
+        return Err(Error::Malformed(format!(
+            "header flags {flags:#x} are not defined in version 1"
+        )));
     }
     if bytes[H::RESERVED..H::INDEX_CHECKSUM].iter().any(|byte| *byte != 0) {
         return Err(Error::Malformed("reserved header bytes 78..88 are not zero".to_string()));
@@ -863,11 +944,14 @@ impl Read for Checked<'_> {
                 count
             }
             StoredReader::File { file, at } => {
-                let count = match std::os::unix::fs::FileExt::read_at(*file, &mut buffer[..want], *at) {
-                    Ok(0) => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
-                    other => other,
-                }
-                .inspect_err(|error| self.failed = Some(std::io::Error::new(error.kind(), error.to_string())))?;
+                let count =
+                    match std::os::unix::fs::FileExt::read_at(*file, &mut buffer[..want], *at) {
+                        Ok(0) => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+                        other => other,
+                    }
+                    .inspect_err(|error| {
+                        self.failed = Some(std::io::Error::new(error.kind(), error.to_string()))
+                    })?;
                 *at += count as u64;
                 count
             }

@@ -46,7 +46,9 @@ const DICTIONARY_BLOB_LIMIT: usize = 64 << 10;
 /// is one and it is compressed at all): the sources and bytecode of modules, which share most of
 /// their vocabulary, and which are small.
 fn uses_dictionary(kind: Kind, role: Role, size: usize) -> bool {
-    matches!(kind, Kind::Module | Kind::Package) && matches!(role, Role::Source | Role::Bytecode(_)) && size <= DICTIONARY_BLOB_LIMIT
+    matches!(kind, Kind::Module | Kind::Package)
+        && matches!(role, Role::Source | Role::Bytecode(_))
+        && size <= DICTIONARY_BLOB_LIMIT
 }
 
 /// Whether a start reads this blob of a first-use entry: not sources, nor the bytecode of
@@ -128,7 +130,12 @@ fn align(value: u64) -> u64 {
 
 impl ArchiveWriter {
     pub fn new(options: WriterOptions) -> ArchiveWriter {
-        ArchiveWriter { options, entries: BTreeMap::new(), first_use: BTreeMap::new(), dictionary: None }
+        ArchiveWriter {
+            options,
+            entries: BTreeMap::new(),
+            first_use: BTreeMap::new(),
+            dictionary: None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -195,7 +202,10 @@ impl ArchiveWriter {
         for (key, entry) in &self.entries {
             let first = self.first_use.contains_key(key);
             for (role, bytes) in &entry.blobs {
-                if uses_dictionary(entry.kind, *role, bytes.len()) && !(first && read_at_start(*role)) && !bytes.is_empty() {
+                if uses_dictionary(entry.kind, *role, bytes.len())
+                    && !(first && read_at_start(*role))
+                    && !bytes.is_empty()
+                {
                     samples.push(bytes);
                 }
             }
@@ -205,29 +215,45 @@ impl ArchiveWriter {
         if samples.len() < 64 || total < max_size.saturating_mul(8) {
             return Ok(None);
         }
-        let dictionary = zstd::dict::from_continuous(&samples.concat(), &samples.iter().map(|sample| sample.len()).collect::<Vec<_>>(), max_size)
-            .map_err(Error::Write)?;
+        let dictionary = zstd::dict::from_continuous(
+            &samples.concat(),
+            &samples.iter().map(|sample| sample.len()).collect::<Vec<_>>(),
+            max_size,
+        )
+        .map_err(Error::Write)?;
         let size = dictionary.len();
-        self.add(Kind::DataFile, layout::DICTIONARY_ENTRY, vec![(Role::Content, dictionary.clone())])?;
+        self.add(
+            Kind::DataFile,
+            layout::DICTIONARY_ENTRY,
+            vec![(Role::Content, dictionary.clone())],
+        )?;
         self.dictionary = Some(dictionary);
         Ok(Some(size))
     }
 
     /// Writes the archive to `out` and returns its size.
     pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
-        let entry_count = u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge("too many entries"))?;
+        let entry_count =
+            u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge("too many entries"))?;
         let blob_total: usize = self.entries.values().map(|entry| entry.blobs.len()).sum();
-        let blob_count = u32::try_from(blob_total).map_err(|_| Error::TooLarge("too many blobs"))?;
+        let blob_count =
+            u32::try_from(blob_total).map_err(|_| Error::TooLarge("too many blobs"))?;
 
         // Store each blob, compressed where that pays; note the first-use rank of its entry.
-        let mut stored: Vec<(Role, u8, std::borrow::Cow<'_, [u8]>, u64)> = Vec::with_capacity(blob_total);
+        let mut stored: Vec<(Role, u8, std::borrow::Cow<'_, [u8]>, u64)> =
+            Vec::with_capacity(blob_total);
         let mut ranks: Vec<Option<u32>> = Vec::with_capacity(blob_total);
         let mut kinds: Vec<Kind> = Vec::with_capacity(blob_total);
         for (key, entry) in &self.entries {
             for (role, bytes) in &entry.blobs {
                 ranks.push(self.first_use.get(key).copied());
                 kinds.push(entry.kind);
-                stored.push((*role, layout::compression::NONE, std::borrow::Cow::Borrowed(&bytes[..]), bytes.len() as u64));
+                stored.push((
+                    *role,
+                    layout::compression::NONE,
+                    std::borrow::Cow::Borrowed(&bytes[..]),
+                    bytes.len() as u64,
+                ));
             }
         }
         if let Some(level) = self.options.zstd_level {
@@ -241,9 +267,13 @@ impl ArchiveWriter {
                     .zip(ranks.chunks(chunk).zip(kinds.chunks(chunk)))
                     .map(|(items, (ranks, kinds))| {
                         scope.spawn(move || -> Result<()> {
-                            let mut plain = zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
+                            let mut plain =
+                                zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
                             let mut with_dictionary = match dictionary {
-                                Some(dictionary) => Some(zstd::bulk::Compressor::with_dictionary(level, dictionary).map_err(Error::Write)?),
+                                Some(dictionary) => Some(
+                                    zstd::bulk::Compressor::with_dictionary(level, dictionary)
+                                        .map_err(Error::Write)?,
+                                ),
                                 None => None,
                             };
                             for ((item, rank), kind) in items.iter_mut().zip(ranks).zip(kinds) {
@@ -254,10 +284,18 @@ impl ArchiveWriter {
                                     continue;
                                 }
                                 let (tag, packed) = match with_dictionary.as_mut() {
-                                    Some(compressor) if uses_dictionary(*kind, item.0, item.2.len()) => {
-                                        (layout::compression::ZSTD_DICTIONARY, compressor.compress(&item.2).map_err(Error::Write)?)
+                                    Some(compressor)
+                                        if uses_dictionary(*kind, item.0, item.2.len()) =>
+                                    {
+                                        (
+                                            layout::compression::ZSTD_DICTIONARY,
+                                            compressor.compress(&item.2).map_err(Error::Write)?,
+                                        )
                                     }
-                                    _ => (layout::compression::ZSTD, plain.compress(&item.2).map_err(Error::Write)?),
+                                    _ => (
+                                        layout::compression::ZSTD,
+                                        plain.compress(&item.2).map_err(Error::Write)?,
+                                    ),
                                 };
                                 if packed.len() < item.2.len() {
                                     item.1 = tag;
@@ -268,7 +306,9 @@ impl ArchiveWriter {
                         })
                     })
                     .collect();
-                workers.into_iter().try_for_each(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                workers.into_iter().try_for_each(|worker| {
+                    worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
             })?;
         }
 
@@ -339,7 +379,8 @@ impl ArchiveWriter {
         put_u64(&mut index, H::NAMES_SIZE, names_size);
         put_u64(&mut index, H::DATA_OFFSET, data_offset);
         put_u64(&mut index, H::DATA_SIZE, data_size);
-        index[H::BYTECODE_MAGIC..H::BYTECODE_MAGIC + 4].copy_from_slice(&self.options.bytecode_magic);
+        index[H::BYTECODE_MAGIC..H::BYTECODE_MAGIC + 4]
+            .copy_from_slice(&self.options.bytecode_magic);
         index[H::PYTHON_MAJOR] = self.options.python_version.0;
         index[H::PYTHON_MINOR] = self.options.python_version.1;
         let mut hasher = Xxh3::new();
@@ -377,7 +418,8 @@ impl ArchiveWriter {
     /// place once complete, so that a reader never sees half an archive.
     pub fn write_file(&self, path: &Path) -> Result<u64> {
         let io_error = |source| Error::Io { path: path.to_path_buf(), source };
-        let directory = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let directory =
+            path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let file_name = path.file_name().ok_or_else(|| {
             io_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))
         })?;

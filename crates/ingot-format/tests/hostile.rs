@@ -18,7 +18,9 @@ fn walk(archive: &Archive) -> Result<()> {
     };
     let mut names = Vec::new();
     for index in 0..archive.len() as u32 {
-        note(archive.entry(index).map(|entry| names.push((entry.kind(), entry.name().to_string()))));
+        note(
+            archive.entry(index).map(|entry| names.push((entry.kind(), entry.name().to_string()))),
+        );
     }
     for index in [archive.len() as u32, archive.len() as u32 + 1, u32::MAX] {
         assert!(archive.entry(index).is_err(), "entry {index} of {}", archive.len());
@@ -159,10 +161,18 @@ fn truncated_at_every_length_is_an_error() {
     for zstd_level in [None, Some(3)] {
         let bytes = small(zstd_level);
         for len in 0..bytes.len() {
-            assert!(Archive::from_vec(bytes[..len].to_vec()).is_err(), "first {len} of {} bytes", bytes.len());
+            assert!(
+                Archive::from_vec(bytes[..len].to_vec()).is_err(),
+                "first {len} of {} bytes",
+                bytes.len()
+            );
         }
         for start in 1..bytes.len() {
-            assert!(Archive::from_vec(bytes[start..].to_vec()).is_err(), "bytes {start}.. of {}", bytes.len());
+            assert!(
+                Archive::from_vec(bytes[start..].to_vec()).is_err(),
+                "bytes {start}.. of {}",
+                bytes.len()
+            );
         }
         Archive::from_vec(bytes).unwrap();
     }
@@ -199,7 +209,9 @@ fn wrong_version_is_unsupported_version_naming_both_versions() {
                 assert!(message.contains(&version.to_string()), "{message}");
                 assert!(message.contains(&layout::VERSION.to_string()), "{message}");
             }
-            other => panic!("version {version}: expected UnsupportedVersion, got {:?}", other.err()),
+            other => {
+                panic!("version {version}: expected UnsupportedVersion, got {:?}", other.err())
+            }
         }
     }
 }
@@ -209,13 +221,18 @@ fn flipped_byte_in_the_index_is_an_index_checksum_error() {
     for zstd_level in [None, Some(3)] {
         let base = small(zstd_level);
         // Tables, names and the padding before the data region, and the checksum itself.
-        for at in (layout::HEADER_SIZE..data_offset(&base)).chain(H::INDEX_CHECKSUM..layout::HEADER_SIZE) {
+        for at in
+            (layout::HEADER_SIZE..data_offset(&base)).chain(H::INDEX_CHECKSUM..layout::HEADER_SIZE)
+        {
             for mask in [0x01, 0x80, 0xff] {
                 let mut bytes = base.clone();
                 bytes[at] ^= mask;
                 match Archive::from_vec(bytes) {
                     Err(Error::IndexChecksum { found, expected }) => assert_ne!(found, expected),
-                    other => panic!("byte {at} ^ {mask:#x}: expected IndexChecksum, got {:?}", other.err()),
+                    other => panic!(
+                        "byte {at} ^ {mask:#x}: expected IndexChecksum, got {:?}",
+                        other.err()
+                    ),
                 }
             }
         }
@@ -223,7 +240,10 @@ fn flipped_byte_in_the_index_is_an_index_checksum_error() {
         for field in [H::BYTECODE_MAGIC, H::PYTHON_MAJOR, H::PYTHON_MINOR, H::ENTRY_COUNT] {
             let mut bytes = base.clone();
             bytes[field] ^= 0x01;
-            assert!(matches!(Archive::from_vec(bytes), Err(Error::IndexChecksum { .. })), "header byte {field}");
+            assert!(
+                matches!(Archive::from_vec(bytes), Err(Error::IndexChecksum { .. })),
+                "header byte {field}"
+            );
         }
     }
 }
@@ -242,26 +262,43 @@ fn flipped_byte_in_blob_data_is_a_data_checksum_error_naming_the_entry() {
                 bytes[at] ^= 0x04;
                 // The index is intact: open and lookups work; only this blob's read fails.
                 let damaged = Archive::from_vec(bytes).unwrap();
-                let namespace = archive.entries().map(Result::unwrap).find(|entry| entry.name() == name).unwrap().kind().unwrap().namespace();
+                let namespace = archive
+                    .entries()
+                    .map(Result::unwrap)
+                    .find(|entry| entry.name() == name)
+                    .unwrap()
+                    .kind()
+                    .unwrap()
+                    .namespace();
                 let entry = damaged.find(namespace, &name).unwrap().unwrap();
                 for _ in 0..2 {
                     match entry.data(role) {
                         Err(error @ Error::DataChecksum { .. }) => {
                             let message = error.to_string();
-                            let Error::DataChecksum { entry, role: label, found, expected } = error else { unreachable!() };
+                            let Error::DataChecksum { entry, role: label, found, expected } = error
+                            else {
+                                unreachable!()
+                            };
                             assert_eq!(entry, name);
                             assert_eq!(label, role.label());
                             assert_ne!(found, expected);
                             assert!(message.contains(&name), "{message}");
                         }
-                        other => panic!("{name} {} byte {at}: expected DataChecksum, got {other:?}", role.label()),
+                        other => panic!(
+                            "{name} {} byte {at}: expected DataChecksum, got {other:?}",
+                            role.label()
+                        ),
                     }
                 }
                 assert!(matches!(damaged.verify_all(), Err(Error::DataChecksum { .. })));
                 // The other blobs still read.
                 for (_, other_name, other_role, _) in blobs_of(&base) {
                     if (other_name.as_str(), other_role) != (name.as_str(), role) {
-                        let other = damaged.entries().map(Result::unwrap).find(|entry| entry.name() == other_name).unwrap();
+                        let other = damaged
+                            .entries()
+                            .map(Result::unwrap)
+                            .find(|entry| entry.name() == other_name)
+                            .unwrap();
                         other.data(other_role).unwrap().unwrap();
                     }
                 }
@@ -313,18 +350,24 @@ fn out_of_range_header_fields_with_a_valid_checksum_are_rejected() {
         ("entry table at u64::MAX", Box::new(|b| set_u64(b, H::ENTRIES_OFFSET, u64::MAX))),
         ("blob table in the header", Box::new(|b| set_u64(b, H::BLOBS_OFFSET, 8))),
         ("blob table at u64::MAX", Box::new(|b| set_u64(b, H::BLOBS_OFFSET, u64::MAX - 8))),
-        ("blob table in the data region", Box::new(|b| {
-            let data = get_u64(b, H::DATA_OFFSET);
-            set_u64(b, H::BLOBS_OFFSET, data)
-        })),
+        (
+            "blob table in the data region",
+            Box::new(|b| {
+                let data = get_u64(b, H::DATA_OFFSET);
+                set_u64(b, H::BLOBS_OFFSET, data)
+            }),
+        ),
         ("name region too large", Box::new(move |b| set_u64(b, H::NAMES_SIZE, len))),
         ("name region size u64::MAX", Box::new(|b| set_u64(b, H::NAMES_SIZE, u64::MAX))),
         ("name region at u64::MAX", Box::new(|b| set_u64(b, H::NAMES_OFFSET, u64::MAX))),
         ("name region in the header", Box::new(|b| set_u64(b, H::NAMES_OFFSET, 40))),
-        ("data region past the trailer", Box::new(|b| {
-            let size = get_u64(b, H::DATA_SIZE);
-            set_u64(b, H::DATA_SIZE, size + 1)
-        })),
+        (
+            "data region past the trailer",
+            Box::new(|b| {
+                let size = get_u64(b, H::DATA_SIZE);
+                set_u64(b, H::DATA_SIZE, size + 1)
+            }),
+        ),
         ("data size u64::MAX", Box::new(|b| set_u64(b, H::DATA_SIZE, u64::MAX))),
         ("data offset u64::MAX", Box::new(|b| set_u64(b, H::DATA_OFFSET, u64::MAX))),
         ("data offset 0", Box::new(|b| set_u64(b, H::DATA_OFFSET, 0))),
@@ -352,7 +395,10 @@ fn out_of_range_trailer_sizes_are_rejected() {
     for size in [0, 1, 111, base.len() as u64 + 1, u64::MAX, 1 << 63] {
         let mut bytes = base.clone();
         set_u64(&mut bytes, trailer + T::ARCHIVE_SIZE, size);
-        assert!(matches!(Archive::from_vec(bytes), Err(Error::Truncated { .. })), "trailer size {size}");
+        assert!(
+            matches!(Archive::from_vec(bytes), Err(Error::Truncated { .. })),
+            "trailer size {size}"
+        );
     }
     // A plausible but wrong size points at a header that is not there.
     for delta in [16u64, 32, 48] {
@@ -362,7 +408,10 @@ fn out_of_range_trailer_sizes_are_rejected() {
     }
     let mut bytes = base.clone();
     bytes[trailer + T::MAGIC] ^= 1;
-    assert!(matches!(Archive::from_vec(bytes), Err(Error::Truncated { .. })), "header magic but no trailer");
+    assert!(
+        matches!(Archive::from_vec(bytes), Err(Error::Truncated { .. })),
+        "header magic but no trailer"
+    );
     let mut bytes = base.clone();
     bytes[trailer + T::MAGIC] ^= 1;
     bytes[0] ^= 1;
@@ -372,7 +421,8 @@ fn out_of_range_trailer_sizes_are_rejected() {
 /// Opens a patched archive (which must open: only entry or blob records were changed) and
 /// expects a `Malformed` error from reading it.
 fn assert_record_rejected(base: &[u8], what: &str, patch: impl FnOnce(&mut Vec<u8>)) {
-    let archive = Archive::from_vec(patched(base, patch)).unwrap_or_else(|error| panic!("{what}: {error}"));
+    let archive =
+        Archive::from_vec(patched(base, patch)).unwrap_or_else(|error| panic!("{what}: {error}"));
     match walk(&archive) {
         Err(Error::Malformed(message)) => assert!(!message.is_empty()),
         other => panic!("{what}: expected Malformed, got {other:?}"),
@@ -388,25 +438,49 @@ fn out_of_range_entry_records_with_a_valid_checksum_are_rejected() {
     for index in 0..entry_count {
         let record = entry_record(&base, index);
         let cases: Vec<(&str, Patch)> = vec![
-            ("name offset past the name region", Box::new(move |b| set_u32(b, record + E::NAME_OFFSET, names_size))),
-            ("name offset u32::MAX", Box::new(move |b| set_u32(b, record + E::NAME_OFFSET, u32::MAX))),
-            ("name size past the name region", Box::new(move |b| set_u32(b, record + E::NAME_SIZE, names_size + 1))),
+            (
+                "name offset past the name region",
+                Box::new(move |b| set_u32(b, record + E::NAME_OFFSET, names_size)),
+            ),
+            (
+                "name offset u32::MAX",
+                Box::new(move |b| set_u32(b, record + E::NAME_OFFSET, u32::MAX)),
+            ),
+            (
+                "name size past the name region",
+                Box::new(move |b| set_u32(b, record + E::NAME_SIZE, names_size + 1)),
+            ),
             ("name size u32::MAX", Box::new(move |b| set_u32(b, record + E::NAME_SIZE, u32::MAX))),
-            ("first blob past the blob table", Box::new(move |b| set_u32(b, record + E::FIRST_BLOB, blob_count))),
-            ("first blob u32::MAX", Box::new(move |b| {
-                set_u32(b, record + E::FIRST_BLOB, u32::MAX);
-                set_u32(b, record + E::BLOB_COUNT, 2);
-            })),
-            ("blob count past the blob table", Box::new(move |b| set_u32(b, record + E::BLOB_COUNT, blob_count + 1))),
-            ("blob count u32::MAX", Box::new(move |b| set_u32(b, record + E::BLOB_COUNT, u32::MAX))),
+            (
+                "first blob past the blob table",
+                Box::new(move |b| set_u32(b, record + E::FIRST_BLOB, blob_count)),
+            ),
+            (
+                "first blob u32::MAX",
+                Box::new(move |b| {
+                    set_u32(b, record + E::FIRST_BLOB, u32::MAX);
+                    set_u32(b, record + E::BLOB_COUNT, 2);
+                }),
+            ),
+            (
+                "blob count past the blob table",
+                Box::new(move |b| set_u32(b, record + E::BLOB_COUNT, blob_count + 1)),
+            ),
+            (
+                "blob count u32::MAX",
+                Box::new(move |b| set_u32(b, record + E::BLOB_COUNT, u32::MAX)),
+            ),
             ("entry flags", Box::new(move |b| b[record + E::FLAGS] = 1)),
             ("entry reserved", Box::new(move |b| b[record + E::RESERVED + 1] = 1)),
             ("entry reserved2", Box::new(move |b| b[record + E::RESERVED2] = 1)),
-            ("name not UTF-8", Box::new(move |b| {
-                let names = get_u64(b, H::NAMES_OFFSET) as usize;
-                let at = names + get_u32(b, record + E::NAME_OFFSET) as usize;
-                b[at] = 0xff;
-            })),
+            (
+                "name not UTF-8",
+                Box::new(move |b| {
+                    let names = get_u64(b, H::NAMES_OFFSET) as usize;
+                    let at = names + get_u32(b, record + E::NAME_OFFSET) as usize;
+                    b[at] = 0xff;
+                }),
+            ),
         ];
         for (what, patch) in cases {
             assert_record_rejected(&base, &format!("entry {index}: {what}"), patch);
@@ -456,22 +530,33 @@ fn out_of_range_blob_records_with_a_valid_checksum_are_rejected() {
             let record = blob_record(&base, index);
             let stored = get_u64(&base, record + B::STORED_SIZE);
             let mut cases: Vec<(&str, Patch)> = vec![
-                ("offset past the data region", Box::new(move |b| set_u64(b, record + B::OFFSET, data_size + 1))),
-                ("offset + size one past the data region", Box::new(move |b| {
-                    set_u64(b, record + B::OFFSET, data_size - stored + 1)
-                })),
+                (
+                    "offset past the data region",
+                    Box::new(move |b| set_u64(b, record + B::OFFSET, data_size + 1)),
+                ),
+                (
+                    "offset + size one past the data region",
+                    Box::new(move |b| set_u64(b, record + B::OFFSET, data_size - stored + 1)),
+                ),
                 ("offset u64::MAX", Box::new(move |b| set_u64(b, record + B::OFFSET, u64::MAX))),
-                ("stored size u64::MAX", Box::new(move |b| set_u64(b, record + B::STORED_SIZE, u64::MAX))),
-                ("stored size past the data region", Box::new(move |b| set_u64(b, record + B::STORED_SIZE, data_size + 1))),
+                (
+                    "stored size u64::MAX",
+                    Box::new(move |b| set_u64(b, record + B::STORED_SIZE, u64::MAX)),
+                ),
+                (
+                    "stored size past the data region",
+                    Box::new(move |b| set_u64(b, record + B::STORED_SIZE, data_size + 1)),
+                ),
                 ("unknown role 0", Box::new(move |b| b[record + B::ROLE] = 0)),
                 ("unknown role 8", Box::new(move |b| b[record + B::ROLE] = 8)),
                 ("unknown compression", Box::new(move |b| b[record + B::COMPRESSION] = 2)),
                 ("reserved byte", Box::new(move |b| b[record + B::RESERVED + 5] = 1)),
             ];
             if compression == layout::compression::NONE {
-                cases.push(("uncompressed size differs from stored size", Box::new(move |b| {
-                    set_u64(b, record + B::SIZE, stored + 1)
-                })));
+                cases.push((
+                    "uncompressed size differs from stored size",
+                    Box::new(move |b| set_u64(b, record + B::SIZE, stored + 1)),
+                ));
             }
             for (what, patch) in cases {
                 assert_record_rejected(&base, &format!("{name} {}: {what}", role.label()), patch);
@@ -482,7 +567,8 @@ fn out_of_range_blob_records_with_a_valid_checksum_are_rejected() {
 
 /// The archive with one big compressible data file stored with zstd, and that blob's record.
 fn zstd_archive(content: &[u8]) -> (Vec<u8>, usize) {
-    let bytes = write(&[(Kind::DataFile, "big.bin", vec![(Role::Content, content.to_vec())])], Some(3));
+    let bytes =
+        write(&[(Kind::DataFile, "big.bin", vec![(Role::Content, content.to_vec())])], Some(3));
     let record = blob_record(&bytes, 0);
     assert_eq!(bytes[record + B::COMPRESSION], layout::compression::ZSTD);
     (bytes, record)
@@ -503,7 +589,10 @@ fn zstd_blob_whose_declared_size_lies_is_rejected() {
         let bytes = patched(&base, |b| set_u64(b, record + B::SIZE, size));
         match read_big(bytes) {
             Err(Error::Malformed(message)) => assert!(message.contains("big.bin"), "{message}"),
-            other => panic!("declared size {size}: expected Malformed, got {:?}", other.map(|data| data.len())),
+            other => panic!(
+                "declared size {size}: expected Malformed, got {:?}",
+                other.map(|data| data.len())
+            ),
         }
     }
 }
@@ -517,7 +606,10 @@ fn zstd_bomb_stops_at_the_declared_size() {
     let bytes = patched(&base, |b| set_u64(b, record + B::SIZE, 100));
     let started = std::time::Instant::now();
     assert!(matches!(read_big(bytes), Err(Error::Malformed(_))));
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "decompressed past the declared size");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "decompressed past the declared size"
+    );
 }
 
 #[test]
@@ -533,7 +625,9 @@ fn zstd_blob_that_is_not_zstd_is_a_decompress_error() {
         set_u64(b, record + B::CHECKSUM, xxhash_rust::xxh3::xxh3_64(&garbage));
     });
     match read_big(bytes) {
-        Err(Error::Decompress { entry, role, .. }) => assert_eq!((entry.as_str(), role), ("big.bin", "content")),
+        Err(Error::Decompress { entry, role, .. }) => {
+            assert_eq!((entry.as_str(), role), ("big.bin", "content"))
+        }
         other => panic!("expected Decompress, got {:?}", other.map(|data| data.len())),
     }
 }
@@ -545,7 +639,8 @@ fn zstd_blob_truncated_with_a_matching_checksum_is_rejected() {
     let stored = get_u64(&base, record + B::STORED_SIZE);
     for keep in [0, 1, 4, stored / 2, stored - 1] {
         let bytes = patched(&base, |b| {
-            let start = get_u64(b, H::DATA_OFFSET) as usize + get_u64(b, record + B::OFFSET) as usize;
+            let start =
+                get_u64(b, H::DATA_OFFSET) as usize + get_u64(b, record + B::OFFSET) as usize;
             set_u64(b, record + B::STORED_SIZE, keep);
             let checksum = xxhash_rust::xxh3::xxh3_64(&b[start..start + keep as usize]);
             set_u64(b, record + B::CHECKSUM, checksum);

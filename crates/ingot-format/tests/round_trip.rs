@@ -19,12 +19,18 @@ fn check_round_trip(entries: &[Spec], zstd_level: Option<i32>) -> Archive {
     let header = archive.header();
     assert_eq!(header.version, layout::VERSION);
     assert_eq!(header.entry_count as usize, entries.len());
-    assert_eq!(header.blob_count as usize, entries.iter().map(|(_, _, blobs)| blobs.len()).sum::<usize>());
+    assert_eq!(
+        header.blob_count as usize,
+        entries.iter().map(|(_, _, blobs)| blobs.len()).sum::<usize>()
+    );
     assert_eq!(header.bytecode_magic, MAGIC);
     assert_eq!(header.python_version, (3, 11));
 
     for (kind, name, blobs) in entries {
-        let entry = archive.find(kind.namespace(), name).unwrap().unwrap_or_else(|| panic!("{name} not found"));
+        let entry = archive
+            .find(kind.namespace(), name)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name} not found"));
         assert_eq!(entry.kind(), Some(*kind));
         assert_eq!(entry.kind_tag(), kind.tag());
         assert_eq!(entry.name(), *name);
@@ -42,17 +48,33 @@ fn check_round_trip(entries: &[Spec], zstd_level: Option<i32>) -> Archive {
             match zstd_level {
                 None => {
                     assert_eq!(blob.compression(), layout::compression::NONE);
-                    assert!(matches!(data, Cow::Borrowed(_)), "uncompressed data is borrowed from the archive");
+                    assert!(
+                        matches!(data, Cow::Borrowed(_)),
+                        "uncompressed data is borrowed from the archive"
+                    );
                 }
                 Some(_) if content.len() >= 256 => {
-                    assert_eq!(blob.compression(), layout::compression::ZSTD, "{name}: {} compressed", role.label());
+                    assert_eq!(
+                        blob.compression(),
+                        layout::compression::ZSTD,
+                        "{name}: {} compressed",
+                        role.label()
+                    );
                     assert!(blob.stored_size() < blob.size());
                 }
                 Some(_) => {}
             }
             assert_eq!(&entry.data(*role).unwrap().unwrap()[..], &content[..]);
         }
-        for role in [Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2), Role::Content, Role::Soname, Role::Needed] {
+        for role in [
+            Role::Source,
+            Role::Bytecode(0),
+            Role::Bytecode(1),
+            Role::Bytecode(2),
+            Role::Content,
+            Role::Soname,
+            Role::Needed,
+        ] {
             if !blobs.iter().any(|(present, _)| *present == role) {
                 assert!(entry.blob(role).unwrap().is_none(), "{name}: no {} blob", role.label());
                 assert!(entry.data(role).unwrap().is_none());
@@ -161,7 +183,11 @@ fn round_trip_empty_blobs_and_incompressible_blobs_under_zstd() {
     let archive = check_round_trip(&entries, Some(3));
     let noise = archive.find(Namespace::Files, "noise.bin").unwrap().unwrap();
     let blob = noise.blob(Role::Content).unwrap().unwrap();
-    assert_eq!(blob.compression(), layout::compression::NONE, "a blob zstd does not shrink is stored as is");
+    assert_eq!(
+        blob.compression(),
+        layout::compression::NONE,
+        "a blob zstd does not shrink is stored as is"
+    );
 }
 
 #[test]
@@ -266,7 +292,8 @@ fn prefix_names(archive: &Archive, namespace: Namespace, prefix: &str) -> Vec<St
 
 #[test]
 fn find_prefix_returns_exactly_the_entries_under_a_prefix() {
-    let module = |name: &'static str| (Kind::Module, name, vec![(Role::Source, name.as_bytes().to_vec())]);
+    let module =
+        |name: &'static str| (Kind::Module, name, vec![(Role::Source, name.as_bytes().to_vec())]);
     let entries: Vec<Spec> = vec![
         (Kind::Package, "a", vec![]),
         module("a.b"),
@@ -286,9 +313,15 @@ fn find_prefix_returns_exactly_the_entries_under_a_prefix() {
 
     assert_eq!(prefix_names(&archive, Namespace::Modules, "a."), ["a.b", "a.b.c", "a.c"]);
     assert_eq!(prefix_names(&archive, Namespace::Modules, "a.b."), ["a.b.c"]);
-    assert_eq!(prefix_names(&archive, Namespace::Modules, "a"), ["a", "a.b", "a.b.c", "a.c", "a_", "ab"]);
+    assert_eq!(
+        prefix_names(&archive, Namespace::Modules, "a"),
+        ["a", "a.b", "a.b.c", "a.c", "a_", "ab"]
+    );
     assert_eq!(prefix_names(&archive, Namespace::Modules, "b"), ["b", "b.a"]);
-    assert_eq!(prefix_names(&archive, Namespace::Files, "a"), ["a-1.dist-info/RECORD", "a.b/x", "a/b"]);
+    assert_eq!(
+        prefix_names(&archive, Namespace::Files, "a"),
+        ["a-1.dist-info/RECORD", "a.b/x", "a/b"]
+    );
     assert_eq!(prefix_names(&archive, Namespace::Files, "a/"), ["a/b"]);
     assert_eq!(prefix_names(&archive, Namespace::Libraries, ""), ["a.so"]);
     assert!(prefix_names(&archive, Namespace::Modules, "c").is_empty());
@@ -306,11 +339,17 @@ fn find_prefix_returns_exactly_the_entries_under_a_prefix() {
         for prefix in &prefixes {
             let mut expected: Vec<String> = entries
                 .iter()
-                .filter(|(kind, name, _)| kind.namespace() == namespace && name.starts_with(prefix.as_str()))
+                .filter(|(kind, name, _)| {
+                    kind.namespace() == namespace && name.starts_with(prefix.as_str())
+                })
                 .map(|(_, name, _)| name.to_string())
                 .collect();
             expected.sort();
-            assert_eq!(prefix_names(&archive, namespace, prefix), expected, "{namespace:?} {prefix:?}");
+            assert_eq!(
+                prefix_names(&archive, namespace, prefix),
+                expected,
+                "{namespace:?} {prefix:?}"
+            );
         }
     }
 }
@@ -384,7 +423,10 @@ fn write_file_then_open_path_reads_the_archive_also_when_appended_to_an_executab
     let empty = directory.join("empty");
     std::fs::write(&empty, b"").unwrap();
     assert!(matches!(Archive::open_path(&empty), Err(ingot_format::Error::NotAnArchive)));
-    assert!(matches!(Archive::open_path(&directory.join("missing")), Err(ingot_format::Error::Io { .. })));
+    assert!(matches!(
+        Archive::open_path(&directory.join("missing")),
+        Err(ingot_format::Error::Io { .. })
+    ));
     std::fs::remove_dir_all(&directory).unwrap();
 }
 
@@ -416,13 +458,21 @@ fn worked_example_in_format_md_is_what_the_writer_writes() {
         if address.len() != 8 || !address.bytes().all(|byte| byte.is_ascii_hexdigit()) {
             continue;
         }
-        assert_eq!(usize::from_str_radix(address, 16).unwrap(), documented.len(), "dump line {address}");
+        assert_eq!(
+            usize::from_str_radix(address, 16).unwrap(),
+            documented.len(),
+            "dump line {address}"
+        );
         let hex = rest.split("  ").next().unwrap();
         documented.extend(hex.split_whitespace().map(|byte| u8::from_str_radix(byte, 16).unwrap()));
     }
     let mut writer = ArchiveWriter::new(options(None));
     writer.add(Kind::Module, "a", vec![(Role::Source, b"x=1\n".to_vec())]).unwrap();
-    assert_eq!(documented, writer.to_vec().unwrap(), "docs/format.md §4 no longer matches the writer");
+    assert_eq!(
+        documented,
+        writer.to_vec().unwrap(),
+        "docs/format.md §4 no longer matches the writer"
+    );
     let archive = Archive::from_vec(documented).unwrap();
     let entry = archive.find(Namespace::Modules, "a").unwrap().unwrap();
     assert_eq!(&entry.data(Role::Source).unwrap().unwrap()[..], b"x=1\n");
@@ -456,53 +506,77 @@ fn field_tables_in_format_md_match_layout_rs() {
     let doc = format_md();
     let expect = |heading: &str, size: usize, fields: &[(&str, usize, usize)]| {
         let documented = documented_fields(&doc, heading);
-        let expected: Vec<(usize, usize, String)> =
-            fields.iter().map(|(name, offset, width)| (*offset, *width, name.to_string())).collect();
+        let expected: Vec<(usize, usize, String)> = fields
+            .iter()
+            .map(|(name, offset, width)| (*offset, *width, name.to_string()))
+            .collect();
         assert_eq!(documented, expected, "{heading}");
         let (last_offset, last_width, _) = documented.last().unwrap();
         assert_eq!(last_offset + last_width, size, "{heading}: fields fill the record");
         for pair in documented.windows(2) {
-            assert_eq!(pair[0].0 + pair[0].1, pair[1].0, "{heading}: {} is followed by {}", pair[0].2, pair[1].2);
+            assert_eq!(
+                pair[0].0 + pair[0].1,
+                pair[1].0,
+                "{heading}: {} is followed by {}",
+                pair[0].2,
+                pair[1].2
+            );
         }
     };
-    expect("### Header", layout::HEADER_SIZE, &[
-        ("magic", H::MAGIC, 8),
-        ("version", H::VERSION, 4),
-        ("flags", H::FLAGS, 4),
-        ("entry_count", H::ENTRY_COUNT, 4),
-        ("blob_count", H::BLOB_COUNT, 4),
-        ("entries_offset", H::ENTRIES_OFFSET, 8),
-        ("blobs_offset", H::BLOBS_OFFSET, 8),
-        ("names_offset", H::NAMES_OFFSET, 8),
-        ("names_size", H::NAMES_SIZE, 8),
-        ("data_offset", H::DATA_OFFSET, 8),
-        ("data_size", H::DATA_SIZE, 8),
-        ("bytecode_magic", H::BYTECODE_MAGIC, 4),
-        ("python_major", H::PYTHON_MAJOR, 1),
-        ("python_minor", H::PYTHON_MINOR, 1),
-        ("reserved", H::RESERVED, 10),
-        ("index_checksum", H::INDEX_CHECKSUM, 8),
-    ]);
-    expect("### Entry record", layout::ENTRY_SIZE, &[
-        ("name_offset", E::NAME_OFFSET, 4),
-        ("name_size", E::NAME_SIZE, 4),
-        ("kind", E::KIND, 1),
-        ("flags", E::FLAGS, 1),
-        ("reserved", E::RESERVED, 2),
-        ("first_blob", E::FIRST_BLOB, 4),
-        ("blob_count", E::BLOB_COUNT, 4),
-        ("reserved2", E::RESERVED2, 4),
-    ]);
-    expect("### Blob record", layout::BLOB_SIZE, &[
-        ("role", B::ROLE, 1),
-        ("compression", B::COMPRESSION, 1),
-        ("reserved", B::RESERVED, 6),
-        ("offset", B::OFFSET, 8),
-        ("stored_size", B::STORED_SIZE, 8),
-        ("size", B::SIZE, 8),
-        ("checksum", B::CHECKSUM, 8),
-    ]);
-    expect("### Trailer", layout::TRAILER_SIZE, &[("archive_size", T::ARCHIVE_SIZE, 8), ("magic", T::MAGIC, 8)]);
+    expect(
+        "### Header",
+        layout::HEADER_SIZE,
+        &[
+            ("magic", H::MAGIC, 8),
+            ("version", H::VERSION, 4),
+            ("flags", H::FLAGS, 4),
+            ("entry_count", H::ENTRY_COUNT, 4),
+            ("blob_count", H::BLOB_COUNT, 4),
+            ("entries_offset", H::ENTRIES_OFFSET, 8),
+            ("blobs_offset", H::BLOBS_OFFSET, 8),
+            ("names_offset", H::NAMES_OFFSET, 8),
+            ("names_size", H::NAMES_SIZE, 8),
+            ("data_offset", H::DATA_OFFSET, 8),
+            ("data_size", H::DATA_SIZE, 8),
+            ("bytecode_magic", H::BYTECODE_MAGIC, 4),
+            ("python_major", H::PYTHON_MAJOR, 1),
+            ("python_minor", H::PYTHON_MINOR, 1),
+            ("reserved", H::RESERVED, 10),
+            ("index_checksum", H::INDEX_CHECKSUM, 8),
+        ],
+    );
+    expect(
+        "### Entry record",
+        layout::ENTRY_SIZE,
+        &[
+            ("name_offset", E::NAME_OFFSET, 4),
+            ("name_size", E::NAME_SIZE, 4),
+            ("kind", E::KIND, 1),
+            ("flags", E::FLAGS, 1),
+            ("reserved", E::RESERVED, 2),
+            ("first_blob", E::FIRST_BLOB, 4),
+            ("blob_count", E::BLOB_COUNT, 4),
+            ("reserved2", E::RESERVED2, 4),
+        ],
+    );
+    expect(
+        "### Blob record",
+        layout::BLOB_SIZE,
+        &[
+            ("role", B::ROLE, 1),
+            ("compression", B::COMPRESSION, 1),
+            ("reserved", B::RESERVED, 6),
+            ("offset", B::OFFSET, 8),
+            ("stored_size", B::STORED_SIZE, 8),
+            ("size", B::SIZE, 8),
+            ("checksum", B::CHECKSUM, 8),
+        ],
+    );
+    expect(
+        "### Trailer",
+        layout::TRAILER_SIZE,
+        &[("archive_size", T::ARCHIVE_SIZE, 8), ("magic", T::MAGIC, 8)],
+    );
 }
 
 #[test]
@@ -511,12 +585,34 @@ fn tag_tables_in_format_md_match_layout_rs() {
     let doc = format_md();
     let row = |tag: u8, label: &str| format!("| {tag:<3} | `{label}`");
     for kind in Kind::ALL {
-        assert!(doc.contains(&row(kind.tag(), kind.label())), "kind {} = {}", kind.label(), kind.tag());
+        assert!(
+            doc.contains(&row(kind.tag(), kind.label())),
+            "kind {} = {}",
+            kind.label(),
+            kind.tag()
+        );
     }
-    for role in [Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2), Role::Content, Role::Soname, Role::Needed] {
-        assert!(doc.contains(&row(role.tag(), role.label())), "role {} = {}", role.label(), role.tag());
+    for role in [
+        Role::Source,
+        Role::Bytecode(0),
+        Role::Bytecode(1),
+        Role::Bytecode(2),
+        Role::Content,
+        Role::Soname,
+        Role::Needed,
+    ] {
+        assert!(
+            doc.contains(&row(role.tag(), role.label())),
+            "role {} = {}",
+            role.label(),
+            role.tag()
+        );
     }
-    for (namespace, label) in [(Namespace::Modules, "modules"), (Namespace::Files, "files"), (Namespace::Libraries, "libraries")] {
+    for (namespace, label) in [
+        (Namespace::Modules, "modules"),
+        (Namespace::Files, "files"),
+        (Namespace::Libraries, "libraries"),
+    ] {
         assert!(doc.contains(&row(namespace.tag(), label)), "name space {label}");
     }
 }
@@ -538,13 +634,22 @@ fn data_region_holds_bytecode_first_then_elf_metadata_then_sources_then_contents
             for blob in entry.unwrap().blobs() {
                 let blob = blob.unwrap();
                 let record = blob_record(&bytes, blobs.len());
-                blobs.push((rank(blob.role()), blobs.len(), get_u64(&bytes, record + layout::blob::OFFSET), blob.stored_size()));
+                blobs.push((
+                    rank(blob.role()),
+                    blobs.len(),
+                    get_u64(&bytes, record + layout::blob::OFFSET),
+                    blob.stored_size(),
+                ));
             }
         }
         blobs.sort();
         let mut end = 0u64;
         for (rank, index, offset, stored_size) in blobs {
-            assert_eq!(offset, end.next_multiple_of(16), "blob {index} (rank {rank}) follows the previous one");
+            assert_eq!(
+                offset,
+                end.next_multiple_of(16),
+                "blob {index} (rank {rank}) follows the previous one"
+            );
             end = offset + stored_size;
         }
         assert_eq!(get_u64(&bytes, layout::header::DATA_SIZE), end.next_multiple_of(16));
@@ -560,15 +665,33 @@ fn data_offset_of(archive: &Archive, namespace: Namespace, name: &str, role: Rol
 #[test]
 fn first_use_entries_lead_the_data_region_in_the_order_given() {
     let module = |name: &'static str| -> Spec {
-        (Kind::Module, name, vec![(Role::Source, compressible(name, 300)), (Role::Bytecode(0), compressible(name, 200)),
-                                  (Role::Bytecode(2), compressible(name, 100))])
+        (
+            Kind::Module,
+            name,
+            vec![
+                (Role::Source, compressible(name, 300)),
+                (Role::Bytecode(0), compressible(name, 200)),
+                (Role::Bytecode(2), compressible(name, 100)),
+            ],
+        )
     };
     let entries: Vec<Spec> = vec![
         module("a"),
         module("b"),
         module("c"),
-        (Kind::ExtensionModule, "ext", vec![(Role::Content, compressible("ELF", 400)), (Role::Needed, b"libz.so.1\0".to_vec())]),
-        (Kind::SharedLibrary, "libz.so.1", vec![(Role::Content, compressible("lib", 500)), (Role::Soname, b"libz.so.1".to_vec())]),
+        (
+            Kind::ExtensionModule,
+            "ext",
+            vec![
+                (Role::Content, compressible("ELF", 400)),
+                (Role::Needed, b"libz.so.1\0".to_vec()),
+            ],
+        ),
+        (
+            Kind::SharedLibrary,
+            "libz.so.1",
+            vec![(Role::Content, compressible("lib", 500)), (Role::Soname, b"libz.so.1".to_vec())],
+        ),
     ];
     let mut writer = ArchiveWriter::new(options(None));
     for (kind, name, blobs) in &entries {
@@ -587,7 +710,11 @@ fn first_use_entries_lead_the_data_region_in_the_order_given() {
     let archive = Archive::from_vec(ordered.clone()).unwrap();
     let at = |namespace, name, role| data_offset_of(&archive, namespace, name, role);
     let start = at(Namespace::Modules, "c", Role::Bytecode(0));
-    assert_eq!(start, get_u64(&ordered, layout::header::DATA_OFFSET) as usize, "c's bytecode comes first");
+    assert_eq!(
+        start,
+        get_u64(&ordered, layout::header::DATA_OFFSET) as usize,
+        "c's bytecode comes first"
+    );
     let sequence = [
         start,
         at(Namespace::Modules, "ext", Role::Needed),
@@ -599,16 +726,27 @@ fn first_use_entries_lead_the_data_region_in_the_order_given() {
     ];
     assert!(sequence.windows(2).all(|pair| pair[0] < pair[1]), "{sequence:?}");
     // What a start does not read stays behind: c's source and level-2 bytecode.
-    assert!(at(Namespace::Modules, "c", Role::Source) > at(Namespace::Modules, "b", Role::Bytecode(0)));
-    assert!(at(Namespace::Modules, "c", Role::Bytecode(2)) > at(Namespace::Modules, "b", Role::Bytecode(0)));
+    assert!(
+        at(Namespace::Modules, "c", Role::Source) > at(Namespace::Modules, "b", Role::Bytecode(0))
+    );
+    assert!(
+        at(Namespace::Modules, "c", Role::Bytecode(2))
+            > at(Namespace::Modules, "b", Role::Bytecode(0))
+    );
     // Deterministic, and every entry reads back the same as from the archive without an order.
     assert_eq!(writer.to_vec().unwrap(), ordered);
     let unordered = Archive::from_vec(plain).unwrap();
     for (kind, name, blobs) in &entries {
         for (role, content) in blobs {
             let namespace = kind.namespace();
-            assert_eq!(&archive.find(namespace, name).unwrap().unwrap().data(*role).unwrap().unwrap()[..], &content[..]);
-            assert_eq!(&unordered.find(namespace, name).unwrap().unwrap().data(*role).unwrap().unwrap()[..], &content[..]);
+            assert_eq!(
+                &archive.find(namespace, name).unwrap().unwrap().data(*role).unwrap().unwrap()[..],
+                &content[..]
+            );
+            assert_eq!(
+                &unordered.find(namespace, name).unwrap().unwrap().data(*role).unwrap().unwrap()[..],
+                &content[..]
+            );
         }
     }
 }
@@ -629,14 +767,26 @@ fn small_modules_compress_with_a_trained_dictionary_and_read_back() {
     let modules = small_modules(400);
     let mut writer = ArchiveWriter::new(options(Some(3)));
     for (name, source, bytecode) in &modules {
-        writer.add(Kind::Module, name, vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())]).unwrap();
+        writer
+            .add(
+                Kind::Module,
+                name,
+                vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())],
+            )
+            .unwrap();
     }
     writer.set_first_use([(Namespace::Modules, "pkg.module_0".to_string())]);
     let size = writer.train_dictionary(16 << 10).unwrap().expect("enough samples for a dictionary");
     assert!(size > 0 && size <= 16 << 10);
     let archive = Archive::from_vec(writer.to_vec().unwrap()).unwrap();
-    let dictionary = archive.find(Namespace::Files, layout::DICTIONARY_ENTRY).unwrap().expect("the dictionary entry");
-    assert_ne!(dictionary.blob(Role::Content).unwrap().unwrap().compression(), layout::compression::ZSTD_DICTIONARY);
+    let dictionary = archive
+        .find(Namespace::Files, layout::DICTIONARY_ENTRY)
+        .unwrap()
+        .expect("the dictionary entry");
+    assert_ne!(
+        dictionary.blob(Role::Content).unwrap().unwrap().compression(),
+        layout::compression::ZSTD_DICTIONARY
+    );
     for (name, source, bytecode) in &modules {
         let entry = archive.find(Namespace::Modules, name).unwrap().unwrap();
         let code = entry.blob(Role::Bytecode(0)).unwrap().unwrap();
@@ -647,7 +797,10 @@ fn small_modules_compress_with_a_trained_dictionary_and_read_back() {
         } else {
             assert_eq!(code.compression(), layout::compression::ZSTD_DICTIONARY, "{name}");
         }
-        assert_eq!(entry.blob(Role::Source).unwrap().unwrap().compression(), layout::compression::ZSTD_DICTIONARY);
+        assert_eq!(
+            entry.blob(Role::Source).unwrap().unwrap().compression(),
+            layout::compression::ZSTD_DICTIONARY
+        );
         assert_eq!(&entry.data(Role::Source).unwrap().unwrap()[..], &source[..]);
         assert_eq!(&entry.data(Role::Bytecode(0)).unwrap().unwrap()[..], &bytecode[..]);
     }
@@ -664,7 +817,10 @@ fn a_blob_that_needs_a_missing_dictionary_is_an_error_not_a_panic() {
     writer.train_dictionary(16 << 10).unwrap().unwrap();
     let mut bytes = writer.to_vec().unwrap();
     // Rename the dictionary entry in the name region (same length, sorts the same way).
-    let at = bytes.windows(layout::DICTIONARY_ENTRY.len()).position(|window| window == layout::DICTIONARY_ENTRY.as_bytes()).unwrap();
+    let at = bytes
+        .windows(layout::DICTIONARY_ENTRY.len())
+        .position(|window| window == layout::DICTIONARY_ENTRY.as_bytes())
+        .unwrap();
     bytes[at + layout::DICTIONARY_ENTRY.len() - 1] = b'z';
     fix_index_checksum(&mut bytes);
     let archive = Archive::from_vec(bytes).unwrap();
@@ -680,10 +836,12 @@ fn copies_match_data(archive: &Archive) -> usize {
         for blob in entry.unwrap().blobs() {
             let blob = blob.unwrap();
             let mut copied = Vec::new();
-            let size = archive.copy_blob(&blob, &mut copied, |out| {
-                out.clear();
-                Ok(())
-            }).unwrap();
+            let size = archive
+                .copy_blob(&blob, &mut copied, |out| {
+                    out.clear();
+                    Ok(())
+                })
+                .unwrap();
             assert_eq!(size, blob.size());
             assert_eq!(copied, &archive.data(&blob).unwrap()[..]);
             blobs += 1;
@@ -693,7 +851,8 @@ fn copies_match_data(archive: &Archive) -> usize {
 }
 
 #[test]
-fn copy_blob_writes_what_data_reads_from_a_file_or_from_memory_stored_compressed_or_with_the_dictionary() {
+fn copy_blob_writes_what_data_reads_from_a_file_or_from_memory_stored_compressed_or_with_the_dictionary(
+) {
     let directory = std::env::temp_dir().join(format!("ingot-format-copy-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let modules = small_modules(400);
@@ -702,7 +861,13 @@ fn copy_blob_writes_what_data_reads_from_a_file_or_from_memory_stored_compressed
         writer.add(kind, name, blobs).unwrap();
     }
     for (name, source, bytecode) in &modules {
-        writer.add(Kind::Module, name, vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())]).unwrap();
+        writer
+            .add(
+                Kind::Module,
+                name,
+                vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())],
+            )
+            .unwrap();
     }
     writer.set_first_use([(Namespace::Modules, "pkg.module_0".to_string())]);
     writer.train_dictionary(16 << 10).unwrap().unwrap();
@@ -720,7 +885,11 @@ fn copy_blob_writes_what_data_reads_from_a_file_or_from_memory_stored_compressed
     }
     assert_eq!(
         compressions.into_iter().collect::<Vec<_>>(),
-        [layout::compression::NONE, layout::compression::ZSTD, layout::compression::ZSTD_DICTIONARY]
+        [
+            layout::compression::NONE,
+            layout::compression::ZSTD,
+            layout::compression::ZSTD_DICTIONARY
+        ]
     );
     let blobs = copies_match_data(&from_file);
     assert_eq!(copies_match_data(&Archive::from_vec(bytes[4097..].to_vec()).unwrap()), blobs);
@@ -729,21 +898,36 @@ fn copy_blob_writes_what_data_reads_from_a_file_or_from_memory_stored_compressed
 
 #[test]
 fn copy_blob_of_a_damaged_blob_is_a_checksum_error_and_a_failing_writer_is_a_write_error() {
-    let directory = std::env::temp_dir().join(format!("ingot-format-copy-damaged-{}", std::process::id()));
+    let directory =
+        std::env::temp_dir().join(format!("ingot-format-copy-damaged-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let content = b"\x7fELF pretend shared library ".repeat(300);
     for level in [None, Some(3)] {
         let mut writer = ArchiveWriter::new(options(level));
-        writer.add(Kind::SharedLibrary, "libdemo.so.1", vec![(Role::Content, content.clone())]).unwrap();
+        writer
+            .add(Kind::SharedLibrary, "libdemo.so.1", vec![(Role::Content, content.clone())])
+            .unwrap();
         let mut bytes = writer.to_vec().unwrap();
         let archive = Archive::from_vec(bytes.clone()).unwrap();
-        let blob = archive.find(Namespace::Libraries, "libdemo.so.1").unwrap().unwrap().blob(Role::Content).unwrap().unwrap();
+        let blob = archive
+            .find(Namespace::Libraries, "libdemo.so.1")
+            .unwrap()
+            .unwrap()
+            .blob(Role::Content)
+            .unwrap()
+            .unwrap();
         let at = archive.stored_range(&blob).unwrap().start + 40;
         bytes[at] ^= 0x55;
         let path = directory.join("damaged");
         std::fs::write(&path, &bytes).unwrap();
         let damaged = Archive::open_path(&path).unwrap();
-        let blob = damaged.find(Namespace::Libraries, "libdemo.so.1").unwrap().unwrap().blob(Role::Content).unwrap().unwrap();
+        let blob = damaged
+            .find(Namespace::Libraries, "libdemo.so.1")
+            .unwrap()
+            .unwrap()
+            .blob(Role::Content)
+            .unwrap()
+            .unwrap();
         let mut restarts = 0;
         let error = damaged
             .copy_blob(&blob, &mut Vec::new(), |out| {
@@ -756,7 +940,10 @@ fn copy_blob_of_a_damaged_blob_is_a_checksum_error_and_a_failing_writer_is_a_wri
         assert_eq!(restarts, 1, "{level:?}");
         let message = error.to_string();
         assert!(
-            matches!(error, ingot_format::Error::DataChecksum { .. } | ingot_format::Error::Decompress { .. }) && message.contains("libdemo.so.1"),
+            matches!(
+                error,
+                ingot_format::Error::DataChecksum { .. } | ingot_format::Error::Decompress { .. }
+            ) && message.contains("libdemo.so.1"),
             "{level:?}: {message}"
         );
 
@@ -769,7 +956,13 @@ fn copy_blob_of_a_damaged_blob_is_a_checksum_error_and_a_failing_writer_is_a_wri
                 Ok(())
             }
         }
-        let blob = archive.find(Namespace::Libraries, "libdemo.so.1").unwrap().unwrap().blob(Role::Content).unwrap().unwrap();
+        let blob = archive
+            .find(Namespace::Libraries, "libdemo.so.1")
+            .unwrap()
+            .unwrap()
+            .blob(Role::Content)
+            .unwrap()
+            .unwrap();
         let error = archive.copy_blob(&blob, &mut Full, |_| Ok(())).unwrap_err();
         assert!(matches!(error, ingot_format::Error::Copy { reading: false, .. }), "{error:?}");
         assert!(error.to_string().contains("libdemo.so.1"), "{error}");
@@ -782,10 +975,16 @@ fn what_a_start_reads_stays_stored_as_is_native_images_included() {
     let image = b"\x7fELF native code, copied into a memory file when loaded ".repeat(200);
     let mut writer = ArchiveWriter::new(options(Some(3)));
     writer
-        .add(Kind::ExtensionModule, "fast", vec![(Role::Content, image.clone()), (Role::Needed, b"libfoo.so.1\0".to_vec())])
+        .add(
+            Kind::ExtensionModule,
+            "fast",
+            vec![(Role::Content, image.clone()), (Role::Needed, b"libfoo.so.1\0".to_vec())],
+        )
         .unwrap();
     writer.add(Kind::Module, "slow", vec![(Role::Bytecode(0), b"bytecode ".repeat(300))]).unwrap();
-    writer.add(Kind::DataFile, "pkg/table.txt", vec![(Role::Content, b"row\n".repeat(500))]).unwrap();
+    writer
+        .add(Kind::DataFile, "pkg/table.txt", vec![(Role::Content, b"row\n".repeat(500))])
+        .unwrap();
     writer.add(Kind::Module, "later", vec![(Role::Bytecode(0), b"bytecode ".repeat(300))]).unwrap();
     writer.set_first_use([
         (Namespace::Modules, "fast".to_string()),
@@ -793,11 +992,31 @@ fn what_a_start_reads_stays_stored_as_is_native_images_included() {
         (Namespace::Files, "pkg/table.txt".to_string()),
     ]);
     let archive = Archive::from_vec(writer.to_vec().unwrap()).unwrap();
-    let blob = |namespace, name, role| archive.find(namespace, name).unwrap().unwrap().blob(role).unwrap().unwrap();
-    assert_eq!(blob(Namespace::Modules, "fast", Role::Content).compression(), layout::compression::NONE);
-    assert_eq!(blob(Namespace::Modules, "fast", Role::Needed).compression(), layout::compression::NONE);
-    assert_eq!(blob(Namespace::Modules, "slow", Role::Bytecode(0)).compression(), layout::compression::NONE);
-    assert_eq!(blob(Namespace::Files, "pkg/table.txt", Role::Content).compression(), layout::compression::NONE);
-    assert_eq!(blob(Namespace::Modules, "later", Role::Bytecode(0)).compression(), layout::compression::ZSTD);
-    assert_eq!(&archive.data(&blob(Namespace::Modules, "fast", Role::Content)).unwrap()[..], &image[..]);
+    let blob = |namespace, name, role| {
+        archive.find(namespace, name).unwrap().unwrap().blob(role).unwrap().unwrap()
+    };
+    assert_eq!(
+        blob(Namespace::Modules, "fast", Role::Content).compression(),
+        layout::compression::NONE
+    );
+    assert_eq!(
+        blob(Namespace::Modules, "fast", Role::Needed).compression(),
+        layout::compression::NONE
+    );
+    assert_eq!(
+        blob(Namespace::Modules, "slow", Role::Bytecode(0)).compression(),
+        layout::compression::NONE
+    );
+    assert_eq!(
+        blob(Namespace::Files, "pkg/table.txt", Role::Content).compression(),
+        layout::compression::NONE
+    );
+    assert_eq!(
+        blob(Namespace::Modules, "later", Role::Bytecode(0)).compression(),
+        layout::compression::ZSTD
+    );
+    assert_eq!(
+        &archive.data(&blob(Namespace::Modules, "fast", Role::Content)).unwrap()[..],
+        &image[..]
+    );
 }

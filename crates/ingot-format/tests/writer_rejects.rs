@@ -66,7 +66,19 @@ fn writer_rejects_module_names_with_path_separators() {
 fn writer_rejects_absolute_and_dot_dot_file_paths() {
     for kind in [Kind::DataFile, Kind::DistInfoFile] {
         for name in [
-            "/etc/passwd", "/a", "..", "../a", "a/..", "a/../b", ".", "./a", "a/./b", "a//b", "a/", "a\\b", "\\a",
+            "/etc/passwd",
+            "/a",
+            "..",
+            "../a",
+            "a/..",
+            "a/../b",
+            ".",
+            "./a",
+            "a/./b",
+            "a//b",
+            "a/",
+            "a\\b",
+            "\\a",
         ] {
             assert_invalid_name(kind, name);
         }
@@ -118,9 +130,15 @@ fn writer_rejects_duplicate_names_within_a_name_space() {
         }
     }
     writer.add(Kind::DataFile, "f", blobs_for(Kind::DataFile)).unwrap();
-    assert!(matches!(writer.add(Kind::DistInfoFile, "f", blobs_for(Kind::DistInfoFile)), Err(Error::Duplicate { .. })));
+    assert!(matches!(
+        writer.add(Kind::DistInfoFile, "f", blobs_for(Kind::DistInfoFile)),
+        Err(Error::Duplicate { .. })
+    ));
     writer.add(Kind::SharedLibrary, "l", blobs_for(Kind::SharedLibrary)).unwrap();
-    assert!(matches!(writer.add(Kind::SharedLibrary, "l", blobs_for(Kind::SharedLibrary)), Err(Error::Duplicate { .. })));
+    assert!(matches!(
+        writer.add(Kind::SharedLibrary, "l", blobs_for(Kind::SharedLibrary)),
+        Err(Error::Duplicate { .. })
+    ));
     assert_eq!(writer.len(), 3);
     // The first one added is the one that stays.
     let archive = ingot_format::Archive::from_vec(writer.to_vec().unwrap()).unwrap();
@@ -150,7 +168,9 @@ fn writer_rejects_roles_not_allowed_for_the_kind() {
     ];
     let allowed = |kind: Kind| -> Vec<Role> {
         match kind {
-            Kind::Module | Kind::Package => vec![Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2)],
+            Kind::Module | Kind::Package => {
+                vec![Role::Source, Role::Bytecode(0), Role::Bytecode(1), Role::Bytecode(2)]
+            }
             Kind::NamespacePackage => vec![],
             Kind::ExtensionModule | Kind::ExtensionPackage => vec![Role::Content, Role::Needed],
             Kind::DataFile | Kind::DistInfoFile => vec![Role::Content],
@@ -174,7 +194,11 @@ fn writer_rejects_roles_not_allowed_for_the_kind() {
                         assert_eq!(named, name);
                         assert_eq!(role_label, role.label());
                     }
-                    other => panic!("{} {}: expected InvalidRole, got {other:?}", kind.label(), role.label()),
+                    other => panic!(
+                        "{} {}: expected InvalidRole, got {other:?}",
+                        kind.label(),
+                        role.label()
+                    ),
                 }
                 assert!(writer.is_empty());
             }
@@ -196,12 +220,20 @@ fn writer_rejects_bytecode_optimization_levels_above_2() {
 #[test]
 fn writer_rejects_the_same_role_twice_in_one_entry() {
     let mut writer = writer();
-    let result = writer.add(Kind::Module, "m", vec![(Role::Source, b"a".to_vec()), (Role::Source, b"b".to_vec())]);
+    let result = writer.add(
+        Kind::Module,
+        "m",
+        vec![(Role::Source, b"a".to_vec()), (Role::Source, b"b".to_vec())],
+    );
     assert!(result.is_err());
     let result = writer.add(
         Kind::SharedLibrary,
         "libx.so",
-        vec![(Role::Needed, b"a\0".to_vec()), (Role::Content, b"elf".to_vec()), (Role::Needed, b"b\0".to_vec())],
+        vec![
+            (Role::Needed, b"a\0".to_vec()),
+            (Role::Content, b"elf".to_vec()),
+            (Role::Needed, b"b\0".to_vec()),
+        ],
     );
     assert!(result.is_err());
     assert!(writer.is_empty());

@@ -88,7 +88,8 @@ impl Strategy {
 /// this user that it can write, or one it can create. With none usable, the first candidate (whose
 /// use then fails with a message that names it).
 pub fn root() -> Result<PathBuf, String> {
-    let absolute = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
+    let absolute =
+        |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
     if let Some(path) = absolute(CACHE_DIR_VAR) {
         return Ok(path);
     }
@@ -109,15 +110,25 @@ pub fn root() -> Result<PathBuf, String> {
 /// Whether `path` is, or could be created as, a private cache directory of user `uid`.
 fn usable(path: &Path, uid: u32) -> bool {
     let writable = |path: &Path| {
-        let Ok(text) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return false };
+        let Ok(text) = CString::new(path.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
         // SAFETY: `text` is a NUL-terminated path.
         unsafe { libc::access(text.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
     };
     match fs::symlink_metadata(path) {
-        Ok(metadata) => metadata.is_dir() && metadata.uid() == uid && metadata.mode() & 0o022 == 0 && writable(path),
+        Ok(metadata) => {
+            metadata.is_dir()
+                && metadata.uid() == uid
+                && metadata.mode() & 0o022 == 0
+                && writable(path)
+        }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             // The nearest existing ancestor must let this user create what is missing.
-            path.ancestors().skip(1).find(|ancestor| ancestor.exists()).is_some_and(|ancestor| ancestor.is_dir() && writable(ancestor))
+            path.ancestors()
+                .skip(1)
+                .find(|ancestor| ancestor.exists())
+                .is_some_and(|ancestor| ancestor.is_dir() && writable(ancestor))
         }
         Err(_) => false,
     }
@@ -135,7 +146,8 @@ fn private_dir(path: &Path) -> Result<(), String> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             if let Some(parent) = path.parent() {
                 // Parents (such as ~/.cache) get the usual permissions, as `mkdir -p` gives them.
-                fs::create_dir_all(parent).map_err(|error| io_error("cannot create cache directory", parent, error))?;
+                fs::create_dir_all(parent)
+                    .map_err(|error| io_error("cannot create cache directory", parent, error))?;
             }
             match fs::DirBuilder::new().mode(0o700).create(path) {
                 Ok(()) => {}
@@ -145,7 +157,8 @@ fn private_dir(path: &Path) -> Result<(), String> {
         }
         Err(error) => return Err(io_error("cannot use cache directory", path, error)),
     }
-    let metadata = fs::symlink_metadata(path).map_err(|error| io_error("cannot use cache directory", path, error))?;
+    let metadata = fs::symlink_metadata(path)
+        .map_err(|error| io_error("cannot use cache directory", path, error))?;
     if !metadata.is_dir() {
         return Err(format!("cache directory `{}` is not a directory", path.display()));
     }
@@ -190,7 +203,13 @@ enum Unusable {
 
 /// Returns `<root>/<section>/<id>`, a directory holding exactly the bytes `content` gives for each
 /// of `files`, writing it first if it is missing and rewriting it if it does not verify.
-pub fn ensure_tree<'a, F>(root: &Path, section: &str, id: &str, files: &[TreeFile], content: F) -> Result<PathBuf, String>
+pub fn ensure_tree<'a, F>(
+    root: &Path,
+    section: &str,
+    id: &str,
+    files: &[TreeFile],
+    content: F,
+) -> Result<PathBuf, String>
 where
     F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
 {
@@ -211,7 +230,9 @@ where
                 let temporary = write_temporary(&parent, id, files, &content, strategy)?;
                 match fs::rename(&temporary, &tree) {
                     Ok(()) => return Ok(tree),
-                    Err(error) if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) => {
+                    Err(error)
+                        if matches!(error.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) =>
+                    {
                         // Another process got there first: use its tree (verified next round).
                         let _ = fs::remove_dir_all(&temporary);
                     }
@@ -228,7 +249,10 @@ where
             }
         }
     }
-    Err(format!("cache tree `{}` keeps changing under this process; is another program writing there?", tree.display()))
+    Err(format!(
+        "cache tree `{}` keeps changing under this process; is another program writing there?",
+        tree.display()
+    ))
 }
 
 /// The tree `<root>/<section>/<id>` if it exists and verifies, found without creating, writing or
@@ -254,12 +278,22 @@ pub fn existing_tree(root: &Path, section: &str, id: &str, files: &[TreeFile]) -
 
 /// Swaps a freshly written tree in for a bad one, then removes the bad one.
 fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
-    let c = |path: &Path| CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| format!("path `{}` contains NUL", path.display()));
+    let c = |path: &Path| {
+        CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| format!("path `{}` contains NUL", path.display()))
+    };
     let (from, to) = (c(fresh)?, c(tree)?);
     // The system call, not glibc's wrapper (glibc 2.28+), for executables built for glibc 2.17.
     // SAFETY: both are valid NUL-terminated paths.
     let swapped = unsafe {
-        libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) as libc::c_int
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        ) as libc::c_int
     };
     if swapped == 0 {
         // `fresh` now names the bad tree.
@@ -341,11 +375,16 @@ fn verify(tree: &Path, files: &[TreeFile]) -> Result<(), Unusable> {
 fn verify_in(tree: &Path, files: &[TreeFile], threads: usize) -> Result<(), Unusable> {
     let metadata = match fs::symlink_metadata(tree) {
         Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Unusable::Missing)
+        }
         Err(error) => return Err(Unusable::Bad(error.to_string())),
     };
     // SAFETY: no preconditions.
-    if !metadata.is_dir() || metadata.uid() != unsafe { libc::geteuid() } || metadata.mode() & 0o022 != 0 {
+    if !metadata.is_dir()
+        || metadata.uid() != unsafe { libc::geteuid() }
+        || metadata.mode() & 0o022 != 0
+    {
         return Err(Unusable::Bad("not a private directory of ours".to_string()));
     }
     let groups = partition(files, threads.max(1));
@@ -356,7 +395,11 @@ fn verify_in(tree: &Path, files: &[TreeFile], threads: usize) -> Result<(), Unus
             .map(|group| scope.spawn(move || verify_group(tree, group)))
             .collect();
         let mut results = vec![groups.first().map_or(Ok(()), |group| verify_group(tree, group))];
-        results.extend(handles.into_iter().map(|handle| handle.join().unwrap_or_else(|_| Err("verifier panicked".to_string()))));
+        results.extend(
+            handles.into_iter().map(|handle| {
+                handle.join().unwrap_or_else(|_| Err("verifier panicked".to_string()))
+            }),
+        );
         results
     });
     for result in results {
@@ -384,7 +427,8 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
             // SAFETY: a read-only private mapping; the file is ours (0600, in our 0700 tree). If
             // it is truncated meanwhile, reading the mapping could fault: the size was just checked
             // on this descriptor, and a tree is only ever replaced by renaming, never shortened.
-            let map = unsafe { memmap2::Mmap::map(&handle) }.map_err(|error| format!("{}: {error}", file.path))?;
+            let map = unsafe { memmap2::Mmap::map(&handle) }
+                .map_err(|error| format!("{}: {error}", file.path))?;
             xxh3_64(&map)
         } else {
             buffer.resize(file.size as usize, 0);
@@ -402,7 +446,10 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
 pub fn writer_is_gone(name: &[u8]) -> bool {
     let mut parts = name.rsplit(|&byte| byte == b'-');
     let (_nanos, pid) = (parts.next(), parts.next());
-    let Some(pid) = pid.and_then(|pid| std::str::from_utf8(pid).ok()?.parse::<i32>().ok()).filter(|&pid| pid > 0) else {
+    let Some(pid) = pid
+        .and_then(|pid| std::str::from_utf8(pid).ok()?.parse::<i32>().ok())
+        .filter(|&pid| pid > 0)
+    else {
         return false;
     };
     // SAFETY: signal 0 only checks whether the process exists.
@@ -425,7 +472,8 @@ fn remove_stale(parent: &Path) {
             .ok()
             .and_then(|modified| now.duration_since(modified).ok());
         let old = age.is_some_and(|age| age > STALE_AFTER)
-            || (age.is_some_and(|age| age > WRITER_GONE_AFTER) && writer_is_gone(name.as_encoded_bytes()));
+            || (age.is_some_and(|age| age > WRITER_GONE_AFTER)
+                && writer_is_gone(name.as_encoded_bytes()));
         if old {
             let _ = fs::remove_dir_all(child.path());
         }
@@ -433,16 +481,26 @@ fn remove_stale(parent: &Path) {
 }
 
 /// Writes `files` into a new temporary directory of `parent` and returns its path.
-fn write_temporary<'a, F>(parent: &Path, id: &str, files: &[TreeFile], content: &F, strategy: Strategy) -> Result<PathBuf, String>
+fn write_temporary<'a, F>(
+    parent: &Path,
+    id: &str,
+    files: &[TreeFile],
+    content: &F,
+    strategy: Strategy,
+) -> Result<PathBuf, String>
 where
     F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
 {
     remove_stale(parent);
-    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |time| time.subsec_nanos());
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |time| time.subsec_nanos());
     let temporary = parent.join(format!(".tmp-{id}-{}-{nanos}", std::process::id()));
     let mut builder = fs::DirBuilder::new();
     builder.mode(0o700);
-    builder.create(&temporary).map_err(|error| io_error("cannot create cache directory", &temporary, error))?;
+    builder
+        .create(&temporary)
+        .map_err(|error| io_error("cannot create cache directory", &temporary, error))?;
     // Every file of a tree gets the same modification time, so that code comparing the times of
     // two of its files (black compares a grammar pickle with Grammar.txt) sees them written
     // together, whatever order the parallel writers took.
@@ -494,7 +552,8 @@ where
                 Ok(handle) => {
                     open.push(handle);
                     if open.len() == CLOSE_BATCH {
-                        let _ = closer.send(std::mem::replace(&mut open, Vec::with_capacity(CLOSE_BATCH)));
+                        let _ = closer
+                            .send(std::mem::replace(&mut open, Vec::with_capacity(CLOSE_BATCH)));
                     }
                 }
                 Err(error) => {
@@ -509,7 +568,11 @@ where
         let _ = closer.send(open);
     };
     std::thread::scope(|scope| {
-        scope.spawn(move || for batch in closing { drop(batch) });
+        scope.spawn(move || {
+            for batch in closing {
+                drop(batch)
+            }
+        });
         let write_group = &write_group;
         for group in groups.iter().skip(1) {
             let closer = closer.clone();
@@ -528,7 +591,13 @@ where
     }
 }
 
-fn write_one<'a, F>(tree: &Path, file: &TreeFile, content: &F, strategy: Strategy, written_at: SystemTime) -> Result<File, String>
+fn write_one<'a, F>(
+    tree: &Path,
+    file: &TreeFile,
+    content: &F,
+    strategy: Strategy,
+    written_at: SystemTime,
+) -> Result<File, String>
 where
     F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
 {
@@ -572,11 +641,17 @@ mod tests {
     fn tree_files(contents: &[(&str, &[u8])]) -> Vec<TreeFile> {
         contents
             .iter()
-            .map(|(path, bytes)| TreeFile { path: path.to_string(), size: bytes.len() as u64, hash: xxh3_64(bytes) })
+            .map(|(path, bytes)| TreeFile {
+                path: path.to_string(),
+                size: bytes.len() as u64,
+                hash: xxh3_64(bytes),
+            })
             .collect()
     }
 
-    fn source<'a>(contents: &'a [(&'a str, &'a [u8])]) -> impl Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync + 'a {
+    fn source<'a>(
+        contents: &'a [(&'a str, &'a [u8])],
+    ) -> impl Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync + 'a {
         move |file: &TreeFile| {
             contents
                 .iter()
@@ -587,14 +662,16 @@ mod tests {
     }
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ingot-cache-test-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("ingot-cache-test-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
         dir
     }
 
-    const CONTENTS: &[(&str, &[u8])] = &[("pkg/__init__.py", b"x = 1\n"), ("pkg/data/a.txt", b"alpha"), ("pkg/empty", b"")];
+    const CONTENTS: &[(&str, &[u8])] =
+        &[("pkg/__init__.py", b"x = 1\n"), ("pkg/data/a.txt", b"alpha"), ("pkg/empty", b"")];
 
     #[test]
     fn writes_a_missing_tree_then_reuses_it() {
@@ -603,7 +680,9 @@ mod tests {
         let tree = ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
         assert_eq!(fs::read(tree.join("pkg/data/a.txt")).unwrap(), b"alpha");
         let inode = fs::metadata(tree.join("pkg/__init__.py")).unwrap().ino();
-        let again = ensure_tree(&root, "trees", "t1", &files, |_| Err("must not be read".to_string())).unwrap();
+        let again =
+            ensure_tree(&root, "trees", "t1", &files, |_| Err("must not be read".to_string()))
+                .unwrap();
         assert_eq!(again, tree);
         assert_eq!(fs::metadata(tree.join("pkg/__init__.py")).unwrap().ino(), inode);
         let mode = fs::metadata(&tree).unwrap().mode() & 0o777;
@@ -613,8 +692,10 @@ mod tests {
 
     #[test]
     fn files_of_a_tree_share_one_modification_time() {
-        let many: Vec<(String, Vec<u8>)> = (0..300).map(|i| (format!("pkg/f{i:03}.txt"), vec![b'x'; i])).collect();
-        let contents: Vec<(&str, &[u8])> = many.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+        let many: Vec<(String, Vec<u8>)> =
+            (0..300).map(|i| (format!("pkg/f{i:03}.txt"), vec![b'x'; i])).collect();
+        let contents: Vec<(&str, &[u8])> =
+            many.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
         for strategy in [Strategy::Stream, Strategy::Mmap] {
             let root = scratch(&format!("mtime-{strategy:?}"));
             let files = tree_files(&contents);
@@ -623,7 +704,7 @@ mod tests {
             let plain = source(&contents);
             let slow = |file: &TreeFile| {
                 if file.path.ends_with('0') {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    std::thread::sleep(Duration::from_millis(2));
                 }
                 plain(file)
             };
@@ -635,7 +716,12 @@ mod tests {
                     i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec())
                 })
                 .collect();
-            assert_eq!(times.len(), 1, "{strategy:?}: {} different modification times", times.len());
+            assert_eq!(
+                times.len(),
+                1,
+                "{strategy:?}: {} different modification times",
+                times.len()
+            );
             fs::remove_dir_all(root).unwrap();
         }
     }
@@ -651,7 +737,8 @@ mod tests {
         fs::remove_file(tree.join("pkg/empty")).unwrap();
         ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
         assert!(tree.join("pkg/empty").is_file());
-        let leftovers: Vec<_> = fs::read_dir(root.join("trees")).unwrap().flatten().map(|e| e.file_name()).collect();
+        let leftovers: Vec<_> =
+            fs::read_dir(root.join("trees")).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(leftovers, vec![std::ffi::OsString::from("t1")]);
         fs::remove_dir_all(root).unwrap();
     }
@@ -661,7 +748,8 @@ mod tests {
         let root = scratch("unsafe");
         for bad in ["../x", "/etc/passwd", "a//b", "a/./b", ""] {
             let files = vec![TreeFile { path: bad.to_string(), size: 0, hash: xxh3_64(b"") }];
-            let error = ensure_tree(&root, "trees", "t", &files, |_| Ok(Cow::Borrowed(b""))).unwrap_err();
+            let error =
+                ensure_tree(&root, "trees", "t", &files, |_| Ok(Cow::Borrowed(b""))).unwrap_err();
             assert!(error.contains("unsafe path"), "{bad}: {error}");
         }
         fs::remove_dir_all(root).unwrap();
@@ -681,7 +769,8 @@ mod tests {
     fn content_that_does_not_match_the_manifest_is_not_kept() {
         let root = scratch("mismatch");
         let files = tree_files(CONTENTS);
-        let error = ensure_tree(&root, "trees", "t1", &files, |_| Ok(Cow::Borrowed(b"other"))).unwrap_err();
+        let error =
+            ensure_tree(&root, "trees", "t1", &files, |_| Ok(Cow::Borrowed(b"other"))).unwrap_err();
         assert!(error.contains("do not match"), "{error}");
         assert_eq!(fs::read_dir(root.join("trees")).unwrap().count(), 0);
         fs::remove_dir_all(root).unwrap();
@@ -691,12 +780,19 @@ mod tests {
     fn both_strategies_write_the_same_bytes() {
         let root = scratch("strategies");
         let big = vec![7u8; 100_000];
-        let contents: Vec<(String, Vec<u8>)> = (0..100).map(|i| (format!("p/f{i}"), big[..i * 997].to_vec())).collect();
+        let contents: Vec<(String, Vec<u8>)> =
+            (0..100).map(|i| (format!("p/f{i}"), big[..i * 997].to_vec())).collect();
         let files: Vec<TreeFile> = contents
             .iter()
-            .map(|(path, bytes)| TreeFile { path: path.clone(), size: bytes.len() as u64, hash: xxh3_64(bytes) })
+            .map(|(path, bytes)| TreeFile {
+                path: path.clone(),
+                size: bytes.len() as u64,
+                hash: xxh3_64(bytes),
+            })
             .collect();
-        let lookup = |file: &TreeFile| Ok(Cow::Owned(contents.iter().find(|(p, _)| *p == file.path).unwrap().1.clone()));
+        let lookup = |file: &TreeFile| {
+            Ok(Cow::Owned(contents.iter().find(|(p, _)| *p == file.path).unwrap().1.clone()))
+        };
         for (strategy, id) in [(Strategy::Stream, "s"), (Strategy::Mmap, "m")] {
             let parent = root.join("trees");
             private_dir(&root).unwrap();

@@ -49,8 +49,14 @@ struct State {
 
 impl Decompressed {
     /// The bytes of `blob`, from the cache if they were decompressed before.
-    pub fn data<'a>(&self, archive: &'a Archive, blob: &Blob<'_>) -> ingot_format::Result<Data<'a>> {
-        if blob.compression() == ingot_format::layout::compression::NONE || blob.size() > ENTRY_LIMIT as u64 {
+    pub fn data<'a>(
+        &self,
+        archive: &'a Archive,
+        blob: &Blob<'_>,
+    ) -> ingot_format::Result<Data<'a>> {
+        if blob.compression() == ingot_format::layout::compression::NONE
+            || blob.size() > ENTRY_LIMIT as u64
+        {
             return archive.data(blob).map(Data::Borrowed);
         }
         if let Some(kept) = self.lock().kept.get(&blob.index()) {

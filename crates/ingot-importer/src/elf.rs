@@ -33,8 +33,12 @@ pub fn elf_version_needs(image: &[u8]) -> PyResult<Vec<(String, String)>> {
     let Some(dynamic) = &elf.dynamic else {
         return Ok(Vec::new());
     };
-    let tag = |wanted: u64| dynamic.dyns.iter().find(|entry| entry.d_tag == wanted).map(|entry| entry.d_val);
-    let (Some(address), Some(count)) = (tag(goblin::elf::dynamic::DT_VERNEED), tag(goblin::elf::dynamic::DT_VERNEEDNUM)) else {
+    let tag = |wanted: u64| {
+        dynamic.dyns.iter().find(|entry| entry.d_tag == wanted).map(|entry| entry.d_val)
+    };
+    let (Some(address), Some(count)) =
+        (tag(goblin::elf::dynamic::DT_VERNEED), tag(goblin::elf::dynamic::DT_VERNEEDNUM))
+    else {
         return Ok(Vec::new());
     };
     // The table's file offset: the loadable segment that maps its address.
@@ -42,28 +46,46 @@ pub fn elf_version_needs(image: &[u8]) -> PyResult<Vec<(String, String)>> {
         .program_headers
         .iter()
         .filter(|header| header.p_type == goblin::elf::program_header::PT_LOAD)
-        .find(|header| header.p_vaddr <= address && address < header.p_vaddr.saturating_add(header.p_filesz))
+        .find(|header| {
+            header.p_vaddr <= address && address < header.p_vaddr.saturating_add(header.p_filesz)
+        })
         .map(|header| address - header.p_vaddr + header.p_offset)
         .ok_or_else(|| bad("DT_VERNEED is outside every loaded segment"))?;
     let read_u16 = |at: u64| -> PyResult<u16> {
         let at = usize::try_from(at).map_err(|_| bad("offset"))?;
-        let bytes = image.get(at..at.checked_add(2).ok_or_else(|| bad("offset"))?).ok_or_else(|| bad("truncated"))?;
-        Ok(if elf.little_endian { u16::from_le_bytes([bytes[0], bytes[1]]) } else { u16::from_be_bytes([bytes[0], bytes[1]]) })
+        let bytes = image
+            .get(at..at.checked_add(2).ok_or_else(|| bad("offset"))?)
+            .ok_or_else(|| bad("truncated"))?;
+        Ok(if elf.little_endian {
+            u16::from_le_bytes([bytes[0], bytes[1]])
+        } else {
+            u16::from_be_bytes([bytes[0], bytes[1]])
+        })
     };
     let read_u32 = |at: u64| -> PyResult<u32> {
         let at = usize::try_from(at).map_err(|_| bad("offset"))?;
-        let bytes = image.get(at..at.checked_add(4).ok_or_else(|| bad("offset"))?).ok_or_else(|| bad("truncated"))?;
+        let bytes = image
+            .get(at..at.checked_add(4).ok_or_else(|| bad("offset"))?)
+            .ok_or_else(|| bad("truncated"))?;
         let array = [bytes[0], bytes[1], bytes[2], bytes[3]];
         Ok(if elf.little_endian { u32::from_le_bytes(array) } else { u32::from_be_bytes(array) })
     };
     let name = |index: u32| -> PyResult<String> {
-        elf.dynstrtab.get_at(index as usize).map(str::to_string).ok_or_else(|| bad("a name outside the string table"))
+        elf.dynstrtab
+            .get_at(index as usize)
+            .map(str::to_string)
+            .ok_or_else(|| bad("a name outside the string table"))
     };
     let mut needs = Vec::new();
     let mut entry = offset;
     for _ in 0..count.min(4096) {
         // Elfxx_Verneed: vn_version u16, vn_cnt u16, vn_file u32, vn_aux u32, vn_next u32.
-        let (auxiliaries, file, first, next) = (read_u16(entry + 2)?, read_u32(entry + 4)?, read_u32(entry + 8)?, read_u32(entry + 12)?);
+        let (auxiliaries, file, first, next) = (
+            read_u16(entry + 2)?,
+            read_u32(entry + 4)?,
+            read_u32(entry + 8)?,
+            read_u32(entry + 12)?,
+        );
         let library = name(file)?;
         let mut auxiliary = entry + u64::from(first);
         for _ in 0..auxiliaries {
@@ -95,7 +117,8 @@ pub fn loadable_image<'py>(py: Python<'py>, image: &[u8]) -> PyResult<std::borro
     let _ = py;
     let elf = goblin::elf::Elf::parse(image)
         .map_err(|error| PyValueError::new_err(format!("not a readable ELF object: {error}")))?;
-    let header_end = elf.header.e_phoff + u64::from(elf.header.e_phnum) * u64::from(elf.header.e_phentsize);
+    let header_end =
+        elf.header.e_phoff + u64::from(elf.header.e_phnum) * u64::from(elf.header.e_phentsize);
     let mut end = header_end.max(u64::from(elf.header.e_ehsize));
     for program_header in &elf.program_headers {
         end = end.max(program_header.p_offset.saturating_add(program_header.p_filesz));
@@ -106,7 +129,8 @@ pub fn loadable_image<'py>(py: Python<'py>, image: &[u8]) -> PyResult<std::borro
     }
     let mut cut = image[..end].to_vec();
     // Zero the section header fields of the ELF header (offsets differ between ELF32 and ELF64).
-    let (shoff, shoff_width, shnum, shstrndx) = if elf.is_64 { (0x28, 8, 0x3c, 0x3e) } else { (0x20, 4, 0x30, 0x32) };
+    let (shoff, shoff_width, shnum, shstrndx) =
+        if elf.is_64 { (0x28, 8, 0x3c, 0x3e) } else { (0x20, 4, 0x30, 0x32) };
     cut[shoff..shoff + shoff_width].fill(0);
     cut[shnum..shnum + 2].fill(0);
     cut[shstrndx..shstrndx + 2].fill(0);

@@ -16,7 +16,12 @@ pub fn archive_error(path: &str, error: ingot_format::Error) -> PyErr {
     let mut message = format!("ingot archive `{path}`: {}", chain(&error));
     if matches!(
         error,
-        E::DataChecksum { .. } | E::IndexChecksum { .. } | E::Truncated { .. } | E::CutShort { .. } | E::Malformed(_) | E::Decompress { .. }
+        E::DataChecksum { .. }
+            | E::IndexChecksum { .. }
+            | E::Truncated { .. }
+            | E::CutShort { .. }
+            | E::Malformed(_)
+            | E::Decompress { .. }
     ) {
         message.push_str("\nhint: the file is damaged: build or copy it again (`ingot inspect --verify FILE` checks a file)");
     }

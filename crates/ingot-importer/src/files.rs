@@ -72,7 +72,8 @@ impl FilesPolicy {
 
     /// Whether the top-level package of the dotted `module` name is under the `files` policy.
     pub fn covers(&self, module: &str) -> bool {
-        !self.packages.is_empty() && self.packages.contains(module.split('.').next().unwrap_or(module))
+        !self.packages.is_empty()
+            && self.packages.contains(module.split('.').next().unwrap_or(module))
     }
 
     pub fn packages(&self) -> Vec<String> {
@@ -106,7 +107,12 @@ impl FilesPolicy {
     /// All the archive's `files` packages share one tree, materialized together: code often finds
     /// a sibling's files relative to its own (mypyc's shared library computes the `__file__` of the
     /// modules it holds from its own), and one verification is cheaper than several.
-    pub fn tree<'a, R>(&self, archive: &'a Archive, package: &str, read: R) -> Result<String, String>
+    pub fn tree<'a, R>(
+        &self,
+        archive: &'a Archive,
+        package: &str,
+        read: R,
+    ) -> Result<String, String>
     where
         R: Fn(&str) -> Result<Option<Cow<'a, [u8]>>, String> + Sync,
     {
@@ -131,9 +137,14 @@ impl FilesPolicy {
         let (files, id) = self.plan(archive)?;
         let root = cache::root()?;
         let tree = cache::ensure_tree(&root, "trees", &id, &files, |file| {
-            read(&file.path)?.ok_or_else(|| format!("`{}` is in the tree manifest but not in the archive", file.path))
+            read(&file.path)?.ok_or_else(|| {
+                format!("`{}` is in the tree manifest but not in the archive", file.path)
+            })
         })?;
-        let tree = tree.to_str().ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?.to_string();
+        let tree = tree
+            .to_str()
+            .ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?
+            .to_string();
         for name in &self.packages {
             trees.insert(name.clone(), tree.clone());
         }
@@ -176,11 +187,16 @@ impl FilesPolicy {
             let manifest = format!("{MANIFEST_DIR}{name}.json");
             let bytes = archive
                 .find(Namespace::Files, &manifest)
-                .and_then(|entry| entry.map(|entry| entry.data(ingot_format::Role::Content)).transpose())
+                .and_then(|entry| {
+                    entry.map(|entry| entry.data(ingot_format::Role::Content)).transpose()
+                })
                 .map_err(|error| error.to_string())?
                 .flatten()
                 .ok_or_else(|| format!("the archive has no tree manifest `{manifest}`"))?;
-            files.extend(parse_manifest(&bytes, &name).map_err(|why| format!("tree manifest `{manifest}`: {why}"))?);
+            files.extend(
+                parse_manifest(&bytes, &name)
+                    .map_err(|why| format!("tree manifest `{manifest}`: {why}"))?,
+            );
             hasher.update(name.as_bytes());
             hasher.update(&[0]);
             hasher.update(&bytes);
@@ -205,11 +221,14 @@ fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, String> 
         .map(|(path, size, hash)| {
             // `pkg/...` for a package, `pkg.py` or `pkg<extension suffix>` for a top-level module.
             let inside = path.starts_with(&prefix)
-                || path.strip_prefix(package).is_some_and(|rest| rest.starts_with('.') && !rest.contains('/'));
+                || path
+                    .strip_prefix(package)
+                    .is_some_and(|rest| rest.starts_with('.') && !rest.contains('/'));
             if !inside {
                 return Err(format!("`{path}` is outside package `{package}`"));
             }
-            let hash = u64::from_str_radix(&hash, 16).map_err(|_| format!("`{path}`: bad hash `{hash}`"))?;
+            let hash = u64::from_str_radix(&hash, 16)
+                .map_err(|_| format!("`{path}`: bad hash `{hash}`"))?;
             Ok(TreeFile { path, size, hash })
         })
         .collect()

@@ -72,12 +72,16 @@ impl Shared {
                 };
                 let Ok(name) = std::str::from_utf8(name) else { continue };
                 let Ok(Some(entry)) = shared.archive.find(namespace, name) else { continue };
-                let native = matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary));
+                let native = matches!(
+                    entry.kind(),
+                    Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
+                );
                 for blob in entry.blobs().flatten() {
                     // A native image is checked as it is copied into its memory file, from the
                     // file rather than the map; reading it here would only make its pages resident.
-                    let skip = matches!(blob.role(), Role::Source | Role::Bytecode(1) | Role::Bytecode(2))
-                        || (native && blob.role() == Role::Content);
+                    let skip =
+                        matches!(blob.role(), Role::Source | Role::Bytecode(1) | Role::Bytecode(2))
+                            || (native && blob.role() == Role::Content);
                     if !skip {
                         let _ = shared.archive.verify_blob(&blob);
                     }
@@ -85,10 +89,14 @@ impl Shared {
                 // Native code: its memory file, made here rather than by the import.
                 let label = match entry.kind() {
                     // (A `files` package's extension modules are loaded from its tree instead.)
-                    Some(Kind::ExtensionModule | Kind::ExtensionPackage) if !shared.files.covers(name) => {
+                    Some(Kind::ExtensionModule | Kind::ExtensionPackage)
+                        if !shared.files.covers(name) =>
+                    {
                         format!("{name}{}", shared.extension_suffix)
                     }
-                    Some(Kind::SharedLibrary) if !native::already_in_process(name) => name.to_string(),
+                    Some(Kind::SharedLibrary) if !native::already_in_process(name) => {
+                        name.to_string()
+                    }
                     _ => continue,
                 };
                 if let Ok(Some(blob)) = entry.blob(Role::Content) {
@@ -159,7 +167,9 @@ impl Shared {
     pub fn read(&self, relative: &str) -> PyResult<Option<Data<'_>>> {
         let found = self.file(relative)?;
         let Some((entry, role)) = found else { return Ok(None) };
-        let Some(blob) = entry.blob(role).map_err(|error| self.error(error))? else { return Ok(None) };
+        let Some(blob) = entry.blob(role).map_err(|error| self.error(error))? else {
+            return Ok(None);
+        };
         self.decompressed.data(&self.archive, &blob).map(Some).map_err(|error| self.error(error))
     }
 
@@ -184,7 +194,9 @@ impl Shared {
         // Without the GIL: the writers are threads, and other Python threads may go on meanwhile.
         // The policy's lock is only ever waited for without the GIL held.
         let result = py.detach(|| {
-            self.files.tree(&self.archive, package, |relative| self.read_raw(relative).map_err(|error| error.to_string()))
+            self.files.tree(&self.archive, package, |relative| {
+                self.read_raw(relative).map_err(|error| error.to_string())
+            })
         });
         result.map(Some).map_err(|why| {
             PyImportError::new_err(format!(
@@ -198,14 +210,22 @@ impl Shared {
     /// The path relative to the archive root of `path`: a virtual path under the archive path, or
     /// a real path inside a materialized tree.
     pub fn relative_any(&self, path: &str) -> Option<String> {
-        self.relative(path).or_else(|| if self.files.is_empty() { None } else { self.files.relative(path) })
+        self.relative(path).or_else(|| {
+            if self.files.is_empty() {
+                None
+            } else {
+                self.files.relative(path)
+            }
+        })
     }
 
     /// The children of a directory relative to the archive root (`""` is the root): name → is_dir.
     pub fn list_dir(&self, relative: &str) -> PyResult<BTreeMap<String, bool>> {
         let mut children = BTreeMap::new();
         let file_prefix = if relative.is_empty() { String::new() } else { format!("{relative}/") };
-        for entry in self.archive.find_prefix(Namespace::Files, &file_prefix).map_err(|e| self.error(e))? {
+        for entry in
+            self.archive.find_prefix(Namespace::Files, &file_prefix).map_err(|e| self.error(e))?
+        {
             let entry = entry.map_err(|error| self.error(error))?;
             let rest = &entry.name()[file_prefix.len()..];
             match rest.split_once('/') {
@@ -221,8 +241,16 @@ impl Shared {
         if relative.contains('.') {
             return Ok(children);
         }
-        let module_prefix = if relative.is_empty() { String::new() } else { format!("{}.", relative.replace('/', ".")) };
-        for entry in self.archive.find_prefix(Namespace::Modules, &module_prefix).map_err(|e| self.error(e))? {
+        let module_prefix = if relative.is_empty() {
+            String::new()
+        } else {
+            format!("{}.", relative.replace('/', "."))
+        };
+        for entry in self
+            .archive
+            .find_prefix(Namespace::Modules, &module_prefix)
+            .map_err(|e| self.error(e))?
+        {
             let entry = entry.map_err(|error| self.error(error))?;
             let rest = &entry.name()[module_prefix.len()..];
             if let Some((package, _)) = rest.split_once('.') {
@@ -233,7 +261,9 @@ impl Shared {
                 Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage) => {
                     children.insert(rest.to_string(), true);
                 }
-                Some(Kind::Module) if entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() => {
+                Some(Kind::Module)
+                    if entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() =>
+                {
                     children.entry(format!("{rest}.py")).or_insert(false);
                 }
                 Some(Kind::ExtensionModule) => {
@@ -244,7 +274,9 @@ impl Shared {
         }
         if !relative.is_empty() {
             if let Some(entry) = self.module(&relative.replace('/', "."))? {
-                if entry.kind() == Some(Kind::Package) && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() {
+                if entry.kind() == Some(Kind::Package)
+                    && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some()
+                {
                     children.entry("__init__.py".to_string()).or_insert(false);
                 }
                 if entry.kind() == Some(Kind::ExtensionPackage) {
@@ -262,28 +294,41 @@ impl Shared {
         }
         if !relative.contains('.') {
             if let Some(entry) = self.module(&relative.replace('/', "."))? {
-                if matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)) {
+                if matches!(
+                    entry.kind(),
+                    Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)
+                ) {
                     return Ok(true);
                 }
             }
         }
         let prefix = format!("{relative}/");
-        let mut files = self.archive.find_prefix(Namespace::Files, &prefix).map_err(|e| self.error(e))?;
+        let mut files =
+            self.archive.find_prefix(Namespace::Files, &prefix).map_err(|e| self.error(e))?;
         Ok(files.next().is_some())
     }
 
     /// The immediate submodules of the package directory `relative` (`""`: top level), for
     /// `pkgutil.iter_modules`: (name, is_package).
     pub fn submodules(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {
-        let prefix = if relative.is_empty() { String::new() } else { format!("{}.", relative.replace('/', ".")) };
+        let prefix = if relative.is_empty() {
+            String::new()
+        } else {
+            format!("{}.", relative.replace('/', "."))
+        };
         let mut found = Vec::new();
-        for entry in self.archive.find_prefix(Namespace::Modules, &prefix).map_err(|e| self.error(e))? {
+        for entry in
+            self.archive.find_prefix(Namespace::Modules, &prefix).map_err(|e| self.error(e))?
+        {
             let entry = entry.map_err(|error| self.error(error))?;
             let rest = &entry.name()[prefix.len()..];
             if rest.contains('.') {
                 continue;
             }
-            let is_package = matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage));
+            let is_package = matches!(
+                entry.kind(),
+                Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)
+            );
             if entry.kind().is_some() {
                 found.push((rest.to_string(), is_package));
             }
@@ -330,28 +375,40 @@ impl IngotFinder {
         let absolute = std::path::absolute(path)
             .map_err(|error| ArchiveError::new_err(format!("ingot archive `{path}`: {error}")))?;
         let shown = absolute.to_string_lossy().trim_end_matches('/').to_string();
-        let archive = Archive::open_path(&absolute).map_err(|error| archive_error(&shown, error))?;
+        let archive =
+            Archive::open_path(&absolute).map_err(|error| archive_error(&shown, error))?;
         IngotFinder::from_archive_for(py, &absolute, archive, any_python)
     }
 
     /// A finder over an archive already opened from `path` (the launcher opens it once, to read
     /// its launch configuration, and hands it over).
-    pub fn from_archive(py: Python<'_>, path: &std::path::Path, archive: Archive) -> PyResult<IngotFinder> {
+    pub fn from_archive(
+        py: Python<'_>,
+        path: &std::path::Path,
+        archive: Archive,
+    ) -> PyResult<IngotFinder> {
         IngotFinder::from_archive_for(py, path, archive, false)
     }
 
     /// `any_python`: an archive of another Python version is accepted too, for inspection (its
     /// entries, files and native code's needs); such a finder must not import from it.
-    fn from_archive_for(py: Python<'_>, path: &std::path::Path, archive: Archive, any_python: bool) -> PyResult<IngotFinder> {
-        let absolute = std::path::absolute(path)
-            .map_err(|error| ArchiveError::new_err(format!("ingot archive `{}`: {error}", path.display())))?;
+    fn from_archive_for(
+        py: Python<'_>,
+        path: &std::path::Path,
+        archive: Archive,
+        any_python: bool,
+    ) -> PyResult<IngotFinder> {
+        let absolute = std::path::absolute(path).map_err(|error| {
+            ArchiveError::new_err(format!("ingot archive `{}`: {error}", path.display()))
+        })?;
         let path = absolute.to_string_lossy().trim_end_matches('/').to_string();
         if !any_python {
             check_interpreter(py, &path, &archive)?;
         }
 
         let sys = py.import(intern!(py, "sys"))?;
-        let optimize: u8 = sys.getattr(intern!(py, "flags"))?.getattr(intern!(py, "optimize"))?.extract()?;
+        let optimize: u8 =
+            sys.getattr(intern!(py, "flags"))?.getattr(intern!(py, "optimize"))?.extract()?;
         let bytecode_role = Role::Bytecode(optimize.min(2));
 
         // `_imp`, not `_frozen_importlib_external.EXTENSION_SUFFIXES` (the same list): the
@@ -388,7 +445,10 @@ impl IngotFinder {
 
     /// `ImportError(name=..., path=...)` for a module this archive does not hold.
     fn not_ours(&self, py: Python<'_>, name: &str) -> PyErr {
-        let error = PyImportError::new_err(format!("no module named `{name}` in ingot archive `{}`", self.shared.path));
+        let error = PyImportError::new_err(format!(
+            "no module named `{name}` in ingot archive `{}`",
+            self.shared.path
+        ));
         let value = error.value(py);
         let _ = value.setattr("name", name);
         let _ = value.setattr("path", &self.shared.path);
@@ -407,7 +467,8 @@ impl IngotFinder {
         let module = match py.import("ingot._support") {
             Ok(module) => module,
             Err(_) => {
-                let code = std::ffi::CString::new(SUPPORT_SOURCE).expect("support source has no NUL");
+                let code =
+                    std::ffi::CString::new(SUPPORT_SOURCE).expect("support source has no NUL");
                 PyModule::from_code(py, &code, c"ingot/_support.py", c"ingot._support")?
             }
         };
@@ -417,16 +478,25 @@ impl IngotFinder {
 
     /// The module's code object: its bytecode handed to `marshal` straight from the map, or its
     /// source compiled when the archive has no bytecode for this optimization level.
-    fn code<'py>(&self, py: Python<'py>, entry: &Entry<'_>, origin: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+    fn code<'py>(
+        &self,
+        py: Python<'py>,
+        entry: &Entry<'_>,
+        origin: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let name = entry.name();
         let blob = entry.blob(self.shared.bytecode_role).map_err(|error| self.error(error))?;
         if let Some(blob) = blob {
             let bytes = self.shared.archive.data(&blob).map_err(|error| self.error(error))?;
-            let length = ffi::Py_ssize_t::try_from(bytes.len()).map_err(|_| self.bad_bytecode(name, "too large"))?;
+            let length = ffi::Py_ssize_t::try_from(bytes.len())
+                .map_err(|_| self.bad_bytecode(name, "too large"))?;
             // SAFETY: `bytes` stays alive (borrowed from the map or owned) for the duration of the
             // call; marshal copies what it keeps.
             let code = unsafe {
-                Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(bytes.as_ptr() as *const c_char, length))
+                Bound::from_owned_ptr_or_err(
+                    py,
+                    ffi::PyMarshal_ReadObjectFromString(bytes.as_ptr() as *const c_char, length),
+                )
             }
             .map_err(|error| self.bad_bytecode(name, &error.to_string()))?;
             drop(bytes);
@@ -460,7 +530,10 @@ impl IngotFinder {
     }
 
     fn bad_bytecode(&self, name: &str, why: &str) -> PyErr {
-        ArchiveError::new_err(format!("ingot archive `{}`: module `{name}`: invalid bytecode: {why}", self.shared.path))
+        ArchiveError::new_err(format!(
+            "ingot archive `{}`: module `{name}`: invalid bytecode: {why}",
+            self.shared.path
+        ))
     }
 
     /// The module's `__file__`: under the archive path, or in its materialized tree (`tree`).
@@ -474,7 +547,13 @@ impl IngotFinder {
 
     /// Loads an extension module's image from memory: first the shared libraries it needs that the
     /// archive carries, then the module itself through `_imp.create_dynamic`.
-    fn create_extension<'py>(&self, py: Python<'py>, slf: &Bound<'py, Self>, spec: &Bound<'py, PyAny>, entry: &Entry<'_>) -> PyResult<Bound<'py, PyAny>> {
+    fn create_extension<'py>(
+        &self,
+        py: Python<'py>,
+        slf: &Bound<'py, Self>,
+        spec: &Bound<'py, PyAny>,
+        entry: &Entry<'_>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let name = entry.name();
         if let Some(needed) = entry.data(Role::Needed).map_err(|error| self.error(error))? {
             native::load_needed(&self.shared.archive, name, &native::needed_names(&needed))?;
@@ -482,23 +561,39 @@ impl IngotFinder {
         if self.shared.tree_root(py, name)?.is_some() {
             // Its package is materialized: load the real file, as the file-system importer would.
             let origin: String = spec.getattr(intern!(py, "origin"))?.extract()?;
-            let module = self.create_dynamic.bind(py).call1((spec,)).map_err(|error| with_load_hint(py, error, &origin))?;
+            let module = self
+                .create_dynamic
+                .bind(py)
+                .call1((spec,))
+                .map_err(|error| with_load_hint(py, error, &origin))?;
             let _ = module.setattr(intern!(py, "__file__"), spec.getattr(intern!(py, "origin"))?);
             return Ok(module);
         }
-        let image = entry
-            .blob(Role::Content)
-            .map_err(|error| self.error(error))?
-            .ok_or_else(|| ArchiveError::new_err(format!("ingot archive `{}`: extension module `{name}` has no image", self.shared.path)))?;
+        let image =
+            entry.blob(Role::Content).map_err(|error| self.error(error))?.ok_or_else(|| {
+                ArchiveError::new_err(format!(
+                    "ingot archive `{}`: extension module `{name}` has no image",
+                    self.shared.path
+                ))
+            })?;
         let label = format!("{name}{}", self.shared.extension_suffix);
-        let memory_path = native::native_file(&self.shared.archive, &label, native::Image::Blob(image)).map_err(|error| match error {
-            native::NativeError::Archive(damaged) => self.error(damaged),
-            native::NativeError::Other(what) => PyImportError::new_err(format!("cannot load extension module `{name}`: {what}")),
-        })?;
+        let memory_path =
+            native::native_file(&self.shared.archive, &label, native::Image::Blob(image)).map_err(
+                |error| match error {
+                    native::NativeError::Archive(damaged) => self.error(damaged),
+                    native::NativeError::Other(what) => PyImportError::new_err(format!(
+                        "cannot load extension module `{name}`: {what}"
+                    )),
+                },
+            )?;
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
         let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;
-        let module = self.create_dynamic.bind(py).call1((loading_spec,)).map_err(|error| with_load_hint(py, error, &memory_path))?;
+        let module = self
+            .create_dynamic
+            .bind(py)
+            .call1((loading_spec,))
+            .map_err(|error| with_load_hint(py, error, &memory_path))?;
         // The loader named the module after the memory file; it is the virtual path to the user.
         let origin = spec.getattr(intern!(py, "origin"))?;
         let _ = module.setattr(intern!(py, "__file__"), origin);
@@ -548,7 +643,10 @@ impl IngotFinder {
     #[new]
     #[pyo3(signature = (path, *, any_python = false))]
     fn new(py: Python<'_>, path: std::path::PathBuf, any_python: bool) -> PyResult<Self> {
-        let path = path.to_str().ok_or_else(|| ArchiveError::new_err("archive path is not valid UTF-8"))?.to_string();
+        let path = path
+            .to_str()
+            .ok_or_else(|| ArchiveError::new_err("archive path is not valid UTF-8"))?
+            .to_string();
         IngotFinder::open(py, &path, any_python)
     }
 
@@ -583,7 +681,8 @@ impl IngotFinder {
         };
         let spec_class = finder.module_spec.bind(py);
         let kwargs = PyDict::new(py);
-        let is_package = matches!(kind, Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage);
+        let is_package =
+            matches!(kind, Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage);
         let tree = finder.shared.tree_root(py, fullname)?;
         let origin = finder.origin(fullname, kind, tree.as_deref());
         if let Some(origin) = &origin {
@@ -612,7 +711,10 @@ impl IngotFinder {
     // --- importlib.abc.Loader ---------------------------------------------------------------
 
     /// `None` (the default module) except for extension modules, which are loaded from memory.
-    fn create_module<'py>(slf: &Bound<'py, Self>, spec: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn create_module<'py>(
+        slf: &Bound<'py, Self>,
+        spec: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = slf.py();
         let finder = slf.get();
         let name = spec.getattr(intern!(py, "name"))?;
@@ -641,7 +743,9 @@ impl IngotFinder {
         match kind {
             Some(Kind::Module | Kind::Package) => {
                 let tree = finder.shared.tree_root(py, name)?;
-                let origin = finder.origin(name, kind.unwrap_or(Kind::Module), tree.as_deref()).unwrap_or_default();
+                let origin = finder
+                    .origin(name, kind.unwrap_or(Kind::Module), tree.as_deref())
+                    .unwrap_or_default();
                 let origin = PyString::new(py, &origin);
                 let globals = match module.cast::<PyModule>() {
                     Ok(module) => module.dict(),
@@ -657,34 +761,49 @@ impl IngotFinder {
                 if !globals.contains(intern!(py, "__builtins__"))? {
                     // As `exec()` does.
                     // SAFETY: returns a borrowed reference to the current builtins dict.
-                    let builtins = unsafe { Bound::from_borrowed_ptr(py, ffi::PyEval_GetBuiltins()) };
+                    let builtins =
+                        unsafe { Bound::from_borrowed_ptr(py, ffi::PyEval_GetBuiltins()) };
                     globals.set_item(intern!(py, "__builtins__"), builtins)?;
                 }
                 // SAFETY: `code` is a code object (checked in `code`) and `globals` a dict.
                 let result = unsafe {
-                    Bound::from_owned_ptr_or_err(py, ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()))
+                    Bound::from_owned_ptr_or_err(
+                        py,
+                        ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()),
+                    )
                 };
                 // (Two string comparisons per module; the version is asked only for these names.)
-                if result.is_ok() && matches!(name, "re._compiler" | "sre_compile") && name == regexes::compiler_module(py) {
+                if result.is_ok()
+                    && matches!(name, "re._compiler" | "sre_compile")
+                    && name == regexes::compiler_module(py)
+                {
                     regexes::install(py, &finder.shared, &globals);
                 }
                 result.map(|_| ())
             }
-            Some(Kind::ExtensionModule | Kind::ExtensionPackage) => finder.exec_dynamic.bind(py).call1((module,)).map(|_| ()),
+            Some(Kind::ExtensionModule | Kind::ExtensionPackage) => {
+                finder.exec_dynamic.bind(py).call1((module,)).map(|_| ())
+            }
             _ => Ok(()),
         }
     }
 
     // --- importlib.abc.InspectLoader / ExecutionLoader --------------------------------------
 
-    fn get_code<'py>(slf: &Bound<'py, Self>, fullname: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn get_code<'py>(
+        slf: &Bound<'py, Self>,
+        fullname: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = slf.py();
         let finder = slf.get();
         let entry = finder.entry(py, fullname)?;
         match entry.kind() {
             Some(kind @ (Kind::Module | Kind::Package)) => {
                 let tree = finder.shared.tree_root(py, fullname)?;
-                let origin = PyString::new(py, &finder.origin(fullname, kind, tree.as_deref()).unwrap_or_default());
+                let origin = PyString::new(
+                    py,
+                    &finder.origin(fullname, kind, tree.as_deref()).unwrap_or_default(),
+                );
                 finder.code(py, &entry, &origin).map(Some)
             }
             _ => Ok(None),
@@ -693,7 +812,10 @@ impl IngotFinder {
 
     /// The module's source, decoded per PEP 263 (`importlib.util.decode_source`); `None` when the
     /// archive has no source for it.
-    fn get_source<'py>(slf: &Bound<'py, Self>, fullname: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn get_source<'py>(
+        slf: &Bound<'py, Self>,
+        fullname: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = slf.py();
         let this = slf.get();
         // `__main__`, when it is one of ours run as a script or with -m: linecache asks for the
@@ -710,7 +832,10 @@ impl IngotFinder {
 
     fn is_package(&self, py: Python<'_>, fullname: &str) -> PyResult<bool> {
         let entry = self.entry(py, fullname)?;
-        Ok(matches!(entry.kind(), Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)))
+        Ok(matches!(
+            entry.kind(),
+            Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)
+        ))
     }
 
     fn get_filename(&self, py: Python<'_>, fullname: &str) -> PyResult<String> {
@@ -730,24 +855,39 @@ impl IngotFinder {
         let relative = self.shared.relative_any(path).unwrap_or_else(|| path.to_string());
         match self.shared.read(&relative)? {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
-            None => Err(PyFileNotFoundError::new_err((libc::ENOENT, "No such file in ingot archive", path.to_string()))),
+            None => Err(PyFileNotFoundError::new_err((
+                libc::ENOENT,
+                "No such file in ingot archive",
+                path.to_string(),
+            ))),
         }
     }
 
     // --- importlib.resources ----------------------------------------------------------------
 
     /// A `TraversableResources` reader over the package's directory in the archive.
-    fn get_resource_reader<'py>(slf: &Bound<'py, Self>, fullname: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn get_resource_reader<'py>(
+        slf: &Bound<'py, Self>,
+        fullname: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let finder = slf.get();
         let entry = finder.entry(py, fullname)?;
         let directory = match entry.kind() {
-            Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage) => fullname.replace('.', "/"),
-            _ => fullname.rsplit_once('.').map(|(parent, _)| parent.replace('.', "/")).unwrap_or_default(),
+            Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage) => {
+                fullname.replace('.', "/")
+            }
+            _ => fullname
+                .rsplit_once('.')
+                .map(|(parent, _)| parent.replace('.', "/"))
+                .unwrap_or_default(),
         };
         if let Some(root) = finder.shared.tree_root(py, fullname)? {
             // A materialized package: its resources are real files (`as_file` needs no copy).
-            return finder.support(py)?.getattr("FileTreeReader")?.call1((format!("{root}/{directory}"),));
+            return finder
+                .support(py)?
+                .getattr("FileTreeReader")?
+                .call1((format!("{root}/{directory}"),));
         }
         finder.support(py)?.getattr("IngotResourceReader")?.call1((slf, directory))
     }
@@ -756,7 +896,10 @@ impl IngotFinder {
 
     /// `importlib.metadata.DistributionFinder.find_distributions`: the archive's `*.dist-info`.
     #[pyo3(signature = (context = None))]
-    fn find_distributions<'py>(slf: &Bound<'py, Self>, context: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    fn find_distributions<'py>(
+        slf: &Bound<'py, Self>,
+        context: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         slf.get().support(py)?.getattr("find_distributions")?.call1((slf, context))
     }
@@ -767,16 +910,24 @@ impl IngotFinder {
     #[pyo3(signature = (prefix = ""))]
     fn iter_modules<'py>(&self, py: Python<'py>, prefix: &str) -> PyResult<Bound<'py, PyList>> {
         let items = self.shared.submodules("")?;
-        PyList::new(py, items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)))
+        PyList::new(
+            py,
+            items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)),
+        )
     }
 
     /// A `sys.path_hooks` entry: a path-entry finder for the archive path or a package directory
     /// inside it; `ImportError` for any other path.
     fn path_hook(slf: &Bound<'_, Self>, path: &str) -> PyResult<IngotPathEntryFinder> {
         let finder = slf.get();
-        let relative = finder.shared.relative_any(path).ok_or_else(|| PyImportError::new_err(format!("not an ingot archive path: {path}")))?;
+        let relative = finder
+            .shared
+            .relative_any(path)
+            .ok_or_else(|| PyImportError::new_err(format!("not an ingot archive path: {path}")))?;
         if !finder.shared.is_dir(&relative)? {
-            return Err(PyImportError::new_err(format!("not a directory in ingot archive: {path}")));
+            return Err(PyImportError::new_err(format!(
+                "not a directory in ingot archive: {path}"
+            )));
         }
         Ok(IngotPathEntryFinder { finder: slf.clone().unbind(), relative })
     }
@@ -786,7 +937,11 @@ impl IngotFinder {
     fn _read<'py>(&self, py: Python<'py>, relative: &str) -> PyResult<Bound<'py, PyBytes>> {
         match self.shared.read(relative)? {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
-            None => Err(PyFileNotFoundError::new_err((libc::ENOENT, "No such file in ingot archive", format!("{}{relative}", self.shared.prefix)))),
+            None => Err(PyFileNotFoundError::new_err((
+                libc::ENOENT,
+                "No such file in ingot archive",
+                format!("{}{relative}", self.shared.prefix),
+            ))),
         }
     }
 
@@ -814,9 +969,9 @@ impl IngotFinder {
 
     /// The root of `package`'s tree in the extraction cache, materializing it if needed.
     fn _tree(&self, py: Python<'_>, package: &str) -> PyResult<String> {
-        self.shared
-            .tree_root(py, package)?
-            .ok_or_else(|| PyValueError::new_err(format!("package `{package}` is not under the files policy")))
+        self.shared.tree_root(py, package)?.ok_or_else(|| {
+            PyValueError::new_err(format!("package `{package}` is not under the files policy"))
+        })
     }
 
     fn _dist_info_dirs(&self) -> PyResult<Vec<String>> {
@@ -824,13 +979,20 @@ impl IngotFinder {
             return Ok(dirs.clone());
         }
         let mut dirs: Vec<String> = Vec::new();
-        for entry in self.shared.archive.find_prefix(Namespace::Files, "").map_err(|error| self.error(error))? {
+        for entry in self
+            .shared
+            .archive
+            .find_prefix(Namespace::Files, "")
+            .map_err(|error| self.error(error))?
+        {
             let entry = entry.map_err(|error| self.error(error))?;
             if entry.kind() != Some(Kind::DistInfoFile) {
                 continue;
             }
             if let Some((directory, _)) = entry.name().split_once('/') {
-                if directory.ends_with(".dist-info") && dirs.last().map(String::as_str) != Some(directory) {
+                if directory.ends_with(".dist-info")
+                    && dirs.last().map(String::as_str) != Some(directory)
+                {
                     dirs.push(directory.to_string());
                 }
             }
@@ -850,7 +1012,12 @@ impl IngotFinder {
                 size += blob.size();
                 stored += blob.stored_size();
             }
-            sizes.push((entry.kind().map_or("unknown", Kind::label), entry.name().to_string(), size, stored));
+            sizes.push((
+                entry.kind().map_or("unknown", Kind::label),
+                entry.name().to_string(),
+                size,
+                stored,
+            ));
         }
         Ok(sizes)
     }
@@ -865,7 +1032,14 @@ impl IngotFinder {
                 size += blob.map_err(|error| self.error(error))?.size();
             }
             let kind = entry.kind().map_or("unknown", Kind::label);
-            list.append(PyTuple::new(py, [kind.into_pyobject(py)?.into_any(), entry.name().into_pyobject(py)?.into_any(), size.into_pyobject(py)?.into_any()])?)?;
+            list.append(PyTuple::new(
+                py,
+                [
+                    kind.into_pyobject(py)?.into_any(),
+                    entry.name().into_pyobject(py)?.into_any(),
+                    size.into_pyobject(py)?.into_any(),
+                ],
+            )?)?;
         }
         Ok(list)
     }
@@ -876,14 +1050,17 @@ impl IngotFinder {
         let mut needs = Vec::new();
         for entry in self.shared.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;
-            let Some(kind @ (Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)) = entry.kind() else {
+            let Some(kind @ (Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)) =
+                entry.kind()
+            else {
                 continue;
             };
             let Some(image) = entry.data(Role::Content).map_err(|error| self.error(error))? else {
                 continue;
             };
-            let versions = crate::elf::elf_version_needs(&image)
-                .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("{}: {error}", entry.name())))?;
+            let versions = crate::elf::elf_version_needs(&image).map_err(|error| {
+                PyValueError::new_err(format!("{}: {error}", entry.name()))
+            })?;
             needs.push((kind.label().to_string(), entry.name().to_string(), versions));
         }
         Ok(needs)
@@ -907,8 +1084,16 @@ pub struct IngotPathEntryFinder {
 impl IngotPathEntryFinder {
     /// `importlib.abc.PathEntryFinder.find_spec`: a spec for a module directly in this directory.
     #[pyo3(signature = (fullname, target = None))]
-    fn find_spec<'py>(&self, py: Python<'py>, fullname: &str, target: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let parent = fullname.rsplit_once('.').map(|(parent, _)| parent.replace('.', "/")).unwrap_or_default();
+    fn find_spec<'py>(
+        &self,
+        py: Python<'py>,
+        fullname: &str,
+        target: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let parent = fullname
+            .rsplit_once('.')
+            .map(|(parent, _)| parent.replace('.', "/"))
+            .unwrap_or_default();
         if parent != self.relative {
             return Ok(None);
         }
@@ -918,7 +1103,10 @@ impl IngotPathEntryFinder {
     #[pyo3(signature = (prefix = ""))]
     fn iter_modules<'py>(&self, py: Python<'py>, prefix: &str) -> PyResult<Bound<'py, PyList>> {
         let items = self.finder.get().shared.submodules(&self.relative)?;
-        PyList::new(py, items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)))
+        PyList::new(
+            py,
+            items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)),
+        )
     }
 
     fn invalidate_caches(&self) {}
@@ -926,14 +1114,17 @@ impl IngotPathEntryFinder {
     #[getter]
     fn path(&self) -> String {
         let shared = &self.finder.get().shared;
-        if self.relative.is_empty() { shared.path.clone() } else { format!("{}{}", shared.prefix, self.relative) }
+        if self.relative.is_empty() {
+            shared.path.clone()
+        } else {
+            format!("{}{}", shared.prefix, self.relative)
+        }
     }
 
     fn __repr__(&self) -> String {
         format!("<IngotPathEntryFinder {:?}>", self.path())
     }
 }
-
 
 /// The name under which the archive holds the module running as `__main__` (its spec's name), if
 /// `__main__` was loaded by `finder`.

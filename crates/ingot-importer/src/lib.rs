@@ -25,7 +25,7 @@ pub use finder::IngotFinder;
 pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add("ArchiveError", py.get_type::<error::ArchiveError>())?;
-    module.add_class::<finder::IngotFinder>()?;
+    module.add_class::<IngotFinder>()?;
     module.add_class::<finder::IngotPathEntryFinder>()?;
     #[cfg(feature = "writer")]
     module.add_class::<writer::ArchiveWriter>()?;
@@ -60,15 +60,28 @@ fn content_hash(data: &[u8]) -> u64 {
 /// for a `files` package (verify, or write a temporary tree and rename it into place); returns the
 /// tree's path. For tools and benchmarks; raises OSError on failure.
 #[pyfunction]
-fn write_tree(py: Python<'_>, root: std::path::PathBuf, id: &str, files: Vec<(String, Vec<u8>)>) -> PyResult<String> {
+fn write_tree(
+    py: Python<'_>,
+    root: std::path::PathBuf,
+    id: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> PyResult<String> {
     let manifest: Vec<cache::TreeFile> = files
         .iter()
-        .map(|(path, bytes)| cache::TreeFile { path: path.clone(), size: bytes.len() as u64, hash: xxhash_rust::xxh3::xxh3_64(bytes) })
+        .map(|(path, bytes)| cache::TreeFile {
+            path: path.clone(),
+            size: bytes.len() as u64,
+            hash: xxhash_rust::xxh3::xxh3_64(bytes),
+        })
         .collect();
-    let by_path: std::collections::HashMap<&str, &[u8]> = files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+    let by_path: std::collections::HashMap<&str, &[u8]> =
+        files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
     let result = py.detach(|| {
         cache::ensure_tree(&root, "trees", id, &manifest, |file| {
-            by_path.get(file.path.as_str()).map(|bytes| std::borrow::Cow::Borrowed(*bytes)).ok_or_else(|| format!("no bytes for `{}`", file.path))
+            by_path
+                .get(file.path.as_str())
+                .map(|bytes| std::borrow::Cow::Borrowed(*bytes))
+                .ok_or_else(|| format!("no bytes for `{}`", file.path))
         })
     });
     let tree = result.map_err(pyo3::exceptions::PyOSError::new_err)?;

@@ -38,7 +38,9 @@ fn use_cache() -> Result<bool, String> {
     MODE.get_or_init(|| match std::env::var(NATIVE_VAR).as_deref() {
         Err(_) | Ok("") | Ok("memory") => Ok(false),
         Ok("cache") => Ok(true),
-        Ok(other) => Err(format!("{NATIVE_VAR}={other:?} is not a native-code mode (expected `memory` or `cache`)")),
+        Ok(other) => Err(format!(
+            "{NATIVE_VAR}={other:?} is not a native-code mode (expected `memory` or `cache`)"
+        )),
     })
     .clone()
 }
@@ -72,7 +74,9 @@ fn prepared_key(archive: &Archive, blob: &Blob<'_>) -> PreparedKey {
 /// Memory files made ahead of use ([`prepare`]), by the archive and blob they copy.
 enum Prepared {
     /// Being copied by the read-ahead thread of process `pid`.
-    InProgress { pid: u32 },
+    InProgress {
+        pid: u32,
+    },
     Ready(String),
     /// Taken by an import, or made by it: not to be prepared.
     Taken,
@@ -135,7 +139,8 @@ fn take_prepared(archive: &Archive, image: &Image<'_>) -> Option<String> {
             }
             // Only a thread of this process can finish it (a forked child has no such thread).
             Some(Prepared::InProgress { pid }) if *pid == std::process::id() => {
-                guard = PREPARED_CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+                guard =
+                    PREPARED_CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
             }
             _ => {
                 map.insert(key, Prepared::Taken);
@@ -155,7 +160,11 @@ pub fn resolve_mode() {
 /// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
 /// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache.
 /// A damaged image is an [`NativeError::Archive`] error, reported as such: no other way is tried.
-pub fn native_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<String, NativeError> {
+pub fn native_file(
+    archive: &Archive,
+    label: &str,
+    image: Image<'_>,
+) -> Result<String, NativeError> {
     if use_cache().map_err(NativeError::Other)? {
         return cached_file(archive, label, image);
     }
@@ -165,7 +174,9 @@ pub fn native_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<S
     match memory_file(archive, label, image) {
         Ok((_fd, path)) => Ok(path),
         Err(NativeError::Other(why)) => cached_file(archive, label, image).map_err(|error| {
-            NativeError::Other(format!("not from memory ({why}), and not through the extraction cache either ({error})"))
+            NativeError::Other(format!(
+                "not from memory ({why}), and not through the extraction cache either ({error})"
+            ))
         }),
         Err(damaged) => Err(damaged),
     }
@@ -211,21 +222,32 @@ fn cached_bytes(label: &str, image: &[u8]) -> Result<String, String> {
     let hash = xxhash_rust::xxh3::xxh3_64(image);
     let id = format!("{hash:016x}-{:x}", image.len());
     let file = cache::TreeFile { path: label.to_string(), size: image.len() as u64, hash };
-    let tree = cache::ensure_tree(&root, "native", &id, &[file], |_| Ok(std::borrow::Cow::Borrowed(image)))?;
+    let tree = cache::ensure_tree(&root, "native", &id, &[file], |_| {
+        Ok(std::borrow::Cow::Borrowed(image))
+    })?;
     let path = tree.join(label);
-    path.to_str().map(str::to_string).ok_or_else(|| format!("cache path `{}` is not valid UTF-8", path.display()))
+    path.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("cache path `{}` is not valid UTF-8", path.display()))
 }
 
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
-fn memory_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<(i32, String), NativeError> {
-    let name = CString::new(format!("ingot:{label}")).map_err(|_| NativeError::Other("name contains NUL".to_string()))?;
+fn memory_file(
+    archive: &Archive,
+    label: &str,
+    image: Image<'_>,
+) -> Result<(i32, String), NativeError> {
+    let name = CString::new(format!("ingot:{label}"))
+        .map_err(|_| NativeError::Other("name contains NUL".to_string()))?;
     // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
     // otherwise make it non-executable; older kernels reject the flag with EINVAL.
     const MFD_EXEC: libc::c_uint = 0x10;
     // The system call, not glibc's wrapper (glibc 2.27+): executables built for glibc 2.17 run
     // where the kernel has memfd_create (3.17+) whatever the glibc.
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    let memfd_create = |flags: libc::c_uint| unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) as libc::c_int };
+    let memfd_create = |flags: libc::c_uint| unsafe {
+        libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) as libc::c_int
+    };
     let mut fd = memfd_create(libc::MFD_CLOEXEC | MFD_EXEC);
     if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
         fd = memfd_create(libc::MFD_CLOEXEC);
@@ -235,10 +257,13 @@ fn memory_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<(i32,
         return Err(NativeError::Other(format!("memfd_create failed: {error}")));
     }
     // SAFETY: `fd` is the memory file just created, owned here until it is handed on below.
-    let mut file = std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+    let mut file = std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    });
     let written = match image {
-        Image::Bytes(bytes) => std::io::Write::write_all(&mut *file, bytes)
-            .map_err(|error| NativeError::Other(format!("writing to a memory file failed: {error}"))),
+        Image::Bytes(bytes) => std::io::Write::write_all(&mut *file, bytes).map_err(|error| {
+            NativeError::Other(format!("writing to a memory file failed: {error}"))
+        }),
         Image::Blob(blob) => archive
             .copy_blob(&blob, &mut *file, |file| {
                 // Starting over from the archive's map: empty the memory file.
@@ -292,13 +317,18 @@ fn dlopen_with(path: &str, flags: libc::c_int) -> Result<(), String> {
 /// The loader's message, with a hint when native code in the extraction cache cannot be mapped
 /// executable: the cache is on a file system mounted `noexec`.
 pub fn explain_load_error(message: String, path: &str) -> String {
-    if !message.contains("failed to map segment from shared object") || path.starts_with("/proc/") || path.starts_with("/memfd:") {
+    if !message.contains("failed to map segment from shared object")
+        || path.starts_with("/proc/")
+        || path.starts_with("/memfd:")
+    {
         return message;
     }
-    let directory = std::path::Path::new(path).parent().map_or_else(String::new, |dir| dir.display().to_string());
+    let directory = std::path::Path::new(path)
+        .parent()
+        .map_or_else(String::new, |dir| dir.display().to_string());
     format!(
         "{message}\nhint: {directory} is on a file system mounted noexec, where native code cannot run; set {} to a directory on one that allows it",
-        crate::cache::CACHE_DIR_VAR
+        cache::CACHE_DIR_VAR
     )
 }
 
@@ -327,7 +357,8 @@ const DF_1_NOW: u64 = 0x1;
 /// once they are loaded. Refused (the reason returned) when that cannot work: the image binds
 /// every symbol at load (`BIND_NOW`), or has no other needed name to point at.
 pub fn drop_needed(image: &[u8], dropped: &[String]) -> Result<Vec<u8>, String> {
-    let elf = goblin::elf::Elf::parse(image).map_err(|error| format!("its ELF headers cannot be read: {error}"))?;
+    let elf = goblin::elf::Elf::parse(image)
+        .map_err(|error| format!("its ELF headers cannot be read: {error}"))?;
     if !elf.is_64 || !elf.little_endian {
         return Err("it is not a 64-bit little-endian object".to_string());
     }
@@ -338,21 +369,26 @@ pub fn drop_needed(image: &[u8], dropped: &[String]) -> Result<Vec<u8>, String> 
         .ok_or("it has no dynamic segment")?;
     let dyns = elf.dynamic.as_ref().map(|dynamic| dynamic.dyns.clone()).unwrap_or_default();
     for entry in &dyns {
-        if (entry.d_tag == DT_FLAGS && entry.d_val & DF_BIND_NOW != 0) || (entry.d_tag == DT_FLAGS_1 && entry.d_val & DF_1_NOW != 0) {
+        if (entry.d_tag == DT_FLAGS && entry.d_val & DF_BIND_NOW != 0)
+            || (entry.d_tag == DT_FLAGS_1 && entry.d_val & DF_1_NOW != 0)
+        {
             return Err("it was linked to bind its symbols at load (BIND_NOW)".to_string());
         }
     }
     let name_of = |offset: u64| elf.dynstrtab.get_at(offset as usize).unwrap_or("");
     let keep = dyns
         .iter()
-        .find(|entry| entry.d_tag == DT_NEEDED && !dropped.iter().any(|name| name == name_of(entry.d_val)))
+        .find(|entry| {
+            entry.d_tag == DT_NEEDED && !dropped.iter().any(|name| name == name_of(entry.d_val))
+        })
         .map(|entry| entry.d_val)
         .ok_or("it needs no other library to stand in")?;
     let mut patched = image.to_vec();
     for (index, entry) in dyns.iter().enumerate() {
         if entry.d_tag == DT_NEEDED && dropped.iter().any(|name| name == name_of(entry.d_val)) {
             let at = dynamic.p_offset as usize + index * 16 + 8;
-            let slot = patched.get_mut(at..at + 8).ok_or("its dynamic segment lies outside the file")?;
+            let slot =
+                patched.get_mut(at..at + 8).ok_or("its dynamic segment lies outside the file")?;
             slot.copy_from_slice(&keep.to_le_bytes());
         }
     }
@@ -422,14 +458,25 @@ fn load_library(
         .blob(Role::Content)
         .map_err(archive_error)?
         .ok_or_else(|| native_error(module, format!("shared library `{name}` has no content")))?;
-    let in_cycle = !cyclic.is_empty() || CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|member| member == name);
+    let in_cycle = !cyclic.is_empty()
+        || CYCLE_MEMBERS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|member| member == name);
     let path = if cyclic.is_empty() {
         native_file(archive, name, Image::Blob(blob))
     } else {
         CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).extend(cyclic.iter().cloned());
         let image = archive.data(&blob).map_err(archive_error)?;
         let patched = drop_needed(&image, &cyclic).map_err(|what| {
-            native_error(module, format!("shared library `{name}` needs {} which need it in turn, and {what}", cyclic.join(", ")))
+            native_error(
+                module,
+                format!(
+                    "shared library `{name}` needs {} which need it in turn, and {what}",
+                    cyclic.join(", ")
+                ),
+            )
         })?;
         crate::pages::release(archive, &image);
         crate::pages::release_blob(archive, &blob);
@@ -443,7 +490,8 @@ fn load_library(
     } else {
         libc::RTLD_NOW | libc::RTLD_LOCAL
     };
-    dlopen_with(&path, flags).map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
+    dlopen_with(&path, flags)
+        .map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
     loaded.insert(name.to_string());
     if let Some(soname) = entry.data(Role::Soname).map_err(archive_error)? {
         loaded.insert(String::from_utf8_lossy(&soname).into_owned());

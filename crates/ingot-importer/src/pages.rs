@@ -22,7 +22,8 @@ fn advise(archive: &Archive, bytes: &[u8], advice: libc::c_int) {
     }
     static PAGE_SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     // SAFETY: no preconditions.
-    let page = *PAGE_SIZE.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0));
+    let page = *PAGE_SIZE
+        .get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0));
     if !page.is_power_of_two() {
         return;
     }
@@ -48,7 +49,10 @@ const FENCED_IMAGE: u64 = 64 << 10;
 /// never read there in order, is the one whose meaning fits.
 pub fn fence_native_images(archive: &Archive) {
     for entry in archive.entries().flatten() {
-        if !matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)) {
+        if !matches!(
+            entry.kind(),
+            Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
+        ) {
             continue;
         }
         let Ok(Some(blob)) = entry.blob(Role::Content) else { continue };

@@ -64,7 +64,9 @@ fn try_install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>
     };
     let sre = py.import("_sre")?;
     let ours: i64 = sre.getattr("MAGIC")?.extract()?;
-    if std::str::from_utf8(&magic).ok().and_then(|text| text.trim().parse::<i64>().ok()) != Some(ours) {
+    if std::str::from_utf8(&magic).ok().and_then(|text| text.trim().parse::<i64>().ok())
+        != Some(ours)
+    {
         return Ok(());
     }
     let Some(original) = globals.get_item(intern!(py, "compile"))? else {
@@ -93,7 +95,12 @@ pub struct PrecompiledRegexes {
 
 impl PrecompiledRegexes {
     /// The compiled pattern from the table, or None (not there, or not usable).
-    fn lookup<'py>(&self, py: Python<'py>, pattern: &Bound<'py, PyAny>, flags: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyAny>> {
+    fn lookup<'py>(
+        &self,
+        py: Python<'py>,
+        pattern: &Bound<'py, PyAny>,
+        flags: Option<&Bound<'py, PyAny>>,
+    ) -> Option<Bound<'py, PyAny>> {
         let flags_value: i64 = match flags {
             None => 0,
             Some(flags) if flags.is_exact_instance_of::<PyInt>() => flags.extract().ok()?,
@@ -111,13 +118,20 @@ impl PrecompiledRegexes {
         let length = ffi::Py_ssize_t::try_from(data.len()).ok()?;
         // SAFETY: `data` lives until the call returns; marshal copies what it keeps and reports
         // malformed input as an exception (taken here, not left set).
-        let stored = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(data.as_ptr().cast(), length)) }.ok()?;
+        let stored = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyMarshal_ReadObjectFromString(data.as_ptr().cast(), length),
+            )
+        }
+        .ok()?;
         let stored = stored.cast_into::<PyTuple>().ok()?;
         if stored.len() != 7 {
             return None;
         }
         // A different pattern under the same name (a hash collision, or a damaged archive).
-        let same_pattern = stored.get_item(0).ok()?.eq(pattern).ok()? && stored.get_item(0).ok()?.get_type().is(pattern.get_type());
+        let same_pattern = stored.get_item(0).ok()?.eq(pattern).ok()?
+            && stored.get_item(0).ok()?.get_type().is(pattern.get_type());
         let same_flags = stored.get_item(1).ok()?.extract::<i64>().ok()? == flags_value;
         if !same_pattern || !same_flags {
             return None;
@@ -125,8 +139,14 @@ impl PrecompiledRegexes {
         let arguments = PyTuple::new(
             py,
             // The caller's pattern object, as the compiler would pass it (`Pattern.pattern is p`).
-            [pattern.clone(), stored.get_item(2).ok()?, stored.get_item(3).ok()?, stored.get_item(4).ok()?,
-             stored.get_item(5).ok()?, stored.get_item(6).ok()?],
+            [
+                pattern.clone(),
+                stored.get_item(2).ok()?,
+                stored.get_item(3).ok()?,
+                stored.get_item(4).ok()?,
+                stored.get_item(5).ok()?,
+                stored.get_item(6).ok()?,
+            ],
         )
         .ok()?;
         // `_sre.compile` checks the code it is given and raises on anything malformed.
@@ -137,7 +157,12 @@ impl PrecompiledRegexes {
 #[pymethods]
 impl PrecompiledRegexes {
     #[pyo3(signature = (p, flags = None))]
-    fn __call__<'py>(&self, py: Python<'py>, p: &Bound<'py, PyAny>, flags: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        p: &Bound<'py, PyAny>,
+        flags: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         if let Some(compiled) = self.lookup(py, p, flags) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(compiled);
@@ -169,6 +194,11 @@ impl PrecompiledRegexes {
     }
 
     fn __repr__(&self) -> String {
-        format!("<ingot precompiled regular expressions of {:?}: {} hits, {} misses>", self.shared.path, self.hits(), self.misses())
+        format!(
+            "<ingot precompiled regular expressions of {:?}: {} hits, {} misses>",
+            self.shared.path,
+            self.hits(),
+            self.misses()
+        )
     }
 }

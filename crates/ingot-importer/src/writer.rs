@@ -29,11 +29,16 @@ impl ArchiveWriter {
 impl ArchiveWriter {
     #[new]
     #[pyo3(signature = (*, bytecode_magic, python_version, compression_level = None))]
-    fn new(bytecode_magic: &[u8], python_version: (u8, u8), compression_level: Option<i32>) -> PyResult<Self> {
-        let bytecode_magic: [u8; 4] = bytecode_magic
-            .try_into()
-            .map_err(|_| PyValueError::new_err("bytecode_magic is 4 bytes (importlib.util.MAGIC_NUMBER)"))?;
-        let options = WriterOptions { bytecode_magic, python_version, zstd_level: compression_level };
+    fn new(
+        bytecode_magic: &[u8],
+        python_version: (u8, u8),
+        compression_level: Option<i32>,
+    ) -> PyResult<Self> {
+        let bytecode_magic: [u8; 4] = bytecode_magic.try_into().map_err(|_| {
+            PyValueError::new_err("bytecode_magic is 4 bytes (importlib.util.MAGIC_NUMBER)")
+        })?;
+        let options =
+            WriterOptions { bytecode_magic, python_version, zstd_level: compression_level };
         Ok(ArchiveWriter { inner: ingot_format::ArchiveWriter::new(options) })
     }
 
@@ -53,12 +58,16 @@ impl ArchiveWriter {
         }
         for (level, code) in bytecode.unwrap_or_default() {
             if level > 2 {
-                return Err(PyValueError::new_err(format!("optimization level {level} is not 0, 1 or 2")));
+                return Err(PyValueError::new_err(format!(
+                    "optimization level {level} is not 0, 1 or 2"
+                )));
             }
             blobs.push((Role::Bytecode(level), code));
         }
         if blobs.is_empty() {
-            return Err(PyValueError::new_err(format!("module `{name}` has neither source nor bytecode")));
+            return Err(PyValueError::new_err(format!(
+                "module `{name}` has neither source nor bytecode"
+            )));
         }
         let kind = if is_package { Kind::Package } else { Kind::Module };
         self.add(kind, name, blobs)
@@ -72,7 +81,13 @@ impl ArchiveWriter {
     /// Adds an extension module: its ELF image and the DT_NEEDED names it links; with
     /// `is_package`, a package whose `__init__` is that extension module.
     #[pyo3(signature = (name, image, needed = Vec::new(), is_package = false))]
-    fn add_extension_module(&mut self, name: &str, image: Vec<u8>, needed: Vec<String>, is_package: bool) -> PyResult<()> {
+    fn add_extension_module(
+        &mut self,
+        name: &str,
+        image: Vec<u8>,
+        needed: Vec<String>,
+        is_package: bool,
+    ) -> PyResult<()> {
         let kind = if is_package { Kind::ExtensionPackage } else { Kind::ExtensionModule };
         self.add(kind, name, vec![(Role::Content, image), (Role::Needed, join_names(&needed)?)])
     }
@@ -101,7 +116,11 @@ impl ArchiveWriter {
         self.add(
             Kind::SharedLibrary,
             name,
-            vec![(Role::Content, image), (Role::Soname, soname.into_bytes()), (Role::Needed, join_names(&needed)?)],
+            vec![
+                (Role::Content, image),
+                (Role::Soname, soname.into_bytes()),
+                (Role::Needed, join_names(&needed)?),
+            ],
         )
     }
 
@@ -128,7 +147,9 @@ impl ArchiveWriter {
                 "modules" => Namespace::Modules,
                 "files" => Namespace::Files,
                 "libraries" => Namespace::Libraries,
-                other => return Err(PyValueError::new_err(format!("unknown name space `{other}`"))),
+                other => {
+                    return Err(PyValueError::new_err(format!("unknown name space `{other}`")))
+                }
             };
             keys.push((namespace, name));
         }

@@ -15,8 +15,9 @@ def seal_import_system(finder, filesystem_imports=True):
     modules are imported from directories the application puts on sys.path, as under python
     (sys.path starts as just the archive: nothing on disk is searched until the application
     adds a directory). Without it the archive is the only source of modules."""
-    path_finders = [entry for entry in sys.meta_path
-                    if getattr(entry, "__name__", None) == "PathFinder"]
+    path_finders = [
+        entry for entry in sys.meta_path if getattr(entry, "__name__", None) == "PathFinder"
+    ]
     sys.meta_path[:] = [entry for entry in sys.meta_path if entry not in path_finders]
     if finder in sys.meta_path:
         sys.meta_path.remove(finder)
@@ -25,9 +26,11 @@ def seal_import_system(finder, filesystem_imports=True):
     if filesystem_imports:
         sys.meta_path.extend(path_finders)
         hooks += [hook for hook in sys.path_hooks if hook is not finder.path_hook]
-        if not any(getattr(hook, "__name__", None) == "path_hook_for_FileFinder"
-                   for hook in hooks):  # not where CPython 3.10-3.15 put it: add one
+        if not any(
+            getattr(hook, "__name__", None) == "path_hook_for_FileFinder" for hook in hooks
+        ):  # not where CPython 3.10-3.15 put it: add one
             import _frozen_importlib_external as external
+
             hooks.append(external.FileFinder.path_hook(*external._get_supported_file_loaders()))
     sys.path_hooks[:] = hooks
     sys.path_importer_cache.clear()
@@ -42,8 +45,15 @@ def run_module(name):
     if code is None:
         sys.exit(f"{sys.executable}: No code object available for {spec.name}")
     namespace = sys.modules["__main__"].__dict__
-    namespace.update(__name__="__main__", __file__=spec.origin, __cached__=None, __doc__=None,
-                     __loader__=spec.loader, __package__=spec.parent, __spec__=spec)
+    namespace.update(
+        __name__="__main__",
+        __file__=spec.origin,
+        __cached__=None,
+        __doc__=None,
+        __loader__=spec.loader,
+        __package__=spec.parent,
+        __spec__=spec,
+    )
     exec(code, namespace)
 
 
@@ -98,6 +108,7 @@ def run_frozen_fork(argv):
         name, value = arg.split("=")
         kwds[name] = None if value == "None" else int(value)
     from multiprocessing.spawn import spawn_main
+
     spawn_main(**kwds)
 
 
@@ -110,7 +121,9 @@ def shutdown():
             threading._shutdown()
         except BaseException:  # as Py_FinalizeEx: reported, then on with the exit
             import traceback
+
             print("Exception ignored on threading shutdown:", file=sys.stderr)
             traceback.print_exc()
     import atexit
+
     atexit._run_exitfuncs()

@@ -35,7 +35,12 @@ pub fn print_exception(py: Python<'_>, error: PyErr) {
         };
         // The launcher's own frames (`<ingot boot>`: running the module) are not the app's.
         while !traceback.is_none()
-            && traceback.getattr("tb_frame")?.getattr("f_code")?.getattr("co_filename")?.extract::<String>()? == "<ingot boot>"
+            && traceback
+                .getattr("tb_frame")?
+                .getattr("f_code")?
+                .getattr("co_filename")?
+                .extract::<String>()?
+                == "<ingot boot>"
         {
             traceback = traceback.getattr("tb_next")?;
         }
@@ -43,7 +48,8 @@ pub fn print_exception(py: Python<'_>, error: PyErr) {
         sys.setattr("last_type", value.get_type())?;
         sys.setattr("last_value", value)?;
         sys.setattr("last_traceback", &traceback)?;
-        py.import("traceback")?.call_method1("print_exception", (value.get_type(), value, traceback))?;
+        py.import("traceback")?
+            .call_method1("print_exception", (value.get_type(), value, traceback))?;
         Ok(true)
     })();
     match printed {
@@ -94,7 +100,9 @@ pub fn finish(py: Python<'_>, boot: Bound<'_, PyDict>, outcome: Outcome, fast_ex
     };
     if fast_exit {
         // Threads joined and atexit handlers run (Py_FinalizeEx's first steps).
-        if let Err(error) = boot.get_item("shutdown").map(|function| function.expect("boot.py").call0()) {
+        if let Err(error) =
+            boot.get_item("shutdown").map(|function| function.expect("boot.py").call0())
+        {
             error.print(py);
         }
         drop(boot);
@@ -137,7 +145,8 @@ fn flush_std_files(py: Python<'_>) -> bool {
             let _ = PyErr::take(py);
             continue;
         };
-        let closed = stream.getattr("closed").and_then(|closed| closed.is_truthy()).unwrap_or(false);
+        let closed =
+            stream.getattr("closed").and_then(|closed| closed.is_truthy()).unwrap_or(false);
         if stream.is_none() || closed {
             continue;
         }
@@ -162,7 +171,11 @@ const HOLDS_BUDGET: usize = 256;
 /// flushed, not closed, as at finalization. Each finalizer reports its own errors as
 /// unraisable ("Exception ignored in: ..."), as at finalization.
 fn finalize_live_objects(py: Python<'_>) {
-    let Ok(objects) = py.import("gc").and_then(|gc| gc.call_method0("get_objects")).and_then(|list| Ok(list.cast_into::<PyList>()?)) else {
+    let Ok(objects) = py
+        .import("gc")
+        .and_then(|gc| gc.call_method0("get_objects"))
+        .and_then(|list| Ok(list.cast_into::<PyList>()?))
+    else {
         let _ = PyErr::take(py);
         return;
     };
@@ -173,7 +186,8 @@ fn finalize_live_objects(py: Python<'_>) {
         // SAFETY: `object` is alive (the list holds it); its type too.
         .filter(|&object| unsafe { (*ffi::Py_TYPE(object)).tp_finalize.is_some() } && !standard.contains(&object))
         .collect();
-    let index: HashMap<*mut ffi::PyObject, usize> = finalizable.iter().enumerate().map(|(position, &object)| (object, position)).collect();
+    let index: HashMap<*mut ffi::PyObject, usize> =
+        finalizable.iter().enumerate().map(|(position, &object)| (object, position)).collect();
     let mut holds: Vec<Vec<usize>> = vec![Vec::new(); finalizable.len()];
     let mut held_by = vec![0usize; finalizable.len()];
     for (position, &object) in finalizable.iter().enumerate() {
@@ -189,7 +203,8 @@ fn finalize_live_objects(py: Python<'_>) {
     // Holders first (Kahn's algorithm, in the collector's order among equals); what a cycle leaves
     // goes last, in the collector's order.
     let mut order = Vec::with_capacity(finalizable.len());
-    let mut ready: std::collections::VecDeque<usize> = (0..finalizable.len()).filter(|&position| held_by[position] == 0).collect();
+    let mut ready: std::collections::VecDeque<usize> =
+        (0..finalizable.len()).filter(|&position| held_by[position] == 0).collect();
     let mut placed = vec![false; finalizable.len()];
     while let Some(position) = ready.pop_front() {
         placed[position] = true;
@@ -235,7 +250,10 @@ fn standard_streams(py: Python<'_>) -> Vec<*mut ffi::PyObject> {
 /// The finalizable objects (positions in `index`) that `object` holds: those it references, and
 /// those referenced by the dicts, lists, tuples and sets it references (an instance's `__dict__`,
 /// a list of files), a few levels deep.
-unsafe fn finalizable_held_by(object: *mut ffi::PyObject, index: &HashMap<*mut ffi::PyObject, usize>) -> Vec<usize> {
+unsafe fn finalizable_held_by(
+    object: *mut ffi::PyObject,
+    index: &HashMap<*mut ffi::PyObject, usize>,
+) -> Vec<usize> { unsafe {
     let mut held = Vec::new();
     let mut frontier = vec![object];
     let mut seen = 0;
@@ -259,26 +277,26 @@ unsafe fn finalizable_held_by(object: *mut ffi::PyObject, index: &HashMap<*mut f
         frontier = next;
     }
     held
-}
+}}
 
 /// Whether `object` is a dict, list, tuple or set (exactly: not a subclass, not a module's or a
 /// type's namespace reached through a function).
-unsafe fn is_plain_container(object: *mut ffi::PyObject) -> bool {
+unsafe fn is_plain_container(object: *mut ffi::PyObject) -> bool { unsafe {
     ffi::PyDict_CheckExact(object) != 0
         || ffi::PyList_CheckExact(object) != 0
         || ffi::PyTuple_CheckExact(object) != 0
         || ffi::PySet_CheckExact(object) != 0
-}
+}}
 
 /// The objects `object` references, by its type's `tp_traverse` (none for objects the collector
 /// does not track).
-unsafe fn referents(object: *mut ffi::PyObject) -> Vec<*mut ffi::PyObject> {
-    unsafe extern "C" fn visit(referent: *mut ffi::PyObject, found: *mut c_void) -> c_int {
+unsafe fn referents(object: *mut ffi::PyObject) -> Vec<*mut ffi::PyObject> { unsafe {
+    unsafe extern "C" fn visit(referent: *mut ffi::PyObject, found: *mut c_void) -> c_int { unsafe {
         if !referent.is_null() {
             (*found.cast::<Vec<*mut ffi::PyObject>>()).push(referent);
         }
         0
-    }
+    }}
     let mut found: Vec<*mut ffi::PyObject> = Vec::new();
     if ffi::PyObject_IS_GC(object) == 0 {
         return found;
@@ -287,4 +305,4 @@ unsafe fn referents(object: *mut ffi::PyObject) -> Vec<*mut ffi::PyObject> {
         traverse(object, visit, (&mut found as *mut Vec<*mut ffi::PyObject>).cast());
     }
     found
-}
+}}

@@ -110,7 +110,8 @@ pub enum Run {
 
 impl LaunchConfig {
     pub fn parse(bytes: &[u8]) -> Result<LaunchConfig, String> {
-        let config: LaunchConfig = serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
+        let config: LaunchConfig =
+            serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
         if config.version != LAUNCH_CONFIG_VERSION {
             return Err(format!(
                 "version {} is not supported (this launcher reads version {LAUNCH_CONFIG_VERSION})",
@@ -157,7 +158,7 @@ static OPENED: std::sync::Mutex<Option<Archive>> = std::sync::Mutex::new(None);
 
 /// Opens the archive appended to `exe`, checks it was built for this Python, and reads its
 /// launch configuration.
-pub fn read_archive(exe: &std::path::Path) -> Result<LaunchConfig, (String, String)> {
+pub fn read_archive(exe: &Path) -> Result<LaunchConfig, (String, String)> {
     let shown = exe.display().to_string();
     let archive = Archive::open_path(exe).map_err(|error| {
         let mut reason = chain(&error);
@@ -224,7 +225,11 @@ const DEFAULT_PATH: &str = "/bin:/usr/bin";
 /// any other name is searched in `path` (`PATH`; an empty entry is the current directory) for an
 /// executable regular file, as `execvp` does. The result has its symbolic links resolved, as
 /// `/proc/self/exe` has.
-pub fn find_executable(argv0: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) -> Result<PathBuf, String> {
+pub fn find_executable(
+    argv0: &OsStr,
+    path: Option<&OsStr>,
+    cwd: Option<&Path>,
+) -> Result<PathBuf, String> {
     let absolute = |candidate: &Path| -> Option<PathBuf> {
         if candidate.is_absolute() {
             Some(candidate.to_path_buf())
@@ -233,7 +238,8 @@ pub fn find_executable(argv0: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) 
         }
     };
     let is_executable = |candidate: &Path| {
-        std::fs::metadata(candidate).is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+        std::fs::metadata(candidate)
+            .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
     };
     let bytes = argv0.as_bytes();
     if bytes.is_empty() {
@@ -249,10 +255,18 @@ pub fn find_executable(argv0: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) 
         let path = path.unwrap_or(OsStr::new(DEFAULT_PATH));
         path.as_bytes()
             .split(|&byte| byte == b':')
-            .map(|entry| if entry.is_empty() { Path::new(".") } else { Path::new(OsStr::from_bytes(entry)) })
+            .map(|entry| {
+                if entry.is_empty() {
+                    Path::new(".")
+                } else {
+                    Path::new(OsStr::from_bytes(entry))
+                }
+            })
             .filter_map(|directory| absolute(&directory.join(argv0)))
             .find(|candidate| is_executable(candidate))
-            .ok_or_else(|| format!("no executable of that name on PATH ({})", path.to_string_lossy()))?
+            .ok_or_else(|| {
+                format!("no executable of that name on PATH ({})", path.to_string_lossy())
+            })?
     };
     Ok(std::fs::canonicalize(&found).unwrap_or(found))
 }
@@ -261,10 +275,14 @@ pub fn find_executable(argv0: &OsStr, path: Option<&OsStr>, cwd: Option<&Path>) 
 pub fn main() -> ! {
     // SAFETY: a plain read of a static; volatile, so that the section is referenced and kept.
     let _ = unsafe { std::ptr::read_volatile(&FACTS_IN_SECTION[0]) };
-    let exe = own_executable().unwrap_or_else(|reason| fail("cannot find its own executable", reason));
+    let exe =
+        own_executable().unwrap_or_else(|reason| fail("cannot find its own executable", reason));
     let config = read_archive(&exe).unwrap_or_else(|(what, reason)| fail(&what, reason));
     let argv: Vec<OsString> = std::env::args_os().collect();
-    let exe_str = exe.to_str().unwrap_or_else(|| fail(&exe.display().to_string(), "the path is not UTF-8")).to_string();
+    let exe_str = exe
+        .to_str()
+        .unwrap_or_else(|| fail(&exe.display().to_string(), "the path is not UTF-8"))
+        .to_string();
     let call = selfcall::self_call(&selfcall::ThisProcess::new(&exe));
     let depth = call.map_or(0, |call| call.depth);
     if depth > selfcall::MAX_DEPTH {
@@ -294,18 +312,20 @@ pub fn main() -> ! {
     if mode == Mode::Python {
         run_python(py, boot, &exe_str, &argv, variable);
     }
-    let outcome = run(py, &boot, &exe_str, &config, &mode, &argv, variable).unwrap_or_else(|error| {
-        // A failure of the launcher's own Python code, not of the application.
-        error.print(py);
-        Outcome::Code(1)
-    });
+    let outcome =
+        run(py, &boot, &exe_str, &config, &mode, &argv, variable).unwrap_or_else(|error| {
+            // A failure of the launcher's own Python code, not of the application.
+            error.print(py);
+            Outcome::Code(1)
+        });
     finish(py, boot, outcome, config.fast_exit)
 }
 
 /// Whether the command `name` (a path, or a name `PATH` finds) is the executable `exe`.
 fn names_executable(name: &OsStr, exe: &Path) -> bool {
     let cwd = std::env::current_dir().ok();
-    let Ok(found) = find_executable(name, std::env::var_os("PATH").as_deref(), cwd.as_deref()) else {
+    let Ok(found) = find_executable(name, std::env::var_os("PATH").as_deref(), cwd.as_deref())
+    else {
         return false;
     };
     match (std::fs::metadata(&found), std::fs::metadata(exe)) {
@@ -316,7 +336,8 @@ fn names_executable(name: &OsStr, exe: &Path) -> bool {
 
 /// Stops a chain of self-calls deeper than [`selfcall::MAX_DEPTH`].
 fn too_deep(exe: &str, argv: &[OsString], depth: u32) -> ! {
-    let shown: Vec<String> = argv.iter().map(|arg| format!("{:?}", arg.to_string_lossy())).collect();
+    let shown: Vec<String> =
+        argv.iter().map(|arg| format!("{:?}", arg.to_string_lossy())).collect();
     eprintln!(
         "ingot: {exe}: too many nested self-calls: this process is {depth} deep in a chain of processes the \
          application started from its own executable (the limit is {}); its command line: [{}]",
@@ -338,9 +359,19 @@ fn boot(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     boot.set_item("__builtins__", py.import("builtins")?)?;
     let length = ffi::Py_ssize_t::try_from(BOOT_CODE.len()).expect("boot code is small");
     // SAFETY: BOOT_CODE is a static byte string; marshal copies what it keeps.
-    let code = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyMarshal_ReadObjectFromString(BOOT_CODE.as_ptr().cast(), length))? };
+    let code = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyMarshal_ReadObjectFromString(BOOT_CODE.as_ptr().cast(), length),
+        )?
+    };
     // SAFETY: `code` is the code object build.rs marshalled; `boot` is a dict.
-    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyEval_EvalCode(code.as_ptr(), boot.as_ptr(), boot.as_ptr()))? };
+    unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyEval_EvalCode(code.as_ptr(), boot.as_ptr(), boot.as_ptr()),
+        )?
+    };
     Ok(boot)
 }
 
@@ -360,7 +391,7 @@ fn status_error(status: &ffi::PyStatus) -> String {
 }
 
 /// Exits on a failed status, as `Py_ExitStatusException` would but with an `ingot:` message.
-unsafe fn check(status: ffi::PyStatus, phase: &str) {
+unsafe fn check(status: ffi::PyStatus, phase: &str) { unsafe {
     if ffi::PyStatus_IsExit(status) != 0 {
         std::process::exit(status.exitcode);
     }
@@ -372,20 +403,23 @@ unsafe fn check(status: ffi::PyStatus, phase: &str) {
         ffi::PyErr_Print();
         fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
     }
-}
+}}
 
 /// Initializes CPython in two phases, with the archive's finder installed between them (see
 /// README.md, "Start-up"): in isolated mode with `sys.argv` given for the application; for a
 /// Python-mode self-call, from the command line as python reads it (but still ignoring the
 /// environment and with no `site`).
-unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
+unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) { unsafe {
     // The importer, as the built-in module `_ingot`.
     use ingot_importer::_ingot;
     pyo3::append_to_inittab!(_ingot);
     let python_mode = *mode == Mode::Python;
     let c_strings = |list: &[OsString]| -> Vec<CString> {
         list.iter()
-            .map(|arg| CString::new(arg.as_bytes()).unwrap_or_else(|_| fail("argv", "an argument contains NUL")))
+            .map(|arg| {
+                CString::new(arg.as_bytes())
+                    .unwrap_or_else(|_| fail("argv", "an argument contains NUL"))
+            })
             .collect()
     };
     let args = c_strings(argv);
@@ -402,7 +436,11 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
     preconfig.parse_argv = i32::from(python_mode);
     if python_mode {
         check(
-            ffi::Py_PreInitializeFromBytesArgs(&preconfig, pointers.len() as ffi::Py_ssize_t, pointers.as_mut_ptr()),
+            ffi::Py_PreInitializeFromBytesArgs(
+                &preconfig,
+                pointers.len() as ffi::Py_ssize_t,
+                pointers.as_mut_ptr(),
+            ),
             "pre-initialization",
         );
     } else {
@@ -436,27 +474,64 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
     match mode {
         Mode::App { argv: app_argv } => {
             let app_args = c_strings(app_argv);
-            let mut app_pointers: Vec<*const c_char> = app_args.iter().map(|arg| arg.as_ptr()).collect();
-            set(ffi::PyConfig_SetBytesArgv(config, app_pointers.len() as ffi::Py_ssize_t, app_pointers.as_mut_ptr()), "argv");
+            let mut app_pointers: Vec<*const c_char> =
+                app_args.iter().map(|arg| arg.as_ptr()).collect();
+            set(
+                ffi::PyConfig_SetBytesArgv(
+                    config,
+                    app_pointers.len() as ffi::Py_ssize_t,
+                    app_pointers.as_mut_ptr(),
+                ),
+                "argv",
+            );
         }
-        _ => set(ffi::PyConfig_SetBytesArgv(config, pointers.len() as ffi::Py_ssize_t, pointers.as_mut_ptr().cast()), "argv"),
+        _ => set(
+            ffi::PyConfig_SetBytesArgv(
+                config,
+                pointers.len() as ffi::Py_ssize_t,
+                pointers.as_mut_ptr().cast(),
+            ),
+            "argv",
+        ),
     }
-    let exe_c = CString::new(exe.as_os_str().as_bytes()).unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).executable, exe_c.as_ptr()), "executable");
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).program_name, exe_c.as_ptr()), "program_name");
+    let exe_c = CString::new(exe.as_os_str().as_bytes())
+        .unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
+    set(
+        ffi::PyConfig_SetBytesString(config, &mut (*config).executable, exe_c.as_ptr()),
+        "executable",
+    );
+    set(
+        ffi::PyConfig_SetBytesString(config, &mut (*config).program_name, exe_c.as_ptr()),
+        "program_name",
+    );
     // prefix, exec_prefix and home: the executable's directory, so that the path configuration
     // searches for no standard library or virtual environment on disk.
-    let home = exe.parent().map(|dir| dir.as_os_str().as_bytes().to_vec()).unwrap_or_else(|| b"/".to_vec());
+    let home = exe
+        .parent()
+        .map(|dir| dir.as_os_str().as_bytes().to_vec())
+        .unwrap_or_else(|| b"/".to_vec());
     let home = CString::new(home).unwrap_or_else(|_| fail("home", "path contains NUL"));
     set(ffi::PyConfig_SetBytesString(config, &mut (*config).home, home.as_ptr()), "home");
     // The prefixes too, and the base executable: with all of them given, the path configuration
     // computes nothing (3.10's C getpath otherwise reads `<dir>/pyvenv.cfg` and
     // `<dir>/../pyvenv.cfg` and resolves the executable's links, even with `home` set).
     set(ffi::PyConfig_SetBytesString(config, &mut (*config).prefix, home.as_ptr()), "prefix");
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_prefix, home.as_ptr()), "base_prefix");
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).exec_prefix, home.as_ptr()), "exec_prefix");
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_exec_prefix, home.as_ptr()), "base_exec_prefix");
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()), "base_executable");
+    set(
+        ffi::PyConfig_SetBytesString(config, &mut (*config).base_prefix, home.as_ptr()),
+        "base_prefix",
+    );
+    set(
+        ffi::PyConfig_SetBytesString(config, &mut (*config).exec_prefix, home.as_ptr()),
+        "exec_prefix",
+    );
+    set(
+        ffi::PyConfig_SetBytesString(config, &mut (*config).base_exec_prefix, home.as_ptr()),
+        "base_exec_prefix",
+    );
+    set(
+        ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()),
+        "base_executable",
+    );
 
     let status = ffi::Py_InitializeFromConfig(config);
     #[cfg(any(not(Py_3_14), Py_3_15))]
@@ -471,14 +546,14 @@ unsafe fn initialize(exe: &std::path::Path, argv: &[OsString], mode: &Mode) {
         fail(&exe.display().to_string(), "cannot install the archive's finder");
     }
     check(main_phase(config), "main");
-}
+}}
 
 /// The main phase of the initialization, after the core phase `Py_InitializeFromConfig(config)`
 /// ran with `config._init_main = 0`.
 #[cfg(any(not(Py_3_14), Py_3_15))]
-unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus {
+unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus { unsafe {
     _Py_InitializeMain()
-}
+}}
 
 /// 3.14 has no `_Py_InitializeMain`: a second `Py_InitializeFromConfig` of the same configuration
 /// with `_init_main = 1` finds the core initialized, copies the configuration into the
@@ -491,22 +566,28 @@ unsafe fn main_phase(config: *mut ffi::PyConfig) -> ffi::PyStatus {
     status
 }
 
-fn install_finder(py: Python<'_>, exe: &std::path::Path) -> PyResult<()> {
+fn install_finder(py: Python<'_>, exe: &Path) -> PyResult<()> {
     let opened = OPENED.lock().map(|mut slot| slot.take()).unwrap_or(None);
     let finder = match opened {
         Some(archive) => {
-            let finder = Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?;
+            let finder =
+                Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?;
             // Read what a start reads, and check the files tree (if the archive has one), while
             // the interpreter starts: on another CPU, if the process may use more than one (on
             // one, the threads would only take turns with the interpreter).
             if std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1) {
                 finder.get().shared.read_ahead();
-                ingot_importer::files::FilesPolicy::verify_ahead(&finder.get().shared, |shared| (&shared.archive, &shared.files));
+                ingot_importer::files::FilesPolicy::verify_ahead(&finder.get().shared, |shared| {
+                    (&shared.archive, &shared.files)
+                });
             }
             finder.into_any()
         }
         // A str: a PathBuf would convert to pathlib.Path, not importable yet.
-        None => py.import("_ingot")?.getattr("IngotFinder")?.call1((exe.as_os_str().to_string_lossy(),))?,
+        None => py
+            .import("_ingot")?
+            .getattr("IngotFinder")?
+            .call1((exe.as_os_str().to_string_lossy(),))?,
     };
     let meta_path = py.import("sys")?.getattr("meta_path")?.cast_into::<PyList>()?;
     meta_path.insert(0, finder)?;
@@ -518,9 +599,15 @@ fn archive_finder<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
     py.import("sys")?
         .getattr("meta_path")?
         .try_iter()?
-        .find(|entry| entry.as_ref().is_ok_and(|entry| entry.get_type().name().is_ok_and(|name| name == "IngotFinder")))
+        .find(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|entry| entry.get_type().name().is_ok_and(|name| name == "IngotFinder"))
+        })
         .transpose()?
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the archive's finder left sys.meta_path"))
+        .ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err("the archive's finder left sys.meta_path")
+        })
 }
 
 /// What every mode does once the interpreter is up: the import system sealed, `sys.executable`
@@ -536,7 +623,11 @@ fn prepare<'py>(
     boot.get_item("seal_import_system")?.expect("boot.py").call1((&finder, filesystem_imports))?;
     boot.get_item("serve_archive_paths")?.expect("boot.py").call1((&finder,))?;
     let (depth, uid) = (variable.depth, variable.uid);
-    boot.get_item("mark_forked_children")?.expect("boot.py").call1((selfcall::PARENT_VARIABLE, depth, uid))?;
+    boot.get_item("mark_forked_children")?.expect("boot.py").call1((
+        selfcall::PARENT_VARIABLE,
+        depth,
+        uid,
+    ))?;
     py.import("sys")?.setattr("executable", exe)?;
     // For the children, in the C environment they inherit, after `posix.environ` (hence
     // os.environ) was copied from it: the application sees the environment it was given.
@@ -549,14 +640,21 @@ fn prepare<'py>(
 /// A Python-mode self-call: the command line CPython parsed, run by `Py_RunMain` (which also
 /// finalizes the interpreter and exits as python does), with the archive as the library and
 /// importlib's path finder after it (a script's directory, `-c`'s current directory).
-fn run_python(py: Python<'_>, boot: Bound<'_, PyDict>, exe: &str, argv: &[OsString], variable: selfcall::Variable) -> ! {
+fn run_python(
+    py: Python<'_>,
+    boot: Bound<'_, PyDict>,
+    exe: &str,
+    argv: &[OsString],
+    variable: selfcall::Variable,
+) -> ! {
     if let Err(error) = prepare(py, &boot, exe, true, variable) {
         error.print(py);
         fail(exe, "cannot prepare the interpreter for a python command line");
     }
     // `-m MODULE` of a module that is nowhere: python's message, and what to do about it.
     if let Some(module) = selfcall::python_module(argv) {
-        let missing = boot.get_item("module_is_missing").ok().flatten().map(|check| check.call1((&module,)));
+        let missing =
+            boot.get_item("module_is_missing").ok().flatten().map(|check| check.call1((&module,)));
         if let Some(Ok(missing)) = missing {
             if missing.is_truthy().unwrap_or(false) {
                 eprintln!("{exe}: No module named {module}");
@@ -599,7 +697,9 @@ fn run<'py>(
         (Mode::App { .. }, Run::Function { module, function }) => {
             py.import(module.as_str()).and_then(|module| module.call_method0(function.as_str()))
         }
-        (Mode::App { .. }, Run::Module { module }) => call("run_module", vec![PyString::new(py, module).into_any()]),
+        (Mode::App { .. }, Run::Module { module }) => {
+            call("run_module", vec![PyString::new(py, module).into_any()])
+        }
     };
     Ok(match result {
         Ok(value) => Outcome::Code(exit_code(py, &value)),
@@ -635,9 +735,18 @@ mod tests {
         assert_eq!(config.run, Run::Module { module: "app".into() });
         assert!(!config.fast_exit);
         assert!(!config.filesystem_imports);
-        assert!(LaunchConfig::parse(br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#).is_err());
-        assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#).is_err());
-        assert!(LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#).is_err());
+        assert!(LaunchConfig::parse(
+            br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#
+        )
+        .is_err());
+        assert!(LaunchConfig::parse(
+            br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#
+        )
+        .is_err());
+        assert!(LaunchConfig::parse(
+            br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#
+        )
+        .is_err());
         assert!(LaunchConfig::parse(b"not json").is_err());
     }
 
@@ -662,14 +771,18 @@ mod tests {
         std::fs::write(bin.join("data"), b"").unwrap();
         std::os::unix::fs::symlink(&app, root.join("link")).unwrap();
         let app = std::fs::canonicalize(&app).unwrap();
-        let find = |argv0: &str, path: Option<&str>, cwd: &Path| find_executable(OsStr::new(argv0), path.map(OsStr::new), Some(cwd));
+        let find = |argv0: &str, path: Option<&str>, cwd: &Path| {
+            find_executable(OsStr::new(argv0), path.map(OsStr::new), Some(cwd))
+        };
         assert_eq!(find(app.to_str().unwrap(), None, Path::new("/")).unwrap(), app);
         assert_eq!(find("bin/app", None, &root).unwrap(), app);
         assert_eq!(find("./link", None, &root).unwrap(), app); // links resolved, as /proc/self/exe
         let path = format!("/nonexistent::{}", bin.display());
         assert_eq!(find("app", Some(&path), &root).unwrap(), app);
         assert_eq!(find("app", Some("/nonexistent:"), &bin).unwrap(), app); // "" is the cwd
-        assert!(find("app", Some("/nonexistent"), &bin).unwrap_err().contains("no executable of that name on PATH"));
+        assert!(find("app", Some("/nonexistent"), &bin)
+            .unwrap_err()
+            .contains("no executable of that name on PATH"));
         assert!(find("data", Some(bin.to_str().unwrap()), &root).is_err()); // not executable
         assert!(find("bin/data", None, &root).unwrap_err().contains("is not an executable file"));
         assert!(find("bin", Some(root.to_str().unwrap()), &root).is_err()); // a directory

@@ -100,9 +100,16 @@ pub fn self_call(process: &dyn Process) -> Option<SelfCall> {
     let variable = process.variable().filter(|variable| real == effective && variable.uid == real);
     let (pid, parent) = (process.pid(), process.parent());
     if let Some(variable) = variable.filter(|variable| variable.pid == pid) {
-        return Some(SelfCall { started: Started::Replaced, depth: variable.depth.saturating_add(1) });
+        return Some(SelfCall {
+            started: Started::Replaced,
+            depth: variable.depth.saturating_add(1),
+        });
     }
-    let is_app = |pid: u32| process.runs_this_executable(pid).map(|(same, owner)| same && owner == real && owner == effective);
+    let is_app = |pid: u32| {
+        process
+            .runs_this_executable(pid)
+            .map(|(same, owner)| same && owner == real && owner == effective)
+    };
     let parent_is_app = match is_app(parent) {
         Some(answer) => answer,
         None => variable.is_some_and(|variable| variable.pid == parent),
@@ -207,7 +214,14 @@ impl Process for ThisProcess {
 /// `Python/getopt.c`): `-P` exists since 3.11 (CPython itself rejects it on 3.10).
 const FLAGS: &[u8] = b"bBdEhiIOPqsSuvVx?";
 const FLAGS_WITH_VALUE: &[u8] = b"cmWX";
-const LONG_OPTIONS: &[&str] = &["--help", "--version", "--check-hash-based-pycs", "--help-env", "--help-xoptions", "--help-all"];
+const LONG_OPTIONS: &[&str] = &[
+    "--help",
+    "--version",
+    "--check-hash-based-pycs",
+    "--help-env",
+    "--help-xoptions",
+    "--help-all",
+];
 
 /// Whether `arg` starts a python command line: an option python accepts (a cluster of flags
 /// such as `-IS`, `-c`, `-m`, `-W`, `-X`, with or without their value attached, or a long option).
@@ -245,7 +259,10 @@ fn is_python_option(arg: &[u8]) -> bool {
 ///    or zip);
 /// 7. anything else: the application, with the whole command line
 ///    (`[sys.executable, *app_args]`).
-pub fn read_command_line(argv: &[OsString], names_this_executable: impl Fn(&OsStr) -> bool) -> Mode {
+pub fn read_command_line(
+    argv: &[OsString],
+    names_this_executable: impl Fn(&OsStr) -> bool,
+) -> Mode {
     let Some(first) = argv.get(1) else {
         return Mode::App { argv: argv.to_vec() };
     };
@@ -305,7 +322,9 @@ pub fn python_module(argv: &[OsString]) -> Option<String> {
 /// who sets its environment.
 pub fn read_restart(argv: &[OsString], names_this_executable: impl Fn(&OsStr) -> bool) -> Mode {
     match argv.get(1) {
-        Some(first) if !first.as_bytes().starts_with(b"-") && names_this_executable(first) => Mode::App { argv: argv[1..].to_vec() },
+        Some(first) if !first.as_bytes().starts_with(b"-") && names_this_executable(first) => {
+            Mode::App { argv: argv[1..].to_vec() }
+        }
         _ => Mode::App { argv: argv.to_vec() },
     }
 }
@@ -367,7 +386,10 @@ mod tests {
     #[test]
     fn a_shell_or_sudo_parent_is_not_a_self_call() {
         // bash (100) started the executable; the variable leaked from an app further up.
-        assert_eq!(self_call(&fake(100, variable(50, 0), &[(100, 50, false), (50, 1, true)])), None);
+        assert_eq!(
+            self_call(&fake(100, variable(50, 0), &[(100, 50, false), (50, 1, true)])),
+            None
+        );
         // sudo kept the variable (sudo -E) and is the parent.
         assert_eq!(self_call(&fake(100, variable(100, 0), &[(100, 50, false)])), None);
         assert_eq!(self_call(&fake(100, None, &[(100, 1, false)])), None);
@@ -472,16 +494,23 @@ mod tests {
         assert_eq!(read(&["/bin/app", "-Ix"]), Mode::Python); // a cluster of python flags
         assert_eq!(read(&["/bin/app", "-Iz"]), app(&["/bin/app", "-Iz"]));
         assert_eq!(read(&["/bin/app", "serve", "-c", "x"]), app(&["/bin/app", "serve", "-c", "x"]));
-        assert_eq!(read(&["/bin/app", "--multiprocessing-fork", "pipe_handle=5"]), Mode::FrozenFork);
+        assert_eq!(
+            read(&["/bin/app", "--multiprocessing-fork", "pipe_handle=5"]),
+            Mode::FrozenFork
+        );
     }
 
     #[test]
     fn module_of_dash_m() {
-        let module = |args: &[&str]| python_module(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        let module =
+            |args: &[&str]| python_module(&args.iter().map(OsString::from).collect::<Vec<_>>());
         assert_eq!(module(&["app", "-m", "json.tool", "-m", "x"]).as_deref(), Some("json.tool"));
         assert_eq!(module(&["app", "-I", "-W", "error", "-mpip"]).as_deref(), Some("pip"));
         assert_eq!(module(&["app", "-ISm", "pip"]).as_deref(), Some("pip"));
-        assert_eq!(module(&["app", "-X", "dev", "--check-hash-based-pycs", "never", "-m", "a"]).as_deref(), Some("a"));
+        assert_eq!(
+            module(&["app", "-X", "dev", "--check-hash-based-pycs", "never", "-m", "a"]).as_deref(),
+            Some("a")
+        );
         assert_eq!(module(&["app", "-c", "x", "-m", "pip"]), None);
         assert_eq!(module(&["app", "-Wm", "-c", "x"]), None); // -W's value is "m"
         assert_eq!(module(&["app", "script.py", "-m", "pip"]), None);

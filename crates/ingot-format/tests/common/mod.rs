@@ -40,7 +40,10 @@ pub fn every_kind() -> Vec<Spec> {
         (
             Kind::Package,
             "pkg",
-            vec![(Role::Source, compressible("# init\n", 400)), (Role::Bytecode(0), compressible("init", 300))],
+            vec![
+                (Role::Source, compressible("# init\n", 400)),
+                (Role::Bytecode(0), compressible("init", 300)),
+            ],
         ),
         (Kind::NamespacePackage, "nspkg", vec![]),
         (
@@ -82,7 +85,14 @@ pub fn small(zstd_level: Option<i32>) -> Vec<u8> {
     write(
         &[
             (Kind::Package, "a", vec![(Role::Source, b"".to_vec())]),
-            (Kind::Module, "a.b", vec![(Role::Source, compressible("y = 2\n", 64)), (Role::Bytecode(0), b"\xe3code".to_vec())]),
+            (
+                Kind::Module,
+                "a.b",
+                vec![
+                    (Role::Source, compressible("y = 2\n", 64)),
+                    (Role::Bytecode(0), b"\xe3code".to_vec()),
+                ],
+            ),
             (Kind::Module, "c", vec![(Role::Source, b"x=1\n".to_vec())]),
             (Kind::DataFile, "a/d.txt", vec![(Role::Content, b"hello".to_vec())]),
         ],
@@ -110,7 +120,8 @@ pub fn set_u64(bytes: &mut [u8], at: usize, value: u64) {
 /// `layout::header::INDEX_CHECKSUM`: xxh3-64 of header[0..88] ++ archive[96..data_offset].
 /// A data offset past the end is clamped (such an archive is rejected before the checksum).
 pub fn fix_index_checksum(archive: &mut [u8]) {
-    let data_offset = (get_u64(archive, H::DATA_OFFSET) as usize).clamp(layout::HEADER_SIZE, archive.len());
+    let data_offset =
+        (get_u64(archive, H::DATA_OFFSET) as usize).clamp(layout::HEADER_SIZE, archive.len());
     let mut covered = archive[..H::INDEX_CHECKSUM].to_vec();
     covered.extend_from_slice(&archive[layout::HEADER_SIZE..data_offset]);
     let checksum = xxhash_rust::xxh3::xxh3_64(&covered);
