@@ -30,7 +30,9 @@ def best_per_module(function, count):
 
 
 def build(directory, names):
-    writer = ingot.ArchiveWriter(bytecode_magic=importlib.util.MAGIC_NUMBER, python_version=sys.version_info[:2])
+    writer = ingot.ArchiveWriter(
+        bytecode_magic=importlib.util.MAGIC_NUMBER, python_version=sys.version_info[:2]
+    )
     codes = {name: marshal.dumps(compile("X = 1\n", f"{name}.py", "exec")) for name in names}
     for name, code in codes.items():
         writer.add_module(name, bytecode={0: code})
@@ -59,7 +61,9 @@ def build(directory, names):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=3000)
-    parser.add_argument("--reverse", action="store_true", help="measure the finders in reverse name order")
+    parser.add_argument(
+        "--reverse", action="store_true", help="measure the finders in reverse name order"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         finders = build(directory, [f"tiny_{index:05d}" for index in range(args.modules)])
@@ -67,11 +71,18 @@ def main():
             finder = finders[label]
             base = [f"tiny_{index:05d}" for index in range(args.modules)]
             count = args.modules
-            find = best_per_module(lambda: [finder.find_spec(name, None) for name in base], count)
+            find = best_per_module(
+                lambda finder=finder, base=base: [finder.find_spec(n, None) for n in base], count
+            )
             specs = [finder.find_spec(name, None) for name in base]
-            create = best_per_module(lambda: [bootstrap.module_from_spec(spec) for spec in specs], count)
+            create = best_per_module(
+                lambda specs=specs: [bootstrap.module_from_spec(s) for s in specs], count
+            )
             modules = [bootstrap.module_from_spec(spec) for spec in specs]
-            execute = best_per_module(lambda: [finder.exec_module(module) for module in modules], count)
+            execute = best_per_module(
+                lambda finder=finder, modules=modules: [finder.exec_module(m) for m in modules],
+                count,
+            )
             sys.meta_path.insert(0, finder)
             started = time.perf_counter()
             for name in base:
@@ -80,8 +91,10 @@ def main():
             sys.meta_path.remove(finder)
             for name in base:
                 sys.modules.pop(name, None)
-            print(f"{label:9} find_spec {find:5.2f}  module_from_spec {create:5.2f}  exec_module {execute:5.2f}  "
-                  f"whole import (first time) {whole:5.2f}  us/module")
+            print(
+                f"{label:9} find_spec {find:5.2f}  module_from_spec {create:5.2f}  "
+                f"exec_module {execute:5.2f}  whole import (first time) {whole:5.2f}  us/module"
+            )
 
 
 if __name__ == "__main__":

@@ -36,13 +36,18 @@ def main() -> int:
                 run = subprocess.run(options.command, env=env, capture_output=True)
                 bucket.append(time.perf_counter() - started)
                 if run.returncode != 0:
-                    print(f"error: {options.command[0]} exited {run.returncode}:\n"
-                          f"{run.stderr.decode(errors='replace')[-2000:]}", file=sys.stderr)
+                    print(
+                        f"error: {options.command[0]} exited {run.returncode}:\n"
+                        f"{run.stderr.decode(errors='replace')[-2000:]}",
+                        file=sys.stderr,
+                    )
                     return 1
         used = os.path.isdir(cache) and any(os.scandir(cache))
     one, two = statistics.median(first), statistics.median(second)
-    print(f"first {one * 1000:.0f} ms, second {two * 1000:.0f} ms, ratio {one / two:.2f} "
-          f"(medians of {options.rounds}; the cache was {'used' if used else 'not used'})")
+    print(
+        f"first {one * 1000:.0f} ms, second {two * 1000:.0f} ms, ratio {one / two:.2f} "
+        f"(medians of {options.rounds}; the cache was {'used' if used else 'not used'})"
+    )
     return 0
 
 

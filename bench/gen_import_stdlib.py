@@ -1,7 +1,7 @@
 """Generate bench/import_stdlib.py: one ``import X`` per importable pure-Python stdlib module.
 
 Candidates are the ``.py`` modules and packages (with submodules) of each
-interpreter's stdlib directory (see stdlib_files.py for what is walked), minus
+interpreter's stdlib directory (see apps/make_artifacts.py for what is walked), minus
 modules that are not meant to be imported by a program: GUI and demo code,
 installers, ``__main__`` modules and the easter eggs.
 
@@ -18,11 +18,9 @@ sorted intersection.  The generated file is then run whole on every
 interpreter (``python -I -S bench/import_stdlib.py``), which must exit 0 with
 no output.
 
-Usage::
+Usage (default: pyenv's newest 3.10 and 3.11, else python3.10 and python3.11 on PATH)::
 
-    python bench/gen_import_stdlib.py \
-        --python /root/.pyenv/versions/3.10.13/bin/python3.10 \
-        --python /root/.pyenv/versions/3.11.7/bin/python3.11
+    python3 bench/gen_import_stdlib.py [--python PY310 --python PY311]
 """
 
 from __future__ import annotations
@@ -35,13 +33,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from stdlib_files import iter_stdlib_modules  # noqa: E402
-
-DEFAULT_PYTHONS = [
-    "/root/.pyenv/versions/3.10.13/bin/python3.10",
-    "/root/.pyenv/versions/3.11.7/bin/python3.11",
-]
+sys.path.insert(0, os.path.join(HERE, "apps"))
+from make_artifacts import iter_stdlib_modules  # noqa: E402
 
 # Top-level packages/modules left out entirely (with all their submodules).
 EXCLUDED_TOP = frozenset(
@@ -79,7 +72,11 @@ def candidates(directory: str) -> set[str]:
         parts = name.split(".")
         if not all(p.isidentifier() for p in parts):  # e.g. _sysconfigdata__linux_x86_64-linux-gnu
             continue
-        if parts[0] in EXCLUDED_TOP or parts[-1] == "__main__" or name.startswith(EXCLUDED_PREFIXES):
+        if (
+            parts[0] in EXCLUDED_TOP
+            or parts[-1] == "__main__"
+            or name.startswith(EXCLUDED_PREFIXES)
+        ):
             continue
         names.add(name)
     return names
@@ -110,14 +107,20 @@ def try_import(python: str, name: str, timeout: float) -> tuple[bool, str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--python", action="append", help="interpreter to test on (repeatable)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--output", default=os.path.join(HERE, "import_stdlib.py"))
     ap.add_argument("-v", "--verbose", action="store_true", help="print every rejected module")
     args = ap.parse_args()
-    pythons = args.python or DEFAULT_PYTHONS
+    if not args.python:
+        import harness
+
+        args.python = [harness.find_python("3.10"), harness.find_python("3.11")]
+    pythons = args.python
 
     names: set[str] = set()
     for py in pythons:
@@ -138,7 +141,11 @@ def main() -> int:
     kept = []
     rejected = []
     for n in sorted(names):
-        reasons = [f"{os.path.basename(py)}: {results[(py, n)][1]}" for py in pythons if not results[(py, n)][0]]
+        reasons = [
+            f"{os.path.basename(py)}: {results[(py, n)][1]}"
+            for py in pythons
+            if not results[(py, n)][0]
+        ]
         if reasons:
             rejected.append((n, reasons))
         else:
@@ -149,8 +156,12 @@ def main() -> int:
             print(f"  - {n}: {'; '.join(reasons)}", file=sys.stderr)
 
     versions = ", ".join(
-        subprocess.run([py, "-I", "-S", "-c", "import platform; print(platform.python_version())"],
-                       capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(
+            [py, "-I", "-S", "-c", "import platform; print(platform.python_version())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         for py in pythons
     )
     header = (
@@ -166,11 +177,16 @@ def main() -> int:
 
     ok = True
     for py in pythons:
-        proc = subprocess.run([py, "-I", "-S", args.output], stdin=subprocess.DEVNULL, capture_output=True)
+        proc = subprocess.run(
+            [py, "-I", "-S", args.output], stdin=subprocess.DEVNULL, capture_output=True
+        )
         if proc.returncode != 0 or proc.stdout or proc.stderr:
             ok = False
-            print(f"FAIL: {py} -I -S {args.output}: exit {proc.returncode}\n"
-                  f"{(proc.stdout + proc.stderr).decode(errors='replace')}", file=sys.stderr)
+            print(
+                f"FAIL: {py} -I -S {args.output}: exit {proc.returncode}\n"
+                f"{(proc.stdout + proc.stderr).decode(errors='replace')}",
+                file=sys.stderr,
+            )
         else:
             print(f"ok: {py} -I -S {args.output} ran cleanly", file=sys.stderr)
     return 0 if ok else 1

@@ -1,574 +1,669 @@
-"""ingot executables against their peers: start-to-exit time of three workloads built by each tool.
+"""ingot executables against their peers: start-to-exit time, peak RSS and size of the workloads
+of bench/workloads.toml, each built by every peer.
 
     nice -n -15 python3 bench/peers.py                      # prepare (venvs, builds) + measure
     python3 bench/peers.py --no-measure                     # only prepare
     nice -n -15 python3 bench/peers.py --no-build           # only measure what builds.json lists
-    build/peers/venv-plot/bin/python bench/plot.py bench/results/peers-<utc>.json   # docs/img/peers.png
+    nice -n -15 python3 bench/peers.py --workloads black-version,black-format,black-format-nocache
+    nice -n -15 python3 bench/peers.py --workloads http --no-build --no-measure --probe
 
-Workloads: `hello` (bench/apps/hello.py prints one line), `import_stdlib` (bench/import_stdlib.py
-imports 449 stdlib modules), `http` (httpie 3.2.4's `http --version`). Configurations, each one
-workload's row:
+Default workloads: hello, import_stdlib, http (results: bench/results/peers-<utc>.json, which
+bench/plot.py draws); the black-* workloads write black-<utc>.json, numpy numpy-<utc>.json.
+Everything is built under --work (default build/peers/, git-ignored); WORK/builds.json records
+each build's command, wall time and output size, and a build is reused unless --rebuild or its
+command changed. Every output is run once and must exit 0 with the expected stdout and no stderr
+before it is timed.
 
-    bare                 python -I -S -c pass (the stock interpreter doing nothing)
-    stock                python -I -S SCRIPT (hello, import_stdlib)
-    venv                 the app's venv: VENV/bin/python SCRIPT; VENV/bin/http --version
-    ingot                ingot build SCRIPT / ingot build --console-script http
-    pyinstaller-onedir   PyInstaller --onedir (size: the directory)
-    pyinstaller-onefile  PyInstaller --onefile (unpacks to /tmp on every start)
-    nuitka-onefile       Nuitka --onefile (skipped with the reason if the build exceeds --build-timeout)
-    shiv                 shiv zipapp, shebang: an empty 3.11 venv's python -sE; cache under WORK/shiv-root
+Measurement, per workload (bench/harness.py): hot, --warmup discarded runs of every configuration,
+then --hot-runs rounds; cold (root), --cold-runs rounds where every run is preceded by `sync` and
+`echo 3 > /proc/sys/vm/drop_caches`. A round runs every configuration once, in an order rotated
+each round, so a ratio is the median over rounds of (config / baseline in the same round). A run
+is posix_spawn to wait4, stdio on /dev/null, cwd an empty directory, environment PATH, HOME,
+LANG=C.UTF-8 only. Peak RSS: --rss-runs more hot rounds under `/usr/bin/time -f %M`; the median.
+Size: an executable's file size, a directory's or a venv's files.
 
-Preparation (peers_build.py) writes everything under --work (default build/peers/, git-ignored) and
-records each build's command, wall time and output size in WORK/builds.json; builds are reused
-unless --rebuild or their command changed. Every output is run once and must exit 0 with the
-expected stdout and no stderr before it is timed.
-
-Measurement, per workload: hot, --warmup discarded runs of every configuration, then --hot-runs
-rounds; cold, --cold-runs rounds where every run is preceded by `sync` and
-`echo 3 > /proc/sys/vm/drop_caches` (root). In both, a round runs every configuration once,
-in an order rotated each round, so a ratio is the median over rounds of (config / baseline in the
-same round). A run is posix_spawn to wait4 of the process, stdin/stdout/stderr on /dev/null, cwd an
-empty directory, environment PATH/HOME/LANG=C.UTF-8 only. Another process's drop_caches (the
-drop_pagecache counter of /proc/vmstat moved) during a run repeats the run, and since a hot
-configuration's previous run adds a discarded warming run first (counted in the JSON).
-Peak RSS: after the timed runs, --rss-runs more hot rounds (default 5, 0: none), each run under
-`/usr/bin/time -f %M`, which reports its child's ru_maxrss from wait4; the median, in MiB. Not the
-ru_maxrss this harness's own wait4 gets: a process's maxrss keeps the high-water mark of the memory
-it had before exec, here this Python process's (posix_spawn and fork alike), so that of a small
-program would read as the harness's. Size: an executable's file size, a directory's or a venv's
-files (the installed environment).
-Results: bench/results/peers-<utc>.json and a markdown report (stdout and WORK/peers-<utc>.md).
+--probe: where the time of a workload with a phase probe (http, black-*) goes: the probe script
+run by the app's venv and built by ingot, phase by phase in interleaved rounds, and -X importtime
+of the app's imports in both import systems.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
-import peers_build as pb
+import harness as h
 
-HERE = pb.HERE
-REPO = pb.REPO
-DEFAULT_PYTHON = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
-
-ORDER = ["bare", "stock", "venv", "ingot", "ingot-baseline", "ingot-runtime", "pyinstaller-onedir", "pyinstaller-onefile", "nuitka-onefile", "shiv"]
-LABELS = {
-    "bare": "python -I -S -c pass",
-    "stock": "python -I -S",
-    "venv": "app venv",
-    "ingot": "ingot",
-    "ingot-baseline": "ingot (baseline)",
-    "ingot-runtime": "ingot (runtime)",
-    "pyinstaller-onedir": "PyInstaller onedir",
-    "pyinstaller-onefile": "PyInstaller onefile",
-    "nuitka-onefile": "Nuitka onefile",
-    "shiv": "shiv",
-}
-EXPECT = {"hello": "hello, world\n", "import_stdlib": "", "http": "3.2.4\n"}
-# (workload, baseline, hot target, cold target): ingot's ratio to baseline must be <= target
-TARGETS = [
-    ("hello", "bare", 1.00, None),
-    ("import_stdlib", "stock", 0.80, 0.60),
-    ("http", "venv", 0.70, 0.70),
-    ("http", "pyinstaller-onedir", 0.50, 0.50),
-]
-BASELINES = {"hello": ["bare", "stock"], "import_stdlib": ["stock", "bare"], "http": ["venv", "pyinstaller-onedir"]}
+DATA = h.load_data()
+DEFAULT_WORKLOADS = "hello,import_stdlib,http"
+GROUP_TITLES = {"peers": "Executables vs peers", "black": "black", "numpy": "numpy"}
 
 
-def log(msg: str) -> None:
-    pb.log(msg)
+def expand(template, v: dict):
+    """Fill a template of workloads.toml: "{key}" of a list value is spliced into a list."""
+    if isinstance(template, list):
+        out = []
+        for item in template:
+            m = re.fullmatch(r"\{(\w+)\}", item)
+            value = v.get(m.group(1)) if m else None
+            out += expand(value, v) if isinstance(value, list) else [expand(item, v)]
+        return out
+    return re.sub(r"\{(\w+)\}", lambda m: expand(v[m.group(1)], v), str(template))
 
 
-# ---------------------------------------------------------------- configurations
+def variables(args, app: str, peer: str) -> dict:
+    a = DATA["apps"][app]
+    build_peer = DATA["peers"][peer].get("same_build", peer)
+    return {
+        **a,
+        "work": args.work,
+        "bench": h.HERE,
+        "python": args.python,
+        "ingot_pythonpath": args.ingot_pythonpath,
+        "baseline_ingot": args.baseline_ingot or "",
+        "runtime": args.runtime or "",
+        "name": app,
+        "dir": os.path.join(args.work, build_peer, app),
+        "venv": os.path.join(args.work, "venv-" + a["venv"]),
+        "tools": os.path.join(args.work, "venv-" + a.get("tools", "tools")),
+        "requirements": DATA["venvs"][a["venv"]],
+        "site": os.path.join(args.work, "src", f"shiv-site-{app}"),
+        "input": "",
+    }
 
-def configurations(work: str, python: str, workload: str, state: dict) -> tuple[dict, dict]:
-    """name -> {argv, size_bytes, build_s, note}; and name -> reason for what is not there."""
+
+def stage_sources(work: str, apps: set) -> None:
+    """Copy the apps' files into WORK/src, and each shiv site-packages directory's files."""
     src = os.path.join(work, "src")
-    script = {"hello": os.path.join(src, "hello.py"), "import_stdlib": os.path.join(src, "import_stdlib.py")}
-    venv = os.path.join(work, "venv-app")
-    venv_info = state.get("venvs", {}).get("venv-app", {})
-    cfgs: dict[str, dict] = {}
-    missing: dict[str, str] = {}
-    cfgs["bare"] = {"argv": [python, "-I", "-S", "-c", "pass"], "size_bytes": None, "build_s": None, "expect": ""}
-    if workload in script:
-        cfgs["stock"] = {"argv": [python, "-I", "-S", script[workload]], "size_bytes": None, "build_s": None}
-        cfgs["venv"] = {"argv": [os.path.join(venv, "bin", "python"), script[workload]],
-                        "size_bytes": venv_info.get("size_bytes"), "build_s": venv_info.get("seconds")}
-    else:
-        cfgs["venv"] = {"argv": [os.path.join(venv, "bin", "http")] + pb.RUN_ARGS[workload],
-                        "size_bytes": venv_info.get("size_bytes"), "build_s": venv_info.get("seconds")}
-    for tool in pb.BUILT_TOOLS + ["ingot-baseline", "ingot-runtime"]:
-        b = state.get("builds", {}).get(f"{workload}/{tool}")
-        if not b:
-            if tool not in ("ingot-baseline", "ingot-runtime"):  # only there when asked for
-                missing[tool] = "not built"
+    os.makedirs(src, exist_ok=True)
+    for app in apps:
+        a = DATA["apps"][app]
+        for rel in a["files"]:
+            dst = os.path.join(src, os.path.basename(rel))
+            if os.path.isdir(os.path.join(h.HERE, rel)):
+                shutil.rmtree(dst, ignore_errors=True)
+                shutil.copytree(os.path.join(h.HERE, rel), dst)
+            else:
+                shutil.copyfile(os.path.join(h.HERE, rel), dst)
+        if a.get("site"):
+            site = os.path.join(src, f"shiv-site-{app}")
+            shutil.rmtree(site, ignore_errors=True)
+            os.makedirs(site)
+            for rel in a["site"]:
+                shutil.copyfile(
+                    os.path.join(h.HERE, rel), os.path.join(site, os.path.basename(rel))
+                )
+
+
+def check_workload(app: str) -> dict:
+    """The workload a build of ``app`` is checked with: its first one without an input file."""
+    return next(w for w in DATA["workloads"].values() if w["app"] == app and "input" not in w)
+
+
+def run_env(work: str, home: str | None = None) -> dict:
+    env = dict(h.build_env(work), PATH=h.RUN_PATH)
+    if home:
+        env["HOME"] = home
+    return env
+
+
+def build_all(args, apps: list[str], tools: list[str], state: dict) -> None:
+    stage_sources(args.work, set(apps))
+    builds = state.setdefault("builds", {})
+    check_cwd = os.path.join(args.work, "run-cwd")
+    for app in apps:
+        for tool in tools:
+            p = DATA["peers"][tool]
+            if "build" not in p:
+                continue
+            v = variables(args, app, tool)
+            key, cmd, output = f"{app}/{tool}", expand(p["build"], v), expand(p["output"], v)
+            pins = DATA["venvs"][DATA["apps"][app].get("tools", "tools")]
+            old = builds.get(key)
+            if (
+                not args.rebuild
+                and old
+                and old.get("status") == "ok"
+                and os.path.exists(output)
+                and (old.get("command"), old.get("tools")) == (cmd, pins)
+            ):
+                log_reuse = f"{key}: reusing {output} (built in {old['build_s']:.1f} s)"
+                h.log(log_reuse)
+                continue
+            cwd = os.path.dirname(v["dir"] + "/")
+            os.makedirs(cwd, exist_ok=True)
+            if os.path.isdir(output):
+                shutil.rmtree(output)
+            elif os.path.exists(output):
+                os.unlink(output)
+            extra_env = {k: expand(x, v) for k, x in p.get("env", {}).items()}
+            log_path = os.path.join(args.work, "logs", f"{app}-{tool}.log")
+            h.log(f"{key}: building ({' '.join(cmd)})")
+            load = os.getloadavg()[0]
+            env = dict(h.build_env(args.work), **extra_env)
+            rc, dt = h.run_logged(cmd, log_path, env, cwd, args.build_timeout)
+            argv = expand(p["run"], v) + check_workload(app).get("args", [])
+            rec = {
+                "command": cmd,
+                "env": extra_env,
+                "cwd": cwd,
+                "build_s": dt,
+                "log": log_path,
+                "tools": pins,
+                "output": output,
+                "argv": argv,
+                "loadavg_before": load,
+                "repo": h.repo_state(),
+            }
+            if "PYTHONPATH" in extra_env:
+                rec.update(h.ingot_files(extra_env["PYTHONPATH"]))
+            if rc is None:
+                why = f"build did not finish within the {args.build_timeout:.0f} s timeout"
+                rec.update(status="skipped", reason=why)
+            elif rc != 0 or not os.path.exists(output):
+                rec.update(status="failed", reason=f"build exited {rc}: {h.tail(log_path)}")
+            else:
+                w = check_workload(app)
+                argv = expand(p["run"], v) + w.get("args", [])
+                why = h.check_run(argv, run_env(args.work), check_cwd, w.get("expect"))
+                if why:
+                    rec.update(status="failed", reason=f"built, but does not run right: {why}")
+                else:
+                    rec.update(status="ok", size_bytes=h.tree_size(output))
+            builds[key] = rec
+            size = rec.get("size_bytes")
+            h.log(
+                f"{key}: {rec['status']} in {dt:.1f} s, "
+                + (f"{size / 2**20:.1f} MiB" if size else rec.get("reason", "")[:300])
+            )
+            h.save_state(args.work, state)
+
+
+class Config:
+    """One configuration of a workload: its argv, size, build time, and (own_home) its HOME,
+    working directory and input file under the run directory."""
+
+    def __init__(self, args, wname: str, name: str, argv: list, size, build_s):
+        self.w = DATA["workloads"][wname]
+        self.name, self.argv, self.size_bytes, self.build_s = name, argv, size, build_s
+        p = DATA["peers"][name]
+        v = variables(args, self.w["app"], name)
+        self.env = run_env(args.work)
+        self.env.update({k: expand(x, v) for k, x in p.get("run_env", {}).items()})
+        self.cwd = os.path.join(args.work, "run-cwd")
+        base = os.path.join(args.run_dir, "rows", name)
+        self.file = os.path.join(base, "in", "input.py")
+        if self.w.get("own_home"):
+            self.env["HOME"] = os.path.join(base, "home")
+            self.cwd = os.path.join(base, "cwd")
+        self.first_root = os.path.join(args.run_dir, "first-caches", name)
+        self.fresh_cache = p.get("fresh_cache", False)
+        self.counter = 0
+        for d in (self.cwd, os.path.dirname(self.file), self.env["HOME"]):
+            os.makedirs(d, exist_ok=True)
+        self.input = None
+        if "input" in self.w:
+            with open(os.path.join(h.HERE, self.w["input"])) as f:
+                self.input = f.read()
+
+    def next_run(self, warm: bool = False) -> tuple[list, dict]:
+        """Before a run, outside the timing: a fresh unformatted input; for a first start, a new
+        empty cache directory."""
+        env = dict(self.env)
+        if self.input is not None:
+            with open(self.file, "w") as f:  # same inode, new mtime and content: black reformats
+                f.write(self.input)
+        if self.fresh_cache:
+            self.counter += 1
+            env["INGOT_CACHE_DIR"] = os.path.join(self.first_root, f"{self.counter:05d}")
+        return [a.replace("{input}", self.file) for a in self.argv], env
+
+    def output(self) -> str | None:
+        if self.input is None:
+            return None
+        with open(self.file) as f:
+            return f.read()
+
+    def cell(self, cold: bool, expected: str | None) -> h.Cell:
+        def after(run: h.Run) -> dict:
+            return {"wrong_output": self.output() != expected} if self.input else {}
+
+        return h.Cell(
+            self.name, self.argv, self.env, self.cwd, cold, prepare=self.next_run, after=after
+        )
+
+
+def configurations(args, wname: str, state: dict, wanted: set) -> tuple[dict, dict]:
+    """name -> Config of what is there to measure; name -> why not, for the rest."""
+    w = DATA["workloads"][wname]
+    app = w["app"]
+    cfgs, missing = {}, {}
+    for name in w["configs"] + [t for t in args.optional if t not in w["configs"]]:
+        p = DATA["peers"][name]
+        if name not in wanted:
+            continue
+        v = variables(args, app, name)
+        argv = expand(p["run"], v) + ([] if p.get("no_args") else w.get("args", []))
+        b = state.get("builds", {}).get(f"{app}/{p.get('same_build', name)}")
+        if "build" not in p and "same_build" not in p:
+            venv = state.get("venvs", {}).get("venv-" + DATA["apps"][app]["venv"], {})
+            sized = name == "venv"
+            size, secs = (venv.get("size_bytes"), venv.get("seconds")) if sized else (None, None)
+            cfgs[name] = Config(args, wname, name, argv, size, secs)
+        elif not b:
+            missing[name] = "not built"
         elif b["status"] != "ok":
-            missing[tool] = f"{b['status']}: {b.get('reason', '')}"
+            missing[name] = f"{b['status']}: {b.get('reason', '')}"
         else:
-            cfgs[tool] = {"argv": b["argv"], "size_bytes": b["size_bytes"], "build_s": b["build_s"]}
+            cfgs[name] = Config(args, wname, name, argv, b["size_bytes"], b["build_s"])
     return cfgs, missing
 
 
-# ---------------------------------------------------------------- timing
-
-DEVNULL_ACTIONS = [
-    (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-    (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-    (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0),
-]
-
-
-def drop_caches() -> None:
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-
-
-def resident_bytes(path: str) -> int | None:
-    """Bytes of `path` in the page cache: mincore() over a fresh read-only mapping."""
-    import ctypes
-
-    try:
-        size = os.path.getsize(path)
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    try:
-        if size == 0:
-            return 0
-        addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-        if addr in (None, ctypes.c_void_p(-1).value):
-            return None
-        try:
-            page = os.sysconf("SC_PAGE_SIZE")
-            vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
-            if libc.mincore(addr, size, vec) != 0:
-                return None
-            return sum(v & 1 for v in vec) * page
-        finally:
-            libc.munmap(addr, size)
-    finally:
-        os.close(fd)
+def check_configs(cfgs: dict, missing: dict, w: dict) -> str | None:
+    """Run every configuration once; leave out what does not run right. The expected content
+    of the input file afterwards: what the first configuration (the venv) wrote."""
+    expected = None
+    for n, c in list(cfgs.items()):
+        argv, env = c.next_run()
+        why = h.check_run(argv, env, c.cwd, w.get("expect") if n != "bare" else "")
+        if not why and c.input is not None:
+            out = c.output()
+            expected = out if expected is None else expected
+            if out == c.input or out != expected:
+                why = "the input file is not formatted as the first configuration formats it"
+        if why:
+            h.log(f"{n}: does not run right, left out: {why}")
+            missing[n] = f"does not run right: {why}"
+            del cfgs[n]
+    return expected
 
 
-def residency_after_drop(paths: list[str]) -> dict:
-    """What drop_caches leaves in memory: pages that running processes (ours or other users')
-    have mapped stay resident, e.g. a libpython that another Python process uses."""
-    drop_caches()
-    return {p: {"resident": resident_bytes(p), "size": os.path.getsize(p)} for p in paths if os.path.exists(p)}
+def measure_workload(args, wname: str, cfgs: dict, cold: bool, pause: dict, expected) -> dict:
+    w = DATA["workloads"][wname]
+    pattern = re.compile(args.wait_for) if args.wait_for else None
 
+    def before_round() -> bool:
+        return bool(pattern) and h.wait_for_others(pattern, pause)
 
-def shared_files(python: str) -> list[str]:
-    """The stock interpreter's shared objects and the system libraries its import of ssl maps."""
-    code = ("import sysconfig, os, _ssl, _hashlib; print(os.path.join(sysconfig.get_config_var('LIBDIR'), "
-            "sysconfig.get_config_var('INSTSONAME') or '')); print(_ssl.__file__)")
-    out = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True).stdout.split()
-    libs = []
-    for so in out[1:]:
-        for line in subprocess.run(["ldd", so], capture_output=True, text=True).stdout.splitlines():
-            if "=>" in line and ("libssl" in line or "libcrypto" in line or "libc.so" in line):
-                libs.append(line.split("=>")[1].split()[0])
-    return [os.path.realpath(python)] + out + sorted(set(libs))
+    def run(phase_cold: bool, rounds: int, warmup: int, rss_out=None) -> dict:
+        cells = [c.cell(phase_cold, expected) for c in cfgs.values()]
+        data = h.measure(cells, rounds, warmup, rss_out, before_round=before_round)
+        summary = h.summarize(data, w["baselines"] if not rss_out else [])
+        summary["_loadavg_per_round"] = data["_loadavg_per_round"]
+        return summary
 
-
-TIME = "/usr/bin/time"  # GNU time: -f %M is its child's ru_maxrss in KiB
-
-
-def run_once(argv: list[str], env: dict, cwd: str, rss_out: str | None = None) -> tuple[int, float, int]:
-    """(wall ns, user+sys CPU s, raw wait status) of one run, spawn to reaped. With ``rss_out``
-    the run is TIME's, which writes the program's peak RSS there (read_rss); its wall and CPU
-    time are then not the program's alone."""
-    if rss_out:
-        argv = [TIME, "-f", "%M", "-o", rss_out] + argv
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        t0 = time.perf_counter_ns()
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=DEVNULL_ACTIONS)
-        _, status, ru = os.wait4(pid, 0)
-        t1 = time.perf_counter_ns()
-    finally:
-        os.chdir(old)
-    return t1 - t0, ru.ru_utime + ru.ru_stime, status
-
-
-def read_rss(rss_out: str) -> int:
-    """The peak RSS in KiB that TIME wrote (its last line) for a run of run_once."""
-    with open(rss_out) as f:
-        return int(f.read().split()[-1])
-
-
-def drop_count() -> int:
-    """How many times anyone has dropped the page cache since boot (/proc/vmstat drop_pagecache)."""
-    with open("/proc/vmstat") as f:
-        for line in f:
-            if line.startswith("drop_pagecache "):
-                return int(line.split()[1])
-    return -1
-
-
-def guarded_run(argv: list[str], env: dict, cwd: str, cold: bool, stats: dict,
-                rss_out: str | None = None) -> tuple[int, float, int]:
-    """One run that no other process's drop_caches touched. On a shared machine another
-    benchmark's drop_caches would make a hot run cold (observed here: bench/materialize.py drops
-    caches before each of its runs). Hot: if the page cache was dropped since this
-    configuration's previous run, first run it once, discarded, to warm its files again; a run
-    during which the cache was dropped is repeated (after a warming run). Cold: a run during which
-    another drop happened is repeated. At most 20 tries."""
-    for _ in range(20):
-        if cold:
-            drop_caches()
-        elif drop_count() != stats.get("_last_drop_count"):
-            if "_last_drop_count" in stats:
-                stats["rewarmed_after_foreign_drop"] = stats.get("rewarmed_after_foreign_drop", 0) + 1
-            run_once(argv, env, cwd)
-        before = drop_count()
-        wall, cpu, status = run_once(argv, env, cwd, rss_out)
-        after = drop_count()
-        stats["_last_drop_count"] = after
-        if after == before:
-            return wall, cpu, status
-        stats["repeated_foreign_drop"] = stats.get("repeated_foreign_drop", 0) + 1
-    raise SystemExit("the page cache was dropped by another process during 20 runs in a row; "
-                     "measure when no other benchmark drops caches")
-
-
-def measure(cfgs: dict, env: dict, cwd: str, rounds: int, warmup: int, cold: bool, rss_out: str | None = None) -> dict:
-    """Runs per configuration; with ``rss_out`` (see run_once) their peak RSS too."""
-    names = list(cfgs)
-    data = {n: {"wall_ns": [], "cpu_s": [], "maxrss_kib": [], "failures": 0} for n in names}
-    if not cold:
-        for _ in range(warmup):
-            for n in names:
-                run_once(cfgs[n]["argv"], env, cwd)
-                data[n]["_last_drop_count"] = drop_count()
-    for i in range(rounds):
-        k = i % len(names)
-        for n in names[k:] + names[:k]:
-            wall, cpu, status = guarded_run(cfgs[n]["argv"], env, cwd, cold, data[n], rss_out)
-            if status != 0:
-                data[n]["failures"] += 1
-                data[n]["wall_ns"].append(None)
-                data[n]["cpu_s"].append(None)
-                data[n]["maxrss_kib"].append(None)
-                continue
-            data[n]["wall_ns"].append(wall)
-            data[n]["cpu_s"].append(cpu)
-            data[n]["maxrss_kib"].append(read_rss(rss_out) if rss_out else None)
-    return data
-
-
-def summarize(data: dict, baselines: list[str]) -> dict:
-    out = {}
-    for n, d in data.items():
-        walls = [w for w in d["wall_ns"] if w is not None]
-        cpus = [c for c in d["cpu_s"] if c is not None]
-        rss = [r for r in d.get("maxrss_kib", []) if r is not None]
-        s = {
-            "runs": len(walls),
-            "failures": d["failures"],
-            "repeated_foreign_drop": d.get("repeated_foreign_drop", 0),
-            "rewarmed_after_foreign_drop": d.get("rewarmed_after_foreign_drop", 0),
-            "wall_ms_median": statistics.median(walls) / 1e6 if walls else None,
-            "wall_ms_quartiles": [q / 1e6 for q in statistics.quantiles(walls, n=4)] if len(walls) > 1 else None,
-            "cpu_ms_median": statistics.median(cpus) * 1e3 if cpus else None,
-            "peak_rss_mib_median": statistics.median(rss) / 1024 if rss else None,
-            "ratio": {},
-            "ratio_of_medians": {},
-            "ratio_quartiles": {},
+    n = len(cfgs)
+    h.log(f"{wname}: hot, {args.warmup} warm-up + {args.hot_runs} rounds x {n} configurations")
+    before_round()
+    hot = run(False, args.hot_runs, args.warmup)
+    cold_res = rss_res = None
+    if cold:
+        h.log(f"{wname}: cold, {args.cold_runs} rounds x {n} configurations (drop_caches)")
+        cold_res = run(True, args.cold_runs, 0)
+    if args.rss_runs:
+        h.log(f"{wname}: peak RSS, {args.rss_runs} rounds x {n} configurations under {h.TIME}")
+        rss_res = run(False, args.rss_runs, 0, os.path.join(args.work, "maxrss.txt"))
+    shutil.rmtree(os.path.join(args.run_dir, "first-caches"), ignore_errors=True)
+    keys = ("runs", "failures", "peak_rss_mib_median", "maxrss_kib")
+    configs = {}
+    for name, c in cfgs.items():
+        rss = {k: rss_res[name][k] for k in keys if k in rss_res[name]} if rss_res else None
+        configs[name] = {
+            "argv": c.argv,
+            "size_bytes": c.size_bytes,
+            "build_s": c.build_s,
+            "hot": hot[name],
+            "cold": cold_res[name] if cold_res else None,
+            "rss": rss,
         }
-        for b in baselines:
-            if b not in data:
-                continue
-            pairs = [a / c for a, c in zip(d["wall_ns"], data[b]["wall_ns"]) if a is not None and c is not None]
-            bw = [w for w in data[b]["wall_ns"] if w is not None]
-            if pairs:
-                s["ratio"][b] = statistics.median(pairs)
-                s["ratio_quartiles"][b] = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else None
-            if walls and bw:
-                s["ratio_of_medians"][b] = statistics.median(walls) / statistics.median(bw)
-        s["wall_ns"] = d["wall_ns"]
-        s["cpu_s"] = d["cpu_s"]
-        if rss:
-            s["maxrss_kib"] = d["maxrss_kib"]
-        out[n] = s
-    return out
-
-
-# ---------------------------------------------------------------- report
-
-def fmt(x, spec=".1f", none="–") -> str:
-    return none if x is None else format(x, spec)
-
-
-def mib(n) -> str:
-    return "–" if n is None else (f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB")
-
-
-def secs(s) -> str:
-    return "–" if s is None else (f"{s:.1f} s" if s < 100 else f"{s / 60:.1f} min")
+        r = configs[name]
+        h.log(
+            f"  {wname}/{name}: hot {h.fmt(r['hot']['wall_ms_median'])} ms, cold "
+            f"{h.fmt(r['cold'] and r['cold']['wall_ms_median'])} ms, peak RSS "
+            f"{h.fmt(rss and rss['peak_rss_mib_median'])} MiB"
+        )
+    load = {"hot": hot["_loadavg_per_round"], "cold": cold_res and cold_res["_loadavg_per_round"]}
+    return {"configs": configs, "loadavg_per_round": load}
 
 
 def report(result: dict) -> str:
-    lines = []
-    m = result["machine"]
-    lines.append(f"### Executables vs peers: run `{result['utc']}`\n")
-    lines.append(f"{m['cpu']} x {m['nproc']}, {m['uname']}; repo at {m['repo_commit']}; "
-                 f"hot: {result['warmup']} warm-up + {result['hot_runs']} rounds, cold: {result['cold_runs']} rounds "
-                 f"(drop_caches before every run), peak RSS: {result.get('rss_runs', 0)} hot rounds under {TIME}; niceness {result['niceness']}; load average "
-                 f"{result['loadavg_before'][0]:.2f} before, {result['loadavg_after'][0]:.2f} after.\n")
-    res = result.get("residency_after_drop_caches", {})
+    m, labels = result["machine"], result["labels"]
+    lines = [f"### {GROUP_TITLES.get(result['group'], result['group'])}: run `{result['utc']}`\n"]
+    lines.append(
+        f"{m['cpu']} x {m['nproc']}, {m['uname']}; repo at {m['repo_commit']}; hot: "
+        f"{result['warmup']} warm-up + {result['hot_runs']} rounds, cold: {result['cold_runs']} "
+        f"rounds (drop_caches before every run), peak RSS: {result['rss_runs']} hot rounds under "
+        f"{h.TIME}; niceness {result['niceness']}; load average "
+        f"{result['loadavg_before'][0]:.2f} before, {result['loadavg_after'][0]:.2f} after.\n"
+    )
+    parts = []
+    res = result.get("residency_after_drop_caches") or {}
+    for p, b in res.get("before", {}).items():
+        a = res.get("after", {}).get(p, {}).get("resident")
+        if b["resident"] or a:
+            parts.append(
+                f"{os.path.basename(p)} {b['resident'] / 2**20:.1f} / {h.fmt(a and a / 2**20)} "
+                f"of {b['size'] / 2**20:.1f} MiB"
+            )
     if res:
-        before, after = res["before"], res.get("after", {})
-        parts = []
-        for p, b in before.items():
-            a = after.get(p, {}).get("resident")
-            if b["resident"] or a:
-                parts.append(f"{os.path.basename(p)} {b['resident'] / 2**20:.1f} / {fmt(a and a / 2**20)} of "
-                             f"{b['size'] / 2**20:.1f} MiB")
-        lines.append("Resident right after drop_caches, before / after the runs (pages mapped by running "
-                     "processes stay): " + ("; ".join(parts) if parts else "none of the watched files") + ".\n")
-    guard = [(w, n, ph, c[ph]["repeated_foreign_drop"], c[ph]["rewarmed_after_foreign_drop"])
-             for w, wr in result["workloads"].items() for n, c in wr["configs"].items()
-             for ph in ("hot", "cold") if c.get(ph)]
-    rep = sum(g[3] for g in guard)
-    rew = sum(g[4] for g in guard)
-    lines.append(f"Another process dropped the page cache during {rep} runs (repeated) and between "
-                 f"{rew} hot runs (re-warmed first).\n")
+        lines.append(
+            "Resident right after drop_caches, before / after the runs (pages mapped by running "
+            "processes stay): " + ("; ".join(parts) or "none of the watched files") + ".\n"
+        )
+    runs = [
+        c[ph]
+        for wr in result["workloads"].values()
+        for c in wr["configs"].values()
+        for ph in ("hot", "cold")
+        if c.get(ph)
+    ]
+    rep = sum(r["repeated_foreign_drop"] for r in runs)
+    rew = sum(r["rewarmed_after_foreign_drop"] for r in runs)
+    lines.append(
+        f"Another process dropped the page cache during {rep} runs (repeated) and between "
+        f"{rew} hot runs (re-warmed first).\n"
+    )
     for w, wr in result["workloads"].items():
-        bl = BASELINES[w]
-        lines.append(f"#### {w}\n")
-        head = ("| configuration | hot median ms | " + " | ".join(f"hot vs {LABELS[b]}" for b in bl)
-                + " | cold median ms | " + " | ".join(f"cold vs {LABELS[b]}" for b in bl)
-                + " | hot CPU ms | peak RSS MiB | size MiB | build time |")
-        lines.append(head)
-        lines.append("|---|" + "---:|" * (5 + 2 * len(bl) + 1))
-        for n in ORDER:
-            if n not in wr["configs"]:
-                continue
-            c = wr["configs"][n]
-            h, k = c["hot"], c.get("cold")
-            name = f"**{LABELS[n]}**" if n == "ingot" else LABELS[n]
-            row = [name, fmt(h["wall_ms_median"])]
-            row += [fmt(h["ratio"].get(b), ".2f") for b in bl]
-            row += [fmt(k["wall_ms_median"]) if k else "–"]
-            row += [fmt(k["ratio"].get(b), ".2f") if k else "–" for b in bl]
-            rss = c.get("rss")
-            row += [fmt(h["cpu_ms_median"]), fmt(rss and rss["peak_rss_mib_median"]),
-                    fmt(c["size_bytes"] and c["size_bytes"] / 2**20), secs(c["build_s"])]
-            if any(x["failures"] for x in [h] + ([k] if k else [])):
-                row[0] += f" ({h['failures']}+{k['failures'] if k else 0} failed runs)"
-            lines.append("| " + " | ".join(row) + " |")
+        bl = result["baselines"][w]
+        head = ["configuration", "hot median ms", *[f"hot vs {labels[b]}" for b in bl]]
+        head += ["cold median ms", *[f"cold vs {labels[b]}" for b in bl]]
+        head += ["hot CPU ms", "peak RSS MiB", "size MiB", "build time"]
+        rows = []
+        for n, c in wr["configs"].items():
+            hot, cold, rss = c["hot"], c["cold"] or {}, c["rss"] or {}
+            name = f"**{labels[n]}**" if n == "ingot" else labels[n]
+            bad = hot["failures"] + cold.get("failures", 0)
+            bad += hot.get("wrong_output", 0) + cold.get("wrong_output", 0)
+            if bad:
+                name += f" ({bad} failed or wrong runs)"
+            row = [name, h.fmt(hot["wall_ms_median"])]
+            row += [h.fmt(hot["ratio"].get(b), ".2f") for b in bl]
+            row += [h.fmt(cold.get("wall_ms_median"))]
+            row += [h.fmt(cold.get("ratio", {}).get(b), ".2f") for b in bl]
+            row += [h.fmt(hot["cpu_ms_median"]), h.fmt(rss.get("peak_rss_mib_median"))]
+            rows.append([*row, h.mib(c["size_bytes"]), h.secs(c["build_s"])])
         for n, why in wr["missing"].items():
-            lines.append(f"| {LABELS[n]} | {why.splitlines()[0][:200]} |" + " |" * (5 + 2 * len(bl)))
-        lines.append("")
-    lines.append("#### Targets (ingot's same-round ratio, median over rounds)\n")
-    lines.append("| workload | vs | hot | target | met | cold | target | met |")
-    lines.append("|---|---|---:|---:|---|---:|---:|---|")
-    for t in result["targets"]:
-        lines.append(f"| {t['workload']} | {LABELS[t['baseline']]} | {fmt(t['hot'], '.2f')} | "
-                     f"<= {t['hot_target']:.2f} | {yes(t['hot_met'])} | {fmt(t['cold'], '.2f')} | "
-                     f"{'<= %.2f' % t['cold_target'] if t['cold_target'] else '–'} | {yes(t['cold_met'])} |")
+            rows.append([labels[n], why.splitlines()[0][:200]] + [""] * (len(head) - 2))
+        lines += [f"#### {w}\n", *h.table(head, rows), ""]
+    if result["targets"]:
+        lines += h.targets_table(result)
     return "\n".join(lines) + "\n"
 
 
-def yes(v) -> str:
-    return "–" if v is None else ("yes" if v else "**no**")
+def probe(args, wname: str, state: dict) -> dict:
+    """Phases of the app's probe script: run by its venv's python and built by ingot (with the
+    venv's pip freeze as requirements), in interleaved rounds; then -X importtime of its imports
+    (the venv, and python -I -S with ingot.install() of the probe executable's archive)."""
+    w = DATA["workloads"][wname]
+    app = w["app"]
+    v = variables(args, app, "ingot")
+    venv_py, script = os.path.join(v["venv"], "bin", "python"), expand(v["probe"], v)
+    pdir = os.path.join(args.work, "probe")
+    os.makedirs(pdir, exist_ok=True)
+    exe, freeze = os.path.join(pdir, f"{app}_probe"), os.path.join(pdir, f"{app}-requirements.txt")
+    with open(freeze, "w") as f:
+        f.write("\n".join(h.pip_freeze(venv_py)) + "\n")
+    cmd = [venv_py, "-m", "ingot", "build", script, "-r", freeze, "-o", exe, "--force", "-q"]
+    h.log("building " + " ".join(cmd))
+    env = dict(h.build_env(args.work), PYTHONPATH=args.ingot_pythonpath)
+    subprocess.run(cmd, check=True, env=env, cwd=pdir)
+    row = Config(args, wname, "ingot", ["probe", *w.get("args", [])], None, None)
+    configs = {"venv": [venv_py, script], "ingot": [exe]}
+    if args.gc_off:
+        configs |= {f"{n}-gc-off": argv for n, argv in configs.items()}
+    phases = {n: {} for n in configs}
 
-
-def evaluate_targets(workloads: dict) -> list:
-    out = []
-    for w, base, hot_t, cold_t in TARGETS:
-        if w not in workloads:
-            continue
-        cf = workloads[w]["configs"]
-        if "ingot" not in cf or base not in cf:
-            continue
-        hot = cf["ingot"]["hot"]["ratio"].get(base)
-        cold = cf["ingot"].get("cold", {}).get("ratio", {}).get(base) if cf["ingot"].get("cold") else None
-        out.append({"workload": w, "baseline": base, "hot": hot, "hot_target": hot_t,
-                    "hot_met": None if hot is None else hot <= hot_t,
-                    "cold": cold, "cold_target": cold_t,
-                    "cold_met": None if (cold is None or cold_t is None) else cold <= cold_t})
-    return out
-
-
-# ---------------------------------------------------------------- provenance
-
-def machine_info() -> dict:
-    cpu = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
+    def once(name: str, record: bool) -> None:
+        for _ in range(20):
+            argv, env = row.next_run()
+            extra = ["--gc-off"] if name.endswith("gc-off") else []
+            before, t0 = h.drop_count(), time.monotonic_ns()
+            r = h.spawn_probe([*configs[name], str(t0), *extra, *argv[1:]], env, row.cwd, t0)
+            if h.drop_count() == before:
                 break
-    mem = ""
-    with open("/proc/meminfo") as f:
-        mem = f.readline().split(":", 1)[1].strip()
-    repo = pb.repo_state()
-    return {"uname": " ".join(platform.uname()), "cpu": cpu, "nproc": os.cpu_count(), "mem": mem,
-            "repo_commit": repo["commit"], "ingot_sources_dirty": repo["ingot_sources_dirty"]}
+        if record:
+            for k, x in r.items():
+                phases[name].setdefault(k, []).append(x)
+
+    for _ in range(3):
+        for n in configs:
+            once(n, False)
+    names = list(configs)
+    for i in range(args.probe_runs):
+        k = i % len(names)
+        for n in names[k:] + names[:k]:
+            once(n, True)
+    med = {
+        n: {k: statistics.median(x) / (1e-3 if k in ("user", "sys") else 1e6) for k, x in p.items()}
+        for n, p in phases.items()
+    }
+    rows = [
+        [k, *(f"{med[n][k]:.1f}" for n in names), f"{med['ingot'][k] - med['venv'][k]:+.1f}"]
+        for k in ("startup", "imports", "main", "exit", "total", "user", "sys")
+    ]
+    lines = [f"### {wname} by phase, medians of {args.probe_runs} interleaved rounds (ms)\n"]
+    lines += h.table(["phase", *names, "ingot - venv"], rows)
+    code = f"import sys; sys.path.insert(0, {args.ingot_pythonpath!r}); import ingot; "
+    code += f"sys.path.pop(0); ingot.install({exe!r}); {v['probe_imports']}"
+    it = {}
+    for name, argv in [
+        ("venv", [venv_py, "-X", "importtime", "-c", v["probe_imports"]]),
+        ("ingot", [venv_py, "-I", "-S", "-X", "importtime", "-c", code]),
+    ]:
+        r = subprocess.run(argv, capture_output=True, text=True, env=row.env, cwd=row.cwd)
+        it[name] = h.parse_importtime(r.stderr)
+    a, b = it["venv"], it["ingot"]
+    top = sorted(a, key=lambda k: -a[k][0])[:15]
+    lines += [
+        f"\n-X importtime, one run each: {len(a)} imports (venv), {len(b)} (ingot); sum of self "
+        f"times: venv {sum(x[0] for x in a.values()) / 1e3:.1f} ms, "
+        f"ingot {sum(x[0] for x in b.values()) / 1e3:.1f} ms\n",
+        *h.table(
+            ["module", "venv self ms", "ingot self ms"],
+            [[m, f"{a[m][0] / 1e3:.1f}", f"{b.get(m, (0, 0))[0] / 1e3:.1f}"] for m in top],
+        ),
+    ]
+    print("\n".join(lines) + "\n", flush=True)
+    return {"phases_ms": med, "raw": phases, "importtime": it}
 
 
-# ---------------------------------------------------------------- main
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default=os.path.join(REPO, "build", "peers"))
-    ap.add_argument("--python", default=DEFAULT_PYTHON, help="stock CPython 3.11 (venvs, baselines)")
-    ap.add_argument("--ingot-pythonpath", default=os.path.join(REPO, "python"),
-                    help="directory holding the ingot package with its compiled _ingot and launcher")
-    ap.add_argument("--baseline-ingot", metavar="PYTHONPATH",
-                    help="another such directory (e.g. main before a change, pip install --target DIR): "
-                         "adds the configuration ingot-baseline, built and measured like ingot")
-    ap.add_argument("--runtime", metavar="VERSION",
-                    help="adds the configuration ingot-runtime: ingot build --python VERSION (a runtime "
-                         "in the store, docs/runtimes.md), built and measured like ingot")
-    ap.add_argument("--workloads", default=",".join(pb.WORKLOADS))
-    ap.add_argument("--tools", default=",".join(pb.BUILT_TOOLS))
-    ap.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per build (default 1800)")
-    ap.add_argument("--rebuild", action="store_true", help="rebuild even if builds.json has the output")
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--work", default=os.path.join(h.REPO, "build", "peers"))
+    ap.add_argument(
+        "--run-dir",
+        default=os.path.join("/var/tmp" if os.path.isdir("/var/tmp") else "/tmp", "ingot-bench"),
+        help="HOMEs, input files and first-start caches (outside the repository, so that black's "
+        "project-root search finds nothing)",
+    )
+    ap.add_argument("--python", help="stock CPython 3.11 (default: pyenv's newest, else PATH)")
+    ap.add_argument(
+        "--ingot-pythonpath",
+        default=os.path.join(h.REPO, "python"),
+        help="directory holding the ingot package with its compiled _ingot and launcher",
+    )
+    ap.add_argument("--baseline-ingot", metavar="PYTHONPATH", help="adds ingot-baseline")
+    ap.add_argument("--runtime", metavar="VERSION", help="adds ingot-runtime")
+    ap.add_argument(
+        "--workloads", default=DEFAULT_WORKLOADS, help=f"of {','.join(DATA['workloads'])}"
+    )
+    built = [n for n, p in DATA["peers"].items() if "build" in p and not p.get("optional")]
+    ap.add_argument(
+        "--tools",
+        default=",".join(built),
+        help="peers to build; optional ones named here are measured too",
+    )
+    ap.add_argument("--configs", help="measure only these configurations")
+    ap.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per build")
+    ap.add_argument("--rebuild", action="store_true", help="even if builds.json has the output")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-measure", action="store_true")
     ap.add_argument("--hot-runs", type=int, default=40)
     ap.add_argument("--cold-runs", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-cold", action="store_true")
-    ap.add_argument("--rss-runs", type=int, default=5,
-                    help="hot rounds run under /usr/bin/time for the peak RSS (0: none)")
-    ap.add_argument("--nice", type=int, default=0, help="add to the niceness before timing (root: e.g. -15)")
-    ap.add_argument("--json", help="default: bench/results/peers-<utc>.json")
+    ap.add_argument("--rss-runs", type=int, default=5, help="hot rounds under /usr/bin/time")
+    ap.add_argument("--nice", type=int, default=0, help="add to the niceness (root: e.g. -15)")
+    ap.add_argument(
+        "--wait-for",
+        metavar="REGEX",
+        help="before a round, wait while a matching "
+        "process runs, e.g. 'bench/(peers|materialize|finders)|pytest'",
+    )
+    ap.add_argument("--probe", action="store_true", help="also: where ingot's time goes")
+    ap.add_argument("--probe-runs", type=int, default=30)
+    ap.add_argument("--gc-off", action="store_true", help="probe also with the GC off at start")
+    ap.add_argument("--json", help="default: bench/results/GROUP-<utc>.json")
     args = ap.parse_args()
-    work = os.path.abspath(args.work)
-    workloads = [w for w in args.workloads.split(",") if w]
-    tools = [t for t in args.tools.split(",") if t]
-    for w in workloads:
-        if w not in pb.WORKLOADS:
-            ap.error(f"unknown workload {w}")
-    optional = {"ingot-baseline": args.baseline_ingot, "ingot-runtime": args.runtime}
-    for tool, wanted in optional.items():
-        if wanted and tool not in tools:
-            tools.insert(tools.index("ingot") + 1 if "ingot" in tools else 0, tool)
-    for t in tools:
-        if t not in pb.BUILT_TOOLS and not optional.get(t):
-            ap.error(f"unknown tool {t}" + (" (it needs --baseline-ingot or --runtime)" if t in optional else ""))
-    pythonpaths = {"ingot": os.path.abspath(args.ingot_pythonpath),
-                   "ingot-runtime": os.path.abspath(args.ingot_pythonpath), "runtime-version": args.runtime}
+    args.work, args.run_dir = os.path.abspath(args.work), os.path.abspath(args.run_dir)
+    args.ingot_pythonpath = os.path.abspath(args.ingot_pythonpath)
     if args.baseline_ingot:
-        pythonpaths["ingot-baseline"] = os.path.abspath(args.baseline_ingot)
-    os.makedirs(work, exist_ok=True)
-    run_cwd = os.path.join(work, "run-cwd")
-    os.makedirs(run_cwd, exist_ok=True)
-    state = pb.load_state(work)
+        args.baseline_ingot = os.path.abspath(args.baseline_ingot)
+    args.python = args.python or h.find_python("3.11")
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    args.tools = [t for t in args.tools.split(",") if t]
+    args.tools += [
+        t
+        for t, on in [("ingot-baseline", args.baseline_ingot), ("ingot-runtime", args.runtime)]
+        if on
+    ]
+    for w in args.workloads:
+        if w not in DATA["workloads"]:
+            ap.error(f"unknown workload {w}")
+    for t in args.tools:
+        if t not in DATA["peers"]:
+            ap.error(f"unknown peer {t}")
+    args.optional = [t for t in args.tools if DATA["peers"][t].get("optional")]
+    return args
 
+
+def main() -> int:
+    args = parse_args()
+    for d in (args.work, os.path.join(args.work, "run-cwd"), args.run_dir):
+        os.makedirs(d, exist_ok=True)
+    state = h.load_state(args.work)
+    apps = list(dict.fromkeys(DATA["workloads"][w]["app"] for w in args.workloads))
     if not args.no_build:
-        pb.ensure_venvs(work, args.python, state)
-        pb.save_state(work, state)
-        pb.build_all(work, workloads, tools, args.build_timeout, pythonpaths,
-                     state, EXPECT, run_cwd, args.rebuild)
-        pb.save_state(work, state)
-    if args.no_measure:
+        venvs = {DATA["apps"][a]["venv"] for a in apps}
+        if any("{tools}" in " ".join(DATA["peers"][t].get("build", [])) for t in args.tools):
+            venvs |= {DATA["apps"][a].get("tools", "tools") for a in apps} | {"bare", "plot"}
+        h.create_venvs(args.work, args.python, {n: DATA["venvs"][n] for n in venvs}, state)
+        h.save_state(args.work, state)
+        tools = [*args.tools, *(DATA["peers"][t].get("same_build") for t in args.tools)]
+        build_all(args, apps, list(dict.fromkeys(t for t in tools if t)), state)
+    for t in args.tools:
+        if "prepare" in DATA["peers"][t]:
+            v = variables(args, apps[0], t)
+            subprocess.run(expand(DATA["peers"][t]["prepare"], v), check=True)
+    if args.no_measure and not args.probe:
         return 0
-
     if args.nice:
         os.nice(args.nice)
-    env = pb.build_env(work)
-    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
-    cold = not args.no_cold
+    cold = not args.no_cold and not args.no_measure
     if cold and os.geteuid() != 0:
-        log("not root: no cold-cache runs")
+        h.log("not root: no cold-cache runs")
         cold = False
-    rss_runs = args.rss_runs
-    if rss_runs and not os.access(TIME, os.X_OK):
-        log(f"no {TIME} (GNU time): no peak RSS")
-        rss_runs = 0
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    watch = shared_files(args.python) + [b["output"] for k, b in sorted(state.get("builds", {}).items())
-                                         if k.endswith("/ingot") and b.get("status") == "ok"]
-    residency = {"before": residency_after_drop(watch)} if cold else {}
-    load_before = os.getloadavg()
-    results = {}
-    for w in workloads:
-        cfgs, missing = configurations(work, args.python, w, state)
-        cfgs = {n: cfgs[n] for n in ORDER if n in cfgs and not (n in optional and not optional[n])}
-        for n in list(cfgs):
-            why = pb.check_run(cfgs[n]["argv"], env, run_cwd, cfgs[n].get("expect", EXPECT[w]))
-            if why:
-                log(f"{w}/{n}: does not run right, left out: {why}")
-                missing[n] = f"does not run right: {why}"
-                del cfgs[n]
-        log(f"{w}: hot, {args.warmup} warm-up + {args.hot_runs} rounds x {len(cfgs)} configurations")
-        hot = summarize(measure(cfgs, env, run_cwd, args.hot_runs, args.warmup, cold=False), BASELINES[w])
-        cold_res = None
-        if cold:
-            log(f"{w}: cold, {args.cold_runs} rounds x {len(cfgs)} configurations (drop_caches before each run)")
-            cold_res = summarize(measure(cfgs, env, run_cwd, args.cold_runs, 0, cold=True), BASELINES[w])
-        rss_res = None
-        if rss_runs:
-            log(f"{w}: peak RSS, {rss_runs} rounds x {len(cfgs)} configurations under {TIME}")
-            rss_res = summarize(measure(cfgs, env, run_cwd, rss_runs, 0, cold=False,
-                                        rss_out=os.path.join(work, "maxrss.txt")), [])
-        results[w] = {
-            "configs": {n: {"argv": cfgs[n]["argv"], "size_bytes": cfgs[n]["size_bytes"],
-                            "build_s": cfgs[n]["build_s"], "hot": hot[n],
-                            "cold": cold_res[n] if cold_res else None,
-                            "rss": ({k: rss_res[n][k] for k in ("runs", "failures", "peak_rss_mib_median", "maxrss_kib")
-                                     if k in rss_res[n]} if rss_res else None)} for n in cfgs},
-            "missing": missing,
-        }
-        for n in cfgs:
-            log(f"  {w}/{n}: hot {hot[n]['wall_ms_median']:.1f} ms"
-                + (f", cold {cold_res[n]['wall_ms_median']:.1f} ms" if cold_res and cold_res[n]['wall_ms_median'] else "")
-                + (f", peak RSS {rss_res[n]['peak_rss_mib_median']:.1f} MiB" if rss_res and rss_res[n]['peak_rss_mib_median'] else ""))
-    load_after = os.getloadavg()
-    if cold:
-        residency["after"] = residency_after_drop(watch)
+    if args.rss_runs and not os.access(h.TIME, os.X_OK):
+        h.log(f"no {h.TIME} (GNU time): no peak RSS")
+        args.rss_runs = 0
+    wanted = {n for n, p in DATA["peers"].items() if "build" not in p and "same_build" not in p}
+    wanted |= {n for n, p in DATA["peers"].items() if not p.get("optional")} | set(args.optional)
+    if args.configs:
+        wanted &= set(args.configs.split(","))
+    groups: dict = {}
+    for wname in args.workloads:
+        groups.setdefault(DATA["workloads"][wname]["group"], []).append(wname)
+    for group, wnames in groups.items():
+        result = measure_group(args, group, wnames, state, wanted, cold)
+        if args.probe:
+            result["probe"] = {
+                w: probe(args, w, state)
+                for w in wnames
+                if "probe" in DATA["apps"][DATA["workloads"][w]["app"]]
+            }
+        if not args.no_measure or args.probe:
+            h.write_result(group, result, args.json)
+    return 0
 
+
+def shared_files(python: str) -> list[str]:
+    """The stock interpreter, its libpython and _ssl, and the system libraries _ssl maps."""
+    code = "import sysconfig as s, _ssl; print(s.get_config_var('LIBDIR'), s.get_config_var("
+    code += "'INSTSONAME'), _ssl.__file__)"
+    r = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True)
+    libdir, soname, ssl = r.stdout.split()
+    libs = []
+    for line in subprocess.run(["ldd", ssl], capture_output=True, text=True).stdout.splitlines():
+        if "=>" in line and ("libssl" in line or "libcrypto" in line or "libc.so" in line):
+            libs.append(line.split("=>")[1].split()[0])
+    return [os.path.realpath(python), os.path.join(libdir, soname), ssl, *sorted(set(libs))]
+
+
+def measure_group(args, group: str, wnames: list, state: dict, wanted: set, cold: bool) -> dict:
+    stamp = h.utc_stamp()
     result = {
         "utc": stamp,
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-        "machine": machine_info(),
+        "group": group,
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "machine": h.machine_info(),
         "python": args.python,
-        "python_version": subprocess.run([args.python, "-VV"], capture_output=True, text=True).stdout.strip(),
+        "python_version": h.python_version(args.python),
         "niceness": os.nice(0),
-        "hot_runs": args.hot_runs, "cold_runs": args.cold_runs if cold else 0, "warmup": args.warmup,
-        "rss_runs": rss_runs,
-        "loadavg_before": load_before, "loadavg_after": load_after,
-        "ingot": {"pythonpath": args.ingot_pythonpath, **pb.ingot_files(args.ingot_pythonpath)},
-        "ingot_baseline": ({"pythonpath": args.baseline_ingot, **pb.ingot_files(args.baseline_ingot)}
-                           if args.baseline_ingot else None),
-        "venvs": {k: {kk: vv for kk, vv in v.items()} for k, v in state.get("venvs", {}).items()},
+        "hot_runs": args.hot_runs,
+        "cold_runs": args.cold_runs if cold else 0,
+        "warmup": args.warmup,
+        "rss_runs": args.rss_runs,
+        "ingot": {"pythonpath": args.ingot_pythonpath, **h.ingot_files(args.ingot_pythonpath)},
+        "ingot_baseline": args.baseline_ingot
+        and {"pythonpath": args.baseline_ingot, **h.ingot_files(args.baseline_ingot)},
+        "venvs": state.get("venvs", {}),
         "builds": state.get("builds", {}),
-        "targets_spec": TARGETS,
-        "labels": LABELS,
-        "baselines": BASELINES,
-        "workloads": results,
-        "residency_after_drop_caches": residency,
+        "targets_spec": [
+            [t["workload"], t["baseline"], t["hot"], t.get("cold")]
+            for t in DATA["targets"]
+            if t["workload"] in wnames
+        ],
+        "labels": {n: p["label"] for n, p in DATA["peers"].items()},
+        "baselines": {w: DATA["workloads"][w]["baselines"] for w in wnames},
+        "workloads": {},
+        "targets": [],
     }
-    result["targets"] = evaluate_targets(results)
+    if args.no_measure:
+        return result
+    ingot_outputs = [
+        b["output"]
+        for k, b in sorted(state.get("builds", {}).items())
+        if k.endswith("/ingot") and b.get("status") == "ok"
+    ]
+    shared = shared_files(args.python) + ingot_outputs
+    residency = {"before": h.residency_after_drop(shared)} if cold else {}
+    result["loadavg_before"] = os.getloadavg()
+    pause: dict = {}
+    for wname in wnames:
+        cfgs, missing = configurations(args, wname, state, wanted)
+        expected = check_configs(cfgs, missing, DATA["workloads"][wname])
+        result["workloads"][wname] = measure_workload(args, wname, cfgs, cold, pause, expected)
+        result["workloads"][wname]["missing"] = missing
+    result["loadavg_after"] = os.getloadavg()
+    if cold:
+        residency["after"] = h.residency_after_drop(shared)
+    result["residency_after_drop_caches"] = residency
+    result["pause"] = pause
+    specs = [t for t in DATA["targets"] if t["workload"] in wnames]
+    result["targets"] = h.evaluate_targets(specs, result["workloads"])
     text = report(result)
-    print(text)
-    json_path = args.json or os.path.join(HERE, "results", f"peers-{stamp}.json")
-    os.makedirs(os.path.dirname(json_path), exist_ok=True)
-    with open(json_path, "w") as f:
-        json.dump(result, f, indent=1)
-    md_path = os.path.join(work, f"peers-{stamp}.md")
-    with open(md_path, "w") as f:
+    print(text, flush=True)
+    with open(os.path.join(args.work, f"{group}-{stamp}.md"), "w") as f:
         f.write(text)
-    log(f"wrote {json_path} and {md_path}")
-    return 0
+    return result
 
 
 if __name__ == "__main__":

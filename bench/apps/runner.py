@@ -1,9 +1,9 @@
 """The measured process of the import benchmark.
 
-    python -I -S bench/runner.py [--verify] CONFIG SCRIPT [ARG ...]
+    python -I -S bench/apps/runner.py [--verify] CONFIG SCRIPT [ARG ...]
 
-Installs the finder of CONFIG, then executes SCRIPT (bench/import_stdlib.py)
-as ``__main__`` code.  On exit it writes one line to stderr::
+Installs the finder of CONFIG, then executes SCRIPT (bench/import_stdlib.py) as ``__main__``
+code (bench/finders.py runs it).  On exit it writes one line to stderr::
 
     ingot-bench setup_ns=<finder setup> import_ns=<exec of SCRIPT>
 
@@ -26,12 +26,11 @@ is installed.  ``--verify`` (not used for timing) adds, after the import phase,
 a JSON line ``ingot-bench-verify {...}`` telling which loader served each module.
 """
 
+import _frozen_importlib as _boot
+import _frozen_importlib_external as _ext
 import marshal
 import sys
 import time
-
-import _frozen_importlib as _boot
-import _frozen_importlib_external as _ext
 
 _clock = time.perf_counter_ns
 
@@ -47,14 +46,16 @@ class FloorFinder:
 
     def __init__(self, path, use_mmap=False):
         with open(path, "rb") as f:
-            if use_mmap:  # floor-mmap: map the blob instead of reading it (mmap is an extension module)
+            if (
+                use_mmap
+            ):  # floor-mmap: map the blob instead of reading it (mmap is an extension module)
                 import mmap
 
                 data = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
             else:
                 data = f.read()
         if data[:8] != b"INGFLOOR":
-            raise ImportError("not a floor blob: %r" % (path,))
+            raise ImportError(f"not a floor blob: {path!r}")
         n = int.from_bytes(data[8:16], "little")
         self._mv = memoryview(data)
         self._index = marshal.loads(self._mv[16 : 16 + n])
@@ -92,7 +93,7 @@ def _load_extension(name, path):
 
 
 def _skip(message):
-    sys.stderr.write("ingot-bench-skip: %s\n" % message)
+    sys.stderr.write(f"ingot-bench-skip: {message}\n")
     raise SystemExit(3)
 
 
@@ -123,15 +124,15 @@ def _setup(config, args):
         try:
             import ingot
         except ImportError as e:
-            _skip("cannot import ingot from %s: %s" % (args[0], e))
+            _skip(f"cannot import ingot from {args[0]}: {e}")
         finally:
             del sys.path[0]
         finder_type = getattr(ingot, "IngotFinder", None)
         if finder_type is None:
-            _skip("ingot (%s) has no IngotFinder yet" % (getattr(ingot, "__file__", "?"),))
+            _skip("ingot ({}) has no IngotFinder yet".format(getattr(ingot, "__file__", "?")))
         sys.meta_path.insert(0, finder_type(args[1]))
         return
-    sys.stderr.write("runner.py: unknown config %r\n" % (config,))
+    sys.stderr.write(f"runner.py: unknown config {config!r}\n")
     raise SystemExit(2)
 
 
@@ -179,10 +180,12 @@ def main():
             # these are served by whatever was there before, not by the finder under test
             "setup_loaded": {n: _loader_name(sys.modules[n]) for n in sorted(after_setup - before)},
             "modules": {n: _loader_name(m) for n, m in sorted(sys.modules.items())},
-            "meta_path": [type(f).__name__ if not isinstance(f, type) else f.__name__ for f in sys.meta_path],
+            "meta_path": [
+                type(f).__name__ if not isinstance(f, type) else f.__name__ for f in sys.meta_path
+            ],
         }
         sys.stderr.write("ingot-bench-verify " + json.dumps(report) + "\n")
-    sys.stderr.write("ingot-bench setup_ns=%d import_ns=%d\n" % (t1 - t0, t2 - t1))
+    sys.stderr.write(f"ingot-bench setup_ns={t1 - t0} import_ns={t2 - t1}\n")
 
 
 main()

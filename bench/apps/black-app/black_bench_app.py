@@ -1,0 +1,1 @@
+"""Nothing: the executable runs black:patched_main."""

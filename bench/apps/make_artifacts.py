@@ -1,0 +1,160 @@
+"""Builds the import benchmark's archives of the running interpreter's stdlib (bench/finders.py
+runs it with the interpreter under test; every code object is compiled here, at optimize 0, from
+the stdlib source: the same code objects as the stock __pycache__, the same co_filename).
+
+    python bench/apps/make_artifacts.py OUT             # stdlib-X.Y.zip and stdlib-X.Y.floor
+    python3.10 bench/apps/make_artifacts.py --oxidized OUT   # stdlib-3.10.oxidized
+
+* stdlib-X.Y.zip: sourceless timestamp .pyc of the packed set, ZIP_STORED (zipimport never
+  compiles nor checks a source mtime);
+* stdlib-X.Y.floor: the blob of apps/runner.py's FloorFinder, without the modules the interpreter
+  serves frozen (3.11: os, site, runpy, ...), which FrozenImporter still serves, as in stock;
+* stdlib-3.10.oxidized: PyOxidizer's packed resources (oxidized_importer==0.6.0, CPython 3.10
+  only): one in-memory OxidizedResource per module of the floor, the same marshal bytes;
+* a JSON of counts and sizes next to each.
+
+The packed set: every .py module and package under the stdlib directory except site-packages and
+lib-dynload, directories whose name is not an identifier, test code (the top-level test package,
+any test/tests/idle_test subpackage) and directories without __init__.py.
+"""
+
+from __future__ import annotations
+
+import _imp
+import importlib._bootstrap_external as bext
+import json
+import marshal
+import os
+import sys
+import sysconfig
+import zipfile
+
+TEST_DIRS = frozenset({"test", "tests", "idle_test"})
+SKIP_TOP = frozenset({"site-packages", "lib-dynload"})
+
+
+def iter_stdlib_modules(stdlib_dir: str) -> list:
+    """``(module_name, file_path, is_package)`` of the packed set, sorted by module name."""
+    out = []
+
+    def walk(directory: str, prefix: str, top: bool) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if name == "__pycache__" or (top and name in SKIP_TOP):
+                    continue
+                init = os.path.join(entry.path, "__init__.py")
+                if not name.isidentifier() or name in TEST_DIRS or not os.path.isfile(init):
+                    continue
+                out.append((prefix + name, init, True))
+                walk(entry.path, prefix + name + ".", False)
+            elif entry.is_file() and name.endswith(".py"):
+                stem = name[:-3]
+                if stem != "__init__" and "." not in stem:
+                    out.append((prefix + stem, entry.path, False))
+
+    walk(stdlib_dir, "", True)
+    return sorted(out)
+
+
+def compile_module(path: str):
+    """Compile one module exactly as the stock path finder would (optimize 0)."""
+    with open(path, "rb") as f:
+        return compile(f.read(), path, "exec", dont_inherit=True, optimize=0)
+
+
+def write(path: str, data: bytes) -> None:
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp", path)
+
+
+def zip_and_floor(out: str, compiled: list, failed: list) -> dict:
+    ver = "{}.{}".format(*sys.version_info[:2])
+    zip_path = os.path.join(out, f"stdlib-{ver}.zip")
+    with zipfile.ZipFile(zip_path + ".tmp", "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, path, is_pkg, code in compiled:
+            rel = name.replace(".", "/") + ("/__init__.pyc" if is_pkg else ".pyc")
+            st = os.stat(path)
+            pyc = bext._code_to_timestamp_pyc(code, int(st.st_mtime), st.st_size)
+            zf.writestr(zipfile.ZipInfo(rel, date_time=(2020, 1, 1, 0, 0, 0)), bytes(pyc))
+    os.replace(zip_path + ".tmp", zip_path)
+    index, payload, frozen = {}, bytearray(), []
+    for name, path, is_pkg, code in compiled:
+        if _imp.is_frozen(name):
+            frozen.append(name)
+            continue
+        data = marshal.dumps(code)  # offsets are relative to the payload start
+        index[name] = (
+            is_pkg,
+            path,
+            os.path.dirname(path) if is_pkg else None,
+            len(payload),
+            len(data),
+        )
+        payload += data
+    floor_path = os.path.join(out, f"stdlib-{ver}.floor")
+    index_bytes = marshal.dumps(index)
+    write(floor_path, b"INGFLOOR" + len(index_bytes).to_bytes(8, "little") + index_bytes + payload)
+    return {
+        "python": sys.version,
+        "stdlib": sysconfig.get_path("stdlib"),
+        "modules_packed": len(compiled),
+        "compile_failed": failed,
+        "zip": {"path": zip_path, "bytes": os.path.getsize(zip_path), "modules": len(compiled)},
+        "floor": {
+            "path": floor_path,
+            "bytes": os.path.getsize(floor_path),
+            "modules": len(index),
+            "left_to_frozen_importer": frozen,
+        },
+    }
+
+
+def oxidized(out: str, compiled: list) -> dict:
+    import oxidized_importer
+
+    resources = []
+    for name, _path, is_pkg, code in compiled:
+        if _imp.is_frozen(name):
+            continue
+        r = oxidized_importer.OxidizedResource()
+        r.is_module, r.name, r.is_package = True, name, is_pkg
+        r.in_memory_bytecode = marshal.dumps(code)
+        resources.append(r)
+    finder = oxidized_importer.OxidizedFinder()
+    finder.add_resources(resources)
+    path = os.path.join(out, "stdlib-3.10.oxidized")
+    write(path, finder.serialize_indexed_resources())
+    return {"path": path, "bytes": os.path.getsize(path), "modules": len(resources),
+            "oxidized_importer": oxidized_importer.__file__}  # fmt: skip
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    ox = args[:1] == ["--oxidized"]
+    out = args[-1]
+    os.makedirs(out, exist_ok=True)
+    compiled, failed = [], []
+    for name, path, is_pkg in iter_stdlib_modules(sysconfig.get_path("stdlib")):
+        try:
+            compiled.append((name, path, is_pkg, compile_module(path)))
+        except (SyntaxError, ValueError, UnicodeDecodeError) as e:
+            failed.append((name, str(e)))
+    if ox:
+        info, manifest = oxidized(out, compiled), os.path.join(out, "stdlib-3.10.oxidized.json")
+    else:
+        info = zip_and_floor(out, compiled, failed)
+        manifest = os.path.join(out, "stdlib-{}.{}.artifacts.json".format(*sys.version_info[:2]))
+    with open(manifest, "w") as f:
+        json.dump(info, f, indent=2)
+    print(json.dumps({k: v for k, v in info.items() if k != "compile_failed"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
