@@ -95,31 +95,6 @@ def main():
         py_write(files, os.path.join(root, "trees"), tree_id, True)
     elif mode == "py-verify":
         py_verify(manifest, os.path.join(root, "trees", tree_id), ext.content_hash)
-    elif mode == "steady":
-        # one process, tree_id iterations of each: the writers without first-touch costs
-        import json
-        import shutil
-
-        parent = os.path.join(root, "trees")
-        res = {"binding": [], "ingot": [], "py-write-stream": []}
-        for _ in range(int(tree_id)):
-            for m in res:
-                shutil.rmtree(os.path.join(parent, "steady"), ignore_errors=True)
-                os.sync()
-                c = time.process_time_ns()
-                t = clock()
-                if m == "ingot":
-                    ext.write_tree(root, "steady", files)
-                elif m == "binding":
-                    try:  # noqa: SIM105 (contextlib is not loaded at startup)
-                        ext.write_tree(root, "..", files)
-                    except OSError:
-                        pass
-                else:
-                    py_write(files, parent, "steady", False)
-                res[m].append((clock() - t, time.process_time_ns() - c))
-        shutil.rmtree(os.path.join(parent, "steady"), ignore_errors=True)
-        sys.stdout.write("matbench-steady " + json.dumps(res) + "\n")
     elif mode != "baseline":
         raise SystemExit(f"unknown mode {mode!r}")
     t2 = clock()
