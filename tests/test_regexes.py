@@ -16,6 +16,7 @@ import ingot
 from ingot.pack import pack
 from ingot.regexes import (
     MAGIC_ENTRY,
+    MODULE_ENTRY,
     compile_arguments,
     entry_name,
     patterns_in_source,
@@ -178,6 +179,8 @@ def test_patterns_that_warn_fail_or_depend_on_more_than_their_text_are_left_out(
 def test_entries_are_named_by_key_and_hold_pattern_flags_and_arguments():
     entries = precompiled_entries([("a(b)c", re.I), (b"x", 0)])
     assert entries[MAGIC_ENTRY] == str(_sre.MAGIC).encode()
+    compiler = "re._compiler" if sys.version_info >= (3, 11) else "sre_compile"
+    assert entries[MODULE_ENTRY] == compiler.encode()
     stored = marshal.loads(entries[entry_name("a(b)c", re.I)])
     assert stored[:2] == ("a(b)c", re.I) and len(stored) == 7
     assert entry_name("a(b)c", re.I) != entry_name(b"a(b)c", re.I) != entry_name("a(b)c", 0)
@@ -219,7 +222,8 @@ PROBE = """
     ingot.install(sys.argv[1])
     import re
     compiler = sys.modules["re._compiler" if sys.version_info >= (3, 11) else "sre_compile"].compile
-    results = {"wrapper": type(compiler).__name__, "from_archive": re.__spec__.loader is not None
+    results = {"wrapper": type(compiler).__name__, "re.compile": type(re.compile).__name__,
+               "from_archive": re.__spec__.loader is not None
                and type(re.__spec__.loader).__name__ == "IngotFinder"}
     before = (getattr(compiler, "hits", 0), getattr(compiler, "misses", 0))
     for pattern in sys.argv[2:]:
@@ -252,6 +256,7 @@ def test_damaged_entries_fall_back_to_the_compiler(tmp_path, builder):
     other_pattern = marshal.dumps(("zzz", int(re.I), int(re.I), [], 0, {}, (None,)))
     table = {
         MAGIC_ENTRY: str(_sre.MAGIC).encode(),
+        MODULE_ENTRY: precompiled_entries([("a+b", re.I)])[MODULE_ENTRY],
         entry_name("a+b", re.I): bad_code,
         entry_name("b+a", re.I): other_pattern,
         entry_name("x", re.I): b"not marshal",
@@ -268,6 +273,22 @@ def test_a_table_of_another_sre_is_not_used(tmp_path, builder):
     table[MAGIC_ENTRY] = str(_sre.MAGIC + 1).encode()
     out = _probe(_archive(tmp_path / "re.ingot", table, builder), "a+b")
     assert out["wrapper"] == "function" and out["a+b"] == ["a+b", True, ["AAB", "aab", "ab"]]
+
+
+def test_without_a_module_entry_the_table_is_not_installed(tmp_path, builder):
+    # The importer names no module: the archive says which module the table serves.
+    table = precompiled_entries([("a+b", re.I)])
+    del table[MODULE_ENTRY]
+    out = _probe(_archive(tmp_path / "none.ingot", table, builder), "a+b")
+    assert out["wrapper"] == "function" and out["a+b"] == ["a+b", True, ["AAB", "aab", "ab"]]
+
+
+def test_the_table_hooks_into_the_module_the_archive_names(tmp_path, builder):
+    table = precompiled_entries([("a+b", re.I)])
+    table[MODULE_ENTRY] = b"re"  # `re` has a `compile` too: the table serves it instead
+    out = _probe(_archive(tmp_path / "other.ingot", table, builder), "a+b")
+    assert out["wrapper"] == "function" and out["re.compile"] == "PrecompiledRegexes"
+    assert out["a+b"] == ["a+b", True, ["AAB", "aab", "ab"]]
 
 
 def test_archive_without_a_table_leaves_the_compiler_alone(tmp_path, builder):

@@ -29,6 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingot._ingot import (
+    LAUNCH_CONFIG,
+    LAUNCH_CONFIG_VERSION,
+    LAUNCHER_FACTS_FORMAT,
+    LAUNCHER_FACTS_SECTION,
+    TRAILER_MAGIC,
+    elf_section,
+)
 from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.errors import CompileError, IngotError
 from ingot.project import Config
@@ -44,9 +52,6 @@ __all__ = [
     "find_launcher",
     "launcher_facts",
 ]
-
-LAUNCH_CONFIG = "__ingot__/launch.json"
-_TRAILER_MAGIC = b"INGOTEND"
 
 
 class BuildError(IngotError):
@@ -98,69 +103,17 @@ def find_launcher(option: str | None = None) -> Path:
     return path
 
 
-#: The ELF section in which the launcher carries its facts (crates/ingot-launcher: ``FACTS``).
-LAUNCHER_SECTION = ".ingot.launcher"
-#: The newest format of those facts this ingot reads, and the launch.json version it writes.
-_FACTS_FORMAT = 1
-_LAUNCH_CONFIG_VERSION = 1
-
-
 def _elf_section(path: Path, name: str) -> bytes | None:
-    """The contents of the section ``name`` of the ELF file at ``path`` (None if it has none),
-    read from the section header table; BuildError if the file is not a whole ELF file."""
-    import struct
-
-    def fail(reason: str) -> BuildError:
-        return BuildError(
-            f"{path} is not an ingot launcher: {reason}",
+    """The contents of the section ``name`` of the ELF file at ``path`` (None if it has none);
+    BuildError if the file is not a whole ELF file."""
+    try:
+        return elf_section(str(path), name)
+    except ValueError as error:
+        raise BuildError(
+            f"{path} is not an ingot launcher: {error}",
             hint="give the ingot-launcher binary (cargo build --release -p "
             "ingot-launcher), or the one ingot ships (no --launcher)",
-        )
-
-    try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-
-            def read(offset: int, count: int) -> bytes:
-                if offset < 0 or count < 0 or offset + count > size:
-                    raise fail(
-                        f"it is truncated (needs bytes {offset}-{offset + count}, has {size})"
-                    )
-                file.seek(offset)
-                return file.read(count)
-
-            ident = read(0, 16) if size >= 16 else b""
-            if ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
-                raise fail("it is not an ELF file")
-            wide, order = ident[4] == 2, "<" if ident[5] == 1 else ">"
-            header = struct.Struct(order + ("HHIQQQIHHHHHH" if wide else "HHIIIIIHHHHHH"))
-            fields = header.unpack(read(16, header.size))
-            shoff, shentsize, shnum, shstrndx = fields[5], fields[10], fields[11], fields[12]
-            section = struct.Struct(order + ("IIQQQQIIQQ" if wide else "IIIIIIIIII"))
-            if shoff == 0:
-                raise fail("it has no section header table")
-            if shentsize < section.size:
-                raise fail(f"its section headers are {shentsize} bytes")
-
-            def section_header(index: int) -> tuple:
-                return section.unpack(read(shoff + index * shentsize, section.size))
-
-            if shnum == 0 or shstrndx == 0xFFFF:  # extended numbering: in section header 0
-                first = section_header(0)
-                shnum = shnum or first[5]
-                shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
-            if shstrndx >= shnum:
-                raise fail("its section name table is missing")
-            names = section_header(shstrndx)
-            names = read(names[4], names[5])
-            for index in range(shnum):
-                entry = section_header(index)
-                end = names.find(b"\0", entry[0])
-                if names[entry[0] : end if end >= 0 else None] == name.encode():
-                    if entry[1] == 8:  # SHT_NOBITS
-                        raise fail(f"its {name} section is empty")
-                    return read(entry[4], entry[5])
-            return None
+        ) from error
     except OSError as error:
         raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
 
@@ -171,10 +124,10 @@ def launcher_facts(path: Path) -> dict:
     ``launch_config`` (the launch.json versions it reads), ``linkage``. BuildError when the file
     is not an ingot launcher (not ELF, truncated, no such section) or is too new for this ingot."""
     path = Path(path)
-    data = _elf_section(path, LAUNCHER_SECTION)
+    data = _elf_section(path, LAUNCHER_FACTS_SECTION)
     if data is None:
         raise BuildError(
-            f"{path} is not an ingot launcher: it has no {LAUNCHER_SECTION} "
+            f"{path} is not an ingot launcher: it has no {LAUNCHER_FACTS_SECTION} "
             "section (an ELF file, but not ingot-launcher, or one built before "
             "launchers carried it)",
             hint="give the ingot-launcher binary (cargo build --release -p "
@@ -186,9 +139,9 @@ def launcher_facts(path: Path) -> dict:
             raise ValueError("not an object with a format")
     except ValueError as error:
         raise BuildError(
-            f"{path}: its {LAUNCHER_SECTION} section is unreadable: {error}"
+            f"{path}: its {LAUNCHER_FACTS_SECTION} section is unreadable: {error}"
         ) from error
-    if facts["format"] > _FACTS_FORMAT:
+    if facts["format"] > LAUNCHER_FACTS_FORMAT:
         raise BuildError(
             f"{path} is a launcher of a newer ingot ({facts.get('ingot')}; facts "
             f"format {facts['format']})",
@@ -196,7 +149,7 @@ def launcher_facts(path: Path) -> dict:
         )
     for key in ("python", "bytecode_magic", "ingot", "launch_config"):
         if key not in facts:
-            raise BuildError(f"{path}: its {LAUNCHER_SECTION} section has no {key!r}")
+            raise BuildError(f"{path}: its {LAUNCHER_FACTS_SECTION} section has no {key!r}")
     return facts
 
 
@@ -229,11 +182,11 @@ def _check_launcher(path: Path) -> dict:
             f"{facts['bytecode_magic']}, but this one's is {magic}",
             hint="give a launcher built for this interpreter",
         )
-    if _LAUNCH_CONFIG_VERSION not in facts["launch_config"]:
+    if LAUNCH_CONFIG_VERSION not in facts["launch_config"]:
         raise BuildError(
             f"the launcher {path} (ingot {facts['ingot']}) reads launch "
             f"configuration versions {facts['launch_config']}, not "
-            f"{_LAUNCH_CONFIG_VERSION}",
+            f"{LAUNCH_CONFIG_VERSION}",
             hint="use the launcher this ingot ships",
         )
     return facts
@@ -247,7 +200,7 @@ def is_ingot_file(path: Path) -> bool:
             if file.tell() < 16:
                 return False
             file.seek(-8, os.SEEK_END)
-            return file.read(8) == _TRAILER_MAGIC
+            return file.read(8) == TRAILER_MAGIC
     except OSError:
         return False
 
@@ -721,7 +674,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     launcher = None if options.archive_only else find_launcher(options.launcher)
     if launcher is not None:
         _check_launcher(launcher)
-    launch = {"version": _LAUNCH_CONFIG_VERSION, "run": plan.run}
+    launch = {"version": LAUNCH_CONFIG_VERSION, "run": plan.run}
     if os.environ.get("INGOT_IN_RUNTIME"):
         # Which runtime the executable carries (the launcher ignores the key; ingot inspect shows
         # it).

@@ -627,12 +627,14 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _sizes(entries: list[dict], shown: int = 20) -> None:
     """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
+    from ingot._ingot import RESERVED_PREFIX
+
     groups: dict[str, list[int]] = {}
     for entry in entries:
         name = entry["name"]
         group = (
             "(ingot)"
-            if name.startswith("__ingot__/")
+            if name.startswith(RESERVED_PREFIX)
             else name
             if entry["kind"] == "shared-library"
             else re.split(r"[./]", name)[0]

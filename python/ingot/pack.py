@@ -25,7 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot import elf
-from ingot._ingot import ArchiveWriter, content_hash, loadable_image
+from ingot._ingot import (
+    FILES_MANIFEST_DIR,
+    FIRST_USE,
+    FIRST_USE_FILE,
+    FIRST_USE_LIBRARY,
+    FIRST_USE_MODULE,
+    RESERVED_PREFIX,
+    ArchiveWriter,
+    content_hash,
+    loadable_image,
+)
 from ingot.bytecode import compile_module
 from ingot.collect import (
     DEFAULT_STDLIB_EXCLUDES,
@@ -36,7 +46,13 @@ from ingot.collect import (
 )
 from ingot.errors import CompileError, PackError
 from ingot.firstuse import BOOT_MODULES, first_use_order, imports_in_source
-from ingot.regexes import MAGIC_ENTRY, entry_name, patterns_in_source, precompiled_entries
+from ingot.regexes import (
+    MAGIC_ENTRY,
+    MODULE_ENTRY,
+    entry_name,
+    patterns_in_source,
+    precompiled_entries,
+)
 
 __all__ = [
     "DEFAULT_STDLIB_EXCLUDES",
@@ -48,8 +64,6 @@ __all__ = [
     "pack",
 ]
 
-#: The predicted first-use order, one entry per line (docs/format.md, "Files ingot reserves").
-FIRST_USE_ENTRY = "__ingot__/first-use"
 
 #: The largest zstd dictionary ``pack`` trains for the small modules' blobs when it compresses:
 #: 64 KiB saved 14% of the compressed modules of a hello-world executable (docs/format.md).
@@ -195,11 +209,6 @@ def _prune(
 def _read(item: Item) -> bytes:
     with open(item.path, "rb") as file:  # type: ignore[arg-type]
         return file.read()
-
-
-#: Where the importer looks for the tree manifests of ``files`` packages (see
-#: crates/ingot-importer/src/files.rs).
-FILES_MANIFEST_DIR = "__ingot__/files/"
 
 
 def _top_level(item: Item) -> str | None:
@@ -376,9 +385,8 @@ def _first_use(
             )
         ]
         companions[module] = [("files", name) for name in names if name in table]
-    reserved = sorted(name for name in extra_files if name.startswith("__ingot__/"))
-    if MAGIC_ENTRY in table:
-        reserved.append(MAGIC_ENTRY)
+    reserved = sorted(name for name in extra_files if name.startswith(RESERVED_PREFIX))
+    reserved += [name for name in (MAGIC_ENTRY, MODULE_ENTRY) if name in table]
     return [("files", name) for name in reserved] + first_use_order(
         [*BOOT_MODULES, *entry_modules],
         scan.imports or {},
@@ -550,7 +558,7 @@ def pack(
             if writer.contains(name, "files"):
                 raise PackError(f"cannot add {name}: the archive already holds a file of that name")
             writer.add_data_file(name, content)
-        result.regexes = max(len(table) - 1, 0)  # less the magic entry
+        result.regexes = max(len(table) - 2, 0)  # less the magic and module entries
         result.regexes_size = sum(map(len, table.values()))
         say(
             f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules"
@@ -560,14 +568,18 @@ def pack(
             scan, result, extra_files, table if precompile_regexes else {}, entry_modules
         )
         # The list itself, read by the launcher's read-ahead thread (docs/format.md).
-        order.insert(0, ("files", FIRST_USE_ENTRY))
-        tags = {"modules": "m", "files": "f", "libraries": "l"}
+        order.insert(0, ("files", FIRST_USE))
+        tags = {
+            "modules": FIRST_USE_MODULE,
+            "files": FIRST_USE_FILE,
+            "libraries": FIRST_USE_LIBRARY,
+        }
         listing = "".join(f"{tags[namespace]} {name}\n" for namespace, name in order).encode()
-        if writer.contains(FIRST_USE_ENTRY, "files"):
+        if writer.contains(FIRST_USE, "files"):
             raise PackError(
-                f"cannot add {FIRST_USE_ENTRY}: the archive already holds a file of that name"
+                f"cannot add {FIRST_USE}: the archive already holds a file of that name"
             )
-        writer.add_data_file(FIRST_USE_ENTRY, listing)
+        writer.add_data_file(FIRST_USE, listing)
         writer.set_first_use(order)
         say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
     if compression_level is not None:

@@ -35,11 +35,12 @@ import sys
 import warnings
 from collections.abc import Iterable
 
-from ingot._ingot import content_hash
+from ingot._ingot import REGEX_DIR, REGEX_MAGIC, REGEX_MODULE, content_hash
 
 __all__ = [
     "ENTRY_PREFIX",
     "MAGIC_ENTRY",
+    "MODULE_ENTRY",
     "compile_arguments",
     "entry_name",
     "patterns_in_source",
@@ -47,10 +48,13 @@ __all__ = [
 ]
 
 #: Directory of the table's entries in the archive's file name space.
-ENTRY_PREFIX = "__ingot__/re/"
+ENTRY_PREFIX = REGEX_DIR
 #: The entry holding ``_sre.MAGIC`` of the build interpreter (decimal, ASCII): the importer uses
 #: the table only if its ``_sre`` has the same.
-MAGIC_ENTRY = ENTRY_PREFIX + "magic"
+MAGIC_ENTRY = REGEX_MAGIC
+#: The entry naming the module whose ``compile`` the table serves: this interpreter's
+#: regular-expression compiler (the importer names no module; the archive does).
+MODULE_ENTRY = REGEX_MODULE
 
 #: Function -> position of its ``flags`` argument.
 _FUNCTIONS = {
@@ -562,7 +566,8 @@ def _plain(arguments: tuple) -> tuple | None:
 
 def precompiled_entries(patterns: Iterable[tuple[str | bytes, int]]) -> dict[str, bytes]:
     """The archive entries (name -> content) of the table for ``patterns``: one per pattern,
-    ``marshal.dumps((pattern, flags, *arguments of _sre.compile after the pattern))``, plus :data:`MAGIC_ENTRY`.
+    ``marshal.dumps((pattern, flags, *arguments of _sre.compile after the pattern))``, plus
+    :data:`MAGIC_ENTRY` and :data:`MODULE_ENTRY`.
     Two patterns whose names collide are both left out. Empty if nothing compiled."""
     import _sre
 
@@ -579,4 +584,6 @@ def precompiled_entries(patterns: Iterable[tuple[str | bytes, int]]) -> dict[str
         del entries[name]
     if entries:
         entries[MAGIC_ENTRY] = str(_sre.MAGIC).encode()
+        compiler = "re._compiler" if sys.version_info >= (3, 11) else "sre_compile"
+        entries[MODULE_ENTRY] = compiler.encode()
     return entries

@@ -106,13 +106,9 @@ pub mod role {
 pub mod compression {
     pub const NONE: u8 = 0;
     pub const ZSTD: u8 = 1;
-    /// zstd with the archive's dictionary, the content of [`super::DICTIONARY_ENTRY`].
+    /// zstd with the archive's dictionary, the content of [`crate::names::ZSTD_DICTIONARY`].
     pub const ZSTD_DICTIONARY: u8 = 2;
 }
-
-/// The data file holding the zstd dictionary of the blobs stored with
-/// [`compression::ZSTD_DICTIONARY`] (its own blob never uses the dictionary).
-pub const DICTIONARY_ENTRY: &str = "__ingot__/zstd-dictionary";
 
 /// Entry name spaces: an entry is looked up by (name space, name), and the entry table is sorted
 /// by that pair. The name space follows from the kind.

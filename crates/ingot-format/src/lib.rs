@@ -9,6 +9,7 @@
 
 mod error;
 pub mod layout;
+pub mod names;
 mod reader;
 #[cfg(feature = "writer")]
 mod writer;

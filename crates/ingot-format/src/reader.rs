@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::layout::{self, blob as B, entry as E, header as H, trailer as T};
-use crate::{Error, Kind, Namespace, Result, Role};
+use crate::{names, Error, Kind, Namespace, Result, Role};
 
 /// The fixed header, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub struct Archive {
     header: Header,
     /// One bit per blob: set once the blob's checksum has been verified.
     verified: Box<[AtomicU64]>,
-    /// The zstd dictionary ([`layout::DICTIONARY_ENTRY`]), loaded on first use.
+    /// The zstd dictionary ([`names::ZSTD_DICTIONARY`]), loaded on first use.
     dictionary:
         std::sync::OnceLock<std::result::Result<zstd::dict::DecoderDictionary<'static>, String>>,
 }
@@ -283,10 +283,12 @@ impl Archive {
         let blob_count = read_u32(record, E::BLOB_COUNT);
         match first_blob.checked_add(blob_count) {
             Some(end) if end <= self.header.blob_count => {}
-            _ => return Err(Error::Malformed(format!(
+            _ => {
+                return Err(Error::Malformed(format!(
                 "entry `{name}`: blobs {first_blob}+{blob_count} lie outside the blob table of {}",
                 self.header.blob_count
-            ))),
+            )))
+            }
         }
         Ok(Entry { archive: self, index, kind_tag: record[E::KIND], name, first_blob, blob_count })
     }
@@ -669,11 +671,9 @@ impl Archive {
     /// The archive's zstd dictionary, for `blob` (named in errors).
     fn dictionary(&self, blob: &Blob<'_>) -> Result<&zstd::dict::DecoderDictionary<'static>> {
         let loaded = self.dictionary.get_or_init(|| {
-            let entry = match self.find(Namespace::Files, layout::DICTIONARY_ENTRY) {
+            let entry = match self.find(Namespace::Files, names::ZSTD_DICTIONARY) {
                 Ok(Some(entry)) => entry,
-                Ok(None) => {
-                    return Err(format!("the archive has no `{}`", layout::DICTIONARY_ENTRY))
-                }
+                Ok(None) => return Err(format!("the archive has no `{}`", names::ZSTD_DICTIONARY)),
                 Err(error) => return Err(error.to_string()),
             };
             let blob = match entry.blob(Role::Content) {
@@ -681,7 +681,7 @@ impl Archive {
                 Ok(_) => {
                     return Err(format!(
                         "`{}` has no content readable without itself",
-                        layout::DICTIONARY_ENTRY
+                        names::ZSTD_DICTIONARY
                     ))
                 }
                 Err(error) => return Err(error.to_string()),

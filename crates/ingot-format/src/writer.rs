@@ -7,7 +7,7 @@ use std::path::Path;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::layout::{self, blob as B, entry as E, header as H, trailer as T};
-use crate::{Error, Kind, Namespace, Result, Role};
+use crate::{names, Error, Kind, Namespace, Result, Role};
 
 /// What the writer records in the header, and how it stores blobs.
 #[derive(Debug, Clone, Default)]
@@ -191,7 +191,7 @@ impl ArchiveWriter {
 
     /// Trains a zstd dictionary of at most `max_size` bytes on the module blobs that will be
     /// compressed (not those a start reads, see [`ArchiveWriter::set_first_use`]), adds it as the
-    /// data file [`layout::DICTIONARY_ENTRY`], and compresses those blobs with it. Returns the
+    /// data file [`names::ZSTD_DICTIONARY`], and compresses those blobs with it. Returns the
     /// dictionary's size, or `None` when compression is off or there are too few such blobs for a
     /// dictionary to pay for itself (it is then not added). Call it after `set_first_use`.
     pub fn train_dictionary(&mut self, max_size: usize) -> Result<Option<usize>> {
@@ -224,7 +224,7 @@ impl ArchiveWriter {
         let size = dictionary.len();
         self.add(
             Kind::DataFile,
-            layout::DICTIONARY_ENTRY,
+            names::ZSTD_DICTIONARY,
             vec![(Role::Content, dictionary.clone())],
         )?;
         self.dictionary = Some(dictionary);

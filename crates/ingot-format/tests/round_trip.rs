@@ -6,7 +6,7 @@ mod common;
 use std::borrow::Cow;
 
 use common::*;
-use ingot_format::layout;
+use ingot_format::{layout, names};
 use ingot_format::{Archive, ArchiveWriter, Kind, Namespace, Role};
 
 /// Writes `entries`, reads the archive back and checks every entry, blob and header field.
@@ -780,7 +780,7 @@ fn small_modules_compress_with_a_trained_dictionary_and_read_back() {
     assert!(size > 0 && size <= 16 << 10);
     let archive = Archive::from_vec(writer.to_vec().unwrap()).unwrap();
     let dictionary = archive
-        .find(Namespace::Files, layout::DICTIONARY_ENTRY)
+        .find(Namespace::Files, names::ZSTD_DICTIONARY)
         .unwrap()
         .expect("the dictionary entry");
     assert_ne!(
@@ -818,10 +818,10 @@ fn a_blob_that_needs_a_missing_dictionary_is_an_error_not_a_panic() {
     let mut bytes = writer.to_vec().unwrap();
     // Rename the dictionary entry in the name region (same length, sorts the same way).
     let at = bytes
-        .windows(layout::DICTIONARY_ENTRY.len())
-        .position(|window| window == layout::DICTIONARY_ENTRY.as_bytes())
+        .windows(names::ZSTD_DICTIONARY.len())
+        .position(|window| window == names::ZSTD_DICTIONARY.as_bytes())
         .unwrap();
-    bytes[at + layout::DICTIONARY_ENTRY.len() - 1] = b'z';
+    bytes[at + names::ZSTD_DICTIONARY.len() - 1] = b'z';
     fix_index_checksum(&mut bytes);
     let archive = Archive::from_vec(bytes).unwrap();
     let entry = archive.find(Namespace::Modules, "pkg.module_1").unwrap().unwrap();
@@ -1019,4 +1019,30 @@ fn what_a_start_reads_stays_stored_as_is_native_images_included() {
         &archive.data(&blob(Namespace::Modules, "fast", Role::Content)).unwrap()[..],
         &image[..]
     );
+}
+
+#[test]
+fn reserved_files_table_in_format_md_lists_every_reserved_name() {
+    let doc = format_md();
+    let start = doc.find("### Files ingot reserves").expect("the reserved files section");
+    let section = &doc[start..];
+    let section = &section[..section[4..].find("\n### ").map_or(section.len(), |end| end + 4)];
+    // The first cell of each table row: one or more names in backticks.
+    let mut documented: Vec<String> = Vec::new();
+    for line in section.lines().filter(|line| line.starts_with("| `")) {
+        let cell = line.split('|').nth(1).unwrap();
+        for name in cell.split('`').skip(1).step_by(2) {
+            // `__ingot__/files/<pkg>.json` and `__ingot__/re/<16 hex digits>` stand for prefixes.
+            let name = name.find('<').map_or(name, |at| &name[..at]);
+            documented.push(name.to_string());
+        }
+    }
+    documented.sort();
+    documented.dedup();
+    let mut reserved: Vec<String> = names::RESERVED.iter().map(|name| name.to_string()).collect();
+    reserved.sort();
+    assert_eq!(documented, reserved);
+    for name in names::RESERVED {
+        assert!(name.starts_with(names::RESERVED_PREFIX), "{name}");
+    }
 }

@@ -136,3 +136,46 @@ pub fn loadable_image<'py>(py: Python<'py>, image: &[u8]) -> PyResult<std::borro
     cut[shstrndx..shstrndx + 2].fill(0);
     Ok(std::borrow::Cow::Owned(cut))
 }
+
+/// `elf_section(path: str, name: str) -> bytes | None`: the contents of the section `name` of the
+/// ELF file at `path`, found through its section header table; None when it has no such section.
+/// ValueError (with the reason: "it is not an ELF file", "it is truncated ...", "its ... section
+/// is empty") when the file is not a whole ELF file; OSError when it cannot be read.
+#[pyfunction]
+pub fn elf_section(path: std::path::PathBuf, name: &str) -> PyResult<Option<Vec<u8>>> {
+    let file = std::fs::File::open(&path)?;
+    // SAFETY: the map is read here and dropped before returning; a file changed meanwhile gives
+    // wrong bytes or a parse error, not undefined behaviour in safe code reading a byte slice.
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    let image: &[u8] = &map;
+    if image.len() < 16 || &image[..4] != b"\x7fELF" || !matches!(image[4], 1 | 2) {
+        return Err(PyValueError::new_err("it is not an ELF file"));
+    }
+    let elf = goblin::elf::Elf::parse(image).map_err(|error| {
+        PyValueError::new_err(format!("it is truncated or malformed ({error})"))
+    })?;
+    if elf.section_headers.is_empty() {
+        return Err(PyValueError::new_err("it has no section header table"));
+    }
+    for header in &elf.section_headers {
+        if elf.shdr_strtab.get_at(header.sh_name) != Some(name) {
+            continue;
+        }
+        if header.sh_type == goblin::elf::section_header::SHT_NOBITS {
+            return Err(PyValueError::new_err(format!("its {name} section is empty")));
+        }
+        let range = header.file_range().ok_or_else(|| {
+            PyValueError::new_err(format!("its {name} section has no bytes in the file"))
+        })?;
+        let bytes = image.get(range.clone()).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "it is truncated (its {name} section needs bytes {}-{}, the file has {})",
+                range.start,
+                range.end,
+                image.len()
+            ))
+        })?;
+        return Ok(Some(bytes.to_vec()));
+    }
+    Ok(None)
+}

@@ -28,7 +28,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::cache::{self, TreeFile};
 
 /// Where tree manifests live in an archive's `Files` namespace.
-pub const MANIFEST_DIR: &str = "__ingot__/files/";
+use ingot_format::names::FILES_MANIFEST_DIR as MANIFEST_DIR;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,7 +43,7 @@ pub struct FilesPolicy {
     packages: HashSet<String>,
     /// package -> absolute path of its tree root (the directory holding `<package>/`).
     trees: Mutex<HashMap<String, String>>,
-    /// A verification of the existing tree started ahead of the first import ([`Self::verify_ahead`]).
+    /// A verification of the existing tree started ahead of the first import ([`Self::verifying`]).
     ahead: Mutex<Option<Ahead>>,
 }
 
@@ -151,30 +151,18 @@ impl FilesPolicy {
         Ok(tree)
     }
 
-    /// Starts verifying the archive's tree in the cache on a thread of its own, so that the
-    /// first import of a `files` package finds it checked (or waits for the rest of the check)
-    /// instead of doing all of it then. Only an existing tree is verified: a missing or damaged
-    /// one is left to that import, which writes or repairs it as usual. The cache directory is
-    /// resolved here, on the caller's thread (the environment is not read from another thread).
-    /// `owner` holds the archive and this policy (a finder's shared state).
-    pub fn verify_ahead<S, A>(owner: &std::sync::Arc<S>, parts: A)
-    where
-        S: Send + Sync + 'static,
-        A: Fn(&S) -> (&Archive, &FilesPolicy) + Send + 'static,
-    {
-        let (_, policy) = parts(owner);
-        if policy.packages.is_empty() {
-            return;
-        }
-        let Ok(root) = cache::root() else { return };
-        let owner = std::sync::Arc::clone(owner);
-        let spawned = std::thread::Builder::new().name("ingot-verify".into()).spawn(move || {
-            let (archive, policy) = parts(&owner);
-            let (files, id) = policy.plan(archive).ok()?;
-            let tree = cache::existing_tree(&root, "trees", &id, &files)?;
-            tree.to_str().map(str::to_string)
-        });
-        if let (Ok(handle), Ok(mut slot)) = (spawned, policy.ahead.lock()) {
+    /// The tree root if the archive's tree is already in the cache under `root` and verifies
+    /// (the work of [`crate::readahead::files_tree`]'s thread).
+    pub fn existing_tree(&self, archive: &Archive, root: &std::path::Path) -> Option<String> {
+        let (files, id) = self.plan(archive).ok()?;
+        let tree = cache::existing_tree(root, "trees", &id, &files)?;
+        tree.to_str().map(str::to_string)
+    }
+
+    /// Hands over a verification started ahead of the first import, which [`Self::tree`] then
+    /// waits for instead of verifying again.
+    pub fn verifying(&self, handle: std::thread::JoinHandle<Option<String>>) {
+        if let Ok(mut slot) = self.ahead.lock() {
             *slot = Some(Ahead { pid: std::process::id(), handle });
         }
     }

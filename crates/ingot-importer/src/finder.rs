@@ -4,8 +4,6 @@
 //! The methods mirror CPython's `zipimport.zipimporter` and `importlib._bootstrap_external`
 //! `SourceLoader`/`ExtensionFileLoader`; where ingot differs, `docs/importer.md` says so.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::ffi::c_char;
 use std::sync::{Arc, OnceLock};
 
@@ -18,341 +16,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use crate::decompressed::{Data, Decompressed};
+use crate::decompressed::Decompressed;
 use crate::error::{archive_error, ArchiveError};
 use crate::files::{self, FilesPolicy};
+use crate::hooks::{self, AfterExec};
 use crate::native;
-use crate::regexes;
-
-/// Everything a finder and its path-entry finders share.
-pub struct Shared {
-    pub archive: Archive,
-    /// The archive's absolute path: the root of every virtual path.
-    pub path: String,
-    /// `path` followed by `/`.
-    pub prefix: String,
-    /// The bytecode blob matching `sys.flags.optimize`.
-    pub bytecode_role: Role,
-    /// `importlib.machinery.EXTENSION_SUFFIXES[0]`, for extension modules' virtual file names.
-    pub extension_suffix: String,
-    /// Top-level `*.dist-info` directories, computed on first use.
-    pub dist_info_dirs: OnceLock<Vec<String>>,
-    /// Packages under the `files` policy and their materialized trees.
-    pub files: FilesPolicy,
-    /// Files read before, decompressed.
-    pub decompressed: Decompressed,
-}
-
-/// The list of entries a start is expected to read, in order, written by `ingot build`: one per
-/// line, `m <module>`, `f <file path>` or `l <library>` (see docs/format.md, "Files ingot reserves").
-pub const FIRST_USE: &str = "__ingot__/first-use";
-
-impl Shared {
-    /// Starts reading the archive's first-use entries ([`FIRST_USE`]) on a thread of its own:
-    /// their blobs are checked against their checksums and their pages mapped ahead of the
-    /// interpreter, which then finds them verified and resident (on a cold start, the file is read
-    /// while the interpreter works). Nothing happens without the list. Errors are left for the
-    /// reads that need the blobs to report.
-    pub fn read_ahead(self: &Arc<Self>) {
-        if !matches!(self.archive.find(Namespace::Files, FIRST_USE), Ok(Some(_))) {
-            return;
-        }
-        native::resolve_mode();
-        let shared = Arc::clone(self);
-        let _ = std::thread::Builder::new().name("ingot-read-ahead".into()).spawn(move || {
-            crate::pages::fence_native_images(&shared.archive);
-            let Ok(Some(list)) = shared.archive.find(Namespace::Files, FIRST_USE) else { return };
-            let Ok(Some(list)) = list.data(Role::Content) else { return };
-            for line in list.split(|&byte| byte == b'\n') {
-                let (namespace, name) = match line {
-                    [b'm', b' ', name @ ..] => (Namespace::Modules, name),
-                    [b'f', b' ', name @ ..] => (Namespace::Files, name),
-                    [b'l', b' ', name @ ..] => (Namespace::Libraries, name),
-                    _ => continue,
-                };
-                let Ok(name) = std::str::from_utf8(name) else { continue };
-                let Ok(Some(entry)) = shared.archive.find(namespace, name) else { continue };
-                let native = matches!(
-                    entry.kind(),
-                    Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
-                );
-                for blob in entry.blobs().flatten() {
-                    // A native image is checked as it is copied into its memory file, from the
-                    // file rather than the map; reading it here would only make its pages resident.
-                    let skip =
-                        matches!(blob.role(), Role::Source | Role::Bytecode(1) | Role::Bytecode(2))
-                            || (native && blob.role() == Role::Content);
-                    if !skip {
-                        let _ = shared.archive.verify_blob(&blob);
-                    }
-                }
-                // Native code: its memory file, made here rather than by the import.
-                let label = match entry.kind() {
-                    // (A `files` package's extension modules are loaded from its tree instead.)
-                    Some(Kind::ExtensionModule | Kind::ExtensionPackage)
-                        if !shared.files.covers(name) =>
-                    {
-                        format!("{name}{}", shared.extension_suffix)
-                    }
-                    Some(Kind::SharedLibrary) if !native::already_in_process(name) => {
-                        name.to_string()
-                    }
-                    _ => continue,
-                };
-                if let Ok(Some(blob)) = entry.blob(Role::Content) {
-                    native::prepare(&shared.archive, &label, blob);
-                }
-            }
-        });
-    }
-
-    fn error(&self, error: ingot_format::Error) -> PyErr {
-        archive_error(&self.path, error)
-    }
-
-    /// Looks up a module entry.
-    pub fn module(&self, name: &str) -> PyResult<Option<Entry<'_>>> {
-        self.archive.find(Namespace::Modules, name).map_err(|error| self.error(error))
-    }
-
-    /// The virtual file a module entry stands for, relative to the archive root.
-    fn module_file(&self, name: &str, kind: Kind) -> Option<String> {
-        let stem = name.replace('.', "/");
-        match kind {
-            Kind::Module => Some(format!("{stem}.py")),
-            Kind::Package => Some(format!("{stem}/__init__.py")),
-            Kind::ExtensionModule => Some(format!("{stem}{}", self.extension_suffix)),
-            Kind::ExtensionPackage => Some(format!("{stem}/__init__{}", self.extension_suffix)),
-            _ => None,
-        }
-    }
-
-    /// Maps a path relative to the archive root to the entry and blob that hold its bytes: a data
-    /// or dist-info file, the source of a module (`a/b.py`, `a/__init__.py`), or the image of an
-    /// extension module (`a/b<extension suffix>`).
-    fn file_raw(&self, relative: &str) -> ingot_format::Result<Option<(Entry<'_>, Role)>> {
-        if let Some(entry) = self.archive.find(Namespace::Files, relative)? {
-            return Ok(Some((entry, Role::Content)));
-        }
-        let (module, wanted, role) = if let Some(stem) = relative.strip_suffix(".py") {
-            match stem.strip_suffix("/__init__") {
-                Some(package) => (package, Kind::Package, Role::Source),
-                None => (stem, Kind::Module, Role::Source),
-            }
-        } else if let Some(stem) = relative.strip_suffix(self.extension_suffix.as_str()) {
-            match stem.strip_suffix("/__init__") {
-                Some(package) => (package, Kind::ExtensionPackage, Role::Content),
-                None => (stem, Kind::ExtensionModule, Role::Content),
-            }
-        } else {
-            return Ok(None);
-        };
-        if module.is_empty() || module.contains('.') {
-            return Ok(None);
-        }
-        if let Some(entry) = self.archive.find(Namespace::Modules, &module.replace('/', "."))? {
-            if entry.kind() == Some(wanted) && entry.blob(role)?.is_some() {
-                return Ok(Some((entry, role)));
-            }
-        }
-        Ok(None)
-    }
-
-    fn file(&self, relative: &str) -> PyResult<Option<(Entry<'_>, Role)>> {
-        self.file_raw(relative).map_err(|error| self.error(error))
-    }
-
-    /// The bytes of a file relative to the archive root, decompressed once for all its reads
-    /// (see [`Decompressed`]).
-    pub fn read(&self, relative: &str) -> PyResult<Option<Data<'_>>> {
-        let found = self.file(relative)?;
-        let Some((entry, role)) = found else { return Ok(None) };
-        let Some(blob) = entry.blob(role).map_err(|error| self.error(error))? else {
-            return Ok(None);
-        };
-        self.decompressed.data(&self.archive, &blob).map(Some).map_err(|error| self.error(error))
-    }
-
-    fn read_raw(&self, relative: &str) -> ingot_format::Result<Option<Cow<'_, [u8]>>> {
-        match self.file_raw(relative)? {
-            Some((entry, role)) => entry.data(role),
-            None => Ok(None),
-        }
-    }
-
-    /// For a module whose package is under the `files` policy: the root of its materialized tree
-    /// in the extraction cache (written or verified on the package's first import). `None` for
-    /// modules served from memory.
-    pub fn tree_root(&self, py: Python<'_>, module: &str) -> PyResult<Option<String>> {
-        if !self.files.covers(module) {
-            return Ok(None);
-        }
-        let package = module.split('.').next().unwrap_or(module);
-        if let Some(root) = self.files.materialized(package) {
-            return Ok(Some(root));
-        }
-        // Without the GIL: the writers are threads, and other Python threads may go on meanwhile.
-        // The policy's lock is only ever waited for without the GIL held.
-        let result = py.detach(|| {
-            self.files.tree(&self.archive, package, |relative| {
-                self.read_raw(relative).map_err(|error| error.to_string())
-            })
-        });
-        result.map(Some).map_err(|why| {
-            PyImportError::new_err(format!(
-                "ingot archive `{}`: cannot materialize package `{package}` (files policy) in the extraction cache: {why}\nhint: set {} to a private directory of yours (`ingot cache dir` shows the one in use)",
-                self.path,
-                crate::cache::CACHE_DIR_VAR
-            ))
-        })
-    }
-
-    /// The path relative to the archive root of `path`: a virtual path under the archive path, or
-    /// a real path inside a materialized tree.
-    pub fn relative_any(&self, path: &str) -> Option<String> {
-        self.relative(path).or_else(|| {
-            if self.files.is_empty() {
-                None
-            } else {
-                self.files.relative(path)
-            }
-        })
-    }
-
-    /// The children of a directory relative to the archive root (`""` is the root): name → is_dir.
-    pub fn list_dir(&self, relative: &str) -> PyResult<BTreeMap<String, bool>> {
-        let mut children = BTreeMap::new();
-        let file_prefix = if relative.is_empty() { String::new() } else { format!("{relative}/") };
-        for entry in
-            self.archive.find_prefix(Namespace::Files, &file_prefix).map_err(|e| self.error(e))?
-        {
-            let entry = entry.map_err(|error| self.error(error))?;
-            let rest = &entry.name()[file_prefix.len()..];
-            match rest.split_once('/') {
-                Some((directory, _)) => {
-                    children.insert(directory.to_string(), true);
-                }
-                None => {
-                    children.entry(rest.to_string()).or_insert(false);
-                }
-            }
-        }
-        // A path with a dot in it cannot name a package: no modules below it.
-        if relative.contains('.') {
-            return Ok(children);
-        }
-        let module_prefix = if relative.is_empty() {
-            String::new()
-        } else {
-            format!("{}.", relative.replace('/', "."))
-        };
-        for entry in self
-            .archive
-            .find_prefix(Namespace::Modules, &module_prefix)
-            .map_err(|e| self.error(e))?
-        {
-            let entry = entry.map_err(|error| self.error(error))?;
-            let rest = &entry.name()[module_prefix.len()..];
-            if let Some((package, _)) = rest.split_once('.') {
-                children.insert(package.to_string(), true);
-                continue;
-            }
-            match entry.kind() {
-                Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage) => {
-                    children.insert(rest.to_string(), true);
-                }
-                Some(Kind::Module)
-                    if entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some() =>
-                {
-                    children.entry(format!("{rest}.py")).or_insert(false);
-                }
-                Some(Kind::ExtensionModule) => {
-                    children.entry(format!("{rest}{}", self.extension_suffix)).or_insert(false);
-                }
-                _ => {}
-            }
-        }
-        if !relative.is_empty() {
-            if let Some(entry) = self.module(&relative.replace('/', "."))? {
-                if entry.kind() == Some(Kind::Package)
-                    && entry.blob(Role::Source).map_err(|e| self.error(e))?.is_some()
-                {
-                    children.entry("__init__.py".to_string()).or_insert(false);
-                }
-                if entry.kind() == Some(Kind::ExtensionPackage) {
-                    children.entry(format!("__init__{}", self.extension_suffix)).or_insert(false);
-                }
-            }
-        }
-        Ok(children)
-    }
-
-    /// Whether a path relative to the archive root is a directory: a package, or a prefix of files.
-    pub fn is_dir(&self, relative: &str) -> PyResult<bool> {
-        if relative.is_empty() {
-            return Ok(true);
-        }
-        if !relative.contains('.') {
-            if let Some(entry) = self.module(&relative.replace('/', "."))? {
-                if matches!(
-                    entry.kind(),
-                    Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)
-                ) {
-                    return Ok(true);
-                }
-            }
-        }
-        let prefix = format!("{relative}/");
-        let mut files =
-            self.archive.find_prefix(Namespace::Files, &prefix).map_err(|e| self.error(e))?;
-        Ok(files.next().is_some())
-    }
-
-    /// The immediate submodules of the package directory `relative` (`""`: top level), for
-    /// `pkgutil.iter_modules`: (name, is_package).
-    pub fn submodules(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {
-        let prefix = if relative.is_empty() {
-            String::new()
-        } else {
-            format!("{}.", relative.replace('/', "."))
-        };
-        let mut found = Vec::new();
-        for entry in
-            self.archive.find_prefix(Namespace::Modules, &prefix).map_err(|e| self.error(e))?
-        {
-            let entry = entry.map_err(|error| self.error(error))?;
-            let rest = &entry.name()[prefix.len()..];
-            if rest.contains('.') {
-                continue;
-            }
-            let is_package = matches!(
-                entry.kind(),
-                Some(Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage)
-            );
-            if entry.kind().is_some() {
-                found.push((rest.to_string(), is_package));
-            }
-        }
-        Ok(found)
-    }
-
-    /// The normalized path relative to the archive root of `path`, a path under the archive
-    /// path (`/opt/app.ingot/pkg/../pkg/x`); `None` when it is not under it or climbs out of it.
-    pub fn relative(&self, path: &str) -> Option<String> {
-        let rest = if path == self.path { "" } else { path.strip_prefix(&self.prefix)? };
-        let mut parts: Vec<&str> = Vec::new();
-        for part in rest.split('/') {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    parts.pop()?;
-                }
-                part => parts.push(part),
-            }
-        }
-        Some(parts.join("/"))
-    }
-}
+use crate::view::ArchiveView;
 
 /// A meta-path finder and loader over one ingot archive.
 ///
@@ -360,7 +29,9 @@ impl Shared {
 /// archive appended) and raises `ArchiveError` if it is not a usable archive for this Python.
 #[pyclass(module = "ingot._ingot", frozen)]
 pub struct IngotFinder {
-    pub shared: Arc<Shared>,
+    pub view: Arc<ArchiveView>,
+    /// What the archive's tables run after a module's code ([`crate::hooks`]).
+    after_exec: Vec<AfterExec>,
     module_spec: Py<PyAny>,
     fix_co_filename: Py<PyAny>,
     create_dynamic: Py<PyAny>,
@@ -419,7 +90,7 @@ impl IngotFinder {
         let extension_suffix: String = suffixes.get_item(0)?.extract()?;
         let bootstrap = py.import("_frozen_importlib")?;
         let files = FilesPolicy::load(&archive).map_err(|error| archive_error(&path, error))?;
-        let shared = Shared {
+        let view = ArchiveView {
             archive,
             prefix: format!("{path}/"),
             path,
@@ -430,7 +101,8 @@ impl IngotFinder {
             decompressed: Decompressed::default(),
         };
         Ok(IngotFinder {
-            shared: Arc::new(shared),
+            after_exec: hooks::after_exec(&view),
+            view: Arc::new(view),
             module_spec: bootstrap.getattr("ModuleSpec")?.unbind(),
             fix_co_filename: imp.getattr("_fix_co_filename")?.unbind(),
             create_dynamic: imp.getattr("create_dynamic")?.unbind(),
@@ -440,23 +112,23 @@ impl IngotFinder {
     }
 
     fn error(&self, error: ingot_format::Error) -> PyErr {
-        self.shared.error(error)
+        self.view.error(error)
     }
 
     /// `ImportError(name=..., path=...)` for a module this archive does not hold.
     fn not_ours(&self, py: Python<'_>, name: &str) -> PyErr {
         let error = PyImportError::new_err(format!(
             "no module named `{name}` in ingot archive `{}`",
-            self.shared.path
+            self.view.path
         ));
         let value = error.value(py);
         let _ = value.setattr("name", name);
-        let _ = value.setattr("path", &self.shared.path);
+        let _ = value.setattr("path", &self.view.path);
         error
     }
 
     fn entry<'a>(&'a self, py: Python<'_>, name: &str) -> PyResult<Entry<'a>> {
-        self.shared.module(name)?.ok_or_else(|| self.not_ours(py, name))
+        self.view.module(name)?.ok_or_else(|| self.not_ours(py, name))
     }
 
     /// The support module (resources, metadata): Python code compiled on first use only.
@@ -485,9 +157,9 @@ impl IngotFinder {
         origin: &Bound<'py, PyString>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let name = entry.name();
-        let blob = entry.blob(self.shared.bytecode_role).map_err(|error| self.error(error))?;
+        let blob = entry.blob(self.view.bytecode_role).map_err(|error| self.error(error))?;
         if let Some(blob) = blob {
-            let bytes = self.shared.archive.data(&blob).map_err(|error| self.error(error))?;
+            let bytes = self.view.archive.data(&blob).map_err(|error| self.error(error))?;
             let length = ffi::Py_ssize_t::try_from(bytes.len())
                 .map_err(|_| self.bad_bytecode(name, "too large"))?;
             // SAFETY: `bytes` stays alive (borrowed from the map or owned) for the duration of the
@@ -501,7 +173,7 @@ impl IngotFinder {
             .map_err(|error| self.bad_bytecode(name, &error.to_string()))?;
             drop(bytes);
             // Marshal made its own objects: the blob's pages are not read again.
-            crate::pages::release_blob(&self.shared.archive, &blob);
+            crate::pages::release_blob(&self.view.archive, &blob);
             // SAFETY: `code` is a valid object pointer.
             if unsafe { ffi::PyCode_Check(code.as_ptr()) } == 0 {
                 return Err(self.bad_bytecode(name, "not a code object"));
@@ -521,8 +193,8 @@ impl IngotFinder {
         }
         Err(ArchiveError::new_err(format!(
             "ingot archive `{}`: module `{name}` has neither bytecode for optimization level {} nor source",
-            self.shared.path,
-            match self.shared.bytecode_role {
+            self.view.path,
+            match self.view.bytecode_role {
                 Role::Bytecode(level) => level,
                 _ => 0,
             }
@@ -532,16 +204,16 @@ impl IngotFinder {
     fn bad_bytecode(&self, name: &str, why: &str) -> PyErr {
         ArchiveError::new_err(format!(
             "ingot archive `{}`: module `{name}`: invalid bytecode: {why}",
-            self.shared.path
+            self.view.path
         ))
     }
 
     /// The module's `__file__`: under the archive path, or in its materialized tree (`tree`).
     fn origin(&self, name: &str, kind: Kind, tree: Option<&str>) -> Option<String> {
-        let file = self.shared.module_file(name, kind)?;
+        let file = self.view.module_file(name, kind)?;
         Some(match tree {
             Some(root) => format!("{root}/{file}"),
-            None => format!("{}{file}", self.shared.prefix),
+            None => format!("{}{file}", self.view.prefix),
         })
     }
 
@@ -556,9 +228,9 @@ impl IngotFinder {
     ) -> PyResult<Bound<'py, PyAny>> {
         let name = entry.name();
         if let Some(needed) = entry.data(Role::Needed).map_err(|error| self.error(error))? {
-            native::load_needed(&self.shared.archive, name, &native::needed_names(&needed))?;
+            native::load_needed(&self.view.archive, name, &native::needed_names(&needed))?;
         }
-        if self.shared.tree_root(py, name)?.is_some() {
+        if self.view.tree_root(py, name)?.is_some() {
             // Its package is materialized: load the real file, as the file-system importer would.
             let origin: String = spec.getattr(intern!(py, "origin"))?.extract()?;
             let module = self
@@ -573,12 +245,12 @@ impl IngotFinder {
             entry.blob(Role::Content).map_err(|error| self.error(error))?.ok_or_else(|| {
                 ArchiveError::new_err(format!(
                     "ingot archive `{}`: extension module `{name}` has no image",
-                    self.shared.path
+                    self.view.path
                 ))
             })?;
-        let label = format!("{name}{}", self.shared.extension_suffix);
+        let label = format!("{name}{}", self.view.extension_suffix);
         let memory_path =
-            native::native_file(&self.shared.archive, &label, native::Image::Blob(image)).map_err(
+            native::native_file(&self.view.archive, &label, native::Image::Blob(image)).map_err(
                 |error| match error {
                     native::NativeError::Archive(damaged) => self.error(damaged),
                     native::NativeError::Other(what) => PyImportError::new_err(format!(
@@ -653,11 +325,11 @@ impl IngotFinder {
     /// The archive's absolute path, the root of every `__file__` and `__path__` it serves.
     #[getter]
     fn path(&self) -> &str {
-        &self.shared.path
+        &self.view.path
     }
 
     fn __repr__(&self) -> String {
-        format!("<IngotFinder {:?}>", self.shared.path)
+        format!("<IngotFinder {:?}>", self.view.path)
     }
 
     // --- importlib.abc.MetaPathFinder -------------------------------------------------------
@@ -673,7 +345,7 @@ impl IngotFinder {
         let _ = (path, target);
         let py = slf.py();
         let finder = slf.get();
-        let Some(entry) = finder.shared.module(fullname)? else {
+        let Some(entry) = finder.view.module(fullname)? else {
             return Ok(None);
         };
         let Some(kind) = entry.kind() else {
@@ -683,7 +355,7 @@ impl IngotFinder {
         let kwargs = PyDict::new(py);
         let is_package =
             matches!(kind, Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage);
-        let tree = finder.shared.tree_root(py, fullname)?;
+        let tree = finder.view.tree_root(py, fullname)?;
         let origin = finder.origin(fullname, kind, tree.as_deref());
         if let Some(origin) = &origin {
             kwargs.set_item(intern!(py, "origin"), origin)?;
@@ -695,7 +367,7 @@ impl IngotFinder {
         if is_package {
             let directory = match &tree {
                 Some(root) => files::package_dir(root, fullname),
-                None => format!("{}{}", finder.shared.prefix, fullname.replace('.', "/")),
+                None => format!("{}{}", finder.view.prefix, fullname.replace('.', "/")),
             };
             spec.setattr(intern!(py, "submodule_search_locations"), PyList::new(py, [directory])?)?;
         }
@@ -742,7 +414,7 @@ impl IngotFinder {
         let kind = entry.kind();
         match kind {
             Some(Kind::Module | Kind::Package) => {
-                let tree = finder.shared.tree_root(py, name)?;
+                let tree = finder.view.tree_root(py, name)?;
                 let origin = finder
                     .origin(name, kind.unwrap_or(Kind::Module), tree.as_deref())
                     .unwrap_or_default();
@@ -772,12 +444,10 @@ impl IngotFinder {
                         ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()),
                     )
                 };
-                // (Two string comparisons per module; the version is asked only for these names.)
-                if result.is_ok()
-                    && matches!(name, "re._compiler" | "sre_compile")
-                    && name == regexes::compiler_module(py)
-                {
-                    regexes::install(py, &finder.shared, &globals);
+                if result.is_ok() {
+                    for hook in finder.after_exec.iter().filter(|hook| hook.module == name) {
+                        (hook.run)(py, &finder.view, &globals);
+                    }
                 }
                 result.map(|_| ())
             }
@@ -799,7 +469,7 @@ impl IngotFinder {
         let entry = finder.entry(py, fullname)?;
         match entry.kind() {
             Some(kind @ (Kind::Module | Kind::Package)) => {
-                let tree = finder.shared.tree_root(py, fullname)?;
+                let tree = finder.view.tree_root(py, fullname)?;
                 let origin = PyString::new(
                     py,
                     &finder.origin(fullname, kind, tree.as_deref()).unwrap_or_default(),
@@ -840,7 +510,7 @@ impl IngotFinder {
 
     fn get_filename(&self, py: Python<'_>, fullname: &str) -> PyResult<String> {
         let entry = self.entry(py, fullname)?;
-        let tree = self.shared.tree_root(py, fullname)?;
+        let tree = self.view.tree_root(py, fullname)?;
         entry
             .kind()
             .and_then(|kind| self.origin(fullname, kind, tree.as_deref()))
@@ -852,8 +522,8 @@ impl IngotFinder {
     /// The bytes of a file under the archive path (a data file, a dist-info file or a module's
     /// source), as `zipimporter.get_data` gives them; `FileNotFoundError` otherwise.
     fn get_data<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let relative = self.shared.relative_any(path).unwrap_or_else(|| path.to_string());
-        match self.shared.read(&relative)? {
+        let relative = self.view.relative_any(path).unwrap_or_else(|| path.to_string());
+        match self.view.read(&relative)? {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
             None => Err(PyFileNotFoundError::new_err((
                 libc::ENOENT,
@@ -882,7 +552,7 @@ impl IngotFinder {
                 .map(|(parent, _)| parent.replace('.', "/"))
                 .unwrap_or_default(),
         };
-        if let Some(root) = finder.shared.tree_root(py, fullname)? {
+        if let Some(root) = finder.view.tree_root(py, fullname)? {
             // A materialized package: its resources are real files (`as_file` needs no copy).
             return finder
                 .support(py)?
@@ -909,7 +579,7 @@ impl IngotFinder {
     /// `pkgutil.iter_modules` support: the archive's top-level modules as (name, is_package).
     #[pyo3(signature = (prefix = ""))]
     fn iter_modules<'py>(&self, py: Python<'py>, prefix: &str) -> PyResult<Bound<'py, PyList>> {
-        let items = self.shared.submodules("")?;
+        let items = self.view.submodules("")?;
         PyList::new(
             py,
             items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)),
@@ -921,10 +591,10 @@ impl IngotFinder {
     fn path_hook(slf: &Bound<'_, Self>, path: &str) -> PyResult<IngotPathEntryFinder> {
         let finder = slf.get();
         let relative = finder
-            .shared
+            .view
             .relative_any(path)
             .ok_or_else(|| PyImportError::new_err(format!("not an ingot archive path: {path}")))?;
-        if !finder.shared.is_dir(&relative)? {
+        if !finder.view.is_dir(&relative)? {
             return Err(PyImportError::new_err(format!(
                 "not a directory in ingot archive: {path}"
             )));
@@ -935,52 +605,52 @@ impl IngotFinder {
     // --- for the support module and tools ----------------------------------------------------
 
     fn _read<'py>(&self, py: Python<'py>, relative: &str) -> PyResult<Bound<'py, PyBytes>> {
-        match self.shared.read(relative)? {
+        match self.view.read(relative)? {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
             None => Err(PyFileNotFoundError::new_err((
                 libc::ENOENT,
                 "No such file in ingot archive",
-                format!("{}{relative}", self.shared.prefix),
+                format!("{}{relative}", self.view.prefix),
             ))),
         }
     }
 
     /// How many files, and bytes, the finder keeps decompressed (see `decompressed.rs`).
     fn _decompressed_held(&self) -> (usize, usize) {
-        self.shared.decompressed.held()
+        self.view.decompressed.held()
     }
 
     fn _listdir(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {
-        Ok(self.shared.list_dir(relative)?.into_iter().collect())
+        Ok(self.view.list_dir(relative)?.into_iter().collect())
     }
 
     fn _isdir(&self, relative: &str) -> PyResult<bool> {
-        self.shared.is_dir(relative)
+        self.view.is_dir(relative)
     }
 
     fn _isfile(&self, relative: &str) -> PyResult<bool> {
-        Ok(self.shared.file(relative)?.is_some())
+        Ok(self.view.file(relative)?.is_some())
     }
 
     /// The top-level packages under the `files` policy, sorted.
     fn _files_packages(&self) -> Vec<String> {
-        self.shared.files.packages()
+        self.view.files.packages()
     }
 
     /// The root of `package`'s tree in the extraction cache, materializing it if needed.
     fn _tree(&self, py: Python<'_>, package: &str) -> PyResult<String> {
-        self.shared.tree_root(py, package)?.ok_or_else(|| {
+        self.view.tree_root(py, package)?.ok_or_else(|| {
             PyValueError::new_err(format!("package `{package}` is not under the files policy"))
         })
     }
 
     fn _dist_info_dirs(&self) -> PyResult<Vec<String>> {
-        if let Some(dirs) = self.shared.dist_info_dirs.get() {
+        if let Some(dirs) = self.view.dist_info_dirs.get() {
             return Ok(dirs.clone());
         }
         let mut dirs: Vec<String> = Vec::new();
         for entry in self
-            .shared
+            .view
             .archive
             .find_prefix(Namespace::Files, "")
             .map_err(|error| self.error(error))?
@@ -997,14 +667,14 @@ impl IngotFinder {
                 }
             }
         }
-        let _ = self.shared.dist_info_dirs.set(dirs.clone());
+        let _ = self.view.dist_info_dirs.set(dirs.clone());
         Ok(dirs)
     }
 
     /// Every entry as (kind, name, size of its blobs once decompressed, size stored in the archive).
     fn _entry_sizes(&self) -> PyResult<Vec<(&'static str, String, u64, u64)>> {
         let mut sizes = Vec::new();
-        for entry in self.shared.archive.entries() {
+        for entry in self.view.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;
             let (mut size, mut stored) = (0u64, 0u64);
             for blob in entry.blobs() {
@@ -1025,7 +695,7 @@ impl IngotFinder {
     /// Every entry as (kind, name, size in bytes of its blobs once decompressed).
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for entry in self.shared.archive.entries() {
+        for entry in self.view.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;
             let mut size = 0u64;
             for blob in entry.blobs() {
@@ -1048,7 +718,7 @@ impl IngotFinder {
     /// (extension module, extension package, shared library) needs, from its `DT_VERNEED`.
     fn _version_needs(&self) -> PyResult<Vec<VersionNeeds>> {
         let mut needs = Vec::new();
-        for entry in self.shared.archive.entries() {
+        for entry in self.view.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;
             let Some(kind @ (Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)) =
                 entry.kind()
@@ -1058,9 +728,8 @@ impl IngotFinder {
             let Some(image) = entry.data(Role::Content).map_err(|error| self.error(error))? else {
                 continue;
             };
-            let versions = crate::elf::elf_version_needs(&image).map_err(|error| {
-                PyValueError::new_err(format!("{}: {error}", entry.name()))
-            })?;
+            let versions = crate::elf::elf_version_needs(&image)
+                .map_err(|error| PyValueError::new_err(format!("{}: {error}", entry.name())))?;
             needs.push((kind.label().to_string(), entry.name().to_string(), versions));
         }
         Ok(needs)
@@ -1068,7 +737,7 @@ impl IngotFinder {
 
     /// Reads every blob and checks its checksum; raises `ArchiveError` on the first bad one.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
-        let shared = self.shared.clone();
+        let shared = self.view.clone();
         py.detach(|| shared.archive.verify_all()).map_err(|error| self.error(error))
     }
 }
@@ -1102,7 +771,7 @@ impl IngotPathEntryFinder {
 
     #[pyo3(signature = (prefix = ""))]
     fn iter_modules<'py>(&self, py: Python<'py>, prefix: &str) -> PyResult<Bound<'py, PyList>> {
-        let items = self.finder.get().shared.submodules(&self.relative)?;
+        let items = self.finder.get().view.submodules(&self.relative)?;
         PyList::new(
             py,
             items.into_iter().map(|(name, is_package)| (format!("{prefix}{name}"), is_package)),
@@ -1113,7 +782,7 @@ impl IngotPathEntryFinder {
 
     #[getter]
     fn path(&self) -> String {
-        let shared = &self.finder.get().shared;
+        let shared = &self.finder.get().view;
         if self.relative.is_empty() {
             shared.path.clone()
         } else {

@@ -10,9 +10,12 @@ mod elf;
 mod error;
 pub mod files;
 mod finder;
+mod hooks;
 mod native;
 mod pages;
+pub mod readahead;
 mod regexes;
+mod view;
 #[cfg(feature = "writer")]
 mod writer;
 
@@ -33,10 +36,34 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
     module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
+    module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
     module.add_function(wrap_pyfunction!(content_hash, module)?)?;
     module.add_function(wrap_pyfunction!(write_tree, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
+    module.add(
+        "TRAILER_MAGIC",
+        pyo3::types::PyBytes::new(py, &ingot_format::layout::TRAILER_MAGIC),
+    )?;
+    // The names writer and readers agree on (`ingot_format::names`), for `ingot pack`/`build`.
+    {
+        use ingot_format::names::*;
+        module.add("RESERVED_PREFIX", RESERVED_PREFIX)?;
+        module.add("LAUNCH_CONFIG", LAUNCH_CONFIG)?;
+        module.add("LAUNCH_CONFIG_VERSION", LAUNCH_CONFIG_VERSION)?;
+        module.add("FIRST_USE", FIRST_USE)?;
+        let tag = |byte: u8| char::from(byte).to_string();
+        module.add("FIRST_USE_MODULE", tag(FIRST_USE_MODULE))?;
+        module.add("FIRST_USE_FILE", tag(FIRST_USE_FILE))?;
+        module.add("FIRST_USE_LIBRARY", tag(FIRST_USE_LIBRARY))?;
+        module.add("FILES_MANIFEST_DIR", FILES_MANIFEST_DIR)?;
+        module.add("ZSTD_DICTIONARY", ZSTD_DICTIONARY)?;
+        module.add("REGEX_DIR", REGEX_DIR)?;
+        module.add("REGEX_MAGIC", REGEX_MAGIC)?;
+        module.add("REGEX_MODULE", REGEX_MODULE)?;
+        module.add("LAUNCHER_FACTS_SECTION", LAUNCHER_FACTS_SECTION)?;
+        module.add("LAUNCHER_FACTS_FORMAT", LAUNCHER_FACTS_FORMAT)?;
+    }
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 //! Precompiled regular expressions: the run-time half of `python/ingot/regexes.py`.
 //!
-//! When the finder executes the regular-expression compiler module (`re._compiler`, or
-//! `sre_compile` on 3.10) and the archive holds a table built with this interpreter's `_sre`
-//! (`__ingot__/re/magic`), the module's `compile(p, flags=0)` is replaced by a
+//! When the finder has executed the module the archive names in `__ingot__/re/module` (the
+//! regular-expression compiler of the interpreter the build targeted: the build knows which) and
+//! the archive's table was built with this interpreter's `_sre` (`__ingot__/re/magic`), that
+//! module's `compile(p, flags=0)` is replaced (through [`crate::hooks`]) by a
 //! [`PrecompiledRegexes`] that looks `(p, flags)` up in the archive and, when found, calls
 //! `_sre.compile` with the stored arguments. Everything else (a pattern not in the table, a
 //! pattern object, flags that are not a plain int, an entry that does not decode or that
@@ -17,20 +18,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
 use pyo3::{ffi, intern};
 
-use crate::finder::Shared;
+use ingot_format::names::{REGEX_DIR as ENTRY_PREFIX, REGEX_MAGIC as MAGIC_ENTRY, REGEX_MODULE};
 
-/// The table's directory in the file name space.
-pub const ENTRY_PREFIX: &str = "__ingot__/re/";
-/// `_sre.MAGIC` of the interpreter that built the table, in decimal.
-pub const MAGIC_ENTRY: &str = "__ingot__/re/magic";
+use crate::hooks::AfterExec;
+use crate::view::ArchiveView;
 
-/// The module whose `compile` is wrapped, for this interpreter.
-pub fn compiler_module(py: Python<'_>) -> &'static str {
-    if py.version_info() >= (3, 11) {
-        "re._compiler"
-    } else {
-        "sre_compile"
-    }
+/// The hook that installs the table in the module the archive names, if it names one.
+pub fn after_exec(view: &ArchiveView) -> Option<AfterExec> {
+    let entry = view.archive.find(Namespace::Files, REGEX_MODULE).ok()??;
+    let module = String::from_utf8(entry.data(Role::Content).ok()??.into_owned()).ok()?;
+    Some(AfterExec { module: module.trim().to_string(), run: install })
 }
 
 /// The table's key for a pattern: `s` or `b`, the flags in decimal, `:`, then the pattern (UTF-8
@@ -51,12 +48,16 @@ pub fn entry_name(key: &[u8]) -> String {
 
 /// Replaces `compile` in the compiler module's namespace if the archive has a table for this
 /// interpreter. A failure leaves the module as it was: the table is an optimization.
-pub fn install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>) {
-    let _ = try_install(py, shared, globals);
+fn install(py: Python<'_>, view: &Arc<ArchiveView>, globals: &Bound<'_, PyDict>) {
+    let _ = try_install(py, view, globals);
 }
 
-fn try_install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>) -> PyResult<()> {
-    let Ok(Some(entry)) = shared.archive.find(Namespace::Files, MAGIC_ENTRY) else {
+fn try_install(
+    py: Python<'_>,
+    view: &Arc<ArchiveView>,
+    globals: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    let Ok(Some(entry)) = view.archive.find(Namespace::Files, MAGIC_ENTRY) else {
         return Ok(());
     };
     let Ok(Some(magic)) = entry.data(Role::Content) else {
@@ -73,7 +74,7 @@ fn try_install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>
         return Ok(());
     };
     let wrapper = PrecompiledRegexes {
-        shared: Arc::clone(shared),
+        view: Arc::clone(view),
         original: original.unbind(),
         sre_compile: sre.getattr("compile")?.unbind(),
         hits: AtomicU64::new(0),
@@ -86,7 +87,7 @@ fn try_install(py: Python<'_>, shared: &Arc<Shared>, globals: &Bound<'_, PyDict>
 /// when it can be.
 #[pyclass(module = "ingot._ingot", frozen)]
 pub struct PrecompiledRegexes {
-    shared: Arc<Shared>,
+    view: Arc<ArchiveView>,
     original: Py<PyAny>,
     sre_compile: Py<PyAny>,
     hits: AtomicU64,
@@ -113,7 +114,7 @@ impl PrecompiledRegexes {
         } else {
             return None;
         };
-        let entry = self.shared.archive.find(Namespace::Files, &entry_name(&key)).ok()??;
+        let entry = self.view.archive.find(Namespace::Files, &entry_name(&key)).ok()??;
         let data = entry.data(Role::Content).ok()??;
         let length = ffi::Py_ssize_t::try_from(data.len()).ok()?;
         // SAFETY: `data` lives until the call returns; marshal copies what it keeps and reports
@@ -196,7 +197,7 @@ impl PrecompiledRegexes {
     fn __repr__(&self) -> String {
         format!(
             "<ingot precompiled regular expressions of {:?}: {} hits, {} misses>",
-            self.shared.path,
+            self.view.path,
             self.hits(),
             self.misses()
         )

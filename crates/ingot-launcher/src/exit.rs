@@ -253,56 +253,64 @@ fn standard_streams(py: Python<'_>) -> Vec<*mut ffi::PyObject> {
 unsafe fn finalizable_held_by(
     object: *mut ffi::PyObject,
     index: &HashMap<*mut ffi::PyObject, usize>,
-) -> Vec<usize> { unsafe {
-    let mut held = Vec::new();
-    let mut frontier = vec![object];
-    let mut seen = 0;
-    for _level in 0..3 {
-        let mut next = Vec::new();
-        for &container in &frontier {
-            for referent in referents(container) {
-                seen += 1;
-                if seen > HOLDS_BUDGET {
-                    return held;
-                }
-                if let Some(&position) = index.get(&referent) {
-                    if !held.contains(&position) {
-                        held.push(position);
+) -> Vec<usize> {
+    unsafe {
+        let mut held = Vec::new();
+        let mut frontier = vec![object];
+        let mut seen = 0;
+        for _level in 0..3 {
+            let mut next = Vec::new();
+            for &container in &frontier {
+                for referent in referents(container) {
+                    seen += 1;
+                    if seen > HOLDS_BUDGET {
+                        return held;
                     }
-                } else if is_plain_container(referent) {
-                    next.push(referent);
+                    if let Some(&position) = index.get(&referent) {
+                        if !held.contains(&position) {
+                            held.push(position);
+                        }
+                    } else if is_plain_container(referent) {
+                        next.push(referent);
+                    }
                 }
             }
+            frontier = next;
         }
-        frontier = next;
+        held
     }
-    held
-}}
+}
 
 /// Whether `object` is a dict, list, tuple or set (exactly: not a subclass, not a module's or a
 /// type's namespace reached through a function).
-unsafe fn is_plain_container(object: *mut ffi::PyObject) -> bool { unsafe {
-    ffi::PyDict_CheckExact(object) != 0
-        || ffi::PyList_CheckExact(object) != 0
-        || ffi::PyTuple_CheckExact(object) != 0
-        || ffi::PySet_CheckExact(object) != 0
-}}
+unsafe fn is_plain_container(object: *mut ffi::PyObject) -> bool {
+    unsafe {
+        ffi::PyDict_CheckExact(object) != 0
+            || ffi::PyList_CheckExact(object) != 0
+            || ffi::PyTuple_CheckExact(object) != 0
+            || ffi::PySet_CheckExact(object) != 0
+    }
+}
 
 /// The objects `object` references, by its type's `tp_traverse` (none for objects the collector
 /// does not track).
-unsafe fn referents(object: *mut ffi::PyObject) -> Vec<*mut ffi::PyObject> { unsafe {
-    unsafe extern "C" fn visit(referent: *mut ffi::PyObject, found: *mut c_void) -> c_int { unsafe {
-        if !referent.is_null() {
-            (*found.cast::<Vec<*mut ffi::PyObject>>()).push(referent);
+unsafe fn referents(object: *mut ffi::PyObject) -> Vec<*mut ffi::PyObject> {
+    unsafe {
+        unsafe extern "C" fn visit(referent: *mut ffi::PyObject, found: *mut c_void) -> c_int {
+            unsafe {
+                if !referent.is_null() {
+                    (*found.cast::<Vec<*mut ffi::PyObject>>()).push(referent);
+                }
+                0
+            }
         }
-        0
-    }}
-    let mut found: Vec<*mut ffi::PyObject> = Vec::new();
-    if ffi::PyObject_IS_GC(object) == 0 {
-        return found;
+        let mut found: Vec<*mut ffi::PyObject> = Vec::new();
+        if ffi::PyObject_IS_GC(object) == 0 {
+            return found;
+        }
+        if let Some(traverse) = (*ffi::Py_TYPE(object)).tp_traverse {
+            traverse(object, visit, (&mut found as *mut Vec<*mut ffi::PyObject>).cast());
+        }
+        found
     }
-    if let Some(traverse) = (*ffi::Py_TYPE(object)).tp_traverse {
-        traverse(object, visit, (&mut found as *mut Vec<*mut ffi::PyObject>).cast());
-    }
-    found
-}}
+}

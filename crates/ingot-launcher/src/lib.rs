@@ -20,8 +20,9 @@ pub mod selfcall;
 use exit::{exit_code, finish, print_exception, Outcome};
 pub use selfcall::Mode;
 
-/// The launch configuration's name in the archive (Files name space).
-pub const LAUNCH_CONFIG: &str = "__ingot__/launch.json";
+/// The launch configuration's name in the archive (Files name space), and its version this
+/// launcher reads.
+pub use ingot_format::names::{LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION};
 
 /// The Python this launcher embeds, `major.minor` (from the build script).
 pub const PYTHON_VERSION: &str = env!("INGOT_LAUNCHER_PYTHON_VERSION");
@@ -29,9 +30,6 @@ pub const PYTHON_VERSION: &str = env!("INGOT_LAUNCHER_PYTHON_VERSION");
 pub const BYTECODE_MAGIC: &str = env!("INGOT_LAUNCHER_BYTECODE_MAGIC");
 /// `static` or `shared`: how libpython is linked.
 pub const LINKAGE: &str = env!("INGOT_LAUNCHER_LINKAGE");
-
-/// The launch configuration version this launcher reads.
-pub const LAUNCH_CONFIG_VERSION: u32 = 1;
 
 /// What `ingot build` needs to know about this launcher, as JSON, in the ELF section
 /// [`FACTS_SECTION`] of the executable, where it reads them without running the launcher:
@@ -49,8 +47,9 @@ pub const FACTS: &str = concat!(
     env!("INGOT_LAUNCHER_LINKAGE"),
     r#""}"#
 );
-/// The ELF section holding [`FACTS`].
-pub const FACTS_SECTION: &str = ".ingot.launcher";
+/// The ELF section holding [`FACTS`] (the `link_section` below must spell the same name; the
+/// tests check both, and the `format` and `launch_config` written in [`FACTS`]).
+pub use ingot_format::names::LAUNCHER_FACTS_SECTION as FACTS_SECTION;
 
 const fn facts_bytes<const N: usize>() -> [u8; N] {
     let bytes = FACTS.as_bytes();
@@ -391,169 +390,174 @@ fn status_error(status: &ffi::PyStatus) -> String {
 }
 
 /// Exits on a failed status, as `Py_ExitStatusException` would but with an `ingot:` message.
-unsafe fn check(status: ffi::PyStatus, phase: &str) { unsafe {
-    if ffi::PyStatus_IsExit(status) != 0 {
-        std::process::exit(status.exitcode);
-    }
-    if ffi::PyStatus_Exception(status) != 0 {
-        report_damage();
-        if ffi::PyErr_Occurred().is_null() {
+unsafe fn check(status: ffi::PyStatus, phase: &str) {
+    unsafe {
+        if ffi::PyStatus_IsExit(status) != 0 {
+            std::process::exit(status.exitcode);
+        }
+        if ffi::PyStatus_Exception(status) != 0 {
+            report_damage();
+            if ffi::PyErr_Occurred().is_null() {
+                fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
+            }
+            ffi::PyErr_Print();
             fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
         }
-        ffi::PyErr_Print();
-        fail(&format!("cannot initialize Python ({phase})"), status_error(&status));
     }
-}}
+}
 
 /// Initializes CPython in two phases, with the archive's finder installed between them (see
 /// README.md, "Start-up"): in isolated mode with `sys.argv` given for the application; for a
 /// Python-mode self-call, from the command line as python reads it (but still ignoring the
 /// environment and with no `site`).
-unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) { unsafe {
-    // The importer, as the built-in module `_ingot`.
-    use ingot_importer::_ingot;
-    pyo3::append_to_inittab!(_ingot);
-    let python_mode = *mode == Mode::Python;
-    let c_strings = |list: &[OsString]| -> Vec<CString> {
-        list.iter()
-            .map(|arg| {
-                CString::new(arg.as_bytes())
-                    .unwrap_or_else(|_| fail("argv", "an argument contains NUL"))
-            })
-            .collect()
-    };
-    let args = c_strings(argv);
-    let mut pointers: Vec<*mut c_char> = args.iter().map(|arg| arg.as_ptr().cast_mut()).collect();
+unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
+    unsafe {
+        // The importer, as the built-in module `_ingot`.
+        use ingot_importer::_ingot;
+        pyo3::append_to_inittab!(_ingot);
+        let python_mode = *mode == Mode::Python;
+        let c_strings = |list: &[OsString]| -> Vec<CString> {
+            list.iter()
+                .map(|arg| {
+                    CString::new(arg.as_bytes())
+                        .unwrap_or_else(|_| fail("argv", "an argument contains NUL"))
+                })
+                .collect()
+        };
+        let args = c_strings(argv);
+        let mut pointers: Vec<*mut c_char> =
+            args.iter().map(|arg| arg.as_ptr().cast_mut()).collect();
 
-    // Pre-initialization: `python -I` (locale configured and C locale coerced as python does,
-    // the environment ignored); in Python mode, with `-X utf8`, `-X dev`, ... read from the
-    // command line.
-    let mut preconfig = MaybeUninit::<ffi::PyPreConfig>::uninit();
-    ffi::PyPreConfig_InitPythonConfig(preconfig.as_mut_ptr());
-    let mut preconfig = preconfig.assume_init();
-    preconfig.isolated = i32::from(!python_mode);
-    preconfig.use_environment = 0;
-    preconfig.parse_argv = i32::from(python_mode);
-    if python_mode {
-        check(
-            ffi::Py_PreInitializeFromBytesArgs(
-                &preconfig,
-                pointers.len() as ffi::Py_ssize_t,
-                pointers.as_mut_ptr(),
-            ),
-            "pre-initialization",
-        );
-    } else {
-        check(ffi::Py_PreInitialize(&preconfig), "pre-initialization");
-    }
+        // Pre-initialization: `python -I` (locale configured and C locale coerced as python does,
+        // the environment ignored); in Python mode, with `-X utf8`, `-X dev`, ... read from the
+        // command line.
+        let mut preconfig = MaybeUninit::<ffi::PyPreConfig>::uninit();
+        ffi::PyPreConfig_InitPythonConfig(preconfig.as_mut_ptr());
+        let mut preconfig = preconfig.assume_init();
+        preconfig.isolated = i32::from(!python_mode);
+        preconfig.use_environment = 0;
+        preconfig.parse_argv = i32::from(python_mode);
+        if python_mode {
+            check(
+                ffi::Py_PreInitializeFromBytesArgs(
+                    &preconfig,
+                    pointers.len() as ffi::Py_ssize_t,
+                    pointers.as_mut_ptr(),
+                ),
+                "pre-initialization",
+            );
+        } else {
+            check(ffi::Py_PreInitialize(&preconfig), "pre-initialization");
+        }
 
-    let mut config = MaybeUninit::<ffi::PyConfig>::uninit();
-    if python_mode {
-        ffi::PyConfig_InitPythonConfig(config.as_mut_ptr());
-    } else {
-        ffi::PyConfig_InitIsolatedConfig(config.as_mut_ptr());
-    }
-    let config = config.as_mut_ptr();
-    (*config).site_import = 0;
-    (*config).user_site_directory = 0;
-    (*config).use_environment = 0;
-    #[cfg(Py_3_11)]
-    if !python_mode {
-        (*config).safe_path = 1;
-    }
-    (*config).module_search_paths_set = 1;
-    (*config).pathconfig_warnings = 0;
-    (*config).parse_argv = i32::from(python_mode);
-    // As python does (the isolated defaults are for embedding in another program): SIGINT raises
-    // KeyboardInterrupt, SIGPIPE is ignored, and the C stdio is set up.
-    (*config).install_signal_handlers = 1;
-    (*config).configure_c_stdio = 1;
-    (*config)._init_main = 0;
+        let mut config = MaybeUninit::<ffi::PyConfig>::uninit();
+        if python_mode {
+            ffi::PyConfig_InitPythonConfig(config.as_mut_ptr());
+        } else {
+            ffi::PyConfig_InitIsolatedConfig(config.as_mut_ptr());
+        }
+        let config = config.as_mut_ptr();
+        (*config).site_import = 0;
+        (*config).user_site_directory = 0;
+        (*config).use_environment = 0;
+        #[cfg(Py_3_11)]
+        if !python_mode {
+            (*config).safe_path = 1;
+        }
+        (*config).module_search_paths_set = 1;
+        (*config).pathconfig_warnings = 0;
+        (*config).parse_argv = i32::from(python_mode);
+        // As python does (the isolated defaults are for embedding in another program): SIGINT raises
+        // KeyboardInterrupt, SIGPIPE is ignored, and the C stdio is set up.
+        (*config).install_signal_handlers = 1;
+        (*config).configure_c_stdio = 1;
+        (*config)._init_main = 0;
 
-    let set = |status: ffi::PyStatus, what: &str| check(status, what);
-    match mode {
-        Mode::App { argv: app_argv } => {
-            let app_args = c_strings(app_argv);
-            let mut app_pointers: Vec<*const c_char> =
-                app_args.iter().map(|arg| arg.as_ptr()).collect();
-            set(
+        let set = |status: ffi::PyStatus, what: &str| check(status, what);
+        match mode {
+            Mode::App { argv: app_argv } => {
+                let app_args = c_strings(app_argv);
+                let mut app_pointers: Vec<*const c_char> =
+                    app_args.iter().map(|arg| arg.as_ptr()).collect();
+                set(
+                    ffi::PyConfig_SetBytesArgv(
+                        config,
+                        app_pointers.len() as ffi::Py_ssize_t,
+                        app_pointers.as_mut_ptr(),
+                    ),
+                    "argv",
+                );
+            }
+            _ => set(
                 ffi::PyConfig_SetBytesArgv(
                     config,
-                    app_pointers.len() as ffi::Py_ssize_t,
-                    app_pointers.as_mut_ptr(),
+                    pointers.len() as ffi::Py_ssize_t,
+                    pointers.as_mut_ptr().cast(),
                 ),
                 "argv",
-            );
-        }
-        _ => set(
-            ffi::PyConfig_SetBytesArgv(
-                config,
-                pointers.len() as ffi::Py_ssize_t,
-                pointers.as_mut_ptr().cast(),
             ),
-            "argv",
-        ),
-    }
-    let exe_c = CString::new(exe.as_os_str().as_bytes())
-        .unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
-    set(
-        ffi::PyConfig_SetBytesString(config, &mut (*config).executable, exe_c.as_ptr()),
-        "executable",
-    );
-    set(
-        ffi::PyConfig_SetBytesString(config, &mut (*config).program_name, exe_c.as_ptr()),
-        "program_name",
-    );
-    // prefix, exec_prefix and home: the executable's directory, so that the path configuration
-    // searches for no standard library or virtual environment on disk.
-    let home = exe
-        .parent()
-        .map(|dir| dir.as_os_str().as_bytes().to_vec())
-        .unwrap_or_else(|| b"/".to_vec());
-    let home = CString::new(home).unwrap_or_else(|_| fail("home", "path contains NUL"));
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).home, home.as_ptr()), "home");
-    // The prefixes too, and the base executable: with all of them given, the path configuration
-    // computes nothing (3.10's C getpath otherwise reads `<dir>/pyvenv.cfg` and
-    // `<dir>/../pyvenv.cfg` and resolves the executable's links, even with `home` set).
-    set(ffi::PyConfig_SetBytesString(config, &mut (*config).prefix, home.as_ptr()), "prefix");
-    set(
-        ffi::PyConfig_SetBytesString(config, &mut (*config).base_prefix, home.as_ptr()),
-        "base_prefix",
-    );
-    set(
-        ffi::PyConfig_SetBytesString(config, &mut (*config).exec_prefix, home.as_ptr()),
-        "exec_prefix",
-    );
-    set(
-        ffi::PyConfig_SetBytesString(config, &mut (*config).base_exec_prefix, home.as_ptr()),
-        "base_exec_prefix",
-    );
-    set(
-        ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()),
-        "base_executable",
-    );
+        }
+        let exe_c = CString::new(exe.as_os_str().as_bytes())
+            .unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
+        set(
+            ffi::PyConfig_SetBytesString(config, &mut (*config).executable, exe_c.as_ptr()),
+            "executable",
+        );
+        set(
+            ffi::PyConfig_SetBytesString(config, &mut (*config).program_name, exe_c.as_ptr()),
+            "program_name",
+        );
+        // prefix, exec_prefix and home: the executable's directory, so that the path configuration
+        // searches for no standard library or virtual environment on disk.
+        let home = exe
+            .parent()
+            .map(|dir| dir.as_os_str().as_bytes().to_vec())
+            .unwrap_or_else(|| b"/".to_vec());
+        let home = CString::new(home).unwrap_or_else(|_| fail("home", "path contains NUL"));
+        set(ffi::PyConfig_SetBytesString(config, &mut (*config).home, home.as_ptr()), "home");
+        // The prefixes too, and the base executable: with all of them given, the path configuration
+        // computes nothing (3.10's C getpath otherwise reads `<dir>/pyvenv.cfg` and
+        // `<dir>/../pyvenv.cfg` and resolves the executable's links, even with `home` set).
+        set(ffi::PyConfig_SetBytesString(config, &mut (*config).prefix, home.as_ptr()), "prefix");
+        set(
+            ffi::PyConfig_SetBytesString(config, &mut (*config).base_prefix, home.as_ptr()),
+            "base_prefix",
+        );
+        set(
+            ffi::PyConfig_SetBytesString(config, &mut (*config).exec_prefix, home.as_ptr()),
+            "exec_prefix",
+        );
+        set(
+            ffi::PyConfig_SetBytesString(config, &mut (*config).base_exec_prefix, home.as_ptr()),
+            "base_exec_prefix",
+        );
+        set(
+            ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()),
+            "base_executable",
+        );
 
-    let status = ffi::Py_InitializeFromConfig(config);
-    #[cfg(any(not(Py_3_14), Py_3_15))]
-    ffi::PyConfig_Clear(config);
-    check(status, "core");
+        let status = ffi::Py_InitializeFromConfig(config);
+        #[cfg(any(not(Py_3_14), Py_3_15))]
+        ffi::PyConfig_Clear(config);
+        check(status, "core");
 
-    // Core phase done: builtin and frozen modules only. The archive's finder goes first on
-    // sys.meta_path so that the main phase (encodings, io, ...) imports from the archive.
-    let py = Python::assume_attached();
-    if let Err(error) = install_finder(py, exe) {
-        error.print(py);
-        fail(&exe.display().to_string(), "cannot install the archive's finder");
+        // Core phase done: builtin and frozen modules only. The archive's finder goes first on
+        // sys.meta_path so that the main phase (encodings, io, ...) imports from the archive.
+        let py = Python::assume_attached();
+        if let Err(error) = install_finder(py, exe) {
+            error.print(py);
+            fail(&exe.display().to_string(), "cannot install the archive's finder");
+        }
+        check(main_phase(config), "main");
     }
-    check(main_phase(config), "main");
-}}
+}
 
 /// The main phase of the initialization, after the core phase `Py_InitializeFromConfig(config)`
 /// ran with `config._init_main = 0`.
 #[cfg(any(not(Py_3_14), Py_3_15))]
-unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus { unsafe {
-    _Py_InitializeMain()
-}}
+unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus {
+    unsafe { _Py_InitializeMain() }
+}
 
 /// 3.14 has no `_Py_InitializeMain`: a second `Py_InitializeFromConfig` of the same configuration
 /// with `_init_main = 1` finds the core initialized, copies the configuration into the
@@ -576,10 +580,8 @@ fn install_finder(py: Python<'_>, exe: &Path) -> PyResult<()> {
             // the interpreter starts: on another CPU, if the process may use more than one (on
             // one, the threads would only take turns with the interpreter).
             if std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1) {
-                finder.get().shared.read_ahead();
-                ingot_importer::files::FilesPolicy::verify_ahead(&finder.get().shared, |shared| {
-                    (&shared.archive, &shared.files)
-                });
+                ingot_importer::readahead::first_use(&finder.get().view);
+                ingot_importer::readahead::files_tree(&finder.get().view);
             }
             finder.into_any()
         }
@@ -753,7 +755,7 @@ mod tests {
     #[test]
     fn facts() {
         let facts: serde_json::Value = serde_json::from_str(FACTS).unwrap();
-        assert_eq!(facts["format"], 1);
+        assert_eq!(facts["format"], ingot_format::names::LAUNCHER_FACTS_FORMAT);
         assert_eq!(facts["python"], PYTHON_VERSION);
         assert_eq!(facts["bytecode_magic"], BYTECODE_MAGIC);
         assert_eq!(facts["launch_config"], serde_json::json!([LAUNCH_CONFIG_VERSION]));
