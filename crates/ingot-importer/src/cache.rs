@@ -52,6 +52,81 @@ const STALE_AFTER: Duration = Duration::from_secs(3600);
 /// Temporary trees whose writing process is gone are removed once this old.
 const WRITER_GONE_AFTER: Duration = Duration::from_secs(10);
 
+/// Why the extraction cache cannot give a tree. Shown through [`ingot_format::chain`] (a cause
+/// follows its error after `: `).
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("{var}={value:?} is not a write strategy (expected `stream` or `mmap`)", var = WRITE_STRATEGY_VAR)]
+    BadStrategy { value: String },
+    #[error("cannot create cache directory `{path}`")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot use cache directory `{path}`")]
+    UseDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cache directory `{path}` is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("cache directory `{path}` belongs to user {owner}, not to this user ({uid}); set {var} to a directory of yours", var = CACHE_DIR_VAR)]
+    NotOurs { path: PathBuf, owner: u32, uid: u32 },
+    #[error("cache directory `{path}` is writable by other users (mode {mode:o}); make it private (chmod 700) or set {var}", var = CACHE_DIR_VAR)]
+    NotPrivate {
+        path: PathBuf,
+        /// The permission bits (`mode & 0o777`).
+        mode: u32,
+    },
+    #[error("unsafe path `{path}` in a cache tree manifest")]
+    UnsafePath { path: String },
+    #[error("path `{path}` contains NUL")]
+    NulInPath { path: PathBuf },
+    #[error("cache path `{path}` is not valid UTF-8")]
+    NotUtf8 { path: PathBuf },
+    #[error("cannot move cache tree into place at `{path}`")]
+    MoveIntoPlace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot replace damaged cache tree `{path}`")]
+    ReplaceDamaged {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "cache tree `{path}` keeps changing under this process; is another program writing there?"
+    )]
+    KeepsChanging { path: PathBuf },
+    #[error("cannot create cache file `{path}`")]
+    CreateFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write cache file `{path}`")]
+    WriteFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bytes given for a file are not as long as the manifest says.
+    #[error("{path}: the archive's bytes do not match the tree manifest")]
+    SizeMismatch { path: String, expected: u64, found: u64 },
+    /// No bytes were given for a file of the manifest.
+    #[error("no bytes for `{path}`")]
+    NoBytes { path: String },
+    /// The caller's source of file contents failed.
+    #[error(transparent)]
+    Content(Box<dyn std::error::Error + Send + Sync>),
+    #[error("a cache writer panicked")]
+    WriterPanicked,
+}
+
 /// One file of a tree: its path relative to the tree, its size and the XXH3-64 of its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeFile {
@@ -69,13 +144,13 @@ pub enum Strategy {
 
 impl Strategy {
     /// `$INGOT_WRITE_STRATEGY`, `stream` when unset.
-    pub fn from_env() -> Result<Strategy, String> {
+    pub fn from_env() -> Result<Strategy, CacheError> {
         match std::env::var(WRITE_STRATEGY_VAR) {
             Err(_) => Ok(Strategy::Stream),
             Ok(value) => match value.as_str() {
                 "" | "stream" => Ok(Strategy::Stream),
                 "mmap" => Ok(Strategy::Mmap),
-                other => Err(format!("{WRITE_STRATEGY_VAR}={other:?} is not a write strategy (expected `stream` or `mmap`)")),
+                other => Err(CacheError::BadStrategy { value: other.to_string() }),
             },
         }
     }
@@ -87,11 +162,11 @@ impl Strategy {
 /// `/tmp/ingot-<uid>` (a read-only home falls back to the others). Usable: a private directory of
 /// this user that it can write, or one it can create. With none usable, the first candidate (whose
 /// use then fails with a message that names it).
-pub fn root() -> Result<PathBuf, String> {
+pub fn root() -> PathBuf {
     let absolute =
         |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
     if let Some(path) = absolute(CACHE_DIR_VAR) {
-        return Ok(path);
+        return path;
     }
     // SAFETY: no preconditions.
     let uid = unsafe { libc::geteuid() };
@@ -104,7 +179,7 @@ pub fn root() -> Result<PathBuf, String> {
     .into_iter()
     .flatten()
     .collect();
-    Ok(candidates.iter().find(|path| usable(path, uid)).unwrap_or(&candidates[0]).clone())
+    candidates.iter().find(|path| usable(path, uid)).unwrap_or(&candidates[0]).clone()
 }
 
 /// Whether `path` is, or could be created as, a private cache directory of user `uid`.
@@ -134,84 +209,97 @@ fn usable(path: &Path, uid: u32) -> bool {
     }
 }
 
-fn io_error(what: &str, path: &Path, error: std::io::Error) -> String {
-    format!("{what} `{}`: {error}", path.display())
-}
-
 /// Creates `path` (and missing parents) if needed; checks that `path` itself is a directory of
 /// ours that nobody else can write to. `private` directories this function creates are `0700`.
-fn private_dir(path: &Path) -> Result<(), String> {
+fn private_dir(path: &Path) -> Result<(), CacheError> {
     match fs::symlink_metadata(path) {
         Ok(_) => {}
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             if let Some(parent) = path.parent() {
                 // Parents (such as ~/.cache) get the usual permissions, as `mkdir -p` gives them.
-                fs::create_dir_all(parent)
-                    .map_err(|error| io_error("cannot create cache directory", parent, error))?;
+                fs::create_dir_all(parent).map_err(|source| CacheError::CreateDir {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
             }
             match fs::DirBuilder::new().mode(0o700).create(path) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(error) => return Err(io_error("cannot create cache directory", path, error)),
+                Err(source) => {
+                    return Err(CacheError::CreateDir { path: path.to_path_buf(), source })
+                }
             }
         }
-        Err(error) => return Err(io_error("cannot use cache directory", path, error)),
+        Err(source) => return Err(CacheError::UseDir { path: path.to_path_buf(), source }),
     }
     let metadata = fs::symlink_metadata(path)
-        .map_err(|error| io_error("cannot use cache directory", path, error))?;
+        .map_err(|source| CacheError::UseDir { path: path.to_path_buf(), source })?;
     if !metadata.is_dir() {
-        return Err(format!("cache directory `{}` is not a directory", path.display()));
+        return Err(CacheError::NotADirectory { path: path.to_path_buf() });
     }
     // SAFETY: no preconditions.
     let uid = unsafe { libc::geteuid() };
     if metadata.uid() != uid {
-        return Err(format!(
-            "cache directory `{}` belongs to user {}, not to this user ({uid}); set {CACHE_DIR_VAR} to a directory of yours",
-            path.display(),
-            metadata.uid()
-        ));
+        return Err(CacheError::NotOurs { path: path.to_path_buf(), owner: metadata.uid(), uid });
     }
     if metadata.mode() & 0o022 != 0 {
-        return Err(format!(
-            "cache directory `{}` is writable by other users (mode {:o}); make it private (chmod 700) or set {CACHE_DIR_VAR}",
-            path.display(),
-            metadata.mode() & 0o777
-        ));
+        return Err(CacheError::NotPrivate {
+            path: path.to_path_buf(),
+            mode: metadata.mode() & 0o777,
+        });
     }
     Ok(())
 }
 
 /// Checks a tree-relative path from an archive: relative, no `.`/`..`/empty components, no NUL.
-fn check_relative(path: &str) -> Result<(), String> {
+fn check_relative(path: &str) -> Result<(), CacheError> {
     let bad = path.is_empty()
         || path.starts_with('/')
         || path.contains('\0')
         || path.split('/').any(|part| part.is_empty() || part == "." || part == "..");
     if bad {
-        return Err(format!("unsafe path `{path}` in a cache tree manifest"));
+        return Err(CacheError::UnsafePath { path: path.to_string() });
     }
     Ok(())
 }
 
-/// Why a tree on disk cannot be used.
+/// Why a tree on disk cannot be used (not reported: such a tree is written again).
+#[derive(Debug, thiserror::Error)]
 enum Unusable {
     /// There is nothing at the tree's path.
+    #[error("there is no tree")]
     Missing,
     /// Something is there but it is not the expected tree.
-    Bad(String),
+    #[error("cannot examine the tree")]
+    Unreadable(#[source] std::io::Error),
+    #[error("not a private directory of ours")]
+    NotPrivate,
+    #[error("{path}")]
+    File {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: expected a file of {size} bytes")]
+    WrongSize { path: String, size: u64 },
+    #[error("{path}: content differs from the archive")]
+    Differs { path: String },
+    #[error("verifier panicked")]
+    Panicked,
 }
 
 /// Returns `<root>/<section>/<id>`, a directory holding exactly the bytes `content` gives for each
 /// of `files`, writing it first if it is missing and rewriting it if it does not verify.
-pub fn ensure_tree<'a, F>(
+pub fn ensure_tree<'a, F, E>(
     root: &Path,
     section: &str,
     id: &str,
     files: &[TreeFile],
     content: F,
-) -> Result<PathBuf, String>
+) -> Result<PathBuf, CacheError>
 where
-    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, E> + Sync,
+    E: std::error::Error + Send + Sync + 'static,
 {
     for file in files {
         check_relative(&file.path)?;
@@ -236,23 +324,20 @@ where
                         // Another process got there first: use its tree (verified next round).
                         let _ = fs::remove_dir_all(&temporary);
                     }
-                    Err(error) => {
+                    Err(source) => {
                         let _ = fs::remove_dir_all(&temporary);
-                        return Err(io_error("cannot move cache tree into place at", &tree, error));
+                        return Err(CacheError::MoveIntoPlace { path: tree, source });
                     }
                 }
             }
-            Err(Unusable::Bad(_why)) => {
+            Err(_unusable) => {
                 let temporary = write_temporary(&parent, id, files, &content, strategy)?;
                 replace(&temporary, &tree)?;
                 return Ok(tree);
             }
         }
     }
-    Err(format!(
-        "cache tree `{}` keeps changing under this process; is another program writing there?",
-        tree.display()
-    ))
+    Err(CacheError::KeepsChanging { path: tree })
 }
 
 /// The tree `<root>/<section>/<id>` if it exists and verifies, found without creating, writing or
@@ -277,10 +362,10 @@ pub fn existing_tree(root: &Path, section: &str, id: &str, files: &[TreeFile]) -
 }
 
 /// Swaps a freshly written tree in for a bad one, then removes the bad one.
-fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
+fn replace(fresh: &Path, tree: &Path) -> Result<(), CacheError> {
     let c = |path: &Path| {
         CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| format!("path `{}` contains NUL", path.display()))
+            .map_err(|_| CacheError::NulInPath { path: path.to_path_buf() })
     };
     let (from, to) = (c(fresh)?, c(tree)?);
     // The system call, not glibc's wrapper (glibc 2.28+), for executables built for glibc 2.17.
@@ -308,9 +393,9 @@ fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
             let _ = remove_any(&aside);
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => {
+        Err(source) => {
             let _ = fs::remove_dir_all(fresh);
-            return Err(io_error("cannot replace damaged cache tree", tree, error));
+            return Err(CacheError::ReplaceDamaged { path: tree.to_path_buf(), source });
         }
     }
     match fs::rename(fresh, tree) {
@@ -320,9 +405,9 @@ fn replace(fresh: &Path, tree: &Path) -> Result<(), String> {
             let _ = fs::remove_dir_all(fresh);
             Ok(())
         }
-        Err(error) => {
+        Err(source) => {
             let _ = fs::remove_dir_all(fresh);
-            Err(io_error("cannot move cache tree into place at", tree, error))
+            Err(CacheError::MoveIntoPlace { path: tree.to_path_buf(), source })
         }
     }
 }
@@ -378,17 +463,17 @@ fn verify_in(tree: &Path, files: &[TreeFile], threads: usize) -> Result<(), Unus
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(Unusable::Missing)
         }
-        Err(error) => return Err(Unusable::Bad(error.to_string())),
+        Err(error) => return Err(Unusable::Unreadable(error)),
     };
     // SAFETY: no preconditions.
     if !metadata.is_dir()
         || metadata.uid() != unsafe { libc::geteuid() }
         || metadata.mode() & 0o022 != 0
     {
-        return Err(Unusable::Bad("not a private directory of ours".to_string()));
+        return Err(Unusable::NotPrivate);
     }
     let groups = partition(files, threads.max(1));
-    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+    let results: Vec<Result<(), Unusable>> = std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .iter()
             .skip(1)
@@ -396,19 +481,18 @@ fn verify_in(tree: &Path, files: &[TreeFile], threads: usize) -> Result<(), Unus
             .collect();
         let mut results = vec![groups.first().map_or(Ok(()), |group| verify_group(tree, group))];
         results.extend(
-            handles.into_iter().map(|handle| {
-                handle.join().unwrap_or_else(|_| Err("verifier panicked".to_string()))
-            }),
+            handles.into_iter().map(|handle| handle.join().unwrap_or(Err(Unusable::Panicked))),
         );
         results
     });
-    for result in results {
-        result.map_err(Unusable::Bad)?;
-    }
-    Ok(())
+    results.into_iter().collect()
 }
 
-fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
+fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), Unusable> {
+    let failed = |file: &TreeFile| {
+        let path = file.path.clone();
+        move |source| Unusable::File { path, source }
+    };
     let mut buffer = Vec::new();
     for file in files {
         let path = tree.join(&file.path);
@@ -416,10 +500,10 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
-            .map_err(|error| format!("{}: {error}", file.path))?;
-        let metadata = handle.metadata().map_err(|error| format!("{}: {error}", file.path))?;
+            .map_err(failed(file))?;
+        let metadata = handle.metadata().map_err(failed(file))?;
         if !metadata.is_file() || metadata.len() != file.size {
-            return Err(format!("{}: expected a file of {} bytes", file.path, file.size));
+            return Err(Unusable::WrongSize { path: file.path.clone(), size: file.size });
         }
         // Small files: one read (the size is known, no probe for the end of the file). Large
         // ones: hashed through a read-only mapping of the page cache, not copied out of it.
@@ -427,16 +511,15 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), String> {
             // SAFETY: a read-only private mapping; the file is ours (0600, in our 0700 tree). If
             // it is truncated meanwhile, reading the mapping could fault: the size was just checked
             // on this descriptor, and a tree is only ever replaced by renaming, never shortened.
-            let map = unsafe { memmap2::Mmap::map(&handle) }
-                .map_err(|error| format!("{}: {error}", file.path))?;
+            let map = unsafe { memmap2::Mmap::map(&handle) }.map_err(failed(file))?;
             xxh3_64(&map)
         } else {
             buffer.resize(file.size as usize, 0);
-            handle.read_exact(&mut buffer).map_err(|error| format!("{}: {error}", file.path))?;
+            handle.read_exact(&mut buffer).map_err(failed(file))?;
             xxh3_64(&buffer)
         };
         if hash != file.hash {
-            return Err(format!("{}: content differs from the archive", file.path));
+            return Err(Unusable::Differs { path: file.path.clone() });
         }
     }
     Ok(())
@@ -481,15 +564,16 @@ fn remove_stale(parent: &Path) {
 }
 
 /// Writes `files` into a new temporary directory of `parent` and returns its path.
-fn write_temporary<'a, F>(
+fn write_temporary<'a, F, E>(
     parent: &Path,
     id: &str,
     files: &[TreeFile],
     content: &F,
     strategy: Strategy,
-) -> Result<PathBuf, String>
+) -> Result<PathBuf, CacheError>
 where
-    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, E> + Sync,
+    E: std::error::Error + Send + Sync + 'static,
 {
     remove_stale(parent);
     let nanos = SystemTime::now()
@@ -498,9 +582,9 @@ where
     let temporary = parent.join(format!(".tmp-{id}-{}-{nanos}", std::process::id()));
     let mut builder = fs::DirBuilder::new();
     builder.mode(0o700);
-    builder
-        .create(&temporary)
-        .map_err(|error| io_error("cannot create cache directory", &temporary, error))?;
+    if let Err(source) = builder.create(&temporary) {
+        return Err(CacheError::CreateDir { path: temporary, source });
+    }
     // Every file of a tree gets the same modification time, so that code comparing the times of
     // two of its files (black compares a grammar pickle with Grammar.txt) sees them written
     // together, whatever order the parallel writers took.
@@ -513,16 +597,17 @@ where
     Ok(temporary)
 }
 
-fn write_files<'a, F>(
+fn write_files<'a, F, E>(
     tree: &Path,
     files: &[TreeFile],
     content: &F,
     strategy: Strategy,
     builder: &fs::DirBuilder,
     written_at: SystemTime,
-) -> Result<(), String>
+) -> Result<(), CacheError>
 where
-    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, E> + Sync,
+    E: std::error::Error + Send + Sync + 'static,
 {
     let directories: BTreeSet<&str> = files
         .iter()
@@ -533,13 +618,13 @@ where
         match builder.create(&path) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
-            Err(error) => return Err(io_error("cannot create cache directory", &path, error)),
+            Err(source) => return Err(CacheError::CreateDir { path, source }),
         }
     }
     let groups = partition(files, threads_for(files.len()));
     let (closer, closing) = mpsc::channel::<Vec<File>>();
     let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let first_error: Mutex<Option<CacheError>> = Mutex::new(None);
     // One group on this thread, the others on their own; each hands its files, in batches, to a
     // thread that closes them, off the writers' path (a close can be slow on some file systems).
     let write_group = |group: &[&TreeFile], closer: mpsc::Sender<Vec<File>>| {
@@ -587,37 +672,45 @@ where
     match first_error.into_inner() {
         Ok(None) => Ok(()),
         Ok(Some(error)) => Err(error),
-        Err(_) => Err("a cache writer panicked".to_string()),
+        Err(_) => Err(CacheError::WriterPanicked),
     }
 }
 
-fn write_one<'a, F>(
+fn write_one<'a, F, E>(
     tree: &Path,
     file: &TreeFile,
     content: &F,
     strategy: Strategy,
     written_at: SystemTime,
-) -> Result<File, String>
+) -> Result<File, CacheError>
 where
-    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync,
+    F: Fn(&TreeFile) -> Result<Cow<'a, [u8]>, E> + Sync,
+    E: std::error::Error + Send + Sync + 'static,
 {
-    let bytes = content(file)?;
+    let bytes = content(file).map_err(|error| CacheError::Content(Box::new(error)))?;
     // The archive's checksums already cover these bytes (and the manifest); a size check catches a
     // manifest that does not describe them without hashing everything a second time. A tree
     // written from bytes that hash differently would fail its next verification and be rewritten.
     if bytes.len() as u64 != file.size {
-        return Err(format!("{}: the archive's bytes do not match the tree manifest", file.path));
+        return Err(CacheError::SizeMismatch {
+            path: file.path.clone(),
+            expected: file.size,
+            found: bytes.len() as u64,
+        });
     }
     let path = tree.join(&file.path);
     let executable = bytes.starts_with(b"\x7fELF") || bytes.starts_with(b"#!");
-    let mut handle = OpenOptions::new()
+    let handle = OpenOptions::new()
         .read(strategy == Strategy::Mmap)
         .write(true)
         .create_new(true)
         .mode(if executable { 0o700 } else { 0o600 })
         .custom_flags(libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(|error| io_error("cannot create cache file", &path, error))?;
+        .open(&path);
+    let mut handle = match handle {
+        Ok(handle) => handle,
+        Err(source) => return Err(CacheError::CreateFile { path, source }),
+    };
     let written = match strategy {
         Strategy::Stream => handle.write_all(&bytes),
         Strategy::Mmap if bytes.is_empty() => Ok(()),
@@ -628,10 +721,10 @@ where
             Ok(())
         }),
     };
-    written
-        .and_then(|()| handle.set_modified(written_at))
-        .map_err(|error| io_error("cannot write cache file", &path, error))?;
-    Ok(handle)
+    match written.and_then(|()| handle.set_modified(written_at)) {
+        Ok(()) => Ok(handle),
+        Err(source) => Err(CacheError::WriteFile { path, source }),
+    }
 }
 
 #[cfg(test)]
@@ -651,13 +744,13 @@ mod tests {
 
     fn source<'a>(
         contents: &'a [(&'a str, &'a [u8])],
-    ) -> impl Fn(&TreeFile) -> Result<Cow<'a, [u8]>, String> + Sync + 'a {
+    ) -> impl Fn(&TreeFile) -> Result<Cow<'a, [u8]>, CacheError> + Sync + 'a {
         move |file: &TreeFile| {
             contents
                 .iter()
                 .find(|(path, _)| *path == file.path)
                 .map(|(_, bytes)| Cow::Borrowed(*bytes))
-                .ok_or_else(|| "missing".to_string())
+                .ok_or_else(|| CacheError::NoBytes { path: file.path.clone() })
         }
     }
 
@@ -680,9 +773,10 @@ mod tests {
         let tree = ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap();
         assert_eq!(fs::read(tree.join("pkg/data/a.txt")).unwrap(), b"alpha");
         let inode = fs::metadata(tree.join("pkg/__init__.py")).unwrap().ino();
-        let again =
-            ensure_tree(&root, "trees", "t1", &files, |_| Err("must not be read".to_string()))
-                .unwrap();
+        let again = ensure_tree(&root, "trees", "t1", &files, |file| {
+            Err(CacheError::NoBytes { path: file.path.clone() })
+        })
+        .unwrap();
         assert_eq!(again, tree);
         assert_eq!(fs::metadata(tree.join("pkg/__init__.py")).unwrap().ino(), inode);
         let mode = fs::metadata(&tree).unwrap().mode() & 0o777;
@@ -748,11 +842,87 @@ mod tests {
         let root = scratch("unsafe");
         for bad in ["../x", "/etc/passwd", "a//b", "a/./b", ""] {
             let files = vec![TreeFile { path: bad.to_string(), size: 0, hash: xxh3_64(b"") }];
-            let error =
-                ensure_tree(&root, "trees", "t", &files, |_| Ok(Cow::Borrowed(b""))).unwrap_err();
-            assert!(error.contains("unsafe path"), "{bad}: {error}");
+            let error = ensure_tree(&root, "trees", "t", &files, |_| {
+                Ok::<_, CacheError>(Cow::Borrowed(b""))
+            })
+            .unwrap_err();
+            assert_eq!(error.to_string(), format!("unsafe path `{bad}` in a cache tree manifest"));
         }
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn messages_keep_their_wording() {
+        let io = || std::io::Error::from_raw_os_error(libc::EACCES);
+        let path = PathBuf::from("/c/trees");
+        let cases: Vec<(CacheError, &str)> = vec![
+            (
+                CacheError::BadStrategy { value: "fast".into() },
+                "INGOT_WRITE_STRATEGY=\"fast\" is not a write strategy (expected `stream` or `mmap`)",
+            ),
+            (
+                CacheError::CreateDir { path: path.clone(), source: io() },
+                "cannot create cache directory `/c/trees`: Permission denied (os error 13)",
+            ),
+            (
+                CacheError::UseDir { path: path.clone(), source: io() },
+                "cannot use cache directory `/c/trees`: Permission denied (os error 13)",
+            ),
+            (
+                CacheError::NotADirectory { path: path.clone() },
+                "cache directory `/c/trees` is not a directory",
+            ),
+            (
+                CacheError::NotOurs { path: path.clone(), owner: 0, uid: 1000 },
+                "cache directory `/c/trees` belongs to user 0, not to this user (1000); set INGOT_CACHE_DIR to a directory of yours",
+            ),
+            (
+                CacheError::NotPrivate { path: path.clone(), mode: 0o777 },
+                "cache directory `/c/trees` is writable by other users (mode 777); make it private (chmod 700) or set INGOT_CACHE_DIR",
+            ),
+            (
+                CacheError::UnsafePath { path: "../x".into() },
+                "unsafe path `../x` in a cache tree manifest",
+            ),
+            (CacheError::NulInPath { path: path.clone() }, "path `/c/trees` contains NUL"),
+            (CacheError::NotUtf8 { path: path.clone() }, "cache path `/c/trees` is not valid UTF-8"),
+            (
+                CacheError::MoveIntoPlace { path: path.clone(), source: io() },
+                "cannot move cache tree into place at `/c/trees`: Permission denied (os error 13)",
+            ),
+            (
+                CacheError::ReplaceDamaged { path: path.clone(), source: io() },
+                "cannot replace damaged cache tree `/c/trees`: Permission denied (os error 13)",
+            ),
+            (
+                CacheError::KeepsChanging { path: path.clone() },
+                "cache tree `/c/trees` keeps changing under this process; is another program writing there?",
+            ),
+            (
+                CacheError::CreateFile { path: path.join("a"), source: io() },
+                "cannot create cache file `/c/trees/a`: Permission denied (os error 13)",
+            ),
+            (
+                CacheError::WriteFile { path: path.join("a"), source: io() },
+                "cannot write cache file `/c/trees/a`: Permission denied (os error 13)",
+            ),
+            (
+                CacheError::SizeMismatch { path: "p/a".into(), expected: 1, found: 2 },
+                "p/a: the archive's bytes do not match the tree manifest",
+            ),
+            (CacheError::NoBytes { path: "p/a".into() }, "no bytes for `p/a`"),
+            (
+                CacheError::Content(Box::new(CacheError::CreateFile {
+                    path: path.join("b"),
+                    source: io(),
+                })),
+                "cannot create cache file `/c/trees/b`: Permission denied (os error 13)",
+            ),
+            (CacheError::WriterPanicked, "a cache writer panicked"),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(ingot_format::chain(&error), expected);
+        }
     }
 
     #[test]
@@ -761,7 +931,13 @@ mod tests {
         fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
         let files = tree_files(CONTENTS);
         let error = ensure_tree(&root, "trees", "t1", &files, source(CONTENTS)).unwrap_err();
-        assert!(error.contains("writable by other users"), "{error}");
+        assert_eq!(
+            ingot_format::chain(&error),
+            format!(
+                "cache directory `{}` is writable by other users (mode 777); make it private (chmod 700) or set INGOT_CACHE_DIR",
+                root.display()
+            )
+        );
         fs::remove_dir_all(root).unwrap();
     }
 
@@ -769,9 +945,13 @@ mod tests {
     fn content_that_does_not_match_the_manifest_is_not_kept() {
         let root = scratch("mismatch");
         let files = tree_files(CONTENTS);
-        let error =
-            ensure_tree(&root, "trees", "t1", &files, |_| Ok(Cow::Borrowed(b"other"))).unwrap_err();
-        assert!(error.contains("do not match"), "{error}");
+        let error = ensure_tree(&root, "trees", "t1", &files, |_| {
+            Ok::<_, CacheError>(Cow::Borrowed(b"other"))
+        })
+        .unwrap_err();
+        assert!(error
+            .to_string()
+            .ends_with(": the archive's bytes do not match the tree manifest"));
         assert_eq!(fs::read_dir(root.join("trees")).unwrap().count(), 0);
         fs::remove_dir_all(root).unwrap();
     }
@@ -791,7 +971,9 @@ mod tests {
             })
             .collect();
         let lookup = |file: &TreeFile| {
-            Ok(Cow::Owned(contents.iter().find(|(p, _)| *p == file.path).unwrap().1.clone()))
+            Ok::<_, CacheError>(Cow::Owned(
+                contents.iter().find(|(p, _)| *p == file.path).unwrap().1.clone(),
+            ))
         };
         for (strategy, id) in [(Strategy::Stream, "s"), (Strategy::Mmap, "m")] {
             let parent = root.join("trees");

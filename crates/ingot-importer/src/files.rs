@@ -25,7 +25,7 @@ use ingot_format::{Archive, Namespace};
 use serde::Deserialize;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::cache::{self, TreeFile};
+use crate::cache::{self, CacheError, TreeFile};
 
 /// Where tree manifests live in an archive's `Files` namespace.
 use ingot_format::names::FILES_MANIFEST_DIR as MANIFEST_DIR;
@@ -36,6 +36,41 @@ struct Manifest {
     version: u32,
     package: String,
     files: Vec<(String, u64, String)>,
+}
+
+/// Why the tree of the `files` packages cannot be materialized.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The archive's bytes for a tree file or manifest are damaged. Its causes are not shown.
+    #[error("{0}")]
+    Archive(ingot_format::Error),
+    #[error("the archive has no tree manifest `{manifest}`")]
+    NoManifest { manifest: String },
+    #[error("tree manifest `{manifest}`")]
+    Manifest {
+        manifest: String,
+        #[source]
+        source: ManifestError,
+    },
+    #[error("`{path}` is in the tree manifest but not in the archive")]
+    NotInArchive { path: String },
+}
+
+/// What is wrong with a tree manifest.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("version {found} is not supported (expected 1)")]
+    Version { found: u32 },
+    #[error("it describes package `{found}`")]
+    OtherPackage { found: String },
+    #[error("`{path}` is outside package `{package}`")]
+    Outside { path: String, package: String },
+    #[error("`{path}`: bad hash `{hash}`")]
+    BadHash { path: String, hash: String },
 }
 
 /// The packages of one archive under the `files` policy, and the trees materialized so far.
@@ -112,9 +147,9 @@ impl FilesPolicy {
         archive: &'a Archive,
         package: &str,
         read: R,
-    ) -> Result<String, String>
+    ) -> Result<String, FilesError>
     where
-        R: Fn(&str) -> Result<Option<Cow<'a, [u8]>>, String> + Sync,
+        R: Fn(&str) -> ingot_format::Result<Option<Cow<'a, [u8]>>> + Sync,
     {
         let mut trees = self.trees.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(root) = trees.get(package) {
@@ -135,16 +170,16 @@ impl FilesPolicy {
             }
         }
         let (files, id) = self.plan(archive)?;
-        let root = cache::root()?;
+        let root = cache::root();
         let tree = cache::ensure_tree(&root, "trees", &id, &files, |file| {
-            read(&file.path)?.ok_or_else(|| {
-                format!("`{}` is in the tree manifest but not in the archive", file.path)
-            })
+            read(&file.path)
+                .map_err(FilesError::Archive)?
+                .ok_or_else(|| FilesError::NotInArchive { path: file.path.clone() })
         })?;
-        let tree = tree
-            .to_str()
-            .ok_or_else(|| format!("cache path `{}` is not valid UTF-8", tree.display()))?
-            .to_string();
+        let tree = match tree.to_str() {
+            Some(tree) => tree.to_string(),
+            None => return Err(CacheError::NotUtf8 { path: tree }.into()),
+        };
         for name in &self.packages {
             trees.insert(name.clone(), tree.clone());
         }
@@ -168,7 +203,7 @@ impl FilesPolicy {
     }
 
     /// The files of the archive's tree (from every `files` package's manifest) and the tree's id.
-    fn plan(&self, archive: &Archive) -> Result<(Vec<TreeFile>, String), String> {
+    fn plan(&self, archive: &Archive) -> Result<(Vec<TreeFile>, String), FilesError> {
         let mut files = Vec::new();
         let mut hasher = Xxh3::new();
         for name in self.packages() {
@@ -178,13 +213,15 @@ impl FilesPolicy {
                 .and_then(|entry| {
                     entry.map(|entry| entry.data(ingot_format::Role::Content)).transpose()
                 })
-                .map_err(|error| error.to_string())?
-                .flatten()
-                .ok_or_else(|| format!("the archive has no tree manifest `{manifest}`"))?;
-            files.extend(
-                parse_manifest(&bytes, &name)
-                    .map_err(|why| format!("tree manifest `{manifest}`: {why}"))?,
-            );
+                .map_err(FilesError::Archive)?
+                .flatten();
+            let Some(bytes) = bytes else {
+                return Err(FilesError::NoManifest { manifest });
+            };
+            match parse_manifest(&bytes, &name) {
+                Ok(parsed) => files.extend(parsed),
+                Err(source) => return Err(FilesError::Manifest { manifest, source }),
+            }
             hasher.update(name.as_bytes());
             hasher.update(&[0]);
             hasher.update(&bytes);
@@ -194,13 +231,13 @@ impl FilesPolicy {
     }
 }
 
-fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, String> {
-    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
+fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, ManifestError> {
+    let manifest: Manifest = serde_json::from_slice(bytes)?;
     if manifest.version != 1 {
-        return Err(format!("version {} is not supported (expected 1)", manifest.version));
+        return Err(ManifestError::Version { found: manifest.version });
     }
     if manifest.package != package {
-        return Err(format!("it describes package `{}`", manifest.package));
+        return Err(ManifestError::OtherPackage { found: manifest.package });
     }
     let prefix = format!("{package}/");
     manifest
@@ -213,11 +250,12 @@ fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, String> 
                     .strip_prefix(package)
                     .is_some_and(|rest| rest.starts_with('.') && !rest.contains('/'));
             if !inside {
-                return Err(format!("`{path}` is outside package `{package}`"));
+                return Err(ManifestError::Outside { path, package: package.to_string() });
             }
-            let hash = u64::from_str_radix(&hash, 16)
-                .map_err(|_| format!("`{path}`: bad hash `{hash}`"))?;
-            Ok(TreeFile { path, size, hash })
+            match u64::from_str_radix(&hash, 16) {
+                Ok(hash) => Ok(TreeFile { path, size, hash }),
+                Err(_) => Err(ManifestError::BadHash { path, hash }),
+            }
         })
         .collect()
 }
@@ -225,4 +263,70 @@ fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, String> 
 /// A tree root's package directory: `<root>/<package path>`.
 pub fn package_dir(root: &str, module: &str) -> String {
     format!("{root}/{}", module.replace('.', "/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_errors_keep_their_wording() {
+        let parse = |json: &str| parse_manifest(json.as_bytes(), "pkg").map(|_| ()).unwrap_err();
+        let wrapped = |source: ManifestError| {
+            ingot_format::chain(&FilesError::Manifest {
+                manifest: "__ingot__/files/pkg.json".into(),
+                source,
+            })
+        };
+        let json = serde_json::from_slice::<Manifest>(b"{").map(|_| ()).unwrap_err().to_string();
+        assert_eq!(
+            wrapped(parse("{")),
+            format!("tree manifest `__ingot__/files/pkg.json`: {json}")
+        );
+        assert_eq!(
+            wrapped(parse(r#"{"version": 2, "package": "pkg", "files": []}"#)),
+            "tree manifest `__ingot__/files/pkg.json`: version 2 is not supported (expected 1)"
+        );
+        assert_eq!(
+            wrapped(parse(r#"{"version": 1, "package": "other", "files": []}"#)),
+            "tree manifest `__ingot__/files/pkg.json`: it describes package `other`"
+        );
+        assert_eq!(
+            parse(r#"{"version": 1, "package": "pkg", "files": [["other/a", 1, "ff"]]}"#)
+                .to_string(),
+            "`other/a` is outside package `pkg`"
+        );
+        assert_eq!(
+            parse(r#"{"version": 1, "package": "pkg", "files": [["pkg/a", 1, "xyz"]]}"#)
+                .to_string(),
+            "`pkg/a`: bad hash `xyz`"
+        );
+        let tree = parse_manifest(
+            br#"{"version": 1, "package": "pkg", "files": [["pkg/a", 1, "ff"], ["pkg.py", 2, "0"]]}"#,
+            "pkg",
+        )
+        .unwrap();
+        assert_eq!(tree.len(), 2);
+        assert_eq!(
+            FilesError::NoManifest { manifest: "__ingot__/files/pkg.json".into() }.to_string(),
+            "the archive has no tree manifest `__ingot__/files/pkg.json`"
+        );
+        // Through the cache (a reader's error is the cache's content error): the same text.
+        let missing = FilesError::NotInArchive { path: "pkg/a".into() };
+        let through = FilesError::Cache(CacheError::Content(Box::new(missing)));
+        assert_eq!(
+            ingot_format::chain(&through),
+            "`pkg/a` is in the tree manifest but not in the archive"
+        );
+        // An archive error is shown without its causes, as before.
+        let damaged = FilesError::Archive(ingot_format::Error::Decompress {
+            entry: "pkg/a".into(),
+            role: "content",
+            source: std::io::Error::other("bad frame"),
+        });
+        assert_eq!(
+            ingot_format::chain(&damaged),
+            "entry `pkg/a`: content data failed to decompress"
+        );
+    }
 }

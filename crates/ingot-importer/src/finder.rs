@@ -253,9 +253,7 @@ impl IngotFinder {
             native::native_file(&self.view.archive, &label, native::Image::Blob(image)).map_err(
                 |error| match error {
                     native::NativeError::Archive(damaged) => self.error(damaged),
-                    native::NativeError::Other(what) => PyImportError::new_err(format!(
-                        "cannot load extension module `{name}`: {what}"
-                    )),
+                    other => native::native_error(name, crate::error::chain(&other)),
                 },
             )?;
         let kwargs = PyDict::new(py);

@@ -72,8 +72,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
 /// none is usable. Nothing is created.
 #[pyfunction]
 fn cache_root() -> PyResult<String> {
-    let root = cache::root().map_err(pyo3::exceptions::PyValueError::new_err)?;
-    Ok(root.to_string_lossy().into_owned())
+    Ok(cache::root().to_string_lossy().into_owned())
 }
 
 /// `content_hash(data: bytes) -> int`: the XXH3-64 of `data`, as tree manifests record it.
@@ -108,9 +107,10 @@ fn write_tree(
             by_path
                 .get(file.path.as_str())
                 .map(|bytes| std::borrow::Cow::Borrowed(*bytes))
-                .ok_or_else(|| format!("no bytes for `{}`", file.path))
+                .ok_or_else(|| cache::CacheError::NoBytes { path: file.path.clone() })
         })
     });
-    let tree = result.map_err(pyo3::exceptions::PyOSError::new_err)?;
+    let tree =
+        result.map_err(|error| pyo3::exceptions::PyOSError::new_err(error::chain(&error)))?;
     Ok(tree.to_string_lossy().into_owned())
 }

@@ -19,13 +19,14 @@ use ingot_format::{Archive, Blob, Kind, Namespace, Role};
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 
-use crate::cache;
+use crate::cache::{self, CacheError};
+use crate::error::chain;
 
 /// Sonames of the shared libraries loaded from archives by this process, across finders.
 static LOADED_LIBRARIES: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// A failure to bring native code into memory, as an `ImportError` naming the module.
-fn native_error(module: &str, what: String) -> PyErr {
+pub fn native_error(module: &str, what: impl std::fmt::Display) -> PyErr {
     PyImportError::new_err(format!("cannot load extension module `{module}`: {what}"))
 }
 
@@ -33,14 +34,19 @@ fn native_error(module: &str, what: String) -> PyErr {
 /// files, the default) or `cache` (files in the extraction cache, as when memory files fail).
 pub const NATIVE_VAR: &str = "INGOT_NATIVE";
 
-fn use_cache() -> Result<bool, String> {
-    static MODE: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
+/// `$INGOT_NATIVE` names no mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}={value:?} is not a native-code mode (expected `memory` or `cache`)", var = NATIVE_VAR)]
+pub struct BadMode {
+    pub value: String,
+}
+
+fn use_cache() -> Result<bool, BadMode> {
+    static MODE: std::sync::OnceLock<Result<bool, BadMode>> = std::sync::OnceLock::new();
     MODE.get_or_init(|| match std::env::var(NATIVE_VAR).as_deref() {
         Err(_) | Ok("") | Ok("memory") => Ok(false),
         Ok("cache") => Ok(true),
-        Ok(other) => Err(format!(
-            "{NATIVE_VAR}={other:?} is not a native-code mode (expected `memory` or `cache`)"
-        )),
+        Ok(other) => Err(BadMode { value: other.to_string() }),
     })
     .clone()
 }
@@ -165,7 +171,7 @@ pub fn native_file(
     label: &str,
     image: Image<'_>,
 ) -> Result<String, NativeError> {
-    if use_cache().map_err(NativeError::Other)? {
+    if use_cache()? {
         return cached_file(archive, label, image);
     }
     if let Some(path) = take_prepared(archive, &image) {
@@ -173,42 +179,52 @@ pub fn native_file(
     }
     match memory_file(archive, label, image) {
         Ok((_fd, path)) => Ok(path),
-        Err(NativeError::Other(why)) => cached_file(archive, label, image).map_err(|error| {
-            NativeError::Other(format!(
-                "not from memory ({why}), and not through the extraction cache either ({error})"
-            ))
+        Err(NativeError::Archive(damaged)) => Err(NativeError::Archive(damaged)),
+        Err(memory) => cached_file(archive, label, image).map_err(|cache| NativeError::Nowhere {
+            memory: Box::new(memory),
+            cache: Box::new(cache),
         }),
-        Err(damaged) => Err(damaged),
     }
 }
 
-/// Why native code could not be brought into memory.
-#[derive(Debug)]
+/// Why native code could not be brought into memory. Shown through [`chain`].
+#[derive(Debug, thiserror::Error)]
 pub enum NativeError {
     /// The archive's bytes for it are damaged (or cannot be read).
+    #[error(transparent)]
     Archive(ingot_format::Error),
-    Other(String),
-}
-
-impl std::fmt::Display for NativeError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NativeError::Archive(error) => formatter.write_str(&crate::error::chain(error)),
-            NativeError::Other(why) => formatter.write_str(why),
-        }
-    }
+    #[error(transparent)]
+    Mode(#[from] BadMode),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("`{label}` cannot name a cache file")]
+    BadLabel { label: String },
+    #[error("name contains NUL")]
+    NulInName,
+    #[error("memfd_create failed")]
+    MemfdCreate(#[source] std::io::Error),
+    #[error("writing to a memory file failed")]
+    WriteMemoryFile(#[source] std::io::Error),
+    /// The memory file refused the bytes copied from the archive.
+    #[error("writing to a memory file failed")]
+    CopyToMemoryFile(#[source] ingot_format::Error),
+    #[error("`{path}` does not exist (is /proc mounted?)")]
+    NoProc { path: String },
+    /// Neither way worked: each error with its causes.
+    #[error("not from memory ({}), and not through the extraction cache either ({})", chain(.memory), chain(.cache))]
+    Nowhere { memory: Box<NativeError>, cache: Box<NativeError> },
 }
 
 /// `image` as `<cache>/native/<xxh3>-<size>/<label>`, written once and verified on each use.
 fn cached_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<String, NativeError> {
     if label.is_empty() || label.contains('/') || label.starts_with('.') {
-        return Err(NativeError::Other(format!("`{label}` cannot name a cache file")));
+        return Err(NativeError::BadLabel { label: label.to_string() });
     }
     let bytes = match image {
         Image::Bytes(bytes) => std::borrow::Cow::Borrowed(bytes),
         Image::Blob(blob) => archive.data(&blob).map_err(NativeError::Archive)?,
     };
-    let made = cached_bytes(label, &bytes).map_err(NativeError::Other);
+    let made = cached_bytes(label, &bytes).map_err(NativeError::Cache);
     // Read through the map: its pages are not read again.
     crate::pages::release(archive, &bytes);
     if let Image::Blob(blob) = image {
@@ -217,18 +233,19 @@ fn cached_file(archive: &Archive, label: &str, image: Image<'_>) -> Result<Strin
     made
 }
 
-fn cached_bytes(label: &str, image: &[u8]) -> Result<String, String> {
-    let root = cache::root()?;
+fn cached_bytes(label: &str, image: &[u8]) -> Result<String, CacheError> {
+    let root = cache::root();
     let hash = xxhash_rust::xxh3::xxh3_64(image);
     let id = format!("{hash:016x}-{:x}", image.len());
     let file = cache::TreeFile { path: label.to_string(), size: image.len() as u64, hash };
     let tree = cache::ensure_tree(&root, "native", &id, &[file], |_| {
-        Ok(std::borrow::Cow::Borrowed(image))
+        Ok::<_, std::convert::Infallible>(std::borrow::Cow::Borrowed(image))
     })?;
     let path = tree.join(label);
-    path.to_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("cache path `{}` is not valid UTF-8", path.display()))
+    match path.to_str() {
+        Some(path) => Ok(path.to_string()),
+        None => Err(CacheError::NotUtf8 { path }),
+    }
 }
 
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
@@ -237,8 +254,7 @@ fn memory_file(
     label: &str,
     image: Image<'_>,
 ) -> Result<(i32, String), NativeError> {
-    let name = CString::new(format!("ingot:{label}"))
-        .map_err(|_| NativeError::Other("name contains NUL".to_string()))?;
+    let name = CString::new(format!("ingot:{label}")).map_err(|_| NativeError::NulInName)?;
     // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
     // otherwise make it non-executable; older kernels reject the flag with EINVAL.
     const MFD_EXEC: libc::c_uint = 0x10;
@@ -253,17 +269,16 @@ fn memory_file(
         fd = memfd_create(libc::MFD_CLOEXEC);
     }
     if fd < 0 {
-        let error = std::io::Error::last_os_error();
-        return Err(NativeError::Other(format!("memfd_create failed: {error}")));
+        return Err(NativeError::MemfdCreate(std::io::Error::last_os_error()));
     }
     // SAFETY: `fd` is the memory file just created, owned here until it is handed on below.
     let mut file = std::mem::ManuallyDrop::new(unsafe {
         <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
     });
     let written = match image {
-        Image::Bytes(bytes) => std::io::Write::write_all(&mut *file, bytes).map_err(|error| {
-            NativeError::Other(format!("writing to a memory file failed: {error}"))
-        }),
+        Image::Bytes(bytes) => {
+            std::io::Write::write_all(&mut *file, bytes).map_err(NativeError::WriteMemoryFile)
+        }
         Image::Blob(blob) => archive
             .copy_blob(&blob, &mut *file, |file| {
                 // Starting over from the archive's map: empty the memory file.
@@ -273,10 +288,9 @@ fn memory_file(
             .map(|_| ())
             .map_err(|error| match error {
                 // The memory file refused the bytes (no memory left?): the cache may take them.
-                ingot_format::Error::Copy { reading: false, .. } => NativeError::Other(format!(
-                    "writing to a memory file failed: {}",
-                    crate::error::chain(&error)
-                )),
+                ingot_format::Error::Copy { reading: false, .. } => {
+                    NativeError::CopyToMemoryFile(error)
+                }
                 damaged => NativeError::Archive(damaged),
             }),
     };
@@ -291,13 +305,23 @@ fn memory_file(
     if !*PROC_MOUNTED.get_or_init(|| std::path::Path::new(&path).exists()) {
         // SAFETY: closing the descriptor we opened.
         unsafe { libc::close(fd) };
-        return Err(NativeError::Other(format!("`{path}` does not exist (is /proc mounted?)")));
+        return Err(NativeError::NoProc { path });
     }
     Ok((fd, path))
 }
 
-fn dlopen_with(path: &str, flags: libc::c_int) -> Result<(), String> {
-    let c_path = CString::new(path).map_err(|_| "path contains NUL".to_string())?;
+/// Why the dynamic loader did not load a file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("path contains NUL")]
+    NulInPath,
+    /// The loader's message, with the hint [`explain_load_error`] gives for it.
+    #[error("{}", explain_load_error(.message.clone(), .path))]
+    Loader { message: String, path: String },
+}
+
+fn dlopen_with(path: &str, flags: libc::c_int) -> Result<(), LoadError> {
+    let c_path = CString::new(path).map_err(|_| LoadError::NulInPath)?;
     // SAFETY: `c_path` is NUL-terminated; the handle is kept for the life of the process.
     let handle = unsafe { libc::dlopen(c_path.as_ptr(), flags) };
     if handle.is_null() {
@@ -309,7 +333,7 @@ fn dlopen_with(path: &str, flags: libc::c_int) -> Result<(), String> {
             // SAFETY: non-null dlerror results are NUL-terminated strings.
             unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
         };
-        return Err(explain_load_error(message, path));
+        return Err(LoadError::Loader { message, path: path.to_string() });
     }
     Ok(())
 }
@@ -356,23 +380,22 @@ const DF_1_NOW: u64 = 0x1;
 /// can then be loaded before the ones of its cycle, whose symbols it binds lazily, at first call,
 /// once they are loaded. Refused (the reason returned) when that cannot work: the image binds
 /// every symbol at load (`BIND_NOW`), or has no other needed name to point at.
-pub fn drop_needed(image: &[u8], dropped: &[String]) -> Result<Vec<u8>, String> {
-    let elf = goblin::elf::Elf::parse(image)
-        .map_err(|error| format!("its ELF headers cannot be read: {error}"))?;
+pub fn drop_needed(image: &[u8], dropped: &[String]) -> Result<Vec<u8>, Unpatchable> {
+    let elf = goblin::elf::Elf::parse(image).map_err(Unpatchable::Headers)?;
     if !elf.is_64 || !elf.little_endian {
-        return Err("it is not a 64-bit little-endian object".to_string());
+        return Err(Unpatchable::NotElf64Le);
     }
     let dynamic = elf
         .program_headers
         .iter()
         .find(|header| header.p_type == goblin::elf::program_header::PT_DYNAMIC)
-        .ok_or("it has no dynamic segment")?;
+        .ok_or(Unpatchable::NoDynamic)?;
     let dyns = elf.dynamic.as_ref().map(|dynamic| dynamic.dyns.clone()).unwrap_or_default();
     for entry in &dyns {
         if (entry.d_tag == DT_FLAGS && entry.d_val & DF_BIND_NOW != 0)
             || (entry.d_tag == DT_FLAGS_1 && entry.d_val & DF_1_NOW != 0)
         {
-            return Err("it was linked to bind its symbols at load (BIND_NOW)".to_string());
+            return Err(Unpatchable::BindNow);
         }
     }
     let name_of = |offset: u64| elf.dynstrtab.get_at(offset as usize).unwrap_or("");
@@ -382,17 +405,34 @@ pub fn drop_needed(image: &[u8], dropped: &[String]) -> Result<Vec<u8>, String> 
             entry.d_tag == DT_NEEDED && !dropped.iter().any(|name| name == name_of(entry.d_val))
         })
         .map(|entry| entry.d_val)
-        .ok_or("it needs no other library to stand in")?;
+        .ok_or(Unpatchable::NoStandIn)?;
     let mut patched = image.to_vec();
     for (index, entry) in dyns.iter().enumerate() {
         if entry.d_tag == DT_NEEDED && dropped.iter().any(|name| name == name_of(entry.d_val)) {
             let at = dynamic.p_offset as usize + index * 16 + 8;
-            let slot =
-                patched.get_mut(at..at + 8).ok_or("its dynamic segment lies outside the file")?;
+            let slot = patched.get_mut(at..at + 8).ok_or(Unpatchable::DynamicOutside)?;
             slot.copy_from_slice(&keep.to_le_bytes());
         }
     }
     Ok(patched)
+}
+
+/// Why [`drop_needed`] cannot patch an image (said of the image: "it ...").
+#[derive(Debug, thiserror::Error)]
+pub enum Unpatchable {
+    /// Not a source: goblin's message already ends with its cause's.
+    #[error("its ELF headers cannot be read: {0}")]
+    Headers(goblin::error::Error),
+    #[error("it is not a 64-bit little-endian object")]
+    NotElf64Le,
+    #[error("it has no dynamic segment")]
+    NoDynamic,
+    #[error("it was linked to bind its symbols at load (BIND_NOW)")]
+    BindNow,
+    #[error("it needs no other library to stand in")]
+    NoStandIn,
+    #[error("its dynamic segment lies outside the file")]
+    DynamicOutside,
 }
 
 /// The NUL-separated names of a `needed` blob.
@@ -432,7 +472,8 @@ fn load_library(
         loaded.insert(name.to_string());
         return Ok(());
     }
-    let archive_error = |error: ingot_format::Error| native_error(module, error.to_string());
+    // The archive's error without its causes, as it has always been reported here.
+    let archive_error = |error: ingot_format::Error| native_error(module, error);
     let Some(entry) = archive.find(Namespace::Libraries, name).map_err(archive_error)? else {
         return Ok(());
     };
@@ -469,12 +510,13 @@ fn load_library(
     } else {
         CYCLE_MEMBERS.lock().unwrap_or_else(|p| p.into_inner()).extend(cyclic.iter().cloned());
         let image = archive.data(&blob).map_err(archive_error)?;
-        let patched = drop_needed(&image, &cyclic).map_err(|what| {
+        let patched = drop_needed(&image, &cyclic).map_err(|why| {
             native_error(
                 module,
-                format!(
-                    "shared library `{name}` needs {} which need it in turn, and {what}",
-                    cyclic.join(", ")
+                format_args!(
+                    "shared library `{name}` needs {} which need it in turn, and {}",
+                    cyclic.join(", "),
+                    chain(&why)
                 ),
             )
         })?;
@@ -482,7 +524,7 @@ fn load_library(
         crate::pages::release_blob(archive, &blob);
         native_file(archive, name, Image::Bytes(&patched))
     }
-    .map_err(|what| native_error(module, what.to_string()))?;
+    .map_err(|error| native_error(module, chain(&error)))?;
     let flags = if in_cycle {
         // Lazy: the calls into the cycle's other members bind when first made, once those are
         // loaded; global: so that those calls find them.
@@ -490,11 +532,89 @@ fn load_library(
     } else {
         libc::RTLD_NOW | libc::RTLD_LOCAL
     };
-    dlopen_with(&path, flags)
-        .map_err(|what| native_error(module, format!("loading shared library `{name}`: {what}")))?;
+    dlopen_with(&path, flags).map_err(|error| {
+        native_error(module, format_args!("loading shared library `{name}`: {}", chain(&error)))
+    })?;
     loaded.insert(name.to_string());
     if let Some(soname) = entry.data(Role::Soname).map_err(archive_error)? {
         loaded.insert(String::from_utf8_lossy(&soname).into_owned());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_keep_their_wording() {
+        let io = || std::io::Error::from_raw_os_error(libc::ENOMEM);
+        let copy = || ingot_format::Error::Copy {
+            entry: "libz.so.1".into(),
+            role: "content",
+            reading: false,
+            source: io(),
+        };
+        let cases: Vec<(NativeError, &str)> = vec![
+            (
+                BadMode { value: "disk".into() }.into(),
+                "INGOT_NATIVE=\"disk\" is not a native-code mode (expected `memory` or `cache`)",
+            ),
+            (
+                CacheError::NotUtf8 { path: "/c/native/x".into() }.into(),
+                "cache path `/c/native/x` is not valid UTF-8",
+            ),
+            (NativeError::BadLabel { label: ".x".into() }, "`.x` cannot name a cache file"),
+            (NativeError::NulInName, "name contains NUL"),
+            (
+                NativeError::MemfdCreate(io()),
+                "memfd_create failed: Cannot allocate memory (os error 12)",
+            ),
+            (
+                NativeError::WriteMemoryFile(io()),
+                "writing to a memory file failed: Cannot allocate memory (os error 12)",
+            ),
+            (
+                NativeError::CopyToMemoryFile(copy()),
+                "writing to a memory file failed: entry `libz.so.1`: writing out its content data failed: Cannot allocate memory (os error 12)",
+            ),
+            (
+                NativeError::Archive(copy()),
+                "entry `libz.so.1`: writing out its content data failed: Cannot allocate memory (os error 12)",
+            ),
+            (
+                NativeError::NoProc { path: "/proc/self/fd/3".into() },
+                "`/proc/self/fd/3` does not exist (is /proc mounted?)",
+            ),
+            (
+                NativeError::Nowhere {
+                    memory: Box::new(NativeError::MemfdCreate(io())),
+                    cache: Box::new(NativeError::Cache(CacheError::CreateDir {
+                        path: "/c".into(),
+                        source: std::io::Error::from_raw_os_error(libc::EACCES),
+                    })),
+                },
+                "not from memory (memfd_create failed: Cannot allocate memory (os error 12)), and not through the extraction cache either (cannot create cache directory `/c`: Permission denied (os error 13))",
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(chain(&error), expected);
+        }
+        let load = LoadError::Loader {
+            message: "/c/native/x/libz.so.1: failed to map segment from shared object".into(),
+            path: "/c/native/x/libz.so.1".into(),
+        };
+        assert_eq!(
+            chain(&load),
+            "/c/native/x/libz.so.1: failed to map segment from shared object\nhint: /c/native/x is on a file system mounted noexec, where native code cannot run; set INGOT_CACHE_DIR to a directory on one that allows it"
+        );
+        assert_eq!(chain(&LoadError::NulInPath), "path contains NUL");
+        let goblin = goblin::elf::Elf::parse(b"\x7fELF").map(|_| ()).unwrap_err().to_string();
+        let unpatchable = drop_needed(b"\x7fELF", &[]).unwrap_err();
+        assert_eq!(chain(&unpatchable), format!("its ELF headers cannot be read: {goblin}"));
+        assert_eq!(
+            Unpatchable::BindNow.to_string(),
+            "it was linked to bind its symbols at load (BIND_NOW)"
+        );
+    }
 }

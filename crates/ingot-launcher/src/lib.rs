@@ -15,8 +15,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde::Deserialize;
 
+pub mod error;
 pub mod exit;
 pub mod selfcall;
+pub use error::{ConfigError, ExecutableError, LaunchError};
 use exit::{exit_code, finish, print_exception, Outcome};
 pub use selfcall::Mode;
 
@@ -108,14 +110,10 @@ pub enum Run {
 }
 
 impl LaunchConfig {
-    pub fn parse(bytes: &[u8]) -> Result<LaunchConfig, String> {
-        let config: LaunchConfig =
-            serde_json::from_slice(bytes).map_err(|error| error.to_string())?;
+    pub fn parse(bytes: &[u8]) -> Result<LaunchConfig, ConfigError> {
+        let config: LaunchConfig = serde_json::from_slice(bytes)?;
         if config.version != LAUNCH_CONFIG_VERSION {
-            return Err(format!(
-                "version {} is not supported (this launcher reads version {LAUNCH_CONFIG_VERSION})",
-                config.version
-            ));
+            return Err(ConfigError::Version { found: config.version });
         }
         let names: Vec<&str> = match &config.run {
             Run::Function { module, function } => vec![module.as_str(), function.as_str()],
@@ -123,7 +121,7 @@ impl LaunchConfig {
         };
         for name in names {
             if name.is_empty() || name.split('.').any(str::is_empty) {
-                return Err(format!("`{name}` is not a Python name"));
+                return Err(ConfigError::NotAName { name: name.to_string() });
             }
         }
         Ok(config)
@@ -133,6 +131,12 @@ impl LaunchConfig {
 /// Prints `ingot: <what>: <reason>` and exits 1.
 fn fail(what: &str, reason: impl std::fmt::Display) -> ! {
     eprintln!("ingot: {what}: {reason}");
+    std::process::exit(1)
+}
+
+/// Prints `ingot: <error>: <its causes>` and exits 1.
+fn fail_with(error: &LaunchError) -> ! {
+    eprintln!("ingot: {}", chain(error));
     std::process::exit(1)
 }
 
@@ -157,40 +161,32 @@ static OPENED: std::sync::Mutex<Option<Archive>> = std::sync::Mutex::new(None);
 
 /// Opens the archive appended to `exe`, checks it was built for this Python, and reads its
 /// launch configuration.
-pub fn read_archive(exe: &Path) -> Result<LaunchConfig, (String, String)> {
-    let shown = exe.display().to_string();
-    let archive = Archive::open_path(exe).map_err(|error| {
-        let mut reason = chain(&error);
-        if matches!(error, ingot_format::Error::NotAnArchive) {
-            reason.push_str(&format!(
-                " (this is the ingot launcher for Python {PYTHON_VERSION}: append an archive built with \
-                 Python {PYTHON_VERSION} to a copy of it)"
-            ));
+pub fn read_archive(exe: &Path) -> Result<LaunchConfig, LaunchError> {
+    let failed = |source| LaunchError::Archive { exe: exe.to_path_buf(), source };
+    let archive = match Archive::open_path(exe) {
+        Ok(archive) => archive,
+        Err(ingot_format::Error::NotAnArchive) => {
+            return Err(LaunchError::NotAnArchive { exe: exe.to_path_buf() })
         }
-        (shown.clone(), reason)
-    })?;
+        Err(error) => return Err(failed(error)),
+    };
     let header = archive.header();
     let magic: String = header.bytecode_magic.iter().map(|byte| format!("{byte:02x}")).collect();
     let version = format!("{}.{}", header.python_version.0, header.python_version.1);
     if version != PYTHON_VERSION || magic != BYTECODE_MAGIC {
-        return Err((
-            shown,
-            format!(
-                "the archive was built for Python {version} (bytecode magic {magic}), but this launcher \
-                 embeds Python {PYTHON_VERSION} (bytecode magic {BYTECODE_MAGIC}); build it with Python {PYTHON_VERSION}"
-            ),
-        ));
+        return Err(LaunchError::OtherPython { exe: exe.to_path_buf(), version, magic });
     }
     let config = {
         let entry = archive
             .find(Namespace::Files, LAUNCH_CONFIG)
-            .map_err(|error| (shown.clone(), chain(&error)))?
-            .ok_or_else(|| (shown.clone(), format!("the archive has no {LAUNCH_CONFIG}")))?;
+            .map_err(failed)?
+            .ok_or_else(|| LaunchError::NoConfig { exe: exe.to_path_buf() })?;
         let bytes = entry
             .data(Role::Content)
-            .map_err(|error| (shown.clone(), chain(&error)))?
-            .ok_or_else(|| (shown.clone(), format!("{LAUNCH_CONFIG} is empty")))?;
-        LaunchConfig::parse(&bytes).map_err(|error| (format!("{shown}: {LAUNCH_CONFIG}"), error))?
+            .map_err(failed)?
+            .ok_or_else(|| LaunchError::EmptyConfig { exe: exe.to_path_buf() })?;
+        LaunchConfig::parse(&bytes)
+            .map_err(|source| LaunchError::Config { exe: exe.to_path_buf(), source })?
     };
     if let Ok(mut slot) = OPENED.lock() {
         *slot = Some(archive);
@@ -198,23 +194,20 @@ pub fn read_archive(exe: &Path) -> Result<LaunchConfig, (String, String)> {
     Ok(config)
 }
 
-/// An error and its sources, `: `-separated.
 /// The executable file this process runs: `/proc/self/exe`, or, where /proc is not mounted (a
 /// chroot, a container without procfs), the file `argv[0]` names as a shell would have found it
 /// (see [`find_executable`]). The error names both attempts.
-pub fn own_executable() -> Result<PathBuf, String> {
-    let proc_error = match std::fs::read_link("/proc/self/exe") {
+pub fn own_executable() -> Result<PathBuf, LaunchError> {
+    let proc = match std::fs::read_link("/proc/self/exe") {
         Ok(exe) => return Ok(exe),
         Err(error) => error,
     };
     let argv0 = std::env::args_os().next().unwrap_or_default();
     let cwd = std::env::current_dir().ok();
-    find_executable(&argv0, std::env::var_os("PATH").as_deref(), cwd.as_deref()).map_err(|reason| {
-        format!(
-            "/proc/self/exe: {proc_error}; argv[0] {:?}: {reason} (mount /proc, or start it by its path)",
-            argv0.to_string_lossy()
-        )
-    })
+    match find_executable(&argv0, std::env::var_os("PATH").as_deref(), cwd.as_deref()) {
+        Ok(exe) => Ok(exe),
+        Err(argv0_error) => Err(LaunchError::OwnExecutable { proc, argv0, argv0_error }),
+    }
 }
 
 /// The default `PATH` of glibc's `execvp` (`confstr(_CS_PATH)`), when `PATH` is not set.
@@ -228,7 +221,7 @@ pub fn find_executable(
     argv0: &OsStr,
     path: Option<&OsStr>,
     cwd: Option<&Path>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ExecutableError> {
     let absolute = |candidate: &Path| -> Option<PathBuf> {
         if candidate.is_absolute() {
             Some(candidate.to_path_buf())
@@ -242,12 +235,12 @@ pub fn find_executable(
     };
     let bytes = argv0.as_bytes();
     if bytes.is_empty() {
-        return Err("it is empty".into());
+        return Err(ExecutableError::Empty);
     }
     let found = if bytes.contains(&b'/') {
-        let candidate = absolute(Path::new(argv0)).ok_or("the current directory is unknown")?;
+        let candidate = absolute(Path::new(argv0)).ok_or(ExecutableError::NoCurrentDirectory)?;
         if !is_executable(&candidate) {
-            return Err(format!("{} is not an executable file", candidate.display()));
+            return Err(ExecutableError::NotExecutable { path: candidate });
         }
         candidate
     } else {
@@ -263,9 +256,7 @@ pub fn find_executable(
             })
             .filter_map(|directory| absolute(&directory.join(argv0)))
             .find(|candidate| is_executable(candidate))
-            .ok_or_else(|| {
-                format!("no executable of that name on PATH ({})", path.to_string_lossy())
-            })?
+            .ok_or_else(|| ExecutableError::NotOnPath { search_path: path.to_os_string() })?
     };
     Ok(std::fs::canonicalize(&found).unwrap_or(found))
 }
@@ -274,9 +265,8 @@ pub fn find_executable(
 pub fn main() -> ! {
     // SAFETY: a plain read of a static; volatile, so that the section is referenced and kept.
     let _ = unsafe { std::ptr::read_volatile(&FACTS_IN_SECTION[0]) };
-    let exe =
-        own_executable().unwrap_or_else(|reason| fail("cannot find its own executable", reason));
-    let config = read_archive(&exe).unwrap_or_else(|(what, reason)| fail(&what, reason));
+    let exe = own_executable().unwrap_or_else(|error| fail_with(&error));
+    let config = read_archive(&exe).unwrap_or_else(|error| fail_with(&error));
     let argv: Vec<OsString> = std::env::args_os().collect();
     let exe_str = exe
         .to_str()
@@ -782,11 +772,15 @@ mod tests {
         let path = format!("/nonexistent::{}", bin.display());
         assert_eq!(find("app", Some(&path), &root).unwrap(), app);
         assert_eq!(find("app", Some("/nonexistent:"), &bin).unwrap(), app); // "" is the cwd
-        assert!(find("app", Some("/nonexistent"), &bin)
-            .unwrap_err()
-            .contains("no executable of that name on PATH"));
+        assert!(matches!(
+            find("app", Some("/nonexistent"), &bin),
+            Err(ExecutableError::NotOnPath { search_path }) if search_path == "/nonexistent"
+        ));
         assert!(find("data", Some(bin.to_str().unwrap()), &root).is_err()); // not executable
-        assert!(find("bin/data", None, &root).unwrap_err().contains("is not an executable file"));
+        assert!(matches!(
+            find("bin/data", None, &root),
+            Err(ExecutableError::NotExecutable { path }) if path == root.join("bin/data")
+        ));
         assert!(find("bin", Some(root.to_str().unwrap()), &root).is_err()); // a directory
         assert!(find("", None, &root).is_err());
         std::fs::remove_dir_all(&root).unwrap();
