@@ -18,7 +18,7 @@ from ingot import cli, elf
 from ingot.bytecode import canonical_marshal, compile_module
 from ingot.collect import is_excluded
 from ingot.errors import CollectError, IngotError, PackError
-from ingot.pack import KINDS, collect_directory, collect_stdlib, pack
+from ingot.pack import KINDS, PackOptions, collect_directory, collect_stdlib, pack
 
 from conftest import needed_by_stdlib_module
 
@@ -376,6 +376,17 @@ def test_module_that_does_not_compile_is_left_out_with_a_warning(tmp_path):
     result = pack(tmp_path / "out.ingot", stdlib=False, directories=[src])
     assert result.names("module") == {"good"}
     assert any("bad.py:1: does not compile" in warning for warning in result.warnings)
+
+
+def test_pack_takes_an_options_object_and_keywords_override_its_fields(tmp_path):
+    src = make_tree(tmp_path / "src", {"m.py": "x = 1\n", "n.py": "y = 2\n"})
+    options = PackOptions(stdlib=False, directories=[src], exclude=("n",))
+    assert pack(tmp_path / "a.ingot", options).names("module") == {"m"}
+    assert pack(tmp_path / "b.ingot", options, exclude=()).names("module") == {"m", "n"}
+    assert options.exclude == ("n",)  # the caller's object is left as it was
+    assert (tmp_path / "a.ingot").read_bytes() == pack(
+        tmp_path / "c.ingot", stdlib=False, directories=[src], exclude=("n",)
+    ).output.read_bytes()
 
 
 def test_source_and_levels_are_configurable(tmp_path):

@@ -655,7 +655,7 @@ def _prepare(files_packages: list[str], roots: list[Path], say) -> list[str]:
 
 def build(options: BuildOptions, progress: Callable[[str], None] | None = None) -> BuildResult:
     """Builds what ``options`` describe; raises IngotError subclasses on problems to fix."""
-    from ingot.pack import pack
+    from ingot.pack import PackOptions, pack
 
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -694,8 +694,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
         policy_warnings += _missing_imports(roots)
         policy_warnings += _prepare(files_packages, roots, say)
         try:
-            result = pack(
-                staging / "app.ingot",
+            pack_options = PackOptions(
                 directories=roots,
                 stdlib_exclude=_stdlib_excludes(config),
                 exclude=tuple(config.exclude),
@@ -710,6 +709,7 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
                 keep=tuple(config.include),
                 progress=say,
             )
+            result = pack(staging / "app.ingot", pack_options)
         except CompileError as error:
             raise _compile_error(error, staging / "app", plan) from None
         result.warnings[:0] = policy_warnings

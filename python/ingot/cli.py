@@ -387,15 +387,14 @@ def _size(count: float) -> str:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    from ingot.pack import DEFAULT_STDLIB_EXCLUDES, pack
+    from ingot.pack import DEFAULT_STDLIB_EXCLUDES, PackOptions, pack
 
     def say(message: str) -> None:
         if not args.quiet:
             print(message, file=sys.stderr)
 
     excludes = () if args.no_default_excludes else DEFAULT_STDLIB_EXCLUDES
-    result = pack(
-        args.output,
+    options = PackOptions(
         stdlib=args.stdlib,
         directories=args.paths,
         stdlib_exclude=(*excludes, *args.stdlib_exclude),
@@ -407,6 +406,7 @@ def _pack(args: argparse.Namespace) -> int:
         precompile_regexes=args.precompile_regexes,
         progress=say,
     )
+    result = pack(args.output, options)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _summary(result, say)

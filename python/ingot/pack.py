@@ -2,7 +2,7 @@
 shared libraries their extension modules need.
 
     from ingot.pack import pack
-    result = pack("app.ingot", directories=["build/site"], optimize_levels=(0, 2))
+    result = pack("app.ingot", PackOptions(directories=["build/site"], optimize_levels=(0, 2)))
     print(result.counts, result.size, result.warnings)
 
 :func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.collect`);
@@ -14,6 +14,7 @@ interpreter give the same archive, byte for byte (see :mod:`ingot.bytecode`).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.machinery
 import importlib.util
 import json
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ingot import elf
 from ingot._ingot import (
@@ -58,6 +60,7 @@ __all__ = [
     "DEFAULT_STDLIB_EXCLUDES",
     "KINDS",
     "ManifestEntry",
+    "PackOptions",
     "PackResult",
     "collect_directory",
     "collect_stdlib",
@@ -422,82 +425,97 @@ def _check_options(output: Path, levels, include_source: bool, compression_level
     return levels
 
 
-def pack(
-    output,
-    *,
-    stdlib: bool = True,
-    directories: Iterable = (),
-    stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES,
-    optimize_levels: Iterable[int] = (0,),
-    include_source: bool = True,
-    compression_level: int | None = None,
-    keep_debug_info: bool = False,
-    exclude: Iterable[str] = (),
-    extra_files: dict[str, bytes] | None = None,
-    files_packages: Iterable[str] = (),
-    precompile_regexes: bool = True,
-    entry_modules: Iterable[str] | None = None,
-    strict_directories: Iterable = (),
-    prune: bool = False,
-    keep: Iterable[str] = (),
-    progress: Callable[[str], None] | None = None,
-) -> PackResult:
-    """Writes an archive of the standard library (if ``stdlib``) and ``directories`` (earlier
-    ones win on a name clash, like earlier ``sys.path`` entries) to ``output``.
+@dataclass
+class PackOptions:
+    """What :func:`pack` writes; each field's default is ``ingot pack``'s."""
 
-    Modules are compiled by the running interpreter at each of ``optimize_levels``, and keep
-    their source unless ``include_source`` is false. Blobs are zstd-compressed at
-    ``compression_level`` (None: stored as is). Extension modules and shared libraries lose their
-    debug sections unless ``keep_debug_info``. ``exclude`` (globs on dotted names) leaves modules
-    and packages of ``directories`` out. ``extra_files`` (path -> content) are added as data
-    files, e.g. ``__ingot__/launch.json``. ``files_packages`` names top-level packages under the
-    ``files`` policy: their modules' sources, data files and extension modules are also listed in
-    a tree manifest, from which the importer materializes them into the extraction cache on first
-    import. ``precompile_regexes`` adds the table of regular expressions the modules compile
-    (:mod:`ingot.regexes`). ``entry_modules`` (the modules an executable runs) puts what a start
-    is expected to read first in the data region (:mod:`ingot.firstuse`); None leaves the
-    archive in name order. ``strict_directories`` hold the application's own code (and its
-    top-level data directories, a script's ``templates/``): a module there
-    that does not compile raises :class:`ingot.errors.CompileError` (elsewhere, in dependencies,
-    it is left out with a warning). With ``prune``, only what the entry modules, the
-    application's own code (``strict_directories``) and the launcher can reach is carried
-    (:mod:`ingot.reach`); ``keep`` patterns
-    are carried anyway, and :attr:`PackResult.left_out` says what went. ``progress`` receives one
-    line per step.
-    """
+    #: Carry the standard library (filtered by ``stdlib_exclude``).
+    stdlib: bool = True
+    #: Import roots to carry; earlier ones win a name clash, like earlier ``sys.path`` entries.
+    directories: Iterable[str | os.PathLike[str]] = ()
+    stdlib_exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES
+    #: Modules are compiled by the running interpreter at each of these levels.
+    optimize_levels: Iterable[int] = (0,)
+    #: Modules keep their source too.
+    include_source: bool = True
+    #: zstd level of the blobs a start does not read (None: everything stored as is).
+    compression_level: int | None = None
+    #: Extension modules and shared libraries keep their debug sections.
+    keep_debug_info: bool = False
+    #: Globs on dotted names: modules and packages of ``directories`` left out.
+    exclude: Iterable[str] = ()
+    #: Data files to add (path -> content), e.g. ``__ingot__/launch.json``.
+    extra_files: dict[str, bytes] | None = None
+    #: Top-level packages under the ``files`` policy: their sources, data files and extension
+    #: modules are also listed in a tree manifest, from which the importer materializes them into
+    #: the extraction cache on first import.
+    files_packages: Iterable[str] = ()
+    #: Add the table of regular expressions the modules compile (:mod:`ingot.regexes`).
+    precompile_regexes: bool = True
+    #: The modules an executable runs: what a start is expected to read goes first in the data
+    #: region (:mod:`ingot.firstuse`); None leaves the archive in name order.
+    entry_modules: Iterable[str] | None = None
+    #: The application's own code (and its top-level data directories, a script's
+    #: ``templates/``): a module there that does not compile raises
+    #: :class:`ingot.errors.CompileError` (elsewhere, in dependencies, it is left out with a
+    #: warning).
+    strict_directories: Iterable[str | os.PathLike[str]] = ()
+    #: Carry only what the entry modules, the application's own code and the launcher can reach
+    #: (:mod:`ingot.reach`); :attr:`PackResult.left_out` says what went.
+    prune: bool = False
+    #: Patterns carried anyway when pruning.
+    keep: Iterable[str] = ()
+    #: Receives one line per step.
+    progress: Callable[[str], None] | None = None
+
+
+def pack(
+    output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
+) -> PackResult:
+    """Writes an archive as ``options`` say (:class:`PackOptions`; keyword arguments set or
+    override its fields) to ``output``."""
+    if options is None:
+        options = PackOptions(**fields)
+    elif fields:
+        options = dataclasses.replace(options, **fields)
     started = time.perf_counter()
     output = Path(output)
-    levels = _check_options(output, optimize_levels, include_source, compression_level)
-    say = progress or (lambda message: None)
+    levels = _check_options(
+        output, options.optimize_levels, options.include_source, options.compression_level
+    )
+    say = options.progress or (lambda message: None)
+    entry_modules = None if options.entry_modules is None else list(options.entry_modules)
     result = PackResult(output, 0)
     collections: list[Collection] = []
     seen = set()
-    own = {os.path.realpath(directory) for directory in strict_directories}
-    for directory in directories:  # first: a bad directory fails before the long steps
+    own = {os.path.realpath(directory) for directory in options.strict_directories}
+    for directory in options.directories:  # first: a bad directory fails before the long steps
         if os.path.realpath(directory) not in seen:
             seen.add(os.path.realpath(directory))
             collections.append(
                 collect_directory(
                     directory,
-                    exclude=tuple(exclude),
+                    exclude=tuple(options.exclude),
                     top_level_data=os.path.realpath(directory) in own,
                 )
             )
             say(f"collected {len(collections[-1].items)} entries from {directory}")
-    if stdlib:  # the standard library comes first on sys.path: it wins name clashes
-        collections.insert(0, collect_stdlib(tuple(stdlib_exclude)))
+    if options.stdlib:  # the standard library comes first on sys.path: it wins name clashes
+        collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude)))
         say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
     for collection in collections:
         result.warnings += collection.warnings
     plan = _merge(collections, result.warnings)
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
-    if prune:
-        prefilled_imports = _prune(plan, collections, stdlib, own, entry_modules, keep, result)
+    if options.prune:
+        prefilled_imports = _prune(
+            plan, collections, options.stdlib, own, entry_modules, options.keep, result
+        )
         say(
             f"carrying {len(plan)} entries that the application can use; left out "
             f"{sum(count for _, count, _ in result.left_out.values())}"
         )
-    files_packages = sorted(set(files_packages))
+    files_packages = sorted(set(options.files_packages))
     present = {_top_level(item) for item in plan.values()}
     for package in files_packages:
         if package not in present:
@@ -507,23 +525,24 @@ def pack(
             )
     files_packages = _with_mypyc_groups(files_packages, plan)
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
-    entry_modules = None if entry_modules is None else list(entry_modules)
     scan = _Scan(
-        patterns={} if precompile_regexes else None,
+        patterns={} if options.precompile_regexes else None,
         imports=dict(prefilled_imports) if entry_modules is not None else None,
     )
-    _add_libraries(plan, result.warnings, only_needed=prune)
+    _add_libraries(plan, result.warnings, only_needed=options.prune)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(
         bytecode_magic=importlib.util.MAGIC_NUMBER,
         python_version=sys.version_info[:2],
-        compression_level=compression_level,
+        compression_level=options.compression_level,
     )
-    strict = [Path(directory).resolve() for directory in strict_directories]
+    strict = [Path(directory).resolve() for directory in options.strict_directories]
     for key in sorted(plan):
         item = plan[key]
         try:
-            size, tree_bytes = _add(writer, item, levels, include_source, keep_debug_info, scan)
+            size, tree_bytes = _add(
+                writer, item, levels, options.include_source, options.keep_debug_info, scan
+            )
         except SyntaxError as error:
             if any(Path(item.path).is_relative_to(directory) for directory in strict):
                 raise CompileError(item.path, item.name, error) from None
@@ -541,7 +560,7 @@ def pack(
         package = _top_level(item)
         if package in trees and tree_bytes is not None:
             trees[package][_tree_path(item)] = tree_bytes
-    extra_files = dict(extra_files or {})
+    extra_files = dict(options.extra_files or {})
     for package, tree in trees.items():
         extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
     for name, content in sorted(extra_files.items()):
@@ -551,7 +570,7 @@ def pack(
         result.manifest.append(ManifestEntry("data-file", name, len(content)))
         result.counts["data-file"] += 1
         result.sizes["data-file"] += len(content)
-    if precompile_regexes:
+    if options.precompile_regexes:
         patterns = set().union(*scan.patterns.values())
         table = precompiled_entries(patterns)
         for name, content in sorted(table.items()):
@@ -565,7 +584,7 @@ def pack(
         )
     if entry_modules is not None:
         order = _first_use(
-            scan, result, extra_files, table if precompile_regexes else {}, entry_modules
+            scan, result, extra_files, table if options.precompile_regexes else {}, entry_modules
         )
         # The list itself, read by the launcher's read-ahead thread (docs/format.md).
         order.insert(0, ("files", FIRST_USE))
@@ -582,7 +601,7 @@ def pack(
         writer.add_data_file(FIRST_USE, listing)
         writer.set_first_use(order)
         say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
-    if compression_level is not None:
+    if options.compression_level is not None:
         trained = writer.train_dictionary(DICTIONARY_SIZE)
         if trained:
             say(f"trained a {trained}-byte zstd dictionary for the small modules' blobs")
