@@ -9,8 +9,20 @@ Only names from ``sys`` and built-in modules are used at the top level: this cod
 
 import sys
 
+# No `typing` import at run time (see above). Mypy takes any module-level name `TYPE_CHECKING` as
+# true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from os import DirEntry, stat_result
+    from typing import IO, Any
 
-def serve_archive_paths(finder):
+    from _typeshed import FileDescriptorOrPath, StrOrBytesPath
+
+    from ingot._ingot import IngotFinder
+
+
+def serve_archive_paths(finder: "IngotFinder") -> None:
     """Read-only answers for the paths under the executable's own path, where the modules'
     ``__file__`` point (``<exe>/pkg/mod.py``): ``os.stat``/``lstat``/``access``, ``os.listdir``/
     ``scandir`` (hence ``os.walk``, ``glob``, ``os.path.exists``/``isfile``/``isdir``/
@@ -30,9 +42,17 @@ def serve_archive_paths(finder):
     root = finder.path
     prefix = root + "/"
     fspath, encoding = posix.fspath, sys.getfilesystemencoding()
-    real = {
-        name: getattr(posix, name)
-        for name in ("stat", "lstat", "access", "listdir", "scandir", "open", "listxattr")
+    real_stat, real_lstat, real_access = posix.stat, posix.lstat, posix.access
+    real_listdir, real_scandir, real_os_open = posix.listdir, posix.scandir, posix.open
+    real_listxattr = posix.listxattr
+    real: dict[str, object] = {
+        "stat": real_stat,
+        "lstat": real_lstat,
+        "access": real_access,
+        "listdir": real_listdir,
+        "scandir": real_scandir,
+        "open": real_os_open,
+        "listxattr": real_listxattr,
     }
     real_open = io.open
     read_only = ~(
@@ -44,20 +64,20 @@ def serve_archive_paths(finder):
         | getattr(posix, "O_DIRECTORY", 0)
     )
 
-    def inside(path):
+    def inside(path: "FileDescriptorOrPath | None") -> "str | None":
         """The archive-relative path of ``path`` if it lies below the executable, else None."""
-        if path.__class__ is not str:
-            if path.__class__ is int or path is None:
+        if not isinstance(path, str):
+            if isinstance(path, int) or path is None:
                 return None
             try:
                 path = fspath(path)
             except TypeError:
                 return None
-            if path.__class__ is bytes:
+            if isinstance(path, bytes):
                 path = path.decode(encoding, "surrogateescape")
         if not path.startswith(prefix):
             return None
-        parts = []
+        parts: list[str] = []
         for part in path[len(prefix) :].split("/"):
             if part == "..":
                 if not parts:
@@ -73,20 +93,20 @@ def serve_archive_paths(finder):
                 return None
         return relative or None
 
-    def kind(relative):
+    def kind(relative: str) -> "str | None":
         """'file', 'dir' or None (not in the archive)."""
         if finder._isfile(relative):
             return "file"
         return "dir" if finder._isdir(relative) else None
 
-    def missing(relative, path):
+    def missing(relative: str, path: object) -> FileNotFoundError:
         return FileNotFoundError(2, "No such file or directory (in the executable)", path)
 
-    def stat_of(relative, path):
+    def stat_of(relative: str, path: object) -> "stat_result":
         what = kind(relative)
         if what is None:
             raise missing(relative, path)
-        exe = real["stat"](root)
+        exe = real_stat(root)
         size = len(finder.get_data(prefix + relative)) if what == "file" else 0
         mode = 0o100444 if what == "file" else 0o40555
         times = {
@@ -117,7 +137,9 @@ def serve_archive_paths(finder):
             times,
         )
 
-    def names(relative, path):
+    def names(
+        relative: str, path: "FileDescriptorOrPath | None"
+    ) -> "list[tuple[str, bool]] | list[tuple[bytes, bool]]":
         if kind(relative) != "dir":
             raise (
                 missing(relative, path)
@@ -126,12 +148,13 @@ def serve_archive_paths(finder):
             )
         listed = finder._listdir(relative)
         if isinstance(path, bytes) or (
-            not isinstance(path, str) and isinstance(fspath(path), bytes)
+            # inside() answered for `path`: it is no int or None
+            not isinstance(path, str) and isinstance(fspath(path), bytes)  # type: ignore[arg-type, type-var]
         ):
             return [(name.encode(encoding, "surrogateescape"), is_dir) for name, is_dir in listed]
         return listed
 
-    def content_fd(relative, path):
+    def content_fd(relative: str, path: object) -> int:
         """A descriptor of a memory file holding the file's bytes, positioned at its start."""
         if kind(relative) != "file":
             raise (
@@ -151,68 +174,86 @@ def serve_archive_paths(finder):
             raise
         return fd
 
-    def stat(path, *, dir_fd=None, follow_symlinks=True):
+    def stat(
+        path: "FileDescriptorOrPath", *, dir_fd: "int | None" = None, follow_symlinks: bool = True
+    ) -> "stat_result":
         if dir_fd is None:
             relative = inside(path)
             if relative is not None:
                 return stat_of(relative, path)
-        return real["stat"](path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        return real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
 
-    def lstat(path, *, dir_fd=None):
+    def lstat(path: "StrOrBytesPath", *, dir_fd: "int | None" = None) -> "stat_result":
         if dir_fd is None:
             relative = inside(path)
             if relative is not None:
                 return stat_of(relative, path)
-        return real["lstat"](path, dir_fd=dir_fd)
+        return real_lstat(path, dir_fd=dir_fd)
 
-    def access(path, mode, *, dir_fd=None, effective_ids=False, follow_symlinks=True):
+    def access(
+        path: "FileDescriptorOrPath",
+        mode: int,
+        *,
+        dir_fd: "int | None" = None,
+        effective_ids: bool = False,
+        follow_symlinks: bool = True,
+    ) -> bool:
         if dir_fd is None:
             relative = inside(path)
             if relative is not None:
                 what = kind(relative)
                 return what is not None and not mode & 2 and (what == "dir" or not mode & 1)
-        return real["access"](
+        return real_access(
             path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks
         )
 
-    def listdir(path=None):
+    def listdir(
+        path: "FileDescriptorOrPath | None" = None,
+    ) -> "list[str] | list[bytes] | list[str | bytes]":
         relative = inside(path)
         if relative is not None:
             return [name for name, _ in names(relative, path)]
-        return real["listdir"]() if path is None else real["listdir"](path)
+        return real_listdir() if path is None else real_listdir(path)
 
-    def scandir(path=None):
+    def scandir(
+        path: "FileDescriptorOrPath | None" = None,
+    ) -> "Iterator[_ArchiveEntry] | Iterator[DirEntry[str]] | Iterator[DirEntry[bytes]]":
         relative = inside(path)
         if relative is not None:
             return _ArchiveScandir(
-                path, [(name, is_dir, stat) for name, is_dir in names(relative, path)]
+                path,  # type: ignore[arg-type]  # inside() answered for it: no int or None
+                [(name, is_dir, stat) for name, is_dir in names(relative, path)],
             )
-        return real["scandir"]() if path is None else real["scandir"](path)
+        return real_scandir() if path is None else real_scandir(path)
 
-    def open_fd(path, flags, mode=0o777, *, dir_fd=None):
+    def open_fd(
+        path: "StrOrBytesPath", flags: int, mode: int = 0o777, *, dir_fd: "int | None" = None
+    ) -> int:
         if dir_fd is None and not flags & ~read_only:
             relative = inside(path)
             if relative is not None:
                 return content_fd(relative, path)
-        return real["open"](path, flags, mode, dir_fd=dir_fd)
+        return real_os_open(path, flags, mode, dir_fd=dir_fd)
 
-    def listxattr(path=None, *, follow_symlinks=True):
+    def listxattr(
+        path: "FileDescriptorOrPath | None" = None, *, follow_symlinks: bool = True
+    ) -> "list[str]":
         relative = inside(path)
         if relative is not None:
             stat_of(relative, path)  # it exists; archive entries have no extended attributes
             return []
-        return real["listxattr"](path, follow_symlinks=follow_symlinks)
+        return real_listxattr(path, follow_symlinks=follow_symlinks)
 
     def open_file(
-        file,
-        mode="r",
-        buffering=-1,
-        encoding=None,
-        errors=None,
-        newline=None,
-        closefd=True,
-        opener=None,
-    ):
+        file: "FileDescriptorOrPath",
+        mode: str = "r",
+        buffering: int = -1,
+        encoding: "str | None" = None,
+        errors: "str | None" = None,
+        newline: "str | None" = None,
+        closefd: bool = True,
+        opener: "Callable[[str, int], int] | None" = None,
+    ) -> "IO[Any]":
         if opener is None and mode.__class__ is str and not set(mode) - set("rbtU"):
             relative = inside(file)
             if relative is not None:
@@ -220,7 +261,8 @@ def serve_archive_paths(finder):
                     content_fd(relative, file), mode, buffering, encoding, errors, newline
                 )
                 raw = getattr(getattr(opened, "buffer", opened), "raw", opened)
-                raw.name = fspath(file)
+                # The raw FileIO's name is writable (IO's is not); inside() took `file`: no int.
+                raw.name = fspath(file)  # type: ignore[misc, arg-type]
                 return opened
         return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
 
@@ -252,28 +294,32 @@ def serve_archive_paths(finder):
                     members.add(function)
     open_file.__name__ = open_file.__qualname__ = "open"
     open_file.__doc__ = real_open.__doc__
-    builtins.open = io.open = open_file
+    builtins.open = io.open = open_file  # type: ignore[assignment]  # one signature for the overloads
 
 
 class _ArchiveScandir:
     """``os.scandir``'s iterator over a directory of the executable's archive."""
 
-    def __init__(self, path, entries):
+    def __init__(
+        self,
+        path: "StrOrBytesPath",
+        entries: "list[tuple[str | bytes, bool, Callable[[str | bytes], stat_result]]]",
+    ) -> None:
         self._entries = iter([_ArchiveEntry(path, *entry) for entry in entries])
 
-    def __iter__(self):
+    def __iter__(self) -> "_ArchiveScandir":
         return self
 
-    def __next__(self):
+    def __next__(self) -> "_ArchiveEntry":
         return next(self._entries)
 
-    def close(self):
+    def close(self) -> None:
         self._entries = iter(())
 
-    def __enter__(self):
+    def __enter__(self) -> "_ArchiveScandir":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -282,36 +328,46 @@ class _ArchiveEntry:
 
     __slots__ = ("_is_dir", "_stat", "name", "path")
 
-    def __init__(self, directory, name, is_dir, stat):
+    name: "str | bytes"
+    path: "str | bytes"
+
+    def __init__(
+        self,
+        directory: "StrOrBytesPath",
+        name: "str | bytes",
+        is_dir: bool,
+        stat: "Callable[[str | bytes], stat_result]",
+    ) -> None:
         import posix
 
         directory = posix.fspath(directory)
         separator = b"/" if isinstance(directory, bytes) else "/"
         self.name, self._is_dir, self._stat = name, is_dir, stat
+        # `name` is bytes exactly when `directory` is (names() lists bytes for a bytes path).
         self.path = (
-            directory + name if directory.endswith(separator) else directory + separator + name
+            directory + name if directory.endswith(separator) else directory + separator + name  # type: ignore[operator, arg-type]
         )
 
-    def __fspath__(self):
+    def __fspath__(self) -> "str | bytes":
         return self.path
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<DirEntry {self.name!r}>"
 
-    def is_dir(self, *, follow_symlinks=True):
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
         return self._is_dir
 
-    def is_file(self, *, follow_symlinks=True):
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
         return not self._is_dir
 
-    def is_symlink(self):
+    def is_symlink(self) -> bool:
         return False
 
-    def is_junction(self):
+    def is_junction(self) -> bool:
         return False
 
-    def stat(self, *, follow_symlinks=True):
+    def stat(self, *, follow_symlinks: bool = True) -> "stat_result":
         return self._stat(self.path)
 
-    def inode(self):
+    def inode(self) -> int:
         return self._stat(self.path).st_ino

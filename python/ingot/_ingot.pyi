@@ -1,15 +1,38 @@
 """Type stubs for the compiled module `ingot._ingot` (crates/ingot-importer)."""
 
 import os
-from collections.abc import Iterator
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from importlib.machinery import ModuleSpec
+from importlib.metadata import Distribution, DistributionFinder
 from types import CodeType, ModuleType
-from typing import Any, final
+from typing import TypedDict, final
 
 from typing_extensions import Self
 
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import TraversableResources
+else:
+    from importlib.abc import TraversableResources
+
 __all__ = [
+    "FILES_MANIFEST_DIR",
+    "FIRST_USE",
+    "FIRST_USE_FILE",
+    "FIRST_USE_LIBRARY",
+    "FIRST_USE_MODULE",
     "FORMAT_VERSION",
+    "LAUNCHER_FACTS_FORMAT",
+    "LAUNCHER_FACTS_SECTION",
+    "LAUNCH_CONFIG",
+    "LAUNCH_CONFIG_VERSION",
+    "REGEX_DIR",
+    "REGEX_MAGIC",
+    "REGEX_MODULE",
+    "RESERVED_PREFIX",
+    "TRAILER_MAGIC",
+    "ZSTD_DICTIONARY",
     "ArchiveError",
     "ArchiveWriter",
     "IngotFinder",
@@ -18,12 +41,29 @@ __all__ = [
     "cache_root",
     "content_hash",
     "elf_dynamic",
+    "elf_section",
     "elf_version_needs",
     "loadable_image",
     "write_tree",
 ]
 
 FORMAT_VERSION: int
+TRAILER_MAGIC: bytes
+# The names writer and readers agree on (crates/ingot-format/src/names.rs).
+RESERVED_PREFIX: str
+LAUNCH_CONFIG: str
+LAUNCH_CONFIG_VERSION: int
+FIRST_USE: str
+FIRST_USE_MODULE: str
+FIRST_USE_FILE: str
+FIRST_USE_LIBRARY: str
+FILES_MANIFEST_DIR: str
+ZSTD_DICTIONARY: str
+REGEX_DIR: str
+REGEX_MAGIC: str
+REGEX_MODULE: str
+LAUNCHER_FACTS_SECTION: str
+LAUNCHER_FACTS_FORMAT: int
 
 class ArchiveError(ImportError): ...
 
@@ -34,7 +74,7 @@ class IngotFinder:
     def path(self) -> str: ...
     # importlib.abc.MetaPathFinder
     def find_spec(
-        self, fullname: str, path: Any = None, target: ModuleType | None = None
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None: ...
     def invalidate_caches(self) -> None: ...
     # importlib.abc.Loader
@@ -47,8 +87,11 @@ class IngotFinder:
     def get_filename(self, fullname: str) -> str: ...
     def get_data(self, path: str) -> bytes: ...
     # importlib.resources / importlib.metadata / pkgutil
-    def get_resource_reader(self, fullname: str) -> Any: ...
-    def find_distributions(self, context: Any = None) -> Iterator[Any]: ...
+    # ingot._support's IngotResourceReader, or its FileTreeReader for a `files` package
+    def get_resource_reader(self, fullname: str) -> TraversableResources: ...
+    def find_distributions(
+        self, context: DistributionFinder.Context | None = None
+    ) -> Iterator[Distribution]: ...
     def iter_modules(self, prefix: str = "") -> list[tuple[str, bool]]: ...
     def path_hook(self, path: str) -> IngotPathEntryFinder: ...
     # tools
@@ -77,13 +120,16 @@ class IngotPathEntryFinder:
 class PrecompiledRegexes:
     """The regular-expression compiler's ``compile(p, flags=0)`` answered from the archive's
     table of precompiled patterns (installed by the finder; see docs/importer.md)."""
-    def __call__(self, p: Any, flags: Any = None) -> Any: ...
+    # `p`: a pattern, or the compiler's parsed form of one
+    def __call__(
+        self, p: object, flags: int | None = None
+    ) -> re.Pattern[str] | re.Pattern[bytes]: ...
     @property
     def hits(self) -> int: ...
     @property
     def misses(self) -> int: ...
     @property
-    def original(self) -> Any: ...
+    def original(self) -> Callable[..., re.Pattern[str] | re.Pattern[bytes]]: ...
 
 @final
 class ArchiveWriter:
@@ -118,7 +164,18 @@ class ArchiveWriter:
     def write(self, path: str | os.PathLike[str]) -> int: ...
     def to_bytes(self) -> bytes: ...
 
-def elf_dynamic(image: bytes) -> dict[str, Any]: ...
+class _ElfDynamic(TypedDict):
+    """``elf_dynamic``'s answer (a plain dict at run time; this name exists in the stub only)."""
+
+    soname: str | None
+    needed: list[str]
+    rpath: list[str]
+    runpath: list[str]
+    machine: int
+    is_64: bool
+
+def elf_dynamic(image: bytes) -> _ElfDynamic: ...
+def elf_section(path: str | os.PathLike[str], name: str) -> bytes | None: ...
 def loadable_image(image: bytes) -> bytes: ...
 def elf_version_needs(image: bytes) -> list[tuple[str, str]]: ...
 def content_hash(data: bytes) -> int: ...

@@ -9,10 +9,29 @@ import io
 import posixpath
 import re
 
+# No `typing` import at run time: this module is compiled at the start-up of executables. Mypy
+# takes any module-level name `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sys
+    from collections.abc import Callable, Iterator
+    from importlib.metadata import Distribution, DistributionFinder
+    from importlib.metadata._meta import SimplePath
+    from typing import IO, Any, Literal, overload
+
+    from _typeshed import StrPath
+
+    from ingot._ingot import IngotFinder
+
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable, TraversableResources
+    else:
+        from importlib.abc import Traversable, TraversableResources
+
 __all__ = ["IngotDistribution", "IngotResourceReader", "IngotTraversable", "find_distributions"]
 
 
-def _join(directory, *parts):
+def _join(directory: str, *parts: object) -> str:
     """Joins `/`-separated parts under `directory`, refusing to climb out of the archive."""
     path = posixpath.join(directory, *(str(part) for part in parts)) if parts else directory
     normalized = posixpath.normpath(path) if path else ""
@@ -28,58 +47,73 @@ class IngotTraversable:
 
     __slots__ = ("_finder", "_path")
 
-    def __init__(self, finder, path):
+    def __init__(self, finder: "IngotFinder", path: str) -> None:
         self._finder = finder
         self._path = path
 
     @property
-    def name(self):
+    def name(self) -> str:
         return posixpath.basename(self._path)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self._finder.path}/{self._path}" if self._path else self._finder.path
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"IngotTraversable({str(self)!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, IngotTraversable):
             return NotImplemented
         return self._finder is other._finder and self._path == other._path
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((id(self._finder), self._path))
 
-    def iterdir(self):
+    def iterdir(self) -> "Iterator[IngotTraversable]":
         if not self.is_dir():
             raise NotADirectoryError(f"not a directory in ingot archive: {self}")
         for name, _is_dir in self._finder._listdir(self._path):
             yield IngotTraversable(self._finder, _join(self._path, name))
 
-    def is_dir(self):
+    def is_dir(self) -> bool:
         return self._finder._isdir(self._path)
 
-    def is_file(self):
+    def is_file(self) -> bool:
         return bool(self._path) and self._finder._isfile(self._path)
 
-    def exists(self):
+    def exists(self) -> bool:
         return self.is_file() or self.is_dir()
 
-    def joinpath(self, *descendants):
+    def joinpath(self, *descendants: "StrPath") -> "IngotTraversable":
         return IngotTraversable(self._finder, _join(self._path, *descendants))
 
-    def __truediv__(self, child):
+    def __truediv__(self, child: "StrPath") -> "IngotTraversable":
         return self.joinpath(child)
 
-    def read_bytes(self):
+    def read_bytes(self) -> bytes:
         if self.is_dir():
             raise IsADirectoryError(f"is a directory in ingot archive: {self}")
         return self._finder._read(self._path)
 
-    def read_text(self, encoding=None, errors=None):
+    def read_text(self, encoding: "str | None" = None, errors: "str | None" = None) -> str:
         return self.read_bytes().decode(encoding or "utf-8", errors or "strict")
 
-    def open(self, mode="r", *args, **kwargs):
+    if TYPE_CHECKING:
+
+        @overload
+        def open(
+            self,
+            mode: 'Literal["r", "rt"]' = "r",
+            *,
+            encoding: "str | None" = None,
+            errors: "str | None" = None,
+            newline: "str | None" = None,
+        ) -> "IO[str]": ...
+        @overload
+        def open(self, mode: 'Literal["rb"]') -> "IO[bytes]": ...
+
+    # `*args` and `**kwargs` are io.TextIOWrapper's, handed on as they are.
+    def open(self, mode: str = "r", *args: "Any", **kwargs: "Any") -> "IO[str] | IO[bytes]":
         if mode not in ("r", "rb", "rt"):
             raise ValueError(f"ingot archive files are read-only; mode {mode!r} is not supported")
         stream = io.BytesIO(self.read_bytes())
@@ -90,50 +124,56 @@ class IngotTraversable:
         return io.TextIOWrapper(stream, *args, **kwargs)
 
 
-def _register_traversable():
+# Mypy checks for Python 3.10 (pyproject.toml), which lacks importlib.resources.abc.
+def _register_traversable() -> None:
     try:
-        from importlib.resources.abc import Traversable  # 3.11+
+        from importlib.resources.abc import Traversable  # type: ignore[import-not-found, unused-ignore]  # 3.11+
     except ImportError:
         from importlib.abc import Traversable  # 3.10
     Traversable.register(IngotTraversable)
 
 
-def _traversable_resources():
+def _traversable_resources() -> "type[TraversableResources]":
     try:
-        from importlib.resources.abc import TraversableResources  # 3.11+
+        from importlib.resources.abc import TraversableResources as base  # 3.11+
     except ImportError:
-        from importlib.abc import TraversableResources  # 3.10
-    return TraversableResources
+        from importlib.abc import TraversableResources as base  # 3.10
+    return base  # type: ignore[no-any-return, unused-ignore]  # Any: the module 3.10 lacks
 
 
 _register_traversable()
 
+if TYPE_CHECKING:
+    _TraversableResources = TraversableResources
+else:
+    _TraversableResources = _traversable_resources()
 
-class IngotResourceReader(_traversable_resources()):
+
+class IngotResourceReader(_TraversableResources):
     """``get_resource_reader`` result: ``files()`` is the package's directory in the archive."""
 
-    def __init__(self, finder, directory):
+    def __init__(self, finder: "IngotFinder", directory: str) -> None:
         self._finder = finder
         self._directory = directory
 
-    def files(self):
+    def files(self) -> "Traversable":
         return IngotTraversable(self._finder, self._directory)
 
 
-class FileTreeReader(_traversable_resources()):
+class FileTreeReader(_TraversableResources):
     """``get_resource_reader`` result for a package under the ``files`` policy: ``files()`` is its
     materialized directory in the extraction cache, a real ``pathlib.Path`` (so ``as_file`` hands
     out real paths without copying)."""
 
-    def __init__(self, directory):
+    def __init__(self, directory: str) -> None:
         self._directory = directory
 
-    def files(self):
+    def files(self) -> "Traversable":
         import pathlib
 
         return pathlib.Path(self._directory)
 
-    def resource_path(self, resource):
+    def resource_path(self, resource: str) -> str:
         # Python 3.10's importlib.resources.path() asks for this first; without it, it copies
         # the resource to a temporary file.
         import os
@@ -144,7 +184,7 @@ class FileTreeReader(_traversable_resources()):
         return path
 
 
-def _canonical(name):
+def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
@@ -152,41 +192,44 @@ class IngotDistribution:
     """Placeholder replaced below by a subclass of ``importlib.metadata.Distribution``."""
 
 
-def _distribution_class():
+def _distribution_class() -> "Callable[[IngotFinder, str], Distribution]":
     import importlib.metadata as metadata
 
     class IngotDistribution(metadata.Distribution):
         """A ``*.dist-info`` directory inside an ingot archive."""
 
-        def __init__(self, finder, directory):
+        def __init__(self, finder: "IngotFinder", directory: str) -> None:
             self._finder = finder
             self._directory = directory
 
-        def read_text(self, filename):
+        def read_text(self, filename: str) -> "str | None":
             try:
                 data = self._finder._read(_join(self._directory, filename))
             except (FileNotFoundError, ValueError):
                 return None
             return data.decode("utf-8")
 
-        def locate_file(self, path):
+        def locate_file(self, path: "StrPath") -> "SimplePath":
             # RECORD paths are relative to the directory holding the dist-info: the archive root.
-            return IngotTraversable(self._finder, _join("", str(path)))
+            # IngotTraversable lacks SimplePath's `parent`, which importlib.metadata does not use.
+            return IngotTraversable(self._finder, _join("", str(path)))  # type: ignore[return-value]
 
         @property
-        def _normalized_name(self):
+        def _normalized_name(self) -> str:
             return _canonical(self._directory.partition("-")[0])
 
-        def __repr__(self):
+        def __repr__(self) -> str:
             return f"<IngotDistribution {self._directory!r} in {self._finder.path!r}>"
 
     return IngotDistribution
 
 
-_DISTRIBUTION = None
+_DISTRIBUTION: "Callable[[IngotFinder, str], Distribution] | None" = None
 
 
-def find_distributions(finder, context=None):
+def find_distributions(
+    finder: "IngotFinder", context: "DistributionFinder.Context | None" = None
+) -> "Iterator[Distribution]":
     """``DistributionFinder.find_distributions`` for an ingot finder."""
     global _DISTRIBUTION
     if _DISTRIBUTION is None:
