@@ -10,6 +10,7 @@ The importer works in any Python 3.10+::
 answers reads of paths under the archive (``open(mod.__file__)``) as executables do.
 """
 
+import os
 import sys
 
 from ingot._archive_paths import serve_archive_paths
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-def install(path, *, index=0):
+def install(path: str | os.PathLike[str], *, index: int = 0) -> IngotFinder:
     """Opens the archive at `path` and puts its finder on ``sys.meta_path`` (at `index`) and its
     path hook first on ``sys.path_hooks``. Returns the finder."""
     finder = IngotFinder(path)
@@ -47,7 +48,7 @@ def install(path, *, index=0):
     return finder
 
 
-def uninstall(finder):
+def uninstall(finder: IngotFinder) -> None:
     """Removes a finder installed by :func:`install`."""
     sys.meta_path[:] = [entry for entry in sys.meta_path if entry is not finder]
     sys.path_hooks[:] = [

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ingot._ingot import (
     LAUNCH_CONFIG,
@@ -41,6 +42,16 @@ from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.errors import CompileError, IngotError
 from ingot.project import Config
 from ingot.sources import Plan, console_script_plan, plan_source
+
+if TYPE_CHECKING:
+    from ingot._ingot import IngotFinder
+    from ingot.elf import GlibcFloor
+    from ingot.pack import PackResult
+
+#: A step's progress line goes to this.
+Say = Callable[[str], None]
+#: JSON as read: the launcher's facts, launch.json, ``describe``'s report.
+Json = dict[str, Any]
 
 __all__ = [
     "LAUNCH_CONFIG",
@@ -74,8 +85,8 @@ class BuildOptions:
 class BuildResult:
     output: Path
     size: int
-    pack: object  # ingot.pack.PackResult
-    run: dict
+    pack: PackResult
+    run: Json
     launcher: Path | None
     launcher_size: int
     seconds: float
@@ -118,7 +129,7 @@ def _elf_section(path: Path, name: str) -> bytes | None:
         raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
 
 
-def launcher_facts(path: Path) -> dict:
+def launcher_facts(path: Path) -> Json:
     """What the launcher at ``path`` carries in its ``.ingot.launcher`` ELF section, without
     running it: ``python`` ("3.11"), ``bytecode_magic`` (hex), ``ingot`` (version), ``format``,
     ``launch_config`` (the launch.json versions it reads), ``linkage``. BuildError when the file
@@ -157,12 +168,13 @@ def launcher_python(path: Path) -> str | None:
     """The Python version ("3.11") the launcher at ``path`` embeds (from :func:`launcher_facts`);
     None when it is not an ingot launcher."""
     try:
-        return launcher_facts(path)["python"]
+        python: str = launcher_facts(path)["python"]
+        return python
     except BuildError:
         return None
 
 
-def _check_launcher(path: Path) -> dict:
+def _check_launcher(path: Path) -> Json:
     """The launcher's facts, checked against this Python and this ingot's launch.json."""
     import importlib.util
 
@@ -444,7 +456,7 @@ def _copy_project(project: Path, destination: Path) -> Path:
     return destination
 
 
-def _stage(plan: Plan, staging: Path, say) -> list[Path]:
+def _stage(plan: Plan, staging: Path, say: Say) -> list[Path]:
     """Installs the application and its dependencies under ``staging``; returns the import
     roots to collect, the application's first."""
     app, deps = staging / "app", staging / "deps"
@@ -517,7 +529,7 @@ def _write(output: Path, parts: list[bytes], mode: int) -> int:
 
 
 def _file_policy(
-    config: Config, roots: list[Path], say, *, executable: bool
+    config: Config, roots: list[Path], say: Say, *, executable: bool
 ) -> tuple[list[str], list[str]]:
     """The ``files`` packages of a build (configured + the built-in table), and warnings for code
     of the other collected packages that hands paths built from ``__file__`` to what needs real
@@ -534,7 +546,7 @@ def _file_policy(
     )
     for name in sorted(decision.files):
         say(f"files policy: {name} ({decision.reasons[name]})")
-    warnings = []
+    warnings: list[str] = []
     try:
         from ingot import filescan
     except ImportError:  # pragma: no cover - the scanner ships with ingot
@@ -553,7 +565,7 @@ def _file_policy(
     served = sorted({finding.package for finding in findings if finding.call in answered})
     if served:
         say("reads files next to its modules, answered from the executable: " + ", ".join(served))
-    by_package: dict[str, list] = {}
+    by_package: dict[str, list[filescan.Finding]] = {}
     for finding in findings:
         if finding.call not in answered:
             by_package.setdefault(finding.package, []).append(finding)
@@ -613,7 +625,7 @@ def _in_tests(path: str) -> bool:
     return any(part in ("tests", "test", "testing") for part in path.split("/")[1:-1])
 
 
-def _prepare(files_packages: list[str], roots: list[Path], say) -> list[str]:
+def _prepare(files_packages: list[str], roots: list[Path], say: Say) -> list[str]:
     """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
     packages in their staged directories; returns warnings for those that failed (the package
     still works, as it would without the files the step makes)."""
@@ -738,7 +750,9 @@ def build(options: BuildOptions, progress: Callable[[str], None] | None = None) 
     )
 
 
-def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = None):
+def executable_glibc_floor(
+    path: Path, finder: IngotFinder | None = None, launcher_size: int | None = None
+) -> GlibcFloor:
     """The oldest glibc the executable (or archive) at ``path`` runs on: the newest ``GLIBC_x.y``
     its launcher or any extension module or shared library in its archive needs, and which one
     (an ``ingot.elf.GlibcFloor``)."""
@@ -775,7 +789,7 @@ def executable_glibc_floor(path: Path, finder=None, launcher_size: int | None = 
     return floor
 
 
-def describe(path) -> dict:
+def describe(path: str | os.PathLike[str]) -> Json:
     """What the executable or archive at ``path`` carries: entries, launch config, Python."""
     import ingot
 

@@ -16,7 +16,13 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ingot.pack import PackResult
+
+    _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 from ingot.errors import IngotError
 
@@ -169,7 +175,7 @@ def _source(text: str) -> tuple[str, str]:
     return name, value
 
 
-def _runtime_parser(commands) -> None:
+def _runtime_parser(commands: _Commands) -> None:
     runtime = commands.add_parser(
         "runtime",
         help="build, list or remove Python runtimes (CPython for glibc 2.17)",
@@ -220,7 +226,7 @@ def _runtime_parser(commands) -> None:
     actions.add_parser("dir", help="print the runtimes' directory")
 
 
-def _build_parser(commands) -> None:
+def _build_parser(commands: _Commands) -> None:
     from ingot.project import DEFAULT_COMPRESSION
 
     build = commands.add_parser(
@@ -417,7 +423,7 @@ def _pack(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(result, say) -> None:
+def _summary(result: PackResult, say: Callable[[str], None]) -> None:
     from ingot.pack import KINDS
 
     say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
@@ -429,7 +435,7 @@ def _summary(result, say) -> None:
     _left_out(result.left_out, say)
 
 
-def _left_out(left_out: dict, say) -> None:
+def _left_out(left_out: dict[str, tuple[str, int, int]], say: Callable[[str], None]) -> None:
     """What a build left out because nothing imports it, biggest first, by where it came from."""
     origins = {
         "stdlib": "of the standard library",
@@ -455,7 +461,7 @@ def _left_out(left_out: dict, say) -> None:
 def _wanted_runtime(args: argparse.Namespace) -> str | None:
     """The runtime a build asks for: --python, else the project's [tool.ingot] python."""
     if args.python:
-        return args.python
+        return str(args.python)
     from pathlib import Path
 
     from ingot.project import load_project
@@ -625,7 +631,7 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sizes(entries: list[dict], shown: int = 20) -> None:
+def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
     """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
     from ingot._ingot import RESERVED_PREFIX
 
@@ -747,5 +753,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `ingot inspect X | head`
-        sys.stdout = None  # type: ignore[assignment]  # nothing more to flush at exit
+        sys.stdout = None  # nothing more to flush at exit (typeshed allows None)
         return 0

@@ -140,7 +140,9 @@ def _add_libraries(
 ) -> None:
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`);
     with ``only_needed``, the collected libraries no extension module needs go."""
-    roots, known, owner = [], [], {}
+    roots: list[elf.ElfObject] = []
+    known: list[elf.ElfObject] = []
+    owner: dict[str, str] = {}
     for item in plan.values():
         if item.kind in ("extension-module", "extension-package", "shared-library"):
             try:
@@ -175,10 +177,10 @@ def _prune(
     collections: list[Collection],
     stdlib: bool,
     own: set[str],
-    entry_modules,
-    keep,
+    entry_modules: list[str] | None,
+    keep: Iterable[str],
     result: PackResult,
-) -> dict:
+) -> dict[str, dict[str, list[str]]]:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.reach.reach`);
     returns the imports read on the way."""
     from ingot.reach import NATIVE_IMPORTS, import_probe, reach
@@ -210,7 +212,8 @@ def _prune(
 
 
 def _read(item: Item) -> bytes:
-    with open(item.path, "rb") as file:  # type: ignore[arg-type]
+    assert item.path is not None, item  # a namespace package has no file and is never read
+    with open(item.path, "rb") as file:
         return file.read()
 
 
@@ -287,7 +290,7 @@ class _Scan:
     compiles (None: not scanned) and the modules it imports; per extension module or shared
     library, the sonames it needs."""
 
-    patterns: dict[str, set] | None = field(default_factory=dict)
+    patterns: dict[str, set[tuple[str | bytes, int]]] | None = field(default_factory=dict)
     imports: dict[str, dict[str, list[str]]] | None = field(default_factory=dict)
     needed: dict[str, list[str]] = field(default_factory=dict)
 
@@ -400,8 +403,13 @@ def _first_use(
     )
 
 
-def _check_options(output: Path, levels, include_source: bool, compression_level) -> tuple:
-    levels = tuple(sorted(set(levels)))
+def _check_options(
+    output: Path,
+    optimize_levels: Iterable[int],
+    include_source: bool,
+    compression_level: int | None,
+) -> tuple[int, ...]:
+    levels = tuple(sorted(set(optimize_levels)))
     if any(level not in (0, 1, 2) for level in levels):
         raise PackError(
             f"optimization levels are 0, 1 or 2, not {levels}",
@@ -544,8 +552,9 @@ def pack(
                 writer, item, levels, options.include_source, options.keep_debug_info, scan
             )
         except SyntaxError as error:
-            if any(Path(item.path).is_relative_to(directory) for directory in strict):
-                raise CompileError(item.path, item.name, error) from None
+            path = item.path
+            if path is not None and any(path.is_relative_to(d) for d in strict):
+                raise CompileError(path, item.name, error) from None
             result.warnings.append(
                 f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                 f"{item.kind} {item.name!r} left out"
@@ -557,9 +566,9 @@ def pack(
         result.manifest.append(ManifestEntry(item.kind, item.name, size))
         result.counts[item.kind] += 1
         result.sizes[item.kind] += size
-        package = _top_level(item)
-        if package in trees and tree_bytes is not None:
-            trees[package][_tree_path(item)] = tree_bytes
+        top = _top_level(item)
+        if top is not None and top in trees and tree_bytes is not None:
+            trees[top][_tree_path(item)] = tree_bytes
     extra_files = dict(options.extra_files or {})
     for package, tree in trees.items():
         extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
@@ -570,7 +579,8 @@ def pack(
         result.manifest.append(ManifestEntry("data-file", name, len(content)))
         result.counts["data-file"] += 1
         result.sizes["data-file"] += len(content)
-    if options.precompile_regexes:
+    table: dict[str, bytes] = {}
+    if scan.patterns is not None:
         patterns = set().union(*scan.patterns.values())
         table = precompiled_entries(patterns)
         for name, content in sorted(table.items()):
@@ -583,9 +593,7 @@ def pack(
             f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules"
         )
     if entry_modules is not None:
-        order = _first_use(
-            scan, result, extra_files, table if options.precompile_regexes else {}, entry_modules
-        )
+        order = _first_use(scan, result, extra_files, table, entry_modules)
         # The list itself, read by the launcher's read-ahead thread (docs/format.md).
         order.insert(0, ("files", FIRST_USE))
         tags = {

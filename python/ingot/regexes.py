@@ -33,7 +33,9 @@ import re
 import string
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
+from types import ModuleType
+from typing import AnyStr, NoReturn
 
 from ingot._ingot import REGEX_DIR, REGEX_MAGIC, REGEX_MODULE, content_hash
 
@@ -72,11 +74,15 @@ _FUNCTIONS = {
 _MAX_LENGTH = 65536
 
 
+#: Names bound where an expression is (a class body, a comprehension): name -> value.
+_ScopeDict = dict[str, object]
+
+
 class _Unknown(Exception):
     """An expression the scan cannot evaluate."""
 
 
-def _compiler():
+def _compiler() -> ModuleType:
     if sys.version_info >= (3, 11):
         import re._compiler as compiler
     else:
@@ -136,7 +142,7 @@ class _Scanner:
 
     # -- constant evaluation --------------------------------------------------------------------
 
-    def evaluate(self, node: ast.AST, scope: dict | None = None) -> object:
+    def evaluate(self, node: ast.AST, scope: _ScopeDict | None = None) -> object:
         """The value of ``node`` if it is made of constants; ``scope`` holds names bound where it
         is (a class body, a comprehension) over the module's. Raises _Unknown."""
         value = self._evaluate(node, scope or {})
@@ -144,8 +150,10 @@ class _Scanner:
             raise _Unknown
         return value
 
-    def _evaluate(self, node: ast.AST, scope: dict) -> object:
-        evaluate = lambda child: self.evaluate(child, scope)
+    def _evaluate(self, node: ast.AST, scope: _ScopeDict) -> object:
+        def evaluate(child: ast.AST) -> object:
+            return self.evaluate(child, scope)
+
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, (str, bytes, int))
@@ -170,8 +178,14 @@ class _Scanner:
             return tuple(evaluate(element) for element in node.elts)
         if isinstance(node, ast.List):
             return [evaluate(element) for element in node.elts]
-        if isinstance(node, ast.Dict) and None not in node.keys:
-            return {evaluate(key): evaluate(value) for key, value in zip(node.keys, node.values)}
+        if isinstance(node, ast.Dict):
+            keys = [key for key in node.keys if key is not None]
+            if len(keys) != len(node.keys):  # a `**mapping`
+                raise _Unknown
+            pairs = [(evaluate(key), evaluate(value)) for key, value in zip(keys, node.values)]
+            if not all(isinstance(key, Hashable) for key, _ in pairs):
+                raise _Unknown
+            return dict(pairs)
         if isinstance(node, ast.BinOp):
             return _binary(node.op, evaluate(node.left), evaluate(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -183,18 +197,23 @@ class _Scanner:
                 bounds = [
                     None if part is None else evaluate(part) for part in (index.lower, index.upper)
                 ]
-                if isinstance(value, (str, bytes, list, tuple)) and all(
-                    bound is None or type(bound) is int for bound in bounds
+                lower, upper = bounds
+                if (
+                    isinstance(value, (str, bytes, list, tuple))
+                    and (lower is None or type(lower) is int)
+                    and (upper is None or type(upper) is int)
                 ):
-                    return value[bounds[0] : bounds[1]]
+                    return value[lower:upper]
                 raise _Unknown
             key = evaluate(index)
             try:
-                return (
-                    value[key] if isinstance(value, (str, bytes, list, tuple, dict)) else _unknown()
-                )
+                if isinstance(value, dict):
+                    return value[key]
+                if isinstance(value, (str, bytes, list, tuple)) and type(key) is int:
+                    return value[key]
             except (IndexError, KeyError, TypeError):
                 raise _Unknown from None
+            raise _Unknown
         if isinstance(node, ast.ListComp) and len(node.generators) == 1:
             generator = node.generators[0]
             items = evaluate(generator.iter)
@@ -208,7 +227,7 @@ class _Scanner:
                 raise _Unknown
             return [self.evaluate(node.elt, {**scope, generator.target.id: item}) for item in items]
         if isinstance(node, ast.JoinedStr):
-            parts = []
+            parts: list[str] = []
             for part in node.values:
                 if isinstance(part, ast.Constant) and isinstance(part.value, str):
                     parts.append(part.value)
@@ -228,25 +247,26 @@ class _Scanner:
             return self._method(node, evaluate)
         raise _Unknown
 
-    def _method(self, node: ast.Call, evaluate) -> object:
+    def _method(self, node: ast.Call, evaluate: Callable[[ast.AST], object]) -> object:
         """``re.escape(C)``, ``C.format(...)``, ``C.join([...])``, ``C.replace(A, B)``."""
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            raise _Unknown
         if any(isinstance(arg, ast.Starred) for arg in node.args) or any(
             k.arg is None for k in node.keywords
         ):
             raise _Unknown
-        method = node.func.attr
+        method = func.attr
         args = [evaluate(arg) for arg in node.args]
-        keywords = {keyword.arg: evaluate(keyword.value) for keyword in node.keywords}
-        if isinstance(node.func.value, ast.Name) and node.func.value.id in self.re_names:
-            if (
-                method == "escape"
-                and len(args) == 1
-                and not keywords
-                and isinstance(args[0], (str, bytes))
-            ):
-                return evaluate(ast.Constant(re.escape(args[0])))
+        keywords = {str(keyword.arg): evaluate(keyword.value) for keyword in node.keywords}
+        if isinstance(func.value, ast.Name) and func.value.id in self.re_names:
+            if method == "escape" and len(args) == 1 and not keywords:
+                if isinstance(args[0], str):
+                    return evaluate(ast.Constant(re.escape(args[0])))
+                if isinstance(args[0], bytes):
+                    return evaluate(ast.Constant(re.escape(args[0])))
             raise _Unknown
-        receiver = evaluate(node.func.value)
+        receiver = evaluate(func.value)
         if isinstance(receiver, str) and method == "format":
             return _format(receiver, args, keywords)
         if isinstance(receiver, (str, bytes)) and not keywords:
@@ -257,27 +277,37 @@ class _Scanner:
                 and all(type(part) is type(receiver) for part in args[0])
             ):
                 return evaluate(ast.Constant(receiver.join(args[0])))
-            if (
-                method == "replace"
-                and len(args) == 2
-                and all(type(arg) is type(receiver) for arg in args)
-                and args[0]
-            ):
-                if len(receiver) * max(1, len(args[1])) > _MAX_LENGTH:
-                    raise _Unknown
-                return receiver.replace(args[0], args[1])
+            if method == "replace" and len(args) == 2:
+                old, new = args
+                if isinstance(receiver, str) and isinstance(old, str) and isinstance(new, str):
+                    return _replace(receiver, old, new)
+                if isinstance(receiver, bytes) and type(old) is bytes and type(new) is bytes:
+                    return _replace(receiver, old, new)
         raise _Unknown
 
 
-def _unknown():
+def _unknown() -> NoReturn:
     raise _Unknown
 
 
+def _concat(left: AnyStr, right: AnyStr) -> AnyStr:
+    if type(left) is not type(right) or len(left) + len(right) > _MAX_LENGTH:
+        raise _Unknown
+    return left + right
+
+
+def _replace(text: AnyStr, old: AnyStr, new: AnyStr) -> AnyStr:
+    if not old or len(text) * max(1, len(new)) > _MAX_LENGTH:
+        raise _Unknown
+    return text.replace(old, new)
+
+
 def _binary(op: ast.operator, left: object, right: object) -> object:
-    if isinstance(op, ast.Add) and type(left) is type(right) and isinstance(left, (str, bytes)):
-        if len(left) + len(right) > _MAX_LENGTH:
-            raise _Unknown
-        return left + right
+    if isinstance(op, ast.Add):
+        if isinstance(left, str) and type(right) is str:
+            return _concat(left, right)
+        if isinstance(left, bytes) and type(right) is bytes:
+            return _concat(left, right)
     if isinstance(op, ast.BitOr) and type(left) is int and type(right) is int:
         return left | right
     if (
@@ -311,7 +341,7 @@ def _binary(op: ast.operator, left: object, right: object) -> object:
     raise _Unknown
 
 
-def _format(template: str, args: list, keywords: dict) -> str:
+def _format(template: str, args: list[object], keywords: dict[str, object]) -> str:
     try:
         fields = list(string.Formatter().parse(template))
     except ValueError:
@@ -407,7 +437,7 @@ def patterns_in_source(source: str | bytes) -> set[tuple[str | bytes, int]]:
                 scanner.constants[node.targets[0].id] = scanner.evaluate(node.value)
             except (_Unknown, RecursionError):
                 pass
-    found = set()
+    found: set[tuple[str | bytes, int]] = set()
     for call in _nodes_on(tree, call_lines):
         if isinstance(call, ast.Call):
             _add_call(scanner, call, {}, found)
@@ -417,7 +447,7 @@ def patterns_in_source(source: str | bytes) -> set[tuple[str | bytes, int]]:
         if isinstance(node, ast.ClassDef) and _lines_between(
             call_lines, node.lineno, node.end_lineno or node.lineno
         ):
-            scope: dict = {}
+            scope: _ScopeDict = {}
             for statement in node.body:
                 for call in _calls_outside_functions(statement):
                     _add_call(scanner, call, scope, found)
@@ -437,7 +467,9 @@ def patterns_in_source(source: str | bytes) -> set[tuple[str | bytes, int]]:
     return found
 
 
-def _add_call(scanner: _Scanner, call: ast.Call, scope: dict, found: set) -> None:
+def _add_call(
+    scanner: _Scanner, call: ast.Call, scope: _ScopeDict, found: set[tuple[str | bytes, int]]
+) -> None:
     """Adds the (pattern, flags) of ``call`` to ``found`` if it is a call of an ``re`` function
     with arguments the scan can evaluate."""
     function = scanner.function_of(call)
@@ -462,7 +494,7 @@ def _add_call(scanner: _Scanner, call: ast.Call, scope: dict, found: set) -> Non
 
 
 def _calls_outside_functions(node: ast.AST) -> Iterable[ast.Call]:
-    stack = [node]
+    stack: list[ast.AST] = [node]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -475,7 +507,7 @@ def _calls_outside_functions(node: ast.AST) -> Iterable[ast.Call]:
 def _nodes_on(tree: ast.Module, lines: list[int]) -> Iterable[ast.AST]:
     """The nodes of ``tree`` whose line span covers one of ``lines`` (sorted), and the nodes
     without a position (arguments, comprehensions) inside them."""
-    stack = list(reversed(tree.body))
+    stack: list[ast.AST] = list(reversed(tree.body))
     while stack:
         node = stack.pop()
         start = getattr(node, "lineno", None)
@@ -491,28 +523,34 @@ class _RecordingSre:
     """Stands in for the ``_sre`` module inside the compiler, to capture ``_sre.compile``'s
     arguments."""
 
-    def __init__(self, real) -> None:
+    def __init__(self, real: ModuleType) -> None:
         self._real = real
-        self.calls: list[tuple] = []
+        self.calls: list[tuple[object, ...]] = []
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> object:
         return getattr(self._real, name)
 
-    def compile(self, *args):
+    def compile(self, *args: object) -> object:
         self.calls.append(args)
         return self._real.compile(*args)
 
 
-def compile_arguments(patterns: Iterable[tuple[str | bytes, int]]) -> dict[tuple, tuple]:
+#: ``_sre.compile``'s arguments as :func:`_plain` makes them.
+_Arguments = tuple[str | bytes, int, list[int], int, dict[str, int], tuple[str | None, ...]]
+
+
+def compile_arguments(
+    patterns: Iterable[tuple[str | bytes, int]],
+) -> dict[tuple[str | bytes, int], _Arguments]:
     """(pattern, flags) -> the arguments the build interpreter's compiler passes to
     ``_sre.compile`` for it. Patterns that do not compile, warn, or use flags whose compilation
     is not a pure function of the pattern (DEBUG prints, LOCALE, TEMPLATE) are left out."""
     compiler = _compiler()
     excluded = re.DEBUG | re.LOCALE | getattr(re, "TEMPLATE", 0) | getattr(re, "T", 0)
-    real = compiler._sre
+    real: ModuleType = compiler._sre  # the compiler's own `import _sre`
     recorder = _RecordingSre(real)
-    out = {}
-    compiler._sre = recorder
+    out: dict[tuple[str | bytes, int], _Arguments] = {}
+    compiler._sre = recorder  # type: ignore[attr-defined]
     try:
         for pattern, flags in sorted(
             {(p, int(f)) for p, f in patterns}, key=lambda p: (type(p[0]).__name__, p[0], p[1])
@@ -536,11 +574,11 @@ def compile_arguments(patterns: Iterable[tuple[str | bytes, int]]) -> dict[tuple
                 if arguments is not None:
                     out[(pattern, flags)] = arguments
     finally:
-        compiler._sre = real
+        compiler._sre = real  # type: ignore[attr-defined]
     return out
 
 
-def _plain(arguments: tuple) -> tuple | None:
+def _plain(arguments: tuple[object, ...]) -> _Arguments | None:
     """``_sre.compile``'s arguments as plain, marshallable values (the compiler's opcodes are an
     int subclass); None if they are not what this version of the table expects."""
     try:
@@ -549,6 +587,9 @@ def _plain(arguments: tuple) -> tuple | None:
         return None
     if (
         type(pattern) not in (str, bytes)
+        or not isinstance(pattern, (str, bytes))
+        or not isinstance(flags, int)
+        or not isinstance(groups, int)
         or not isinstance(code, list)
         or not isinstance(groupindex, dict)
         or not isinstance(indexgroup, tuple)
@@ -569,7 +610,7 @@ def precompiled_entries(patterns: Iterable[tuple[str | bytes, int]]) -> dict[str
     ``marshal.dumps((pattern, flags, *arguments of _sre.compile after the pattern))``, plus
     :data:`MAGIC_ENTRY` and :data:`MODULE_ENTRY`.
     Two patterns whose names collide are both left out. Empty if nothing compiled."""
-    import _sre
+    import _sre  # type: ignore[import-not-found]  # (typeshed has no stub for it)
 
     entries: dict[str, bytes] = {}
     collided: set[str] = set()
