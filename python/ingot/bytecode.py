@@ -28,12 +28,13 @@ import re
 import struct
 import sys
 import warnings
+from collections.abc import Callable
 from types import CodeType
 
 __all__ = ["canonical_marshal", "compile_module"]
 
 _FLAG_REF = 0x80
-_I32 = struct.Struct("<i").unpack_from
+_I32: Callable[..., tuple[int]] = struct.Struct("<i").unpack_from
 
 # A code object after its type byte: int32 fields, objects, an int32 (firstlineno), objects;
 # and which of its objects hold names.
@@ -59,13 +60,24 @@ class _Node:
 
     __slots__ = ("children", "head", "interned", "key", "kind")
 
+    children: list[_Child] | tuple[()]
+
     def __init__(self, kind: int, head: bytes) -> None:
         self.kind, self.head, self.children, self.key, self.interned = kind, head, (), -1, False
 
 
+#: A node's child: a parsed object, a singleton (its type byte) or, in a code object, the raw
+#: bytes of an int32 field.
+_Child = _Node | int | bytes
+
+
 class _Parser:
     def __init__(self, data: bytes) -> None:
-        self.data, self.pos, self.refs, self.keys, self.names = data, 0, [], {}, set()
+        self.data, self.pos = data, 0
+        self.refs: list[_Node] = []
+        # Keys by value, (kind, head, keys of the children), or by identity (the node).
+        self.keys: dict[tuple[int, bytes, tuple[int, ...]] | _Node, int] = {}
+        self.names: set[int] = set()
 
     def take(self, size: int) -> bytes:
         start = self.pos
@@ -86,7 +98,7 @@ class _Parser:
         )
         return node
 
-    def parse(self):
+    def parse(self) -> _Node | int:
         code = self.data[self.pos]
         self.pos += 1
         flag, kind = code & _FLAG_REF, code & ~_FLAG_REF
@@ -129,19 +141,27 @@ class _Parser:
             node.children.append(self.take(lineno))
             node.children += [self.parse() for _ in range(rest)]
             for names in _NAME_TUPLES:
-                self.names.update(name.key for name in node.children[names].children)
-            self.names.add(node.children[_NAME].key)
+                self.names.update(_node(name).key for name in _node(node.children[names]).children)
+            self.names.add(_node(node.children[_NAME]).key)
         elif not node.head:
             raise ValueError(f"unexpected marshal type {chr(kind)!r}")
         if node.kind in _BY_VALUE:
-            children = tuple(c.key if type(c) is _Node else -c for c in node.children)
+            # (Only a code object, not by value, holds raw bytes.)
+            children = tuple(c.key if type(c) is _Node else -c for c in node.children)  # type: ignore[operator]
             node.key = self.keys.setdefault((node.kind, node.head, children), len(self.keys))
         else:
             node.key = self.keys.setdefault(node, len(self.keys))  # by identity
         return node
 
 
-def _count(node, seen: set, recurring: set) -> None:
+def _node(child: _Child) -> _Node:
+    """``child`` as a parsed object; ValueError if the data is not laid out as expected."""
+    if type(child) is not _Node:
+        raise ValueError("unexpected marshal layout")
+    return child
+
+
+def _count(node: _Child, seen: set[int], recurring: set[int]) -> None:
     """Records in ``recurring`` the keys met more than once, pre-order, not entering repeats."""
     if type(node) is not _Node:
         return
@@ -153,12 +173,14 @@ def _count(node, seen: set, recurring: set) -> None:
         _count(child, seen, recurring)
 
 
-def _write(node, out: bytearray, recurring: set, index: dict, names: set) -> None:
+def _write(
+    node: _Child, out: bytearray, recurring: set[int], index: dict[int, int], names: set[int]
+) -> None:
     """Writes ``node``: a recurring key flagged the first time (numbered in order), then ``r``."""
-    if type(node) is int:  # a singleton
+    if isinstance(node, int):  # a singleton
         out.append(node)
         return
-    if type(node) is bytes:  # a code object's raw field
+    if isinstance(node, bytes):  # a code object's raw field
         out += node
         return
     key = node.key
@@ -181,9 +203,9 @@ def _write(node, out: bytearray, recurring: set, index: dict, names: set) -> Non
         _write(child, out, recurring, index, names)
 
 
-def _value(node) -> tuple:
+def _value(node: _Child) -> tuple[object, ...]:
     """A sort key that depends on a constant's value only, not on the order it was parsed in."""
-    if type(node) is int:
+    if not isinstance(node, _Node):  # a singleton (a constant holds no raw bytes)
         return (node,)
     return (node.kind, node.head, tuple(_value(child) for child in node.children))
 
@@ -209,19 +231,20 @@ _CODE_FIELDS = (
 )
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     """Equality that also holds for NaN constants (``float("nan") != float("nan")``)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, CodeType):
+    # (`b` is of `a`'s type: its isinstance() tests are for mypy.)
+    if isinstance(a, CodeType) and isinstance(b, CodeType):
         return all(
             getattr(a, name, None) == getattr(b, name, None) for name in _CODE_FIELDS
         ) and _same(a.co_consts, b.co_consts)
     if isinstance(a, (float, complex)):
         return repr(a) == repr(b)
-    if isinstance(a, tuple):
+    if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, frozenset):
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
         return sorted(map(repr, a)) == sorted(map(repr, b))
     return a == b
 
@@ -234,7 +257,7 @@ def canonical_marshal(code: CodeType) -> bytes:
         root = parser.parse()
         if parser.pos != len(data):
             raise ValueError("trailing marshal data")
-        recurring: set = set()
+        recurring: set[int] = set()
         _count(root, set(), recurring)
         out = bytearray()
         _write(root, out, recurring, {}, parser.names)
