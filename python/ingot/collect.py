@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import sysconfig
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,14 +83,14 @@ class Collection:
     warnings: list[str] = field(default_factory=list)
 
 
-def is_excluded(name: str, patterns) -> bool:
+def is_excluded(name: str, patterns: Iterable[str]) -> bool:
     """Whether dotted ``name`` or one of its parent packages matches one of ``patterns``."""
     parts = name.split(".")
     prefixes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
     return any(fnmatch.fnmatchcase(prefix, p) for prefix in prefixes for p in patterns)
 
 
-def _entries(directory: Path) -> list[os.DirEntry]:
+def _entries(directory: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(directory) as scan:
             return sorted(scan, key=lambda entry: entry.name)
@@ -118,7 +119,7 @@ def _extension_init(directory: Path, package: str) -> Path | None:
     return None
 
 
-def _extension_module(entry: os.DirEntry) -> tuple[str, int] | None:
+def _extension_module(entry: os.DirEntry[str]) -> tuple[str, int] | None:
     """(module name, suffix rank) if ``entry`` is an extension module for this interpreter."""
     for rank, suffix in enumerate(_EXTENSION_SUFFIXES):
         stem = entry.name[: -len(suffix)]
@@ -133,7 +134,7 @@ def _extension_module(entry: os.DirEntry) -> tuple[str, int] | None:
     return None
 
 
-def _has_modules(directory: Path) -> bool:
+def _has_modules(directory: str | os.PathLike[str]) -> bool:
     """Whether ``directory`` holds a module at some depth (what makes it a namespace package)."""
     for entry in _entries(directory):
         if entry.is_dir():
@@ -145,7 +146,7 @@ def _has_modules(directory: Path) -> bool:
 
 
 class _Walker:
-    def __init__(self, root: Path, exclude, collection: Collection) -> None:
+    def __init__(self, root: Path, exclude: Iterable[str], collection: Collection) -> None:
         self.root, self.exclude, self.collection = root, tuple(exclude), collection
         self.top_level_data = False
 
@@ -162,14 +163,19 @@ class _Walker:
     def warn(self, message: str) -> None:
         self.collection.warnings.append(message)
 
-    def relative(self, path) -> str:
+    def relative(self, path: str | os.PathLike[str]) -> str:
         return Path(path).relative_to(self.root).as_posix()
 
-    def package(self, directory: Path, prefix: str, top_level=None) -> None:
+    def package(
+        self,
+        directory: Path,
+        prefix: str,
+        top_level: Callable[[os.DirEntry[str]], bool] | None = None,
+    ) -> None:
         """The modules, subpackages and data files of package ``prefix`` ('' for the root).
 
         ``top_level(entry) -> bool``: at the root, claims entries that are no module."""
-        forms: dict[str, list[tuple[tuple[int, int], str, os.DirEntry]]] = {}
+        forms: dict[str, list[tuple[tuple[int, int], str, os.DirEntry[str]]]] = {}
         for entry in _entries(directory):
             name = entry.name
             if name == "__pycache__" or (not prefix and top_level and top_level(entry)):
@@ -280,7 +286,7 @@ def _lib_dynload() -> Path | None:
     return next((p for p in candidates if p.is_dir()), None)
 
 
-def collect_stdlib(exclude=DEFAULT_STDLIB_EXCLUDES) -> Collection:
+def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collection:
     """The running interpreter's standard library, ``lib-dynload`` extension modules included,
     minus the packages and modules ``exclude`` matches (see :data:`DEFAULT_STDLIB_EXCLUDES`)."""
     root = Path(sysconfig.get_paths()["stdlib"])
@@ -292,7 +298,7 @@ def collect_stdlib(exclude=DEFAULT_STDLIB_EXCLUDES) -> Collection:
     collection = Collection(root)
     walker = _Walker(root, exclude, collection)
 
-    def top_level(entry: os.DirEntry) -> bool:
+    def top_level(entry: os.DirEntry[str]) -> bool:
         return (
             entry.name in ("site-packages", "dist-packages", "lib-dynload")
             or entry.name.startswith("config-")
@@ -314,7 +320,9 @@ def collect_stdlib(exclude=DEFAULT_STDLIB_EXCLUDES) -> Collection:
     return collection
 
 
-def collect_directory(path, *, exclude=(), top_level_data=False) -> Collection:
+def collect_directory(
+    path: str | os.PathLike[str], *, exclude: Iterable[str] = (), top_level_data: bool = False
+) -> Collection:
     """A directory of packages (``site-packages``, a ``pip install --target`` directory): its
     modules, packages, namespace packages, extension modules, package data, ``*.dist-info`` (and
     ``*.egg-info``) files and the shared libraries of ``*.libs`` directories. With
@@ -336,7 +344,7 @@ def collect_directory(path, *, exclude=(), top_level_data=False) -> Collection:
             f"as top-level modules; did you mean its parent, {root.resolve().parent}?"
         )
 
-    def top_level(entry: os.DirEntry) -> bool:
+    def top_level(entry: os.DirEntry[str]) -> bool:
         name = entry.name
         if entry.is_dir():
             if name.endswith((".dist-info", ".egg-info")):

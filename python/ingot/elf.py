@@ -94,7 +94,7 @@ def is_host_library(name: str) -> bool:
     return any(fnmatch.fnmatchcase(base, pattern) for pattern in HOST_LIBRARIES)
 
 
-def _split(entries) -> tuple[str, ...]:
+def _split(entries: Iterable[str]) -> tuple[str, ...]:
     return tuple(part for entry in entries for part in entry.split(":"))
 
 

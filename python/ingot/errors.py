@@ -6,6 +6,8 @@ to do about it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = ["CollectError", "IngotError", "PackError"]
 
 
@@ -33,7 +35,7 @@ class CompileError(PackError):
     """A module of the application's own code (a directory ``pack`` was told is strict) does not
     compile: ``error`` is the SyntaxError, ``path`` the file."""
 
-    def __init__(self, path, name: str, error: SyntaxError):
+    def __init__(self, path: Path, name: str, error: SyntaxError) -> None:
         super().__init__(
             f"{path}:{error.lineno}: {name} does not compile ({error.msg})",
             hint="fix it, or leave the module out with --exclude",

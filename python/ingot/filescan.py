@@ -36,7 +36,7 @@ import importlib.util
 import operator
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -272,7 +272,7 @@ _MARKERS = (
 )
 _SNIPPET_LENGTH = 100
 _FIELDS: dict[type, tuple[str, ...]] = {}  # node type: its fields that may hold nodes
-_COMPARISONS = {
+_COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt,
     ast.LtE: operator.le,
     ast.Gt: operator.gt,
@@ -331,7 +331,7 @@ def scan_source(
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, UnicodeError, LookupError, RecursionError, MemoryError):
         return []
-    version = tuple(python_version or sys.version_info)[:2]
+    version = tuple(python_version or sys.version_info[:2])[:2]
     try:
         calls = _Module(tree, version).findings()
     except RecursionError:
@@ -347,7 +347,7 @@ def scan_source(
 
 
 def scan_tree(
-    root: str | os.PathLike,
+    root: str | os.PathLike[str],
     packages: Iterable[str],
     *,
     python_version: tuple[int, int] | None = None,
@@ -416,7 +416,7 @@ class _Scope:
 class _Module:
     """One parsed module: its scopes, built in one walk, then tainted to a fixed point."""
 
-    def __init__(self, tree: ast.Module, version: tuple) -> None:
+    def __init__(self, tree: ast.Module, version: tuple[int, ...]) -> None:
         self.version = version
         self.imports: dict[str, str] = {}
         self.module = _Scope("module", None)
@@ -495,7 +495,9 @@ class _Module:
                 elif isinstance(value, ast.AST) and type(value) is not ast.Constant:
                     stack.append((value, scope))
 
-    def _function(self, node, scope: _Scope) -> list[tuple[ast.AST, _Scope]]:
+    def _function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope
+    ) -> list[tuple[ast.AST, _Scope]]:
         """A new scope for function ``node``; what to walk next, in which scope."""
         scope.local.add(node.name)
         arguments = node.args
@@ -523,7 +525,7 @@ class _Module:
         ]
         return [(child, scope) for child in outer] + [(child, function) for child in node.body]
 
-    def _import(self, node, scope: _Scope) -> None:
+    def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         for alias in node.names:
             if isinstance(node, ast.Import):
                 bound = alias.asname or alias.name.partition(".")[0]

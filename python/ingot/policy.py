@@ -136,7 +136,7 @@ def resolve_policy(
     return decision
 
 
-def top_level_names(root: str | os.PathLike) -> set[str]:
+def top_level_names(root: str | os.PathLike[str]) -> set[str]:
     """The top-level import names a directory of packages (a site-packages) provides."""
     names = set()
     for child in Path(root).iterdir():

@@ -40,10 +40,13 @@ memory          list[str]   top-level packages kept in memory although ingot.pol
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import IO, Any, Protocol, TypeGuard
 
 from ingot.errors import IngotError
 
@@ -92,12 +95,12 @@ class Config:
 DEFAULT_COMPRESSION = 19
 
 
-def is_str_list(value) -> bool:
+def is_str_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 #: TOML key -> (what it must be, check).
-_KEYS = {
+_KEYS: dict[str, tuple[str, Callable[[object], bool]]] = {
     "entry": ("a string 'module:function'", lambda v: isinstance(v, str)),
     "module": ("a string (a module name)", lambda v: isinstance(v, str)),
     "script": ("a string (a path)", lambda v: isinstance(v, str)),
@@ -153,25 +156,37 @@ class Project:
         return list(self.project_dependencies or [])
 
 
-def tomllib_for(path: Path):
+class TomlParser(Protocol):
+    """What ingot uses of ``tomllib`` (and ``tomli``, the same API)."""
+
+    @property
+    def TOMLDecodeError(self) -> type[ValueError]: ...  # the modules' exception class
+    def load(self, fp: IO[bytes], /) -> dict[str, Any]: ...
+    def loads(self, s: str, /) -> dict[str, Any]: ...
+
+
+def tomllib_for(path: Path) -> TomlParser:
     """``tomllib``, or ``tomli`` on Python 3.10 (ConfigError naming ``path`` if it is missing)."""
     if sys.version_info >= (3, 11):
         import tomllib
 
         return tomllib
-    try:
-        import tomli
+    else:  # (an else: mypy skips it quietly when it checks for 3.11+)
+        try:
+            # Installed for Python 3.10 only: mypy, which checks for 3.10, may not find it.
+            import tomli  # type: ignore[import-not-found, unused-ignore]
 
-        return tomli
-    except ImportError:
-        raise ConfigError(
-            f"cannot read {path}: Python {sys.version_info[0]}.{sys.version_info[1]}"
-            " has no TOML parser (tomllib is 3.11+)",
-            hint="pip install tomli, or run ingot with Python 3.11+",
-        ) from None
+            parser: TomlParser = tomli
+            return parser
+        except ImportError:
+            raise ConfigError(
+                f"cannot read {path}: Python {sys.version_info[0]}.{sys.version_info[1]}"
+                " has no TOML parser (tomllib is 3.11+)",
+                hint="pip install tomli, or run ingot with Python 3.11+",
+            ) from None
 
 
-def load_toml(path: Path) -> dict:
+def load_toml(path: Path) -> dict[str, Any]:
     """Parses the TOML file at ``path``."""
     tomllib = tomllib_for(path)
     try:
@@ -194,7 +209,7 @@ def parse_entry(text: str, where: str) -> tuple[str, str]:
     return module, function
 
 
-def check_config(table: dict, where: str) -> Config:
+def check_config(table: object, where: str) -> Config:
     """A :class:`Config` from a ``[tool.ingot]`` table; ConfigError names ``where`` and the key."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: [tool.ingot] must be a table")
@@ -220,7 +235,7 @@ def check_config(table: dict, where: str) -> Config:
     return config
 
 
-def load_project(path) -> Project:
+def load_project(path: str | os.PathLike[str]) -> Project:
     """Reads ``path`` (a project directory or its ``pyproject.toml``)."""
     path = Path(path)
     pyproject = path / "pyproject.toml" if path.is_dir() else path

@@ -459,8 +459,8 @@ def reach(
             by_top.setdefault(top, []).append(key)
     dist_tops, dist_entry_points = _dist_tops(plan)
     groups: dict[str, list[tuple[str, list[str]]]] = {}
-    for directory, found in dist_entry_points.items():
-        for group, targets in found.items():
+    for directory, by_group in dist_entry_points.items():
+        for group, targets in by_group.items():
             groups.setdefault(group, []).append((directory, targets))
 
     present = set(modules) | set(sys.builtin_module_names)
@@ -548,7 +548,17 @@ def reach(
 
 
 def _closure(
-    queue, reached, visit, modules, plan, origin, whole, by_top, present, result, strings
+    queue: list[str],
+    reached: set[str],
+    visit: Callable[[str], None],
+    modules: Mapping[str, tuple[str, str]],
+    plan: Mapping[tuple[str, str], Item],
+    origin: Mapping[tuple[str, str], str],
+    whole: set[str],
+    by_top: Mapping[str, list[tuple[str, str]]],
+    present: set[str],
+    result: Reach,
+    strings: Callable[[bytes, str, bool], None],
 ) -> None:
     """Visits the modules on ``queue`` and everything they reach (the body of :func:`reach`)."""
     while queue:
@@ -571,9 +581,9 @@ def _closure(
                     visit(other[1])
         if origin.get(key) == "stdlib" and name in COMPUTED_IMPORTS:
             patterns = COMPUTED_IMPORTS[name][0]
-            for other in modules:
-                if any(fnmatchcase(other, pattern) for pattern in patterns):
-                    visit(other)
+            for module in modules:
+                if any(fnmatchcase(module, pattern) for pattern in patterns):
+                    visit(module)
         source = None
         package = (
             name if item.kind in ("package", "extension-package", "namespace-package") else parent
@@ -621,9 +631,9 @@ def _closure(
                 if imported not in not_followed:
                     visit(imported)
         else:
-            for where, names in found_imports.items():
+            for where, imported_names in found_imports.items():
                 if where != SKIPPED:
-                    for imported in names:
+                    for imported in imported_names:
                         visit(imported)
         strings(source, package, origin.get(key) == "stdlib")
 

@@ -42,6 +42,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ingot.toolchain as toolchain_module
 from ingot import recipes
@@ -87,7 +88,7 @@ class Runtime:
     """A built runtime in the store."""
 
     path: Path
-    info: dict
+    info: dict[str, Any]  # runtime.json
 
     @property
     def version(self) -> str:
@@ -456,7 +457,7 @@ def build_runtime(
                 f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
                 hint=f"a library linked something of the build machine; see {log}",
             )
-        info = {
+        info: dict[str, Any] = {
             "format": RUNTIME_FORMAT,
             "python": {"version": version, "implementation": "cpython"},
             "target": toolchain.target,
@@ -620,7 +621,7 @@ def _console_script_argument(argv: list[str]) -> str | None:
     return None
 
 
-def _console_script(name: str) -> dict:
+def _console_script(name: str) -> dict[str, str | list[str]]:
     """The console script ``name`` as installed where ingot runs: its entry point and its
     distribution's requirements pinned to the installed versions (what the build under the
     runtime, which sees none of this environment, installs)."""
@@ -787,7 +788,9 @@ def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check_modules(prefix: Path, minor: tuple[int, ...], run, cwd: Path) -> None:
+def _check_modules(
+    prefix: Path, minor: tuple[int, ...], run: Callable[..., None], cwd: Path
+) -> None:
     python = prefix / "bin" / f"python{minor[0]}.{minor[1]}"
     code = (
         "import importlib, json; missing = []\n"

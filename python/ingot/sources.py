@@ -15,10 +15,19 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ingot.project import Config, ConfigError, is_str_list, load_project, parse_entry, tomllib_for
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
+
+    from packaging.requirements import Requirement
+
+    from ingot.build import BuildOptions
 
 __all__ = [
     "Plan",
@@ -39,7 +48,7 @@ class Plan:
     """A build, resolved: what to run, what to copy or pip-install, where to write."""
 
     name: str
-    run: dict  # launch.json "run"
+    run: dict[str, str]  # launch.json "run"
     config: Config  # the settings in effect (project's, overridden by options)
     output: Path
     default_output: bool = False
@@ -94,7 +103,7 @@ def inline_dependencies(script: Path) -> list[str]:
     return dependencies
 
 
-def _run(config: Config, where: str, script_module: str | None = None) -> dict | None:
+def _run(config: Config, where: str, script_module: str | None = None) -> dict[str, str] | None:
     if config.entry is not None:
         module, function = parse_entry(config.entry, where)
         return {"kind": "function", "module": module, "function": function}
@@ -220,7 +229,7 @@ def _add_packages(plan: Plan) -> None:
             raise ConfigError(f"package {path}: no such package, module or directory")
 
 
-def plan_source(options) -> Plan:
+def plan_source(options: BuildOptions) -> Plan:
     """Resolves ``options`` (an :class:`ingot.build.BuildOptions`) into a :class:`Plan`."""
     overrides = options.config
     source = Path(options.source or ".")
@@ -301,7 +310,7 @@ def plan_source(options) -> Plan:
     return finish(plan, options)
 
 
-def finish(plan: Plan, options) -> Plan:
+def finish(plan: Plan, options: BuildOptions) -> Plan:
     """Fills in the run config, the copied script and packages, the requirements file, output."""
     config = plan.config
     script_module = None
@@ -320,18 +329,19 @@ def finish(plan: Plan, options) -> Plan:
     return plan
 
 
-def _packaging():
+def _packaging() -> tuple[type[Requirement], Callable[[str], str]]:
     """``packaging``'s Requirement and canonicalize_name (pip's copy if it is not installed)."""
     try:
         from packaging.requirements import Requirement
         from packaging.utils import canonicalize_name
     except ImportError:
-        from pip._vendor.packaging.requirements import Requirement
-        from pip._vendor.packaging.utils import canonicalize_name
+        # pip's copy is the same code; mypy sees other classes.
+        from pip._vendor.packaging.requirements import Requirement  # type: ignore[assignment]
+        from pip._vendor.packaging.utils import canonicalize_name  # type: ignore[assignment]
     return Requirement, canonicalize_name
 
 
-def _check_from_index(dist) -> None:
+def _check_from_index(dist: Distribution) -> None:
     """ConfigError if ``dist`` was installed from a local directory or file (PEP 610): pip
     could not install ``name==version`` of it from an index."""
     try:
@@ -350,7 +360,7 @@ def _check_from_index(dist) -> None:
         )
 
 
-def installed_requirements(dist) -> list[str]:
+def installed_requirements(dist: Distribution) -> list[str]:
     """``name==version`` of ``dist`` and every distribution it needs, transitively, as installed
     in the running environment (markers evaluated here, extras followed)."""
     import importlib.metadata as metadata
@@ -358,7 +368,7 @@ def installed_requirements(dist) -> list[str]:
     Requirement, canonical = _packaging()
     pins: dict[str, str] = {}
     done: set[tuple[str, str]] = set()
-    queue = [(dist, "")]
+    queue: list[tuple[Distribution, str]] = [(dist, "")]
     while queue:
         current, extra = queue.pop()
         name = canonical(current.metadata["Name"])
@@ -399,10 +409,11 @@ def console_script_entry(name: str) -> tuple[str, list[str]]:
             hint=f"pip install the project that provides it into {sys.prefix}",
         )
     entry = found[0]
+    assert entry.dist is not None  # set on the entry points entry_points() finds
     return f"{entry.module}:{entry.attr}", installed_requirements(entry.dist)
 
 
-def console_script_plan(name: str, options) -> Plan:
+def console_script_plan(name: str, options: BuildOptions) -> Plan:
     """A plan for the console script ``name`` installed in the running environment: its entry
     point, and its distribution and dependencies pinned to the installed versions."""
     entry, requirements = console_script_entry(name)
