@@ -448,194 +448,200 @@ def reach(
     native code, whose binaries may not show what they import, and returns module names they
     imported: those are reached too."""
     keep = tuple(keep)
-    modules = {name: key for key in plan if (name := key[1]) and key[0] == _MODULE_NAMESPACE}
-    third_party_tops = {
-        name.split(".")[0] for name, key in modules.items() if origin.get(key) != "stdlib"
-    }
-    by_top: dict[str, list[tuple[str, str]]] = {}
-    for key, item in plan.items():
-        top = _top(key, item)
-        if top is not None and origin.get(key) != "stdlib":
-            by_top.setdefault(top, []).append(key)
-    dist_tops, dist_entry_points = _dist_tops(plan)
-    groups: dict[str, list[tuple[str, list[str]]]] = {}
-    for directory, by_group in dist_entry_points.items():
-        for group, targets in by_group.items():
-            groups.setdefault(group, []).append((directory, targets))
-
-    present = set(modules) | set(sys.builtin_module_names)
-    result = Reach()
-    reached: set[str] = set()
-    whole: set[str] = set()  # top-level names carried whole
-    dists: set[str] = set()  # dist-info directories reached through entry points
-    queue: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in modules and name not in reached:
-            queue.append(name)
-
+    walk = _Walk(plan, origin)
     for name in roots:
-        visit(name)
+        walk.visit(name)
     for key in plan:
         if origin.get(key) == "app" and key[0] == _MODULE_NAMESPACE:
-            visit(key[1])
+            walk.visit(key[1])
         if key[0] == _MODULE_NAMESPACE and keep and _matches(key[1], keep):
-            visit(key[1])
+            walk.visit(key[1])
+    native_tops = {
+        name.split(".")[0]
+        for name, key in walk.modules.items()
+        if origin.get(key) == "env" and plan[key].kind in ("extension-module", "extension-package")
+    }
+    probed: set[str] = set()
+    while True:
+        walk.drain()
+        unprobed = sorted((walk.whole & native_tops) - probed)
+        if probe is None or not unprobed:
+            break
+        probed.update(unprobed)
+        for found in probe(unprobed):
+            walk.visit(found)
+    return walk.decide(keep)
 
-    def strings(source: bytes, package: str, stdlib: bool) -> None:
+
+class _Walk:
+    """The state of one :func:`reach`: the modules reached so far and the queue of those to
+    read, the packages carried whole, the distributions reached through entry points."""
+
+    def __init__(
+        self, plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str], str]
+    ) -> None:
+        self.plan = plan
+        self.origin = origin
+        self.modules = {
+            name: key for key in plan if (name := key[1]) and key[0] == _MODULE_NAMESPACE
+        }
+        self.third_party_tops = {
+            name.split(".")[0] for name, key in self.modules.items() if origin.get(key) != "stdlib"
+        }
+        self.by_top: dict[str, list[tuple[str, str]]] = {}
+        for key, item in plan.items():
+            top = _top(key, item)
+            if top is not None and origin.get(key) != "stdlib":
+                self.by_top.setdefault(top, []).append(key)
+        self.dist_tops, dist_entry_points = _dist_tops(plan)
+        self.groups: dict[str, list[tuple[str, list[str]]]] = {}
+        for directory, by_group in dist_entry_points.items():
+            for group, targets in by_group.items():
+                self.groups.setdefault(group, []).append((directory, targets))
+        self.present = set(self.modules) | set(sys.builtin_module_names)
+        self.result = Reach()
+        self.reached: set[str] = set()
+        self.whole: set[str] = set()  # top-level names carried whole
+        self.dists: set[str] = set()  # dist-info directories reached through entry points
+        self.queue: list[str] = []
+
+    def visit(self, name: str) -> None:
+        if name in self.modules and name not in self.reached:
+            self.queue.append(name)
+
+    def strings(self, source: bytes, package: str, stdlib: bool) -> None:
         for match in _IMPORT_CALL.finditer(source):
-            visit(match.group(2).decode("ascii", "replace"))
+            self.visit(match.group(2).decode("ascii", "replace"))
         for match in _RELATIVE_IMPORT.finditer(source):
             relative = match.group(2).decode("ascii", "replace")
             dots = len(relative) - len(relative.lstrip("."))
             base = package.split(".")
             base = base[: len(base) - (dots - 1)] if dots > 1 else base
-            visit(".".join([*base, relative.lstrip(".")]).rstrip("."))
+            self.visit(".".join([*base, relative.lstrip(".")]).rstrip("."))
         if stdlib:
             # The standard library's other module-name strings are data (pickle's table of
             # renamed modules, logging's configuration), not imports of its own.
             return
         for match in _STRING.finditer(source):
             text = match.group(2).decode("ascii", "replace")
-            if "." in text or text in third_party_tops:
-                visit(text)
-            for directory, targets in groups.get(text, ()):
-                dists.add(directory)
+            if "." in text or text in self.third_party_tops:
+                self.visit(text)
+            for directory, targets in self.groups.get(text, ()):
+                self.dists.add(directory)
                 for target in targets:
-                    visit(target)
+                    self.visit(target)
 
-    native_tops = {
-        name.split(".")[0]
-        for name, key in modules.items()
-        if origin.get(key) == "env" and plan[key].kind in ("extension-module", "extension-package")
-    }
-    probed: set[str] = set()
-    while True:
-        _closure(
-            queue, reached, visit, modules, plan, origin, whole, by_top, present, result, strings
-        )
-        unprobed = sorted((whole & native_tops) - probed)
-        if probe is None or not unprobed:
-            break
-        probed.update(unprobed)
-        for found in probe(unprobed):
-            visit(found)
-
-    kept_tops = set(whole) | {name.split(".")[0] for name in reached}
-    for key, item in plan.items():
-        namespace, name = key
-        where = origin.get(key, "env")
-        if where == "app" or namespace == "libraries":
-            carried = True
-        elif namespace == _MODULE_NAMESPACE:
-            carried = name in reached
-        elif item.kind == "dist-info-file":
-            directory = name.split("/")[0]
-            owned = dist_tops.get(directory)
-            carried = directory in dists or (
-                bool(owned & kept_tops) if owned else _dist_name(directory) in kept_tops
-            )
-        else:
-            top = _top(key, item)
-            carried = top is None or top in kept_tops
-        if carried or (keep and _matches(name, keep)):
-            result.kept.add(key)
-            continue
-        group = name.split("/")[0] if item.kind == "dist-info-file" else (_top(key, item) or name)
-        count, size = result.left_out.get(group, (where, 0, 0))[1:]
-        result.left_out[group] = (where, count + 1, size + _size(item))
-    return result
-
-
-def _closure(
-    queue: list[str],
-    reached: set[str],
-    visit: Callable[[str], None],
-    modules: Mapping[str, tuple[str, str]],
-    plan: Mapping[tuple[str, str], Item],
-    origin: Mapping[tuple[str, str], str],
-    whole: set[str],
-    by_top: Mapping[str, list[tuple[str, str]]],
-    present: set[str],
-    result: Reach,
-    strings: Callable[[bytes, str, bool], None],
-) -> None:
-    """Visits the modules on ``queue`` and everything they reach (the body of :func:`reach`)."""
-    while queue:
-        name = queue.pop()
-        if name in reached:
-            continue
-        reached.add(name)
-        for imported in _CALLED_BACK.get(name, ()):
-            visit(imported)
-        key = modules[name]
-        item = plan[key]
-        parent = name.rpartition(".")[0]
-        if parent:
-            visit(parent)
-        top = name.split(".")[0]
-        if origin.get(key) != "stdlib" and top not in whole:
-            whole.add(top)
-            for other in by_top.get(top, []):
-                if other[0] == _MODULE_NAMESPACE and not _in_test_package(other[1]):
-                    visit(other[1])
-        if origin.get(key) == "stdlib" and name in COMPUTED_IMPORTS:
-            patterns = COMPUTED_IMPORTS[name][0]
-            for module in modules:
-                if any(fnmatchcase(module, pattern) for pattern in patterns):
-                    visit(module)
-        source = None
-        package = (
-            name if item.kind in ("package", "extension-package", "namespace-package") else parent
-        )
-        try:
-            if item.kind in ("module", "package") and item.path is not None:
-                source = item.path.read_bytes()
-            elif item.kind in ("extension-module", "extension-package") and item.path is not None:
-                image = _loaded_part(item.path.read_bytes())
-                # A third-party binary's loose names (Rust and Cython 3 pool their strings
-                # without NULs) reach only other packages: among them, common words that are
-                # also standard-library modules ("code", "this", "string") would be noise. Its
-                # standard-library imports are NUL-terminated names, in the source shipped beside
-                # it (mypyc, Cython) or seen by the import probe.
-                names = (
-                    binary_names(image) - BINARY_NAMES_NOT_IMPORTS.keys()
-                    if origin.get(key) == "stdlib"
-                    else binary_names(image)
-                    | {
-                        found
-                        for found in loose_binary_names(image)
-                        if found in modules and origin.get(modules[found]) != "stdlib"
-                    }
-                )
-                for found in names:
-                    visit(found)
-                source = item.source.read_bytes() if item.source is not None else None
-        except OSError:
+    def drain(self) -> None:
+        """Visits the modules on the queue and everything they reach."""
+        while self.queue:
+            name = self.queue.pop()
+            if name in self.reached:
+                continue
+            self.reached.add(name)
+            for imported in _CALLED_BACK.get(name, ()):
+                self.visit(imported)
+            key = self.modules[name]
+            item = self.plan[key]
+            parent = name.rpartition(".")[0]
+            if parent:
+                self.visit(parent)
+            top = name.split(".")[0]
+            if self.origin.get(key) != "stdlib" and top not in self.whole:
+                self.whole.add(top)
+                for other in self.by_top.get(top, []):
+                    if other[0] == _MODULE_NAMESPACE and not _in_test_package(other[1]):
+                        self.visit(other[1])
+            if self.origin.get(key) == "stdlib" and name in COMPUTED_IMPORTS:
+                patterns = COMPUTED_IMPORTS[name][0]
+                for module in self.modules:
+                    if any(fnmatchcase(module, pattern) for pattern in patterns):
+                        self.visit(module)
             source = None
-        if source is None:
-            continue
-        is_package = item.kind in ("package", "extension-package")
-        found_imports = imports_in_source(source, name, is_package)
-        result.imports[name] = found_imports
-        precise = (
-            stdlib_imports(source, name, is_package, present)
-            if origin.get(key) == "stdlib" and item.kind in ("module", "package")
-            else None
-        )
-        if precise is not None:
-            not_followed = (
-                CALLBACK_IMPORTS.get(name, {}).keys() | OPTIONAL_IMPORTS.get(name, {}).keys()
+            package = (
+                name
+                if item.kind in ("package", "extension-package", "namespace-package")
+                else parent
             )
-            for imported in precise:
-                if imported not in not_followed:
-                    visit(imported)
-        else:
-            for where, imported_names in found_imports.items():
-                if where != SKIPPED:
-                    for imported in imported_names:
-                        visit(imported)
-        strings(source, package, origin.get(key) == "stdlib")
+            try:
+                if item.kind in ("module", "package") and item.path is not None:
+                    source = item.path.read_bytes()
+                elif (
+                    item.kind in ("extension-module", "extension-package") and item.path is not None
+                ):
+                    image = _loaded_part(item.path.read_bytes())
+                    # A third-party binary's loose names (Rust and Cython 3 pool their strings
+                    # without NULs) reach only other packages: among them, common words that are
+                    # also standard-library modules ("code", "this", "string") would be noise. Its
+                    # standard-library imports are NUL-terminated names, in the source shipped beside
+                    # it (mypyc, Cython) or seen by the import probe.
+                    names = (
+                        binary_names(image) - BINARY_NAMES_NOT_IMPORTS.keys()
+                        if self.origin.get(key) == "stdlib"
+                        else binary_names(image)
+                        | {
+                            found
+                            for found in loose_binary_names(image)
+                            if found in self.modules
+                            and self.origin.get(self.modules[found]) != "stdlib"
+                        }
+                    )
+                    for found in names:
+                        self.visit(found)
+                    source = item.source.read_bytes() if item.source is not None else None
+            except OSError:
+                source = None
+            if source is None:
+                continue
+            is_package = item.kind in ("package", "extension-package")
+            found_imports = imports_in_source(source, name, is_package)
+            self.result.imports[name] = found_imports
+            precise = (
+                stdlib_imports(source, name, is_package, self.present)
+                if self.origin.get(key) == "stdlib" and item.kind in ("module", "package")
+                else None
+            )
+            if precise is not None:
+                not_followed = (
+                    CALLBACK_IMPORTS.get(name, {}).keys() | OPTIONAL_IMPORTS.get(name, {}).keys()
+                )
+                for imported in precise:
+                    if imported not in not_followed:
+                        self.visit(imported)
+            else:
+                for where, imported_names in found_imports.items():
+                    if where != SKIPPED:
+                        for imported in imported_names:
+                            self.visit(imported)
+            self.strings(source, package, self.origin.get(key) == "stdlib")
+
+    def decide(self, keep: tuple[str, ...]) -> Reach:
+        """The plan keys to carry, once nothing more is reached."""
+        kept_tops = set(self.whole) | {name.split(".")[0] for name in self.reached}
+        for key, item in self.plan.items():
+            namespace, name = key
+            where = self.origin.get(key, "env")
+            if where == "app" or namespace == "libraries":
+                carried = True
+            elif namespace == _MODULE_NAMESPACE:
+                carried = name in self.reached
+            elif item.kind == "dist-info-file":
+                directory = name.split("/")[0]
+                owned = self.dist_tops.get(directory)
+                carried = directory in self.dists or (
+                    bool(owned & kept_tops) if owned else _dist_name(directory) in kept_tops
+                )
+            else:
+                top = _top(key, item)
+                carried = top is None or top in kept_tops
+            if carried or (keep and _matches(name, keep)):
+                self.result.kept.add(key)
+                continue
+            group = (
+                name.split("/")[0] if item.kind == "dist-info-file" else (_top(key, item) or name)
+            )
+            count, size = self.result.left_out.get(group, (where, 0, 0))[1:]
+            self.result.left_out[group] = (where, count + 1, size + _size(item))
+        return self.result
 
 
 _PROBE = """
