@@ -3,8 +3,10 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+#[cfg(feature = "writer")]
 use pyo3::types::PyDict;
 
+#[cfg(feature = "writer")]
 /// `elf_dynamic(image: bytes) -> dict`: `soname` (str or None), `needed`, `rpath` and `runpath`
 /// (lists of str), `machine` (int) and `is_64` (bool) of an ELF shared object.
 #[pyfunction]
@@ -105,6 +107,7 @@ pub fn elf_version_needs(image: &[u8]) -> PyResult<Vec<(String, String)>> {
     Ok(needs)
 }
 
+#[cfg(feature = "writer")]
 /// `loadable_image(image: bytes) -> bytes`: the image cut after the last byte any program header
 /// refers to, with the section header table dropped (`e_shoff`, `e_shnum`, `e_shstrndx` zeroed).
 ///
@@ -137,6 +140,7 @@ pub fn loadable_image<'py>(py: Python<'py>, image: &[u8]) -> PyResult<std::borro
     Ok(std::borrow::Cow::Owned(cut))
 }
 
+#[cfg(feature = "writer")]
 /// `elf_section(path: str, name: str) -> bytes | None`: the contents of the section `name` of the
 /// ELF file at `path`, found through its section header table; None when it has no such section.
 /// ValueError (with the reason: "it is not an ELF file", "it is truncated ...", "its ... section

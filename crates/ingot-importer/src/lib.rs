@@ -33,12 +33,16 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "writer")]
     module.add_class::<writer::ArchiveWriter>()?;
     module.add_class::<regexes::PrecompiledRegexes>()?;
-    module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
-    module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
+    // The build's tools (ELF readers, tree writing): the launcher's `_ingot` leaves them out.
+    #[cfg(feature = "writer")]
+    {
+        module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
+        module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
+        module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
+        module.add_function(wrap_pyfunction!(content_hash, module)?)?;
+        module.add_function(wrap_pyfunction!(write_tree, module)?)?;
+    }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
-    module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
-    module.add_function(wrap_pyfunction!(content_hash, module)?)?;
-    module.add_function(wrap_pyfunction!(write_tree, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     module.add(
@@ -75,12 +79,14 @@ fn cache_root() -> PyResult<String> {
     Ok(cache::root().to_string_lossy().into_owned())
 }
 
+#[cfg(feature = "writer")]
 /// `content_hash(data: bytes) -> int`: the XXH3-64 of `data`, as tree manifests record it.
 #[pyfunction]
 fn content_hash(data: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(data)
 }
 
+#[cfg(feature = "writer")]
 /// `write_tree(root: str, id: str, files: list[tuple[str, bytes]]) -> str`: materializes `files`
 /// (tree-relative path, bytes) as the cache tree `<root>/trees/<id>` the way the importer does it
 /// for a `files` package (verify, or write a temporary tree and rename it into place); returns the
