@@ -1,17 +1,11 @@
-"""The bench harness: what every benchmark here shares.
-
-Process timing (posix_spawn to wait4; rounds that run every configuration once in a rotated
-order; warm-up runs; hot and cold page cache; a run another process's drop_caches touched is
-repeated), peak RSS (under GNU time), summaries (medians, quartiles, same-round ratios to
-baselines), targets, markdown tables, the machine and repository, JSON results in bench/results/,
-and the preparation helpers (venvs, logged builds, check runs). Needs Python 3.11 (tomllib).
-"""
+"""What every benchmark here shares (the method: bench/README.md). Needs Python 3.11 (tomllib)."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -43,16 +37,29 @@ def utc_stamp() -> str:
 
 
 def load_data() -> dict:
+    """workloads.toml with its shorthands resolved: `like`, app defaults, per-workload targets."""
     with open(os.path.join(HERE, "workloads.toml"), "rb") as f:
-        return tomllib.load(f)
+        data = tomllib.load(f)
+    for kind in ("peers", "workloads"):
+        for name, d in data[kind].items():
+            if "like" in d:
+                data[kind][name] = {**data[kind][d.pop("like")], **d}
+    for name, a in data["apps"].items():
+        script = "{work}/src/" + os.path.basename(a["files"][0])
+        data["apps"][name] = {**data["app_defaults"], "script": script, **a}
+    data["targets"] = [
+        {"workload": w, "baseline": b, "hot": t[0], "cold": t[1] if len(t) > 1 else None}
+        for w, d in data["workloads"].items()
+        for b, t in d.get("targets", {}).items()
+    ]
+    return data
 
 
 # ---------------------------------------------------------------- machine and repository
 
 
 def find_python(version: str = "3.11") -> str:
-    """pyenv's newest CPython VERSION (built with --enable-shared, as the results were), else
-    pythonVERSION on PATH."""
+    """pyenv's newest CPython VERSION (--enable-shared, as the results), else pythonVERSION."""
     found = glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}"))
     found.sort(key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/versions/")[1])[:3]])
     path = found[-1] if found else shutil.which(f"python{version}")
@@ -77,12 +84,8 @@ def repo_state() -> dict:
 
 
 def machine_info() -> dict:
-    cpu = ""
     with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        cpu = next((x.split(":", 1)[1].strip() for x in f if x.startswith("model name")), "")
     with open("/proc/meminfo") as f:
         mem = f.readline().split(":", 1)[1].strip()
     repo = repo_state()
@@ -96,19 +99,28 @@ def machine_info() -> dict:
     }
 
 
-def file_info(path: str) -> dict:
-    import hashlib
+def result_header(python: str, **extra) -> dict:
+    """What every result JSON starts with."""
+    return {
+        "utc": utc_stamp(),
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "machine": machine_info(),
+        "python": python,
+        "python_version": python_version(python),
+        "niceness": os.nice(0),
+        **extra,
+    }
 
+
+def file_info(path: str) -> dict:
     try:
         st = os.stat(path)
+        with open(path, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
     except OSError:
         return {"path": path, "missing": True}
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
     mtime = datetime.datetime.fromtimestamp(st.st_mtime, datetime.UTC).isoformat()
-    return {"path": path, "size": st.st_size, "mtime": mtime, "sha256": h.hexdigest()}
+    return {"path": path, "size": st.st_size, "mtime": mtime, "sha256": digest}
 
 
 def ingot_files(pythonpath: str) -> dict:
@@ -124,13 +136,8 @@ def tree_size(path: str) -> int:
     """Apparent size of a file, or the sum over the regular files of a directory."""
     if os.path.isfile(path):
         return os.path.getsize(path)
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            p = os.path.join(root, name)
-            if os.path.isfile(p) and not os.path.islink(p):
-                total += os.path.getsize(p)
-    return total
+    files = (os.path.join(root, n) for root, _, names in os.walk(path) for n in names)
+    return sum(os.path.getsize(p) for p in files if os.path.isfile(p) and not os.path.islink(p))
 
 
 # ---------------------------------------------------------------- the page cache
@@ -143,55 +150,21 @@ def drop_caches() -> None:
 
 
 def drop_count() -> int:
-    """How many times anyone has dropped the page cache since boot (/proc/vmstat)."""
+    """How many times anyone has dropped the page cache since boot."""
     with open("/proc/vmstat") as f:
-        for line in f:
-            if line.startswith("drop_pagecache "):
-                return int(line.split()[1])
-    return -1
-
-
-def resident_bytes(path: str) -> int | None:
-    """Bytes of `path` in the page cache: mincore() over a fresh read-only mapping."""
-    import ctypes
-
-    try:
-        size = os.path.getsize(path)
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_int] * 3 + [ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    try:
-        if size == 0:
-            return 0
-        addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-        if addr in (None, ctypes.c_void_p(-1).value):
-            return None
-        try:
-            page = os.sysconf("SC_PAGE_SIZE")
-            vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
-            if libc.mincore(addr, size, vec) != 0:
-                return None
-            return sum(v & 1 for v in vec) * page
-        finally:
-            libc.munmap(addr, size)
-    finally:
-        os.close(fd)
+        return next((int(x.split()[1]) for x in f if x.startswith("drop_pagecache ")), -1)
 
 
 def residency_after_drop(paths: list[str]) -> dict:
-    """What drop_caches leaves in memory: pages that running processes (ours or other users')
-    have mapped stay resident, e.g. a libpython that another Python process uses."""
+    """Bytes of each file still in the page cache right after drop_caches (util-linux fincore):
+    pages that running processes have mapped stay, e.g. a libpython another Python uses."""
     drop_caches()
-    return {
-        p: {"resident": resident_bytes(p), "size": os.path.getsize(p)}
-        for p in paths
-        if os.path.exists(p)
-    }
+    out = {}
+    for p in filter(os.path.exists, paths):
+        r = subprocess.run(["fincore", "-bn", "-o", "RES", p], capture_output=True, text=True)
+        resident = int(r.stdout) if r.returncode == 0 else None
+        out[p] = {"resident": resident, "size": os.path.getsize(p)}
+    return out
 
 
 # ---------------------------------------------------------------- runs
@@ -206,16 +179,15 @@ class Run:
     out: str = ""  # stdout and stderr, with Cell.capture
     err: str = ""
     argv: list | None = None
+    ru: object = None  # the resource usage from wait4
 
 
 @dataclasses.dataclass
 class Cell:
-    """One configuration as measured: a run executes ``argv`` in ``cwd`` with exactly ``env``.
-    ``prepare(warm)`` (optional) returns the (argv, env) of the next run, e.g. after writing an
-    input file; ``after(run)`` (optional) checks a timed run and returns extra samples to record.
-    ``prewarm``: every hot run is preceded by an untimed one (else only after a foreign drop).
-    ``capture``: a path prefix; stdout and stderr go to PREFIX.out and PREFIX.err (else
-    /dev/null)."""
+    """One configuration as measured: ``argv`` in ``cwd`` with exactly ``env``. ``prepare(warm)``
+    returns the (argv, env) of the next run; ``after(run)`` checks a timed run and returns extra
+    samples; ``prewarm``: an untimed run before every hot run; ``capture``: stdout and stderr go
+    to PREFIX.out and PREFIX.err."""
 
     name: str
     argv: list
@@ -232,94 +204,67 @@ class Cell:
 
 
 def run_once(argv: list, env: dict, cwd: str, capture: str | None = None, rss_out=None) -> Run:
-    """One run, spawn to reaped. With ``rss_out`` it runs under TIME, which writes the program's
-    peak RSS there (its wall and CPU time are then not the program's alone): not the ru_maxrss
-    of our own wait4, which keeps the high-water mark of the memory the child had before exec,
-    this Python process's."""
+    """One run, spawn to reaped; with ``rss_out`` under GNU time, which writes the peak RSS."""
     if rss_out:
         argv = [TIME, "-f", "%M", "-o", rss_out, *argv]
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     outs = [capture + ".out", capture + ".err"] if capture else ["/dev/null", "/dev/null"]
     actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
-    actions += [
-        (os.POSIX_SPAWN_OPEN, fd, path, flags, 0o600) for fd, path in zip((1, 2), outs, strict=True)
-    ]
+    actions += [(os.POSIX_SPAWN_OPEN, fd, p, flags, 0o600) for fd, p in zip((1, 2), outs)]
     old = os.getcwd()
     os.chdir(cwd)
     try:
         t0 = time.perf_counter_ns()
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
-        _, status, ru = os.wait4(pid, 0)
+        _, status, ru = os.wait4(os.posix_spawn(argv[0], argv, env, file_actions=actions), 0)
         t1 = time.perf_counter_ns()
     finally:
         os.chdir(old)
-    run = Run(t1 - t0, ru.ru_utime + ru.ru_stime, status, argv=argv)
+    run = Run(t1 - t0, ru.ru_utime + ru.ru_stime, status, argv=argv, ru=ru)
     if rss_out and status == 0:
         with open(rss_out) as f:
             run.maxrss_kib = int(f.read().split()[-1])
     if capture:
-        with open(outs[0], errors="replace") as f:
-            run.out = f.read()
-        with open(outs[1], errors="replace") as f:
-            run.err = f.read()
+        with open(outs[0], errors="replace") as f, open(outs[1], errors="replace") as g:
+            run.out, run.err = f.read(), g.read()
     return run
 
 
 def guarded_run(cell: Cell, stats: dict, rss_out: str | None = None) -> Run:
-    """One run that no other process's drop_caches touched (another benchmark's drop would make
-    a hot run cold). Hot: if the page cache was dropped since this cell's previous run (or
-    always, with ``prewarm``), first an untimed run to warm its files; cold: sync and drop_caches
-    right before the run. A run during which someone dropped the cache is repeated."""
+    """One run that no other process's drop_caches touched: hot, an untimed run first if the
+    cache was dropped since this cell's last run (or always, with ``prewarm``); cold, sync and
+    drop_caches right before. A run during which someone dropped the cache is repeated."""
     for _ in range(20):
         if not cell.cold and (cell.prewarm or drop_count() != stats.get("_last_drop_count")):
             if not cell.prewarm and "_last_drop_count" in stats:
                 n = stats.get("rewarmed_after_foreign_drop", 0)
                 stats["rewarmed_after_foreign_drop"] = n + 1
-            argv, env = cell.next_run(warm=True)
-            run_once(argv, env, cell.cwd)
+            run_once(*cell.next_run(warm=True), cell.cwd)
         argv, env = cell.next_run(warm=False)
         if cell.cold:
             drop_caches()
         before = drop_count()
         run = run_once(argv, env, cell.cwd, cell.capture, rss_out)
-        after = drop_count()
-        stats["_last_drop_count"] = after
+        stats["_last_drop_count"] = after = drop_count()
         if after == before:
             run.argv = argv
             return run
         stats["repeated_foreign_drop"] = stats.get("repeated_foreign_drop", 0) + 1
-    raise SystemExit(
-        "the page cache was dropped by another process during 20 runs in a row; "
-        "measure when no other benchmark drops caches"
-    )
+    raise SystemExit("another process dropped the page cache during 20 runs in a row")
 
 
-def measure(
-    cells: list[Cell],
-    rounds: int,
-    warmup: int = 0,
-    rss_out: str | None = None,
-    stride: int = 1,
-    alternate: bool = False,
-    before_round: Callable | None = None,
-) -> dict:
+def measure(cells: list[Cell], rounds: int, warmup=0, rss_out=None, stride=1, alternate=False):
     """``warmup`` untimed runs of every cell, then ``rounds`` rounds; round i runs every cell once,
-    starting at cell (i * stride) % n (reversed on odd rounds with ``alternate``). Returns, per
-    cell, its samples (None for a failed run) and the extra samples its ``after`` returned."""
-    data = {c.name: {"wall_ns": [], "cpu_s": [], "maxrss_kib": [], "failures": 0} for c in cells}
+    starting at cell (i * stride) % n (reversed on odd rounds with ``alternate``). Per cell: its
+    samples (None for a failed run) and the extra samples its ``after`` returned."""
+    data: dict = {
+        c.name: {"wall_ns": [], "cpu_s": [], "maxrss_kib": [], "failures": 0} for c in cells
+    }
     data["_loadavg_per_round"] = []
-
-    def warm() -> None:
-        for _ in range(warmup):
-            for c in cells:
-                argv, env = c.next_run(warm=True)
-                run_once(argv, env, c.cwd)
-                data[c.name]["_last_drop_count"] = drop_count()
-
-    warm()
+    for _ in range(warmup):
+        for c in cells:
+            run_once(*c.next_run(warm=True), c.cwd)
+            data[c.name]["_last_drop_count"] = drop_count()
     for i in range(rounds):
-        if before_round and before_round():
-            warm()  # it waited: warm again
         data["_loadavg_per_round"].append(os.getloadavg()[0])
         k = (i * stride) % len(cells)
         order = cells[k:] + cells[:k]
@@ -333,10 +278,15 @@ def measure(
             d["wall_ns"].append(run.wall_ns if ok else None)
             d["cpu_s"].append(run.cpu_s if ok else None)
             d["maxrss_kib"].append(run.maxrss_kib if ok else None)
-            if ok and c.after:
-                for key, value in (c.after(run) or {}).items():
-                    d.setdefault(key, []).append(value)
+            for key, value in ((ok and c.after and c.after(run)) or {}).items():
+                d.setdefault(key, []).append(value)
     return data
+
+
+def med(xs: list | None, scale: float = 1.0) -> float | None:
+    """The median of the samples that are there, times ``scale``; None without any."""
+    xs = [x for x in xs or [] if x is not None]
+    return statistics.median(xs) * scale if xs else None
 
 
 def quartiles(xs: list) -> list | None:
@@ -349,42 +299,36 @@ def paired(a: list, b: list, op: Callable = lambda x, y: x / y) -> list:
 
 
 def summarize(data: dict, baselines: list[str]) -> dict:
-    """Per configuration: medians, quartiles, CPU, peak RSS, and its ratio to each baseline:
-    the median over rounds of (this / baseline in the same round)."""
+    """Per configuration: medians, quartiles, CPU, peak RSS, and per baseline the median over
+    rounds of (this / baseline in the same round)."""
     out = {}
     for n, d in data.items():
         if n.startswith("_"):
             continue
         walls = [w for w in d["wall_ns"] if w is not None]
-        cpus = [c for c in d["cpu_s"] if c is not None]
         rss = [r for r in d.get("maxrss_kib", []) if r is not None]
         s = {
             "runs": len(walls),
             "failures": d["failures"],
             "repeated_foreign_drop": d.get("repeated_foreign_drop", 0),
             "rewarmed_after_foreign_drop": d.get("rewarmed_after_foreign_drop", 0),
-            "wall_ms_median": statistics.median(walls) / 1e6 if walls else None,
+            "wall_ms_median": med(walls, 1e-6),
             "wall_ms_quartiles": [q / 1e6 for q in quartiles(walls) or []] or None,
-            "cpu_ms_median": statistics.median(cpus) * 1e3 if cpus else None,
-            "peak_rss_mib_median": statistics.median(rss) / 1024 if rss else None,
+            "cpu_ms_median": med(d["cpu_s"], 1e3),
+            "peak_rss_mib_median": med(rss, 1 / 1024),
             "ratio": {},
             "ratio_of_medians": {},
             "ratio_quartiles": {},
         }
         if "wrong_output" in d:
             s["wrong_output"] = d["wrong_output"].count(True)
-        for b in baselines:
-            if b not in data:
-                continue
-            pairs = paired(d["wall_ns"], data[b]["wall_ns"])
-            bw = [w for w in data[b]["wall_ns"] if w is not None]
-            if pairs:
+        for b in (b for b in baselines if b in data):
+            if pairs := paired(d["wall_ns"], data[b]["wall_ns"]):
                 s["ratio"][b] = statistics.median(pairs)
                 s["ratio_quartiles"][b] = quartiles(pairs)
-            if walls and bw:
-                s["ratio_of_medians"][b] = statistics.median(walls) / statistics.median(bw)
-        s["wall_ns"] = d["wall_ns"]
-        s["cpu_s"] = d["cpu_s"]
+            if walls and (bw := med(data[b]["wall_ns"])):
+                s["ratio_of_medians"][b] = statistics.median(walls) / bw
+        s["wall_ns"], s["cpu_s"] = d["wall_ns"], d["cpu_s"]
         if rss:
             s["maxrss_kib"] = d["maxrss_kib"]
         out[n] = s
@@ -399,8 +343,7 @@ def evaluate_targets(targets: list[dict], workloads: dict) -> list[dict]:
         if "ingot" not in cf or t["baseline"] not in cf:
             continue
         hot = cf["ingot"]["hot"]["ratio"].get(t["baseline"])
-        cold_res = cf["ingot"].get("cold")
-        cold = cold_res["ratio"].get(t["baseline"]) if cold_res else None
+        cold = (cf["ingot"].get("cold") or {"ratio": {}})["ratio"].get(t["baseline"])
         cold_t = t.get("cold")
         out.append(
             {
@@ -487,22 +430,14 @@ def build_env(work: str) -> dict:
 
 
 def run_logged(cmd: list, log_path: str, env: dict, cwd: str, timeout: float | None) -> tuple:
-    """Run cmd in its own process group, stdout+stderr to log_path; (exit status or None on
-    timeout, seconds)."""
+    """cmd in its own process group, output to log_path; (exit status, None on timeout; seconds)."""
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "w") as f:
         f.write("$ " + " ".join(cmd) + f"\n# cwd {cwd}\n")
         f.flush()
         t0 = time.perf_counter()
-        p = subprocess.Popen(
-            cmd,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
+        out = {"stdout": f, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
+        p = subprocess.Popen(cmd, env=env, cwd=cwd, start_new_session=True, **out)
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -528,10 +463,10 @@ def pip_freeze(python: str) -> list[str]:
 
 
 def create_venvs(work: str, python: str, specs: dict, state: dict) -> None:
-    """Create each venv WORK/venv-NAME of ``specs`` (NAME -> requirements; []: --without-pip)
-    unless it exists with the same requirements (a marker file inside); record in
-    ``state["venvs"]`` its command, time, pip freeze and size."""
+    """Each venv WORK/venv-NAME of ``specs`` (NAME -> requirements; []: --without-pip), unless
+    it exists with the same requirements; ``state["venvs"]``: command, time, freeze, size."""
     env = build_env(work)
+    venvs = state.setdefault("venvs", {})
     for name, reqs in specs.items():
         path = os.path.join(work, f"venv-{name}")
         marker = os.path.join(path, "bench-requirements.json")
@@ -545,22 +480,21 @@ def create_venvs(work: str, python: str, specs: dict, state: dict) -> None:
         t0 = time.perf_counter()
         cmd = [python, "-m", "venv", *([] if reqs else ["--without-pip"]), path]
         subprocess.run(cmd, check=True, env=env)
-        pip = [os.path.join(path, "bin", "python"), "-m", "pip", "install", "-q"]
-        pip += ["--disable-pip-version-check", *reqs]
+        pip = [f"{path}/bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         if reqs:
-            subprocess.run(pip, check=True, env=env)
-        dt = time.perf_counter() - t0
+            subprocess.run([*pip, *reqs], check=True, env=env)
         with open(marker, "w") as f:
             json.dump(want, f)
-        command = " ".join(cmd) + (" && " + " ".join(pip) if reqs else "")
-        state.setdefault("venvs", {})[f"venv-{name}"] = {
-            "seconds": dt,
+        command = " ".join(cmd) + (" && " + " ".join(pip + reqs) if reqs else "")
+        note = "pip's cache was warm"
+        venvs[f"venv-{name}"] = {
+            "seconds": time.perf_counter() - t0,
             "command": command,
-            "note": "pip's cache was warm",
+            "note": note,
         }
     for name, reqs in specs.items():
         path = os.path.join(work, f"venv-{name}")
-        venv = state.setdefault("venvs", {}).setdefault(f"venv-{name}", {})
+        venv = venvs.setdefault(f"venv-{name}", {})
         venv["freeze"] = pip_freeze(os.path.join(path, "bin", "python")) if reqs else []
         venv["size_bytes"] = tree_size(path)
 
@@ -568,15 +502,8 @@ def create_venvs(work: str, python: str, specs: dict, state: dict) -> None:
 def check_run(argv: list, env: dict, cwd: str, expect: str | None) -> str | None:
     """Run once; None if it exits 0 with the expected stdout (and no stderr), else why not."""
     try:
-        r = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=cwd,
-            timeout=300,
-            stdin=subprocess.DEVNULL,
-        )
+        io = {"capture_output": True, "text": True, "stdin": subprocess.DEVNULL}
+        r = subprocess.run(argv, env=env, cwd=cwd, timeout=300, **io)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}"
     if r.returncode != 0 or (expect is not None and r.stdout != expect) or r.stderr.strip():
@@ -599,74 +526,7 @@ def save_state(work: str, state: dict) -> None:
     os.replace(path + ".tmp", path)
 
 
-def other_processes(pattern: re.Pattern) -> list[str]:
-    """Command lines of other processes that match ``pattern``."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        if pattern.search(cmd):
-            found.append(f"{pid}: {cmd[:200]}")
-    return found
-
-
-def wait_for_others(pattern: re.Pattern, stats: dict) -> bool:
-    """Wait while another process matching ``pattern`` runs; True if we waited."""
-    waited = False
-    while others := other_processes(pattern):
-        if not waited:
-            log(f"waiting: another benchmark is running: {others}")
-        seen = stats.setdefault("paused_for", [])
-        seen.extend(o for o in others if o not in seen)
-        time.sleep(15)
-        stats["paused_s"] = stats.get("paused_s", 0.0) + 15
-        waited = True
-    return waited
-
-
 # ---------------------------------------------------------------- probes and traces
-
-
-def spawn_probe(argv: list, env: dict, cwd: str, t0: int) -> dict:
-    """Runs a phase probe (bench/apps/*_probe.py print ``probe SPAWN START IMPORTED DONE`` in
-    CLOCK_MONOTONIC ns on stderr) started at ``t0``; its phases in ns and its CPU seconds."""
-    r, w = os.pipe()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        actions = [
-            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
-            (os.POSIX_SPAWN_DUP2, w, 2),
-            (os.POSIX_SPAWN_CLOSE, r),
-        ]
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
-    finally:
-        os.chdir(old)
-    _, status, ru = os.wait4(pid, 0)
-    t3 = time.monotonic_ns()
-    os.close(w)
-    with os.fdopen(r) as f:
-        err = f.read()
-    line = [x for x in err.splitlines() if x.startswith("probe ")]
-    if status != 0 or not line:
-        raise SystemExit(f"probe {argv}: status {status}, stderr {err!r}")
-    spawn, start, imported, done = (int(x) for x in line[-1].split()[1:])
-    assert spawn == t0
-    return {
-        "startup": start - t0,
-        "imports": imported - start,
-        "main": done - imported,
-        "exit": t3 - done,
-        "total": t3 - t0,
-        "user": ru.ru_utime,
-        "sys": ru.ru_stime,
-    }
 
 
 def parse_importtime(text: str) -> dict:
@@ -679,22 +539,13 @@ def parse_importtime(text: str) -> dict:
     return out
 
 
-def strace_counts(argv: list, path: str, env: dict | None = None, cwd: str | None = None) -> dict:
-    """One run under ``strace -c -f -o path``: the total calls and errors, the calls and failures
-    by name."""
-    subprocess.run(
-        ["strace", "-c", "-f", "-o", path, *argv],
-        stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=True,
-    )
+def strace_counts(argv: list, path: str, env: dict | None = None) -> dict:
+    """One run under ``strace -c -f``: total calls and errors, calls and failures by name."""
+    cmd = ["strace", "-c", "-f", "-o", path, *argv]
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, env=env, capture_output=True, check=True)
     calls, failed, total, errors = {}, {}, 0, 0
     with open(path) as f:
-        for line in f:
-            parts = line.split()
+        for parts in (line.split() for line in f):
             if not parts or parts[0].startswith(("%", "-")):
                 continue
             if parts[-1] == "total":  # % time, seconds, usecs/call, calls, [errors], total
