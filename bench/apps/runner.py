@@ -1,29 +1,11 @@
-"""The measured process of the import benchmark.
+"""The measured process of bench/finders.py (configurations: bench/README.md).
 
     python -I -S bench/apps/runner.py [--verify] CONFIG SCRIPT [ARG ...]
 
-Installs the finder of CONFIG, then executes SCRIPT (bench/import_stdlib.py) as ``__main__``
-code (bench/finders.py runs it).  On exit it writes one line to stderr::
-
-    ingot-bench setup_ns=<finder setup> import_ns=<exec of SCRIPT>
-
-CONFIG and its ARGs:
-
-    stock                         nothing installed: the stock path finder
-    zipimport ZIP                 ZIP inserted at sys.path[0] (zipimport)
-    floor BLOB                    FloorFinder below, first on sys.meta_path
-    floor-mmap BLOB               the same, the blob mmap'ed instead of read()
-    oxidized SO PACKED            oxidized_importer loaded from SO, its
-                                  OxidizedFinder indexes PACKED (mmap), first
-                                  on sys.meta_path
-    ingot PYTHONPATH ARCHIVE      ``import ingot`` from PYTHONPATH, then
-                                  ingot.IngotFinder(ARCHIVE) first on sys.meta_path
-
-This file must import nothing that is not already loaded at startup or built
-in (sys, marshal, time, _imp, _frozen_importlib*): any stdlib .py module it
-imported would be served by the stock path finder before the finder under test
-is installed.  ``--verify`` (not used for timing) adds, after the import phase,
-a JSON line ``ingot-bench-verify {...}`` telling which loader served each module.
+Installs CONFIG's finder, executes SCRIPT as __main__ and writes to stderr
+`ingot-bench setup_ns=N import_ns=N` (--verify first: `ingot-bench-verify {JSON}`, which loader
+served each module). It imports nothing that startup has not loaded or that is not built in: a
+stdlib module it imported would be served by the stock finder before the one under test.
 """
 
 import _frozen_importlib as _boot
@@ -36,20 +18,14 @@ _clock = time.perf_counter_ns
 
 
 class FloorFinder:
-    """The least an in-memory finder can do: one read() of a prebuilt blob, a dict
-    lookup in find_spec, marshal.loads + exec in exec_module.
-
-    Blob layout (written by make_artifacts.py): b"INGFLOOR", u64 LE index length,
-    marshal of {name: (is_package, origin, package_dir_or_None, offset, length)},
-    then the marshal bytes of every code object (offsets relative to their start).
-    """
+    """The least an in-memory finder can do: one read() of a blob (make_artifacts.py: b"INGFLOOR",
+    u64 LE index length, marshal of {name: (is_package, origin, package_dir, offset, length)}, the
+    marshal bytes of the code objects), a dict lookup in find_spec, marshal.loads + exec."""
 
     def __init__(self, path, use_mmap=False):
         with open(path, "rb") as f:
-            if (
-                use_mmap
-            ):  # floor-mmap: map the blob instead of reading it (mmap is an extension module)
-                import mmap
+            if use_mmap:
+                import mmap  # an extension module
 
                 data = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
             else:
@@ -107,11 +83,8 @@ def _setup(config, args):
         # if the interpreter had started from this zip (as it does from pythonXY.zip).
         sys.modules["encodings"].__path__.insert(0, args[0] + "/encodings")
         return
-    if config == "floor":
-        sys.meta_path.insert(0, FloorFinder(args[0]))
-        return
-    if config == "floor-mmap":
-        sys.meta_path.insert(0, FloorFinder(args[0], use_mmap=True))
+    if config in ("floor", "floor-mmap"):
+        sys.meta_path.insert(0, FloorFinder(args[0], use_mmap=config == "floor-mmap"))
         return
     if config == "oxidized":
         oi = _load_extension("oxidized_importer", args[0])
@@ -136,23 +109,20 @@ def _setup(config, args):
     raise SystemExit(2)
 
 
+def _type_name(x):
+    return x.__name__ if isinstance(x, type) else type(x).__name__
+
+
 def _loader_name(module):
-    spec = getattr(module, "__spec__", None)
-    loader = getattr(spec, "loader", None) if spec is not None else None
-    if loader is None:
-        loader = getattr(module, "__loader__", None)
-    if loader is None:
-        return "None"
-    if isinstance(loader, type):
-        return loader.__name__
-    return type(loader).__name__
+    loader = getattr(getattr(module, "__spec__", None), "loader", None)
+    loader = loader or getattr(module, "__loader__", None)
+    return "None" if loader is None else _type_name(loader)
 
 
 def main():
     argv = sys.argv[1:]
-    verify = False
-    if argv and argv[0] == "--verify":
-        verify = True
+    verify = argv[:1] == ["--verify"]
+    if verify:
         del argv[0]
     if len(argv) < 2:
         sys.stderr.write(__doc__)
@@ -180,9 +150,7 @@ def main():
             # these are served by whatever was there before, not by the finder under test
             "setup_loaded": {n: _loader_name(sys.modules[n]) for n in sorted(after_setup - before)},
             "modules": {n: _loader_name(m) for n, m in sorted(sys.modules.items())},
-            "meta_path": [
-                type(f).__name__ if not isinstance(f, type) else f.__name__ for f in sys.meta_path
-            ],
+            "meta_path": [_type_name(f) for f in sys.meta_path],
         }
         sys.stderr.write("ingot-bench-verify " + json.dumps(report) + "\n")
     sys.stderr.write(f"ingot-bench setup_ns={t1 - t0} import_ns={t2 - t1}\n")
