@@ -61,28 +61,19 @@ def build(directory, names):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=3000)
-    parser.add_argument(
-        "--reverse", action="store_true", help="measure the finders in reverse name order"
-    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        finders = build(directory, [f"tiny_{index:05d}" for index in range(args.modules)])
-        for label in sorted(finders, reverse=args.reverse):
-            finder = finders[label]
-            base = [f"tiny_{index:05d}" for index in range(args.modules)]
-            count = args.modules
-            find = best_per_module(
-                lambda finder=finder, base=base: [finder.find_spec(n, None) for n in base], count
-            )
+        base = [f"tiny_{index:05d}" for index in range(args.modules)]
+        count = args.modules
+        for label, finder in sorted(build(directory, base).items()):
             specs = [finder.find_spec(name, None) for name in base]
-            create = best_per_module(
-                lambda specs=specs: [bootstrap.module_from_spec(s) for s in specs], count
-            )
             modules = [bootstrap.module_from_spec(spec) for spec in specs]
-            execute = best_per_module(
-                lambda finder=finder, modules=modules: [finder.exec_module(m) for m in modules],
-                count,
-            )
+            steps = [
+                lambda f=finder: [f.find_spec(n, None) for n in base],
+                lambda s=specs: [bootstrap.module_from_spec(x) for x in s],
+                lambda f=finder, m=modules: [f.exec_module(x) for x in m],
+            ]
+            find, create, execute = (best_per_module(step, count) for step in steps)
             sys.meta_path.insert(0, finder)
             started = time.perf_counter()
             for name in base:

@@ -1,26 +1,9 @@
-"""Generate bench/import_stdlib.py: one ``import X`` per importable pure-Python stdlib module.
+"""Generate bench/import_stdlib.py: one `import X` per pure-Python stdlib module (the set of
+apps/make_artifacts.py, less GUI, demo, installer, `__main__` and easter-egg modules) that a fresh
+`python -I -S -c "import X"` in an empty directory imports on every interpreter given with exit 0,
+no output and no files written; the whole file must then run so too.
 
-Candidates are the ``.py`` modules and packages (with submodules) of each
-interpreter's stdlib directory (see apps/make_artifacts.py for what is walked), minus
-modules that are not meant to be imported by a program: GUI and demo code,
-installers, ``__main__`` modules and the easter eggs.
-
-A candidate is kept only if ``python -I -S -c "import X"`` run in a fresh
-process, in an empty temporary working directory, on EVERY interpreter given:
-
-* exits 0 within the timeout,
-* writes nothing to stdout or stderr (this drops modules that warn on import,
-  e.g. DeprecationWarning for distutils/imp/asyncore/cgi/... on 3.10 or 3.11),
-* leaves the working directory empty.
-
-The union of the interpreters' candidates is tested, and the result is the
-sorted intersection.  The generated file is then run whole on every
-interpreter (``python -I -S bench/import_stdlib.py``), which must exit 0 with
-no output.
-
-Usage (default: pyenv's newest 3.10 and 3.11, else python3.10 and python3.11 on PATH)::
-
-    python3 bench/gen_import_stdlib.py [--python PY310 --python PY311]
+    python3 bench/gen_import_stdlib.py [--python PY310 --python PY311]   # default: pyenv's
 """
 
 from __future__ import annotations
@@ -36,50 +19,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "apps"))
 from make_artifacts import iter_stdlib_modules  # noqa: E402
 
-# Top-level packages/modules left out entirely (with all their submodules).
-EXCLUDED_TOP = frozenset(
-    {
-        "idlelib",  # the IDLE application
-        "tkinter",  # GUI toolkit (needs Tk; not an import-speed workload)
-        "turtle",  # imports tkinter
-        "turtledemo",  # demo scripts
-        "ensurepip",  # installer, reads bundled wheels
-        "this",  # prints the Zen of Python on import
-        "antigravity",  # opens a web browser on import
-        "__hello__",  # frozen-module test fixtures
-        "__phello__",
-        "_bootsubprocess",  # gone in 3.12
-        "_compression",  # gone in 3.14
-    }
-)
+# left out with their submodules: GUI (tkinter, turtle), demos, installers, easter eggs (this
+# prints, antigravity opens a browser), frozen test fixtures, modules gone in 3.12 and 3.14
+EXCLUDED_TOP = {"idlelib", "tkinter", "turtle", "turtledemo", "ensurepip", "this", "antigravity"}
+EXCLUDED_TOP |= {"__hello__", "__phello__", "_bootsubprocess", "_compression"}
 # Submodules left out: absent from Debian's builds (macOS-only helpers).
 EXCLUDED_PREFIXES = ("ctypes.macholib",)
 
 
-def stdlib_dir(python: str) -> str:
-    out = subprocess.run(
-        [python, "-I", "-S", "-c", "import sysconfig; print(sysconfig.get_path('stdlib'))"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip()
+def ask(python: str, code: str) -> str:
+    return subprocess.run(
+        [python, "-I", "-S", "-c", code], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def candidates(directory: str) -> set[str]:
-    names = set()
-    for name, _path, _is_pkg in iter_stdlib_modules(directory):
-        parts = name.split(".")
-        if not all(p.isidentifier() for p in parts):  # e.g. _sysconfigdata__linux_x86_64-linux-gnu
-            continue
-        if (
-            parts[0] in EXCLUDED_TOP
-            or parts[-1] == "__main__"
-            or name.startswith(EXCLUDED_PREFIXES)
-        ):
-            continue
-        names.add(name)
-    return names
+    names = {name for name, _path, _is_pkg in iter_stdlib_modules(directory)}
+    return {
+        n
+        for n in names
+        if all(p.isidentifier() for p in n.split("."))  # not _sysconfigdata__linux_x86_64-linux-gnu
+        and n.split(".")[0] not in EXCLUDED_TOP
+        and n.split(".")[-1] != "__main__"
+        and not n.startswith(EXCLUDED_PREFIXES)
+    }
 
 
 def try_import(python: str, name: str, timeout: float) -> tuple[bool, str]:
@@ -107,9 +70,7 @@ def try_import(python: str, name: str, timeout: float) -> tuple[bool, str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--python", action="append", help="interpreter to test on (repeatable)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=float, default=60.0)
@@ -124,7 +85,7 @@ def main() -> int:
 
     names: set[str] = set()
     for py in pythons:
-        d = stdlib_dir(py)
+        d = ask(py, "import sysconfig; print(sysconfig.get_path('stdlib'))")
         c = candidates(d)
         print(f"{py}: stdlib {d}: {len(c)} candidates", file=sys.stderr)
         names |= c
@@ -138,16 +99,15 @@ def main() -> int:
             if i % 200 == 0:
                 print(f"  {i}/{len(jobs)} imports tried", file=sys.stderr)
 
-    kept = []
-    rejected = []
+    kept, rejected = [], []
     for n in sorted(names):
-        reasons = [
-            f"{os.path.basename(py)}: {results[(py, n)][1]}"
+        why = [
+            f"{os.path.basename(py)}: {results[py, n][1]}"
             for py in pythons
-            if not results[(py, n)][0]
+            if not results[py, n][0]
         ]
-        if reasons:
-            rejected.append((n, reasons))
+        if why:
+            rejected.append((n, why))
         else:
             kept.append(n)
     print(f"kept {len(kept)}, rejected {len(rejected)}", file=sys.stderr)
@@ -156,13 +116,7 @@ def main() -> int:
             print(f"  - {n}: {'; '.join(reasons)}", file=sys.stderr)
 
     versions = ", ".join(
-        subprocess.run(
-            [py, "-I", "-S", "-c", "import platform; print(platform.python_version())"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        for py in pythons
+        ask(py, "import platform; print(platform.python_version())") for py in pythons
     )
     header = (
         "# Generated by bench/gen_import_stdlib.py -- do not edit by hand.\n"

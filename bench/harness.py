@@ -342,21 +342,12 @@ def evaluate_targets(targets: list[dict], workloads: dict) -> list[dict]:
         cf = workloads.get(t["workload"], {}).get("configs", {})
         if "ingot" not in cf or t["baseline"] not in cf:
             continue
-        hot = cf["ingot"]["hot"]["ratio"].get(t["baseline"])
-        cold = (cf["ingot"].get("cold") or {"ratio": {}})["ratio"].get(t["baseline"])
-        cold_t = t.get("cold")
-        out.append(
-            {
-                "workload": t["workload"],
-                "baseline": t["baseline"],
-                "hot": hot,
-                "hot_target": t["hot"],
-                "hot_met": None if hot is None else hot <= t["hot"],
-                "cold": cold,
-                "cold_target": cold_t,
-                "cold_met": None if cold is None or cold_t is None else cold <= cold_t,
-            }
-        )
+        row = {"workload": t["workload"], "baseline": t["baseline"]}
+        for ph in ("hot", "cold"):
+            got = (cf["ingot"].get(ph) or {"ratio": {}})["ratio"].get(t["baseline"])
+            met = None if got is None or t.get(ph) is None else got <= t[ph]
+            row |= {ph: got, f"{ph}_target": t.get(ph), f"{ph}_met": met}
+        out.append(row)
     return out
 
 

@@ -1,10 +1,6 @@
-"""Phase probe (bench/peers.py --probe): what black's console script does, with
-CLOCK_MONOTONIC stamps written to stderr as one last line:
-
-    probe <spawn_ns> <first_line_ns> <imported_ns> <main_done_ns>
-
-argv: black_probe SPAWN_NS [--gc-off] BLACK_ARGS...; SPAWN_NS is the parent's time.monotonic_ns()
-right before the spawn. --gc-off: the cyclic GC disabled during the imports, then gc.freeze()."""
+"""Phase probe (bench/peers.py --probe): black's console script, then on stderr
+`probe SPAWN START IMPORTED DONE` (CLOCK_MONOTONIC ns). argv: SPAWN [--gc-off] BLACK_ARGS...;
+--gc-off: the cyclic GC off during the imports, then gc.freeze()."""
 
 import time
 

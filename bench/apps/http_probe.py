@@ -1,16 +1,7 @@
-"""Phase probe for the `http --version` workload (bench/peers.py --probe): what the `http` console
-script does, with CLOCK_MONOTONIC stamps written to stderr as one line:
-
-    probe <spawn_ns> <script_start_ns> <imported_ns> <main_done_ns>
-
-argv: http_probe.py SPAWN_NS [--gc-off] [http args...]; SPAWN_NS is the parent's
-time.monotonic_ns() just before it spawned this process; --gc-off disables the cyclic garbage
-collector for the imports, then moves everything they created to the permanent generation
-(gc.freeze()) and enables it again (an experiment: what collections during start-up cost).
-Phases: interpreter start-up (spawn to the first line of this script), imports (the modules
-httpie.__main__.main() imports first: httpie.core and httpie.cli.definition, which builds the
-argument parser), the rest of main() (plugins via importlib.metadata, parsing, printing the
-version), then exit (after main to reaped)."""
+"""Phase probe (bench/peers.py --probe): httpie's `http` console script, then on stderr
+`probe SPAWN START IMPORTED DONE` (CLOCK_MONOTONIC ns). argv: SPAWN [--gc-off] HTTP_ARGS...;
+--gc-off: the cyclic GC off during the imports (httpie.core, httpie.cli.definition), then
+gc.freeze()."""
 
 import time
 

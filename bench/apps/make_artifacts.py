@@ -1,21 +1,13 @@
-"""Builds the import benchmark's archives of the running interpreter's stdlib (bench/finders.py
-runs it with the interpreter under test; every code object is compiled here, at optimize 0, from
-the stdlib source: the same code objects as the stock __pycache__, the same co_filename).
+"""The import benchmark's archives of the running interpreter's stdlib, every code object compiled
+here at optimize 0 from the source (as the stock __pycache__ holds them): stdlib-X.Y.zip
+(sourceless timestamp .pyc, stored), stdlib-X.Y.floor (apps/runner.py's FloorFinder blob, less
+the modules served frozen) or, with --oxidized (CPython 3.10, oxidized_importer==0.6.0),
+stdlib-3.10.oxidized (the same marshal bytes as packed resources); a JSON of counts and sizes.
 
-    python bench/apps/make_artifacts.py OUT             # stdlib-X.Y.zip and stdlib-X.Y.floor
-    python3.10 bench/apps/make_artifacts.py --oxidized OUT   # stdlib-3.10.oxidized
+    python bench/apps/make_artifacts.py [--oxidized] OUT
 
-* stdlib-X.Y.zip: sourceless timestamp .pyc of the packed set, ZIP_STORED (zipimport never
-  compiles nor checks a source mtime);
-* stdlib-X.Y.floor: the blob of apps/runner.py's FloorFinder, without the modules the interpreter
-  serves frozen (3.11: os, site, runpy, ...), which FrozenImporter still serves, as in stock;
-* stdlib-3.10.oxidized: PyOxidizer's packed resources (oxidized_importer==0.6.0, CPython 3.10
-  only): one in-memory OxidizedResource per module of the floor, the same marshal bytes;
-* a JSON of counts and sizes next to each.
-
-The packed set: every .py module and package under the stdlib directory except site-packages and
-lib-dynload, directories whose name is not an identifier, test code (the top-level test package,
-any test/tests/idle_test subpackage) and directories without __init__.py.
+The packed set: every .py module and package of the stdlib directory but site-packages,
+lib-dynload, test code (test/, tests/, idle_test/), and directories that are no package.
 """
 
 from __future__ import annotations
@@ -89,13 +81,8 @@ def zip_and_floor(out: str, compiled: list, failed: list) -> dict:
             frozen.append(name)
             continue
         data = marshal.dumps(code)  # offsets are relative to the payload start
-        index[name] = (
-            is_pkg,
-            path,
-            os.path.dirname(path) if is_pkg else None,
-            len(payload),
-            len(data),
-        )
+        package_dir = os.path.dirname(path) if is_pkg else None
+        index[name] = (is_pkg, path, package_dir, len(payload), len(data))
         payload += data
     floor_path = os.path.join(out, f"stdlib-{ver}.floor")
     index_bytes = marshal.dumps(index)
@@ -130,8 +117,8 @@ def oxidized(out: str, compiled: list) -> dict:
     finder.add_resources(resources)
     path = os.path.join(out, "stdlib-3.10.oxidized")
     write(path, finder.serialize_indexed_resources())
-    return {"path": path, "bytes": os.path.getsize(path), "modules": len(resources),
-            "oxidized_importer": oxidized_importer.__file__}  # fmt: skip
+    info = {"path": path, "bytes": os.path.getsize(path), "modules": len(resources)}
+    return info | {"oxidized_importer": oxidized_importer.__file__}
 
 
 def main() -> int:
