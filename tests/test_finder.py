@@ -294,3 +294,18 @@ def test_a_compressed_file_read_again_is_decompressed_once_and_large_ones_are_no
     assert finder._read("pkg/model.bin") == large
     assert finder._read("pkg/model.bin") == large
     assert finder._decompressed_held() == (1, len(small))
+
+
+def test_import_ingot_imports_only_its_own_modules():
+    # `python -I -S` starts without `os`; the importer as a library must not pull it in (nor
+    # anything else a stdlib acceptance run would then see loaded from outside the archive).
+    root = os.path.dirname(os.path.dirname(ingot.__file__))
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); import ingot; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, root], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ingot", "ingot._archive_paths", "ingot._ingot"]

@@ -10,7 +10,6 @@ The importer works in any Python 3.10+::
 answers reads of paths under the archive (``open(mod.__file__)``) as executables do.
 """
 
-import os
 import sys
 
 from ingot._archive_paths import serve_archive_paths
@@ -23,6 +22,12 @@ from ingot._ingot import (
     elf_dynamic,
     loadable_image,
 )
+
+# No `os` import at run time: `import ingot` in a `python -I -S` process imports only ingot's own
+# modules (tests/test_stdlib.py counts on it). Mypy takes any `TYPE_CHECKING` name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
 
 __all__ = [
     "FORMAT_VERSION",
@@ -38,7 +43,7 @@ __all__ = [
 ]
 
 
-def install(path: str | os.PathLike[str], *, index: int = 0) -> IngotFinder:
+def install(path: "str | os.PathLike[str]", *, index: int = 0) -> IngotFinder:
     """Opens the archive at `path` and puts its finder on ``sys.meta_path`` (at `index`) and its
     path hook first on ``sys.path_hooks``. Returns the finder."""
     finder = IngotFinder(path)
