@@ -1,4 +1,4 @@
-"""Import benchmark: a fresh `python -I -S` importing ~450 stdlib modules (bench/import_stdlib.py),
+"""Import benchmark: a fresh `python -I -S` importing ~450 stdlib modules (examples/import-stdlib/stdlib_modules.py),
 per finder; the configurations and the method: bench/README.md."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import harness as h
 
-SCRIPT = os.path.join(h.HERE, "import_stdlib.py")
+SCRIPT = os.path.join(h.HERE, "..", "examples", "import-stdlib", "stdlib_modules.py")
 APPS = os.path.join(h.HERE, "apps")
 # config -> runner.py's arguments after CONFIG SCRIPT
 CONFIGS = {

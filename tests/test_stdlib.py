@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROOT, python_for, run_python
 
-IMPORT_STDLIB = ROOT / "bench" / "import_stdlib.py"
+IMPORT_STDLIB = ROOT / "examples" / "import-stdlib" / "stdlib_modules.py"
 
 # Runs in a fresh `python -I -S`: imports ingot from its install directory, then removes the path
 # finder and every path hook, so that nothing after this point can come from the file system.

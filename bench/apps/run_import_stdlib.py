@@ -1,6 +1,6 @@
 """shiv's entry point for the import_stdlib workload of bench/peers.py (shiv calls a function; the
-workload, bench/import_stdlib.py, is module-level imports only): import it, which runs it."""
+workload, examples/import-stdlib/stdlib_modules.py, is module-level imports only): import it, which runs it."""
 
 
 def main():
-    import import_stdlib  # noqa: F401
+    import stdlib_modules  # noqa: F401
