@@ -147,59 +147,27 @@ PATH_METHOD_SINKS = frozenset(
 #: The sinks an executable answers for paths under its own path (read-only, from the archive:
 #: the launcher's ``serve_archive_paths``): reading, listing and testing files. The others
 #: (writing, handing the path to C code or to another process) need the ``files`` policy.
-SERVED_FROM_ARCHIVE = frozenset(
+_NOT_SERVED_CALLS = frozenset(
     {
-        "open",
-        "io.open",
-        "codecs.open",
-        "os.open",
-        "gzip.open",
-        "bz2.open",
-        "lzma.open",
-        "tarfile.open",
-        "zipfile.ZipFile",
-        "os.listdir",
-        "os.scandir",
-        "os.walk",
-        "os.stat",
-        "os.lstat",
-        "os.access",
-        "os.path.exists",
-        "os.path.lexists",
-        "os.path.isfile",
-        "os.path.isdir",
-        "os.path.islink",
-        "os.path.getsize",
-        "os.path.getmtime",
-        "os.path.getctime",
-        "os.path.getatime",
-        "glob.glob",
-        "glob.iglob",
-        "shutil.copy",
-        "shutil.copy2",
-        "shutil.copyfile",
-        "shutil.copytree",
-        "shutil.copymode",
-        "shutil.copystat",
-        *(
-            f"pathlib.Path.{method}"
-            for method in (
-                "open",
-                "read_text",
-                "read_bytes",
-                "iterdir",
-                "glob",
-                "rglob",
-                "exists",
-                "is_file",
-                "is_dir",
-                "is_symlink",
-                "stat",
-                "lstat",
-            )
-        ),
+        *(name for name in CALL_SINKS if name.startswith(("ctypes.", "subprocess.", "imp."))),
+        "importlib.machinery.ExtensionFileLoader",
+        "importlib.machinery.SourceFileLoader",
+        "importlib.util.spec_from_file_location",
+        "io.FileIO",
+        "os.chdir",
+        "os.popen",
+        "os.system",
+        "runpy.run_path",
+        "shutil.move",
+        "sqlite3.connect",
     }
 )
+_NOT_SERVED_METHODS = frozenset(
+    {"mkdir", "readlink", "touch", "unlink", "write_bytes", "write_text"}
+)
+SERVED_FROM_ARCHIVE = (CALL_SINKS - _NOT_SERVED_CALLS) | {
+    f"pathlib.Path.{method}" for method in PATH_METHOD_SINKS - _NOT_SERVED_METHODS
+}
 
 # Functions whose result is a path when an argument is one.
 _PATH_FUNCTIONS = frozenset(
