@@ -691,51 +691,35 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
     target_dir = store() / ".cargo-target" / stage.name
     run = builder.runner(stage.parent, prefix)
     rust_target = "x86_64-unknown-linux-gnu"
-    run(
-        [
-            cargo_zigbuild,
-            "zigbuild",
-            "--release",
-            "--quiet",
-            "-p",
-            "ingot-launcher",
-            "--target",
-            f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
-        ],
-        cwd=tree,
-        extra={
-            "PYO3_PYTHON": str(python),
-            "CARGO_TARGET_DIR": str(target_dir),
-            "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
-        },
-    )
+
+    def zigbuild(*package: str) -> None:
+        """``cargo zigbuild --release`` of ``package`` for the runtime's glibc and Python."""
+        run(
+            [
+                cargo_zigbuild,
+                "zigbuild",
+                "--release",
+                "--quiet",
+                *package,
+                "--target",
+                f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+            ],
+            cwd=tree,
+            extra={
+                "PYO3_PYTHON": str(python),
+                "CARGO_TARGET_DIR": str(target_dir),
+                "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
+            },
+        )
+
+    zigbuild("-p", "ingot-launcher")
     version = python.name.removeprefix("python")
     destination = stage / "launcher" / f"ingot-launcher-{version}"
     destination.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
     # ingot's own extension module for the runtime's interpreter: `ingot build --python` runs
     # ingot under it, whatever Python ingot itself was installed for.
-    run(
-        [
-            cargo_zigbuild,
-            "zigbuild",
-            "--release",
-            "--quiet",
-            "-p",
-            "ingot-importer",
-            "--lib",
-            "--features",
-            "extension-module",
-            "--target",
-            f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
-        ],
-        cwd=tree,
-        extra={
-            "PYO3_PYTHON": str(python),
-            "CARGO_TARGET_DIR": str(target_dir),
-            "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
-        },
-    )
+    zigbuild("-p", "ingot-importer", "--lib", "--features", "extension-module")
     suffix = subprocess.run(
         [
             str(python),
