@@ -26,6 +26,7 @@ RESULTS = os.path.join(HERE, "results")
 TIME = "/usr/bin/time"  # GNU time: -f %M is its child's ru_maxrss in KiB
 RUN_PATH = "/usr/local/bin:/usr/bin:/bin"
 DASH = "\u2013"  # for what a table cell does not have
+SPAWN_VAR = "BENCH_SPAWN_NS"  # set in a run's environment: CLOCK_MONOTONIC ns right before spawn
 
 
 def log(msg: str) -> None:
@@ -40,7 +41,7 @@ def load_data() -> dict:
     """workloads.toml with its shorthands resolved: `like`, app defaults, per-workload targets."""
     with open(os.path.join(HERE, "workloads.toml"), "rb") as f:
         data = tomllib.load(f)
-    for kind in ("peers", "workloads"):
+    for kind in ("apps", "peers", "workloads"):
         for name, d in data[kind].items():
             if "like" in d:
                 data[kind][name] = {**data[kind][d.pop("like")], **d}
@@ -48,7 +49,8 @@ def load_data() -> dict:
         script = "{work}/src/" + os.path.basename(a["files"][0])
         data["apps"][name] = {**data["app_defaults"], "script": script, **a}
     data["targets"] = [
-        {"workload": w, "baseline": b, "hot": t[0], "cold": t[1] if len(t) > 1 else None}
+        {"workload": w, "subject": d.get("subject", "ingot"), "baseline": b}
+        | {"hot": t[0], "cold": t[1] if len(t) > 1 else None}
         for w, d in data["workloads"].items()
         for b, t in d.get("targets", {}).items()
     ]
@@ -185,9 +187,9 @@ class Run:
 @dataclasses.dataclass
 class Cell:
     """One configuration as measured: ``argv`` in ``cwd`` with exactly ``env``. ``prepare(warm)``
-    returns the (argv, env) of the next run; ``after(run)`` checks a timed run and returns extra
-    samples; ``prewarm``: an untimed run before every hot run; ``capture``: stdout and stderr go
-    to PREFIX.out and PREFIX.err."""
+    returns the (argv, env) of the next run; ``after(run)`` checks a timed run and returns its
+    ``metrics`` samples; ``prewarm``: an untimed run before every hot run; ``capture``: stdout
+    and stderr go to PREFIX.out and PREFIX.err."""
 
     name: str
     argv: list
@@ -198,6 +200,7 @@ class Cell:
     capture: str | None = None
     prepare: Callable | None = None
     after: Callable | None = None
+    metrics: tuple = ()
 
     def next_run(self, warm: bool) -> tuple[list, dict]:
         return self.prepare(warm) if self.prepare else (self.argv, self.env)
@@ -214,6 +217,8 @@ def run_once(argv: list, env: dict, cwd: str, capture: str | None = None, rss_ou
     old = os.getcwd()
     os.chdir(cwd)
     try:
+        if SPAWN_VAR in env:
+            env = env | {SPAWN_VAR: str(time.monotonic_ns())}
         t0 = time.perf_counter_ns()
         _, status, ru = os.wait4(os.posix_spawn(argv[0], argv, env, file_actions=actions), 0)
         t1 = time.perf_counter_ns()
@@ -252,10 +257,9 @@ def guarded_run(cell: Cell, stats: dict, rss_out: str | None = None) -> Run:
     raise SystemExit("another process dropped the page cache during 20 runs in a row")
 
 
-def measure(cells: list[Cell], rounds: int, warmup=0, rss_out=None, stride=1, alternate=False):
+def measure(cells: list[Cell], rounds: int, warmup: int = 0, rss_out=None) -> dict:
     """``warmup`` untimed runs of every cell, then ``rounds`` rounds; round i runs every cell once,
-    starting at cell (i * stride) % n (reversed on odd rounds with ``alternate``). Per cell: its
-    samples (None for a failed run) and the extra samples its ``after`` returned."""
+    starting at cell i % n. Per cell: its samples and its metrics' (None for a failed run)."""
     data: dict = {
         c.name: {"wall_ns": [], "cpu_s": [], "maxrss_kib": [], "failures": 0} for c in cells
     }
@@ -266,11 +270,7 @@ def measure(cells: list[Cell], rounds: int, warmup=0, rss_out=None, stride=1, al
             data[c.name]["_last_drop_count"] = drop_count()
     for i in range(rounds):
         data["_loadavg_per_round"].append(os.getloadavg()[0])
-        k = (i * stride) % len(cells)
-        order = cells[k:] + cells[:k]
-        if alternate and i % 2:
-            order.reverse()
-        for c in order:
+        for c in cells[i % (len(cells) or 1) :] + cells[: i % (len(cells) or 1)]:
             d = data[c.name]
             run = guarded_run(c, d, rss_out)
             ok = run.status == 0
@@ -278,8 +278,9 @@ def measure(cells: list[Cell], rounds: int, warmup=0, rss_out=None, stride=1, al
             d["wall_ns"].append(run.wall_ns if ok else None)
             d["cpu_s"].append(run.cpu_s if ok else None)
             d["maxrss_kib"].append(run.maxrss_kib if ok else None)
-            for key, value in ((ok and c.after and c.after(run)) or {}).items():
-                d.setdefault(key, []).append(value)
+            got = (ok and c.after and c.after(run)) or {}
+            for key in c.metrics:
+                d.setdefault(key, []).append(got.get(key))
     return data
 
 
@@ -298,9 +299,15 @@ def paired(a: list, b: list, op: Callable = lambda x, y: x / y) -> list:
     return [op(x, y) for x, y in zip(a, b, strict=False) if x is not None and y is not None]
 
 
-def summarize(data: dict, baselines: list[str]) -> dict:
-    """Per configuration: medians, quartiles, CPU, peak RSS, and per baseline the median over
-    rounds of (this / baseline in the same round)."""
+def ratios(xs: list, data: dict, key: str, baselines: list[str]) -> dict:
+    """Per baseline: the median over rounds of (this / the baseline in the same round)."""
+    out = {b: paired(xs, data[b].get(key, [])) for b in baselines if b in data}
+    return {b: statistics.median(p) for b, p in out.items() if p}
+
+
+def summarize(data: dict, baselines: list[str], metrics: tuple = ()) -> dict:
+    """Per configuration: medians, quartiles, CPU, peak RSS, the same-round ratio to each
+    baseline, and each of ``metrics`` (nanoseconds the child reported): median and ratios."""
     out = {}
     for n, d in data.items():
         if n.startswith("_"):
@@ -316,19 +323,15 @@ def summarize(data: dict, baselines: list[str]) -> dict:
             "wall_ms_quartiles": [q / 1e6 for q in quartiles(walls) or []] or None,
             "cpu_ms_median": med(d["cpu_s"], 1e3),
             "peak_rss_mib_median": med(rss, 1 / 1024),
-            "ratio": {},
-            "ratio_of_medians": {},
-            "ratio_quartiles": {},
+            "ratio": ratios(d["wall_ns"], data, "wall_ns", baselines),
+            "wrong_output": d.get("wrong_output", []).count(True),
+            "metrics": {
+                m: {"median_ms": med(d[m], 1e-6), "ratio": ratios(d[m], data, m, baselines)}
+                for m in metrics
+                if m in d and m != "wrong_output"
+            },
         }
-        if "wrong_output" in d:
-            s["wrong_output"] = d["wrong_output"].count(True)
-        for b in (b for b in baselines if b in data):
-            if pairs := paired(d["wall_ns"], data[b]["wall_ns"]):
-                s["ratio"][b] = statistics.median(pairs)
-                s["ratio_quartiles"][b] = quartiles(pairs)
-            if walls and (bw := med(data[b]["wall_ns"])):
-                s["ratio_of_medians"][b] = statistics.median(walls) / bw
-        s["wall_ns"], s["cpu_s"] = d["wall_ns"], d["cpu_s"]
+        s |= {k: d[k] for k in ("wall_ns", "cpu_s", *metrics) if k in d}
         if rss:
             s["maxrss_kib"] = d["maxrss_kib"]
         out[n] = s
@@ -336,15 +339,15 @@ def summarize(data: dict, baselines: list[str]) -> dict:
 
 
 def evaluate_targets(targets: list[dict], workloads: dict) -> list[dict]:
-    """ingot's same-round ratio against each target of a measured workload."""
+    """The subject's (ingot's) same-round ratio against each target of a measured workload."""
     out = []
     for t in targets:
         cf = workloads.get(t["workload"], {}).get("configs", {})
-        if "ingot" not in cf or t["baseline"] not in cf:
+        if t["subject"] not in cf or t["baseline"] not in cf:
             continue
-        row = {"workload": t["workload"], "baseline": t["baseline"]}
+        row = {"workload": t["workload"], "subject": t["subject"], "baseline": t["baseline"]}
         for ph in ("hot", "cold"):
-            got = (cf["ingot"].get(ph) or {"ratio": {}})["ratio"].get(t["baseline"])
+            got = (cf[t["subject"]].get(ph) or {"ratio": {}})["ratio"].get(t["baseline"])
             met = None if got is None or t.get(ph) is None else got <= t[ph]
             row |= {ph: got, f"{ph}_target": t.get(ph), f"{ph}_met": met}
         out.append(row)
@@ -490,14 +493,22 @@ def create_venvs(work: str, python: str, specs: dict, state: dict) -> None:
         venv["size_bytes"] = tree_size(path)
 
 
+def report_line(out: str) -> dict:
+    """The child's own measurements: its last stdout line `bench NAME=INT ...`, as a dict."""
+    lines = [x for x in out.splitlines() if x.startswith("bench ")]
+    return {k: int(v) for k, v in (p.split("=") for p in lines[-1].split()[1:])} if lines else {}
+
+
 def check_run(argv: list, env: dict, cwd: str, expect: str | None) -> str | None:
-    """Run once; None if it exits 0 with the expected stdout (and no stderr), else why not."""
+    """Run once; None if it exits 0 with the expected stdout (less `bench ` report lines) and
+    nothing on stderr, else why not."""
     try:
         io = {"capture_output": True, "text": True, "stdin": subprocess.DEVNULL}
         r = subprocess.run(argv, env=env, cwd=cwd, timeout=300, **io)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}"
-    if r.returncode != 0 or (expect is not None and r.stdout != expect) or r.stderr.strip():
+    out = "".join(x for x in r.stdout.splitlines(True) if not x.startswith("bench "))
+    if r.returncode != 0 or (expect is not None and out != expect) or r.stderr.strip():
         return f"exit {r.returncode}, stdout {r.stdout[-300:]!r}, stderr {r.stderr[-600:]!r}"
     return None
 
@@ -517,17 +528,7 @@ def save_state(work: str, state: dict) -> None:
     os.replace(path + ".tmp", path)
 
 
-# ---------------------------------------------------------------- probes and traces
-
-
-def parse_importtime(text: str) -> dict:
-    """module -> (self us, cumulative us) from -X importtime output."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("import time:") and "self [us]" not in line:
-            self_us, cum, name = (x.strip() for x in line[len("import time:") :].split("|"))
-            out[name] = (int(self_us), int(cum))
-    return out
+# ---------------------------------------------------------------- traces
 
 
 def strace_counts(argv: list, path: str, env: dict | None = None) -> dict:

@@ -1,5 +1,6 @@
-"""ingot executables against their peers: start-to-exit time, peak RSS and size of the workloads
-of bench/workloads.toml, each built by every peer (commands and method: bench/README.md)."""
+"""The one driver of bench/: builds what the chosen workloads of bench/workloads.toml need with
+every peer, checks it, and measures start-to-exit time, peak RSS, size and what the children
+report (commands and method: bench/README.md)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 
 import harness as h
 
 DATA = h.load_data()
-TITLES = {"peers": "Executables vs peers", "black": "black", "numpy": "numpy"}
+TITLES = {"peers": "Executables vs peers", "finders": "stdlib imports per finder"}
+STRACE = ["openat", "newfstatat", "read", "mmap"]
 
 
 def expand(template, v: dict):
@@ -32,6 +32,7 @@ def expand(template, v: dict):
 
 def variables(args, app: str, peer: str) -> dict:
     a, p = DATA["apps"][app], DATA["peers"][peer]
+    venv = p.get("venv", a["venv"])
     return {
         **a,
         "work": args.work,
@@ -40,11 +41,13 @@ def variables(args, app: str, peer: str) -> dict:
         "ingot_pythonpath": args.ingot_pythonpath,
         "baseline_ingot": args.baseline_ingot or "",
         "runtime": args.runtime or "",
+        "run_dir": args.run_dir,
         "name": app,
+        "peer": peer,
         "dir": os.path.join(args.work, p.get("same_build", peer), app),
-        "venv": os.path.join(args.work, "venv-" + a["venv"]),
+        "venv": os.path.join(args.work, "venv-" + venv),
         "tools": os.path.join(args.work, "venv-" + a["tools"]),
-        "requirements": DATA["venvs"][a["venv"]],
+        "requirements": DATA["venvs"][venv],
         "site": os.path.join(args.work, "src", f"shiv-site-{app}"),
         "build_args": p.get("build_args", []),
     }
@@ -106,8 +109,8 @@ def build(args, app: str, tool: str, state: dict) -> None:
     load = os.getloadavg()[0]
     env = dict(h.build_env(args.work), **extra_env)
     rc, dt = h.run_logged(cmd, log_path, env, cwd, args.build_timeout)
-    w = next(w for w in DATA["workloads"].values() if w["app"] == app and "input" not in w)
-    argv = expand(p["run"], v) + w.get("args", [])
+    wname = next(n for n, w in DATA["workloads"].items() if w["app"] == app and "input" not in w)
+    config = Config(args, wname, tool)
     rec = {
         "command": cmd,
         "env": extra_env,
@@ -116,7 +119,7 @@ def build(args, app: str, tool: str, state: dict) -> None:
         "log": log_path,
         "tools": pins,
         "output": output,
-        "argv": argv,
+        "argv": config.argv,
         "loadavg_before": load,
         "repo": h.repo_state(),
     }
@@ -127,7 +130,7 @@ def build(args, app: str, tool: str, state: dict) -> None:
         rec.update(status="skipped", reason=why)
     elif rc != 0 or not os.path.exists(output):
         rec.update(status="failed", reason=f"build exited {rc}: {h.tail(log_path)}")
-    elif why := h.check_run(argv, run_env(args.work), f"{args.work}/run-cwd", w.get("expect")):
+    elif why := config.check():
         rec.update(status="failed", reason=f"built, but does not run right: {why}")
     else:
         rec.update(status="ok", size_bytes=h.tree_size(output))
@@ -138,15 +141,33 @@ def build(args, app: str, tool: str, state: dict) -> None:
     h.save_state(args.work, state)
 
 
+def resolve(argv: list) -> list:
+    """posix_spawn does not search PATH: a bare program name (taskset) becomes its path."""
+    return [argv[0] if "/" in argv[0] else shutil.which(argv[0]) or argv[0], *argv[1:]]
+
+
 class Config:
     """One configuration of a workload: its argv, size, build time, and (own_home) its HOME,
     working directory and input file under the run directory."""
 
-    def __init__(self, args, wname: str, name: str, argv: list, size, build_s):
+    def __init__(self, args, wname: str, name: str, size=None, build_s=None):
         self.w, p = DATA["workloads"][wname], DATA["peers"][name]
-        self.name, self.argv, self.size_bytes, self.build_s = name, argv, size, build_s
+        self.name, self.size_bytes, self.build_s = name, size, build_s
         v = variables(args, self.w["app"], name)
+        args_ = [] if p.get("no_args") else self.w.get("args", [])
+        self.argv = resolve(expand(p["run"], v) + args_)
+        self.warm = resolve(expand(p["warm_run"], v)) if "warm_run" in p else None
+        self.before, self.prepare = (
+            expand(p[k], v) if k in p else None for k in ("before_run", "prepare")
+        )
         self.env = run_env(args.work) | {k: expand(x, v) for k, x in p.get("run_env", {}).items()}
+        self.check_env = {k: expand(x, v) for k, x in self.w.get("check_env", {}).items()}
+        self.metrics = tuple(self.w.get("metrics", [])) + (
+            ("wrong_output",) if "input" in self.w else ()
+        )
+        self.capture = os.path.join(args.work, "run") if "metrics" in self.w else None
+        if "startup_ns" in self.metrics:  # the child measures from the harness's clock at spawn
+            self.env[h.SPAWN_VAR] = ""
         self.cwd = os.path.join(args.work, "run-cwd")
         base = os.path.join(args.run_dir, "rows", name)
         self.file = os.path.join(base, "in", "input.py")
@@ -163,9 +184,19 @@ class Config:
             with open(os.path.join(h.HERE, self.w["input"])) as f:
                 self.input = f.read()
 
+    def call(self, cmd: list) -> str | None:
+        """Run a preparation command outside the timing; None, or why it failed."""
+        r = subprocess.run(cmd, env=self.env, cwd=self.cwd, capture_output=True, text=True)
+        return f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-600:]}" if r.returncode else None
+
     def next_run(self, warm: bool = False) -> tuple[list, dict]:
-        """Outside the timing: a fresh unformatted input; for a first start, an empty cache."""
+        """Outside the timing: a fresh unformatted input; for a first start, an empty cache; the
+        peer's ``before_run`` command; for an untimed warming run, its ``warm_run``."""
         env = dict(self.env)
+        if warm and self.warm:
+            return self.warm, env
+        if self.before and (why := self.call(self.before)):
+            raise SystemExit(f"{self.name}: {why}")
         if self.input is not None:
             with open(self.file, "w") as f:  # same inode, new mtime and content: black reformats
                 f.write(self.input)
@@ -173,6 +204,13 @@ class Config:
             self.counter += 1
             env["INGOT_CACHE_DIR"] = os.path.join(self.first_root, f"{self.counter:05d}")
         return [a.replace("{input}", self.file) for a in self.argv], env
+
+    def check(self) -> str | None:
+        """The peer's ``prepare``, then one run as checked: None if it runs right, else why."""
+        if self.prepare and (why := self.call(self.prepare)):
+            return why
+        argv, env = self.next_run()
+        return h.check_run(argv, env | self.check_env, self.cwd, self.expect)
 
     def output(self) -> str | None:
         if self.input is None:
@@ -182,10 +220,21 @@ class Config:
 
     def cell(self, cold: bool, expected: str | None) -> h.Cell:
         def after(run: h.Run) -> dict:
-            return {"wrong_output": self.output() != expected} if self.input else {}
+            got = h.report_line(run.out)
+            return got | ({"wrong_output": self.output() != expected} if self.input else {})
 
+        warm = self.warm is not None or self.w.get("prewarm", False)
         return h.Cell(
-            self.name, self.argv, self.env, self.cwd, cold, False, None, self.next_run, after
+            self.name,
+            self.argv,
+            self.env,
+            self.cwd,
+            cold,
+            warm,
+            self.capture,
+            self.next_run,
+            after,
+            self.metrics,
         )
 
 
@@ -198,20 +247,18 @@ def configurations(args, wname: str, state: dict, wanted: set) -> tuple[dict, di
         p = DATA["peers"][name]
         if name not in wanted:
             continue
-        v = variables(args, app, name)
-        argv = expand(p["run"], v) + ([] if p.get("no_args") else w.get("args", []))
         b = state.get("builds", {}).get(f"{app}/{p.get('same_build', name)}")
         if "build" not in p and "same_build" not in p:
             venv = state.get("venvs", {}).get("venv-" + DATA["apps"][app]["venv"], {})
             sized = name == "venv"
             size, secs = (venv.get("size_bytes"), venv.get("seconds")) if sized else (None, None)
-            cfgs[name] = Config(args, wname, name, argv, size, secs)
+            cfgs[name] = Config(args, wname, name, size, secs)
         elif not b:
             missing[name] = "not built"
         elif b["status"] != "ok":
             missing[name] = f"{b['status']}: {b.get('reason', '')}"
         else:
-            cfgs[name] = Config(args, wname, name, argv, b["size_bytes"], b["build_s"])
+            cfgs[name] = Config(args, wname, name, b["size_bytes"], b["build_s"])
     return cfgs, missing
 
 
@@ -220,7 +267,7 @@ def check_configs(cfgs: dict, missing: dict) -> str | None:
     of the input file afterwards: what the first configuration (the venv) wrote."""
     expected = None
     for n, c in list(cfgs.items()):
-        why = h.check_run(*c.next_run(), c.cwd, c.expect)
+        why = c.check()
         if not why and c.input is not None:
             out = c.output()
             expected = out if expected is None else expected
@@ -234,10 +281,13 @@ def check_configs(cfgs: dict, missing: dict) -> str | None:
 
 
 def measure_workload(args, wname: str, cfgs: dict, cold: bool, expected) -> dict:
+    w = DATA["workloads"][wname]
+
     def run(phase_cold: bool, rounds: int, warmup: int, rss_out=None) -> dict:
         cells = [c.cell(phase_cold, expected) for c in cfgs.values()]
         data = h.measure(cells, rounds, warmup, rss_out)
-        summary = h.summarize(data, DATA["workloads"][wname]["baselines"] if not rss_out else [])
+        baselines = w["baselines"] if not rss_out else []
+        summary = h.summarize(data, baselines, tuple(w.get("metrics", ())))
         summary["_loadavg_per_round"] = data["_loadavg_per_round"]
         return summary
 
@@ -264,6 +314,11 @@ def measure_workload(args, wname: str, cfgs: dict, cold: bool, expected) -> dict
             "cold": cold_res[name] if cold_res else None,
             "rss": rss,
         }
+        if args.strace:
+            path = os.path.join(args.work, "strace", f"{wname}-{name}.txt")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            argv, env = c.next_run()
+            r["strace"] = h.strace_counts(argv, path, env)
         h.log(
             f"  {wname}/{name}: hot {h.fmt(r['hot']['wall_ms_median'])} ms, cold "
             f"{h.fmt(r['cold'] and r['cold']['wall_ms_median'])} ms, peak RSS "
@@ -311,7 +366,11 @@ def report(result: dict) -> str:
         rows = []
         for n, c in wr["configs"].items():
             hot, cold, rss = c["hot"], c["cold"] or {}, c["rss"] or {}
-            name = f"**{labels[n]}**" if n == "ingot" else labels[n]
+            name = (
+                f"**{labels[n]}**"
+                if n == DATA["workloads"][w].get("subject", "ingot")
+                else labels[n]
+            )
             bad = hot["failures"] + cold.get("failures", 0)
             bad += hot.get("wrong_output", 0) + cold.get("wrong_output", 0)
             if bad:
@@ -325,96 +384,33 @@ def report(result: dict) -> str:
         for n, why in wr["missing"].items():
             rows.append([labels[n], why.splitlines()[0][:200]] + [""] * (len(head) - 2))
         lines += [f"#### {w}\n", *h.table(head, rows), ""]
+        for m in DATA["workloads"][w].get("metrics", []):
+            head = ["configuration", f"hot {m} ms", *[f"vs {labels[b]}" for b in bl]]
+            rows = [
+                [
+                    labels[n],
+                    h.fmt(x["median_ms"], ".2f"),
+                    *[h.fmt(x["ratio"].get(b), ".2f") for b in bl],
+                ]
+                for n, c in wr["configs"].items()
+                if (x := c["hot"]["metrics"].get(m)) and x["median_ms"] is not None
+            ]
+            lines += [f"{w}: {m} as the child reports it, hot\n", *h.table(head, rows), ""]
+        if traced := {n: c["strace"] for n, c in wr["configs"].items() if "strace" in c}:
+            head = ["configuration", "system calls", "failed", *STRACE]
+            rows = [
+                [
+                    labels[n],
+                    str(t["total"]),
+                    str(t["errors"]),
+                    *(str(t["calls"].get(k, 0)) for k in STRACE),
+                ]
+                for n, t in traced.items()
+            ]
+            lines += [f"{w}: system calls of one run (`strace -c -f`)\n", *h.table(head, rows), ""]
     if result["targets"]:
         lines += h.targets_table(result)
     return "\n".join(lines) + "\n"
-
-
-def probe(args, wname: str) -> dict:
-    """Phases of the app's probe script, run by its venv's python and built by ingot (with the
-    venv's pip freeze as requirements), in interleaved rounds; then -X importtime of its imports
-    (the venv, and python -I -S with ingot.install() of the probe executable's archive)."""
-    w = DATA["workloads"][wname]
-    app = w["app"]
-    v = variables(args, app, "ingot")
-    venv_py, script = os.path.join(v["venv"], "bin", "python"), expand(v["probe"], v)
-    pdir = os.path.join(args.work, "probe")
-    os.makedirs(pdir, exist_ok=True)
-    exe, freeze = os.path.join(pdir, f"{app}_probe"), os.path.join(pdir, f"{app}-requirements.txt")
-    with open(freeze, "w") as f:
-        f.write("\n".join(h.pip_freeze(venv_py)) + "\n")
-    cmd = [venv_py, "-m", "ingot", "build", script, "-r", freeze, "-o", exe, "--force", "-q"]
-    h.log("building " + " ".join(cmd))
-    env = dict(h.build_env(args.work), PYTHONPATH=args.ingot_pythonpath)
-    subprocess.run(cmd, check=True, env=env, cwd=pdir)
-    row = Config(args, wname, "ingot", ["probe", *w.get("args", [])], None, None)
-    configs = {"venv": [venv_py, script], "ingot": [exe]}
-    if args.gc_off:
-        configs |= {f"{n}-gc-off": argv for n, argv in configs.items()}
-    phases: dict = {n: {} for n in configs}
-
-    def once(name: str) -> dict:
-        """probe SPAWN START IMPORTED DONE (CLOCK_MONOTONIC ns) on stderr, the spawn its argv[1]."""
-        gc = ["--gc-off"] if name.endswith("gc-off") else []
-        for _ in range(20):  # until no other process dropped the page cache during the run
-            argv, env = row.next_run()
-            before, t0 = h.drop_count(), time.monotonic_ns()
-            cmd = [*configs[name], str(t0), *gc, *argv[1:]]
-            r = h.run_once(cmd, env, row.cwd, os.path.join(pdir, "run"))
-            t3 = time.monotonic_ns()
-            if h.drop_count() == before:
-                break
-        line = [x for x in r.err.splitlines() if x.startswith("probe ")]
-        if r.status != 0 or not line:
-            raise SystemExit(f"probe {cmd}: status {r.status}, stderr {r.err!r}")
-        spawn, start, imported, done = (int(x) for x in line[-1].split()[1:])
-        assert spawn == t0
-        ns = {"startup": start - t0, "imports": imported - start, "main": done - imported}
-        return ns | {
-            "exit": t3 - done,
-            "total": t3 - t0,
-            "user": r.ru.ru_utime,
-            "sys": r.ru.ru_stime,
-        }
-
-    for i in range(3 + args.probe_runs):  # three rounds of warm-up
-        names = list(configs)[i % len(configs) :] + list(configs)[: i % len(configs)]
-        for n in names:
-            r = once(n)
-            for k, x in r.items() if i >= 3 else ():
-                phases[n].setdefault(k, []).append(x)
-    med = {
-        n: {k: statistics.median(x) / (1e-3 if k in ("user", "sys") else 1e6) for k, x in p.items()}
-        for n, p in phases.items()
-    }
-    rows = [
-        [k, *(f"{med[n][k]:.1f}" for n in configs), f"{med['ingot'][k] - med['venv'][k]:+.1f}"]
-        for k in ("startup", "imports", "main", "exit", "total", "user", "sys")
-    ]
-    lines = [f"### {wname} by phase, medians of {args.probe_runs} interleaved rounds (ms)\n"]
-    lines += h.table(["phase", *configs, "ingot - venv"], rows)
-    code = f"import sys; sys.path.insert(0, {args.ingot_pythonpath!r}); import ingot; "
-    code += f"sys.path.pop(0); ingot.install({exe!r}); {v['probe_imports']}"
-    it = {}
-    for name, argv in [
-        ("venv", [venv_py, "-X", "importtime", "-c", v["probe_imports"]]),
-        ("ingot", [venv_py, "-I", "-S", "-X", "importtime", "-c", code]),
-    ]:
-        r = subprocess.run(argv, capture_output=True, text=True, env=row.env, cwd=row.cwd)
-        it[name] = h.parse_importtime(r.stderr)
-    a, b = it["venv"], it["ingot"]
-    top = sorted(a, key=lambda k: -a[k][0])[:15]
-    lines += [
-        f"\n-X importtime, one run each: {len(a)} imports (venv), {len(b)} (ingot); sum of self "
-        f"times: venv {sum(x[0] for x in a.values()) / 1e3:.1f} ms, "
-        f"ingot {sum(x[0] for x in b.values()) / 1e3:.1f} ms\n",
-        *h.table(
-            ["module", "venv self ms", "ingot self ms"],
-            [[m, f"{a[m][0] / 1e3:.1f}", f"{b.get(m, (0, 0))[0] / 1e3:.1f}"] for m in top],
-        ),
-    ]
-    print("\n".join(lines) + "\n", flush=True)
-    return {"phases_ms": med, "raw": phases, "importtime": it}
 
 
 def parse_args() -> argparse.Namespace:
@@ -440,9 +436,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rss-runs", type=int, default=5, help="hot rounds under /usr/bin/time")
     ap.add_argument("--nice", type=int, default=0, help="add to the niceness (root: e.g. -15)")
-    ap.add_argument("--probe", action="store_true", help="also: where ingot's time goes")
-    ap.add_argument("--probe-runs", type=int, default=30)
-    ap.add_argument("--gc-off", action="store_true", help="probe also with the GC off at start")
+    ap.add_argument("--strace", action="store_true", help="also: system calls of one run each")
     ap.add_argument("--json", help="default: bench/results/GROUP-<utc>.json")
     args = ap.parse_args()
     args.work, args.run_dir = os.path.abspath(args.work), os.path.abspath(args.run_dir)
@@ -474,23 +468,24 @@ def main() -> int:
     state = h.load_state(args.work)
     apps = list(dict.fromkeys(DATA["workloads"][w]["app"] for w in args.workloads))
     if not args.no_build:
+        # the builds the chosen workloads' configurations need, in the order they list them
+        tools = {DATA["peers"][t].get("same_build", t) for t in args.tools}
+        needed = dict.fromkeys(
+            (w["app"], DATA["peers"][t].get("same_build", t))
+            for w in (DATA["workloads"][n] for n in args.workloads)
+            for t in w["configs"] + args.optional
+        )
+        builds = [(a, t) for a, t in needed if t in tools and "build" in DATA["peers"][t]]
         venvs = {DATA["apps"][a]["venv"] for a in apps}
-        if any("{tools}" in " ".join(DATA["peers"][t].get("build", [])) for t in args.tools):
+        venvs |= {DATA["peers"][t]["venv"] for _, t in builds if "venv" in DATA["peers"][t]}
+        if any("{tools}" in " ".join(DATA["peers"][t]["build"]) for _, t in builds):
             venvs |= {DATA["apps"][a]["tools"] for a in apps} | {"bare", "plot"}
         h.create_venvs(args.work, args.python, {n: DATA["venvs"][n] for n in venvs}, state)
         h.save_state(args.work, state)
         stage_sources(args.work, set(apps))
-        tools = [*args.tools, *(DATA["peers"][t].get("same_build") for t in args.tools)]
-        for app in apps:
-            for tool in dict.fromkeys(t for t in tools if t):
-                if "build" in DATA["peers"][tool] and "same_build" not in DATA["peers"][tool]:
-                    build(args, app, tool, state)
-    for t in args.tools:
-        if "prepare" in DATA["peers"][t]:
-            subprocess.run(
-                expand(DATA["peers"][t]["prepare"], variables(args, apps[0], t)), check=True
-            )
-    if args.no_measure and not args.probe:
+        for app, tool in builds:
+            build(args, app, tool, state)
+    if args.no_measure:
         return 0
     if args.nice:
         os.nice(args.nice)
@@ -510,9 +505,6 @@ def main() -> int:
         groups.setdefault(DATA["workloads"][wname].get("group", "peers"), []).append(wname)
     for group, wnames in groups.items():
         result = measure_group(args, group, wnames, state, wanted, cold)
-        if args.probe:
-            probed = [w for w in wnames if "probe" in DATA["apps"][DATA["workloads"][w]["app"]]]
-            result["probe"] = {w: probe(args, w) for w in probed}
         h.write_result(group, result, args.json)
     return 0
 

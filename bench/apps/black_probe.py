@@ -1,25 +1,29 @@
-"""Phase probe (bench/peers.py --probe): black's console script, then on stderr
-`probe SPAWN START IMPORTED DONE` (CLOCK_MONOTONIC ns). argv: SPAWN [--gc-off] BLACK_ARGS...;
---gc-off: the cyclic GC off during the imports, then gc.freeze()."""
+"""The black-phases workload's app: black's console script, reporting as apps/http_probe.py."""
+
+# /// script
+# dependencies = [
+#   "black==26.10.1", "click==8.5.1", "mypy_extensions==1.2.0", "packaging==26.3",
+#   "pathspec==1.1.1", "platformdirs==4.14.5", "pytokens==0.4.1",
+# ]
+# ///
 
 import time
 
-_T_START = time.monotonic_ns()
+_start = time.monotonic_ns()
 
+import os  # noqa: E402
 import sys  # noqa: E402
 
 
 def main():
-    spawn = sys.argv.pop(1)
-    gc_off = sys.argv[1:2] == ["--gc-off"]
+    gc_off = os.environ.get("PROBE_GC_OFF") == "1"
     if gc_off:
         import gc
 
         gc.disable()
-        del sys.argv[1]
     from black import patched_main
 
-    t_imported = time.monotonic_ns()
+    imported = time.monotonic_ns()
     if gc_off:
         gc.freeze()
         gc.enable()
@@ -28,10 +32,9 @@ def main():
         status = patched_main()
     except SystemExit as e:
         status = e.code
-    t_main = time.monotonic_ns()
-    sys.stdout.flush()
-    sys.stderr.write(f"probe {spawn} {_T_START} {t_imported} {t_main}\n")
-    sys.stderr.flush()
+    done = time.monotonic_ns()
+    startup = _start - int(os.environ.get("BENCH_SPAWN_NS") or _start)
+    print(f"bench startup_ns={startup} imports_ns={imported - _start} main_ns={done - imported}")
     sys.exit(status)
 
 

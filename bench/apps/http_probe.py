@@ -1,36 +1,39 @@
-"""Phase probe (bench/peers.py --probe): httpie's `http` console script, then on stderr
-`probe SPAWN START IMPORTED DONE` (CLOCK_MONOTONIC ns). argv: SPAWN [--gc-off] HTTP_ARGS...;
---gc-off: the cyclic GC off during the imports (httpie.core, httpie.cli.definition), then
-gc.freeze()."""
+"""The http-phases workload's app (bench/workloads.toml): httpie's `http` console script, then on
+stdout `bench startup_ns=N imports_ns=N main_ns=N` (startup: from BENCH_SPAWN_NS, the harness's
+CLOCK_MONOTONIC at spawn, to this script's first line). PROBE_GC_OFF=1: the cyclic GC off during
+the imports, then gc.freeze()."""
+
+# /// script
+# dependencies = ["httpie==3.2.4"]
+# ///
 
 import time
 
-_t_start = time.monotonic_ns()
+_start = time.monotonic_ns()
 
+import os  # noqa: E402
 import sys  # noqa: E402
 
-_gc_off = len(sys.argv) > 2 and sys.argv[2] == "--gc-off"
+_gc_off = os.environ.get("PROBE_GC_OFF") == "1"
 if _gc_off:
     import gc
 
     gc.disable()
-    del sys.argv[2]
 
 import httpie.cli.definition  # noqa: E402
 import httpie.core  # noqa: E402,F401
 from httpie.__main__ import main  # noqa: E402
 
-_t_imported = time.monotonic_ns()
+_imported = time.monotonic_ns()
 if _gc_off:
     gc.freeze()
     gc.enable()
-_spawn = sys.argv[1]
-sys.argv[:] = ["http", *sys.argv[2:]]  # in place: httpie.core.main(args=sys.argv) bound this list
+sys.argv[0] = "http"
 try:
     status = main()
 except SystemExit as e:
     status = e.code
-_t_main = time.monotonic_ns()
-sys.stdout.flush()
-sys.stderr.write(f"probe {_spawn} {_t_start} {_t_imported} {_t_main}\n")
+_done = time.monotonic_ns()
+_startup = _start - int(os.environ.get("BENCH_SPAWN_NS") or _start)
+print(f"bench startup_ns={_startup} imports_ns={_imported - _start} main_ns={_done - _imported}")
 sys.exit(status)

@@ -1,8 +1,9 @@
-"""The import benchmark's archives of the running interpreter's stdlib, every code object compiled
-here at optimize 0 from the source (as the stock __pycache__ holds them): stdlib-X.Y.zip
-(sourceless timestamp .pyc, stored), stdlib-X.Y.floor (apps/runner.py's FloorFinder blob, less
+"""The finders workload's archives of the running interpreter's stdlib, every code object compiled
+here at optimize 0 from the source (as the stock __pycache__ holds them): OUT/stdlib.zip
+(sourceless timestamp .pyc, stored), OUT/stdlib.floor (apps/runner.py's FloorFinder blob, less
 the modules served frozen) or, with --oxidized (CPython 3.10, oxidized_importer==0.6.0),
-stdlib-3.10.oxidized (the same marshal bytes as packed resources); a JSON of counts and sizes.
+OUT/stdlib.oxidized (the same marshal bytes as packed resources) and a copy of the extension
+module; prints the counts and sizes.
 
     python bench/apps/make_artifacts.py [--oxidized] OUT
 
@@ -66,8 +67,7 @@ def write(path: str, data: bytes) -> None:
 
 
 def zip_and_floor(out: str, compiled: list, failed: list) -> dict:
-    ver = "{}.{}".format(*sys.version_info[:2])
-    zip_path = os.path.join(out, f"stdlib-{ver}.zip")
+    zip_path = os.path.join(out, "stdlib.zip")
     with zipfile.ZipFile(zip_path + ".tmp", "w", compression=zipfile.ZIP_STORED) as zf:
         for name, path, is_pkg, code in compiled:
             rel = name.replace(".", "/") + ("/__init__.pyc" if is_pkg else ".pyc")
@@ -84,7 +84,7 @@ def zip_and_floor(out: str, compiled: list, failed: list) -> dict:
         package_dir = os.path.dirname(path) if is_pkg else None
         index[name] = (is_pkg, path, package_dir, len(payload), len(data))
         payload += data
-    floor_path = os.path.join(out, f"stdlib-{ver}.floor")
+    floor_path = os.path.join(out, "stdlib.floor")
     index_bytes = marshal.dumps(index)
     write(floor_path, b"INGFLOOR" + len(index_bytes).to_bytes(8, "little") + index_bytes + payload)
     return {
@@ -115,8 +115,10 @@ def oxidized(out: str, compiled: list) -> dict:
         resources.append(r)
     finder = oxidized_importer.OxidizedFinder()
     finder.add_resources(resources)
-    path = os.path.join(out, "stdlib-3.10.oxidized")
+    path = os.path.join(out, "stdlib.oxidized")
     write(path, finder.serialize_indexed_resources())
+    with open(oxidized_importer.__file__, "rb") as f:  # the runner loads it by path
+        write(os.path.join(out, "oxidized_importer.so"), f.read())
     info = {"path": path, "bytes": os.path.getsize(path), "modules": len(resources)}
     return info | {"oxidized_importer": oxidized_importer.__file__}
 
@@ -132,14 +134,8 @@ def main() -> int:
             compiled.append((name, path, is_pkg, compile_module(path)))
         except (SyntaxError, ValueError, UnicodeDecodeError) as e:
             failed.append((name, str(e)))
-    if ox:
-        info, manifest = oxidized(out, compiled), os.path.join(out, "stdlib-3.10.oxidized.json")
-    else:
-        info = zip_and_floor(out, compiled, failed)
-        manifest = os.path.join(out, "stdlib-{}.{}.artifacts.json".format(*sys.version_info[:2]))
-    with open(manifest, "w") as f:
-        json.dump(info, f, indent=2)
-    print(json.dumps({k: v for k, v in info.items() if k != "compile_failed"}))
+    info = oxidized(out, compiled) if ox else zip_and_floor(out, compiled, failed)
+    print(json.dumps(info, indent=1))
     return 0
 
 

@@ -1,11 +1,12 @@
-"""The measured process of bench/finders.py (configurations: bench/README.md).
+"""The measured process of the finders workload (bench/workloads.toml, bench/README.md).
 
-    python -I -S bench/apps/runner.py [--verify] CONFIG SCRIPT [ARG ...]
+    python -I -S bench/apps/runner.py CONFIG SCRIPT [ARG ...]
 
-Installs CONFIG's finder, executes SCRIPT as __main__ and writes to stderr
-`ingot-bench setup_ns=N import_ns=N` (--verify first: `ingot-bench-verify {JSON}`, which loader
-served each module). It imports nothing that startup has not loaded or that is not built in: a
-stdlib module it imported would be served by the stock finder before the one under test.
+Installs CONFIG's finder, executes SCRIPT as __main__ and prints `bench setup_ns=N import_ns=N`.
+With BENCH_VERIFY=1 (the run that checks a configuration) it fails unless the finder under test
+served what SCRIPT imported: no module left to the stock SourceFileLoader. It imports nothing
+that startup has not loaded or that is not built in: a stdlib module it imported would be served
+by the stock finder before the one under test.
 """
 
 import _frozen_importlib as _boot
@@ -68,11 +69,6 @@ def _load_extension(name, path):
     return module
 
 
-def _skip(message):
-    sys.stderr.write(f"ingot-bench-skip: {message}\n")
-    raise SystemExit(3)
-
-
 def _setup(config, args):
     if config == "stock":
         return
@@ -94,66 +90,55 @@ def _setup(config, args):
         return
     if config == "ingot":
         sys.path.insert(0, args[0])
-        try:
-            import ingot
-        except ImportError as e:
-            _skip(f"cannot import ingot from {args[0]}: {e}")
-        finally:
-            del sys.path[0]
-        finder_type = getattr(ingot, "IngotFinder", None)
-        if finder_type is None:
-            _skip("ingot ({}) has no IngotFinder yet".format(getattr(ingot, "__file__", "?")))
-        sys.meta_path.insert(0, finder_type(args[1]))
+        import ingot
+
+        del sys.path[0]
+        sys.meta_path.insert(0, ingot.IngotFinder(args[1]))
         return
     sys.stderr.write(f"runner.py: unknown config {config!r}\n")
     raise SystemExit(2)
 
 
-def _type_name(x):
-    return x.__name__ if isinstance(x, type) else type(x).__name__
-
-
-def _loader_name(module):
+def _loader(module):
     loader = getattr(getattr(module, "__spec__", None), "loader", None)
     loader = loader or getattr(module, "__loader__", None)
-    return "None" if loader is None else _type_name(loader)
+    return loader if isinstance(loader, type) else type(loader)
+
+
+def _check(config, setup_modules):
+    """Fails unless the finder under test served what the script imported."""
+    skip = setup_modules | {"__mp_main__"}
+    late = {n: _loader(m).__name__ for n, m in sys.modules.items() if n not in skip}
+    stray = sorted(n for n, loader in late.items() if loader == "SourceFileLoader")
+    if config != "stock" and stray:
+        sys.stderr.write(
+            f"runner.py: {config}: the stock finder served {len(stray)}: {stray[:5]}\n"
+        )
+        raise SystemExit(1)
+    if len(late) < 100:
+        sys.stderr.write(f"runner.py: {config}: the script imported {len(late)} modules\n")
+        raise SystemExit(1)
 
 
 def main():
-    argv = sys.argv[1:]
-    verify = argv[:1] == ["--verify"]
-    if verify:
-        del argv[0]
-    if len(argv) < 2:
+    if len(sys.argv) < 3:
         sys.stderr.write(__doc__)
         raise SystemExit(2)
-    config, script, args = argv[0], argv[1], argv[2:]
-
+    config, script, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     with open(script, "rb") as f:
         code = compile(f.read(), script, "exec", dont_inherit=True)
     namespace = {"__name__": "__main__", "__file__": script, "__builtins__": __builtins__}
-    before = set(sys.modules) if verify else None
-
     t0 = _clock()
     _setup(config, args)
     t1 = _clock()
-    after_setup = set(sys.modules) if verify else None
+    setup_modules = set(sys.modules)
     exec(code, namespace)
     t2 = _clock()
+    import os  # the script imported it already
 
-    if verify:
-        import json  # already imported by the script; costs nothing here
-
-        report = {
-            "preloaded": sorted(before),
-            # stdlib modules pulled in by the finder's own setup (e.g. by `import ingot`):
-            # these are served by whatever was there before, not by the finder under test
-            "setup_loaded": {n: _loader_name(sys.modules[n]) for n in sorted(after_setup - before)},
-            "modules": {n: _loader_name(m) for n, m in sorted(sys.modules.items())},
-            "meta_path": [_type_name(f) for f in sys.meta_path],
-        }
-        sys.stderr.write("ingot-bench-verify " + json.dumps(report) + "\n")
-    sys.stderr.write(f"ingot-bench setup_ns={t1 - t0} import_ns={t2 - t1}\n")
+    if os.environ.get("BENCH_VERIFY"):
+        _check(config, setup_modules)
+    sys.stdout.write(f"bench setup_ns={t1 - t0} import_ns={t2 - t1}\n")
 
 
 main()
