@@ -1,7 +1,7 @@
 """Generate examples/import-stdlib/stdlib_modules.py: one `import X` per pure-Python stdlib module (the set of
-apps/make_artifacts.py, less GUI, demo, installer, `__main__` and easter-egg modules) that a fresh
-`python -I -S -c "import X"` in an empty directory imports on every interpreter given with exit 0,
-no output and no files written; the whole file must then run so too.
+apps/make_artifacts.py, less EXCLUDED) that a fresh `python -I -S -c "import X"` in an empty
+directory imports on every interpreter given with exit 0, no output and no files written; the
+whole file must then run so too.
 
     python3 bench/gen_import_stdlib.py [--python PY310 --python PY311]   # default: pyenv's
 """
@@ -15,138 +15,81 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-STDLIB_LIST = os.path.join(HERE, "..", "examples", "import-stdlib", "stdlib_modules.py")
-sys.path.insert(0, os.path.join(HERE, "apps"))
-from make_artifacts import iter_stdlib_modules  # noqa: E402
+import harness
 
+sys.path.insert(0, os.path.join(harness.HERE, "apps"))
+from make_artifacts import iter_stdlib_modules
+
+OUTPUT = os.path.join(harness.REPO, "examples", "import-stdlib", "stdlib_modules.py")
 # left out with their submodules: GUI (tkinter, turtle), demos, installers, easter eggs (this
-# prints, antigravity opens a browser), frozen test fixtures, modules gone in 3.12 and 3.14
-EXCLUDED_TOP = {"idlelib", "tkinter", "turtle", "turtledemo", "ensurepip", "this", "antigravity"}
-EXCLUDED_TOP |= {"__hello__", "__phello__", "_bootsubprocess", "_compression"}
-# Submodules left out: absent from Debian's builds (macOS-only helpers).
-EXCLUDED_PREFIXES = ("ctypes.macholib",)
+# prints, antigravity opens a browser), frozen test fixtures; and, so that the list runs on 3.10
+# to 3.15, what later versions lack: _bootsubprocess (3.12), _compression (3.14) and
+# ctypes.macholib (Debian's 3.14 and 3.15 leave it out)
+EXCLUDED = ("idlelib", "tkinter", "turtle", "turtledemo", "ensurepip", "this", "antigravity")
+EXCLUDED += ("__hello__", "__phello__", "_bootsubprocess", "_compression", "ctypes.macholib")
 
 
-def ask(python: str, code: str) -> str:
-    return subprocess.run(
-        [python, "-I", "-S", "-c", code], check=True, capture_output=True, text=True
-    ).stdout.strip()
+def run(python: str, code: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    io = {"stdin": subprocess.DEVNULL, "capture_output": True, "text": True, "timeout": 60}
+    return subprocess.run([python, "-I", "-S", "-c", code], cwd=cwd, **io)
 
 
-def candidates(directory: str) -> set[str]:
-    names = {name for name, _path, _is_pkg in iter_stdlib_modules(directory)}
-    return {
-        n
-        for n in names
-        if all(p.isidentifier() for p in n.split("."))  # not _sysconfigdata__linux_x86_64-linux-gnu
-        and n.split(".")[0] not in EXCLUDED_TOP
-        and n.split(".")[-1] != "__main__"
-        and not n.startswith(EXCLUDED_PREFIXES)
-    }
-
-
-def try_import(python: str, name: str, timeout: float) -> tuple[bool, str]:
+def why_not(python: str, name: str) -> str | None:
+    """None if ``import name`` runs cleanly in a fresh process, else what went wrong."""
     with tempfile.TemporaryDirectory(prefix="ingot-gen-") as cwd:
         try:
-            proc = subprocess.run(
-                [python, "-I", "-S", "-c", f"import {name}"],
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-            )
+            r = run(python, f"import {name}", cwd)
         except subprocess.TimeoutExpired:
-            return False, "timeout"
+            return "timeout"
         left = os.listdir(cwd)
-    if proc.returncode != 0:
-        last = proc.stderr.decode(errors="replace").strip().splitlines()
-        return False, f"exit {proc.returncode}: {last[-1] if last else ''}"
-    if proc.stdout or proc.stderr:
-        first = (proc.stdout + proc.stderr).decode(errors="replace").strip().splitlines()
-        return False, f"output: {first[0] if first else '(whitespace)'}"
-    if left:
-        return False, f"created files: {left}"
-    return True, ""
+    if r.returncode or r.stdout or r.stderr or left:
+        last = (r.stderr.strip().splitlines() or [r.stdout.strip()])[-1]
+        return f"exit {r.returncode}, files {left}: {last}"
+    return None
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--python", action="append", help="interpreter to test on (repeatable)")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--timeout", type=float, default=60.0)
-    ap.add_argument("--output", default=STDLIB_LIST)
-    ap.add_argument("-v", "--verbose", action="store_true", help="print every rejected module")
-    args = ap.parse_args()
-    if not args.python:
-        import harness
-
-        args.python = [harness.find_python("3.10"), harness.find_python("3.11")]
-    pythons = args.python
-
+    pythons = ap.parse_args().python or [harness.find_python(v) for v in ("3.10", "3.11")]
     names: set[str] = set()
     for py in pythons:
-        d = ask(py, "import sysconfig; print(sysconfig.get_path('stdlib'))")
-        c = candidates(d)
-        print(f"{py}: stdlib {d}: {len(c)} candidates", file=sys.stderr)
-        names |= c
-
+        stdlib = run(py, "import sysconfig; print(sysconfig.get_path('stdlib'))").stdout.strip()
+        names |= {
+            n
+            for n, _, _ in iter_stdlib_modules(stdlib)
+            if all(p.isidentifier() for p in n.split("."))  # not _sysconfigdata__linux_...
+            and not n.endswith(".__main__")
+            and not any(n == x or n.startswith(x + ".") for x in EXCLUDED)
+        }
     jobs = [(py, n) for n in sorted(names) for py in pythons]
-    results: dict[tuple[str, str], tuple[bool, str]] = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futs = {pool.submit(try_import, py, n, args.timeout): (py, n) for py, n in jobs}
-        for i, fut in enumerate(concurrent.futures.as_completed(futs), 1):
-            results[futs[fut]] = fut.result()
-            if i % 200 == 0:
-                print(f"  {i}/{len(jobs)} imports tried", file=sys.stderr)
-
-    kept, rejected = [], []
-    for n in sorted(names):
-        why = [
-            f"{os.path.basename(py)}: {results[py, n][1]}"
-            for py in pythons
-            if not results[py, n][0]
-        ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = dict(zip(jobs, pool.map(lambda job: why_not(*job), jobs)))
+    kept = [n for n in sorted(names) if not any(results[py, n] for py in pythons)]
+    for (py, n), why in sorted(results.items()):
         if why:
-            rejected.append((n, why))
-        else:
-            kept.append(n)
-    print(f"kept {len(kept)}, rejected {len(rejected)}", file=sys.stderr)
-    if args.verbose:
-        for n, reasons in rejected:
-            print(f"  - {n}: {'; '.join(reasons)}", file=sys.stderr)
-
+            print(f"left out {n} ({os.path.basename(py)}): {why}", file=sys.stderr)
     versions = ", ".join(
-        ask(py, "import platform; print(platform.python_version())") for py in pythons
+        run(py, "import platform; print(platform.python_version())").stdout.strip()
+        for py in pythons
     )
-    header = (
-        "# Generated by bench/gen_import_stdlib.py -- do not edit by hand. The list of\n"
-        "# examples/import-stdlib/import_stdlib.py, bench/ (import_stdlib, finders) and "
-        "tests/test_stdlib.py.\n"
-        f"# {len(kept)} pure-Python stdlib modules that import cleanly (exit 0, no output,\n"
-        f"# no files written) in a fresh `python -I -S` process on CPython {versions}.\n"
-    )
-    with open(args.output, "w") as f:
-        f.write(header)
-        for n in kept:
-            f.write(f"import {n}\n")
-    print(f"wrote {args.output}", file=sys.stderr)
-
-    ok = True
-    for py in pythons:
-        proc = subprocess.run(
-            [py, "-I", "-S", args.output], stdin=subprocess.DEVNULL, capture_output=True
+    with open(OUTPUT, "w") as f:
+        f.write(
+            "# Generated by bench/gen_import_stdlib.py -- do not edit by hand. The list of\n"
+            "# examples/import-stdlib/import_stdlib.py, bench/ (import_stdlib, finders) and "
+            "tests/test_stdlib.py.\n"
+            f"# {len(kept)} pure-Python stdlib modules that import cleanly (exit 0, no output,\n"
+            f"# no files written) in a fresh `python -I -S` process on CPython {versions}\n"
+            "# (what it leaves out, and why: EXCLUDED there).\n"
         )
-        if proc.returncode != 0 or proc.stdout or proc.stderr:
-            ok = False
-            print(
-                f"FAIL: {py} -I -S {args.output}: exit {proc.returncode}\n"
-                f"{(proc.stdout + proc.stderr).decode(errors='replace')}",
-                file=sys.stderr,
-            )
-        else:
-            print(f"ok: {py} -I -S {args.output} ran cleanly", file=sys.stderr)
-    return 0 if ok else 1
+        f.writelines(f"import {n}\n" for n in kept)
+    print(f"wrote {OUTPUT}: {len(kept)} modules", file=sys.stderr)
+    with open(OUTPUT) as f:
+        source = f.read()
+    failed = [py for py in pythons if (r := run(py, source)).returncode or r.stdout or r.stderr]
+    for py in failed:
+        print(f"FAIL: {py} -I -S {OUTPUT} does not run cleanly", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

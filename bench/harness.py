@@ -384,7 +384,8 @@ def targets_table(result: dict) -> list[str]:
     rows = [
         [
             t["workload"],
-            labels.get(t["baseline"], t["baseline"]),
+            labels[t["subject"]],
+            labels[t["baseline"]],
             fmt(t["hot"], ".2f"),
             f"<= {t['hot_target']:.2f}",
             yes(t["hot_met"]),
@@ -394,8 +395,8 @@ def targets_table(result: dict) -> list[str]:
         ]
         for t in result["targets"]
     ]
-    head = ["workload", "vs", "hot", "target", "met", "cold", "target", "met"]
-    return ["#### Targets (ingot's same-round ratio, median over rounds)\n", *table(head, rows, 2)]
+    head = ["workload", "subject", "vs", "hot", "target", "met", "cold", "target", "met"]
+    return ["#### Targets (same-round ratio, median over rounds)\n", *table(head, rows, 3)]
 
 
 def write_result(name: str, result: dict, path: str | None = None) -> str:

@@ -27,7 +27,10 @@ def expand(template, v: dict):
             value = v.get(m.group(1)) if m else None
             out += expand(value, v) if isinstance(value, list) else [expand(item, v)]
         return out
-    return re.sub(r"\{(\w+)\}", lambda m: expand(v[m.group(1)], v), str(template))
+    # "{input}" is not a variable: Config.next_run fills it in for every run
+    return re.sub(
+        r"\{(\w+)\}", lambda m: m[0] if m[1] == "input" else expand(v[m[1]], v), str(template)
+    )
 
 
 def variables(args, app: str, peer: str) -> dict:
@@ -84,7 +87,7 @@ def run_env(work: str) -> dict:
 
 def build(args, app: str, tool: str, state: dict) -> None:
     """Build ``app`` with ``tool`` unless builds.json has it with the same command and pins; a
-    build must then run right (the app's first workload without an input file)."""
+    build must then run right (as the app's first workload runs it)."""
     p, v, builds = DATA["peers"][tool], variables(args, app, tool), state.setdefault("builds", {})
     key, cmd, output = (
         f"{app}/{tool}",
@@ -109,7 +112,7 @@ def build(args, app: str, tool: str, state: dict) -> None:
     load = os.getloadavg()[0]
     env = dict(h.build_env(args.work), **extra_env)
     rc, dt = h.run_logged(cmd, log_path, env, cwd, args.build_timeout)
-    wname = next(n for n, w in DATA["workloads"].items() if w["app"] == app and "input" not in w)
+    wname = next(n for n, w in DATA["workloads"].items() if w["app"] == app)
     config = Config(args, wname, tool)
     rec = {
         "command": cmd,
@@ -155,7 +158,7 @@ class Config:
         self.name, self.size_bytes, self.build_s = name, size, build_s
         v = variables(args, self.w["app"], name)
         args_ = [] if p.get("no_args") else self.w.get("args", [])
-        self.argv = resolve(expand(p["run"], v) + args_)
+        self.argv = resolve(expand(p["run"] + args_, v))
         self.warm = resolve(expand(p["warm_run"], v)) if "warm_run" in p else None
         self.before, self.prepare = (
             expand(p[k], v) if k in p else None for k in ("before_run", "prepare")
@@ -382,7 +385,9 @@ def report(result: dict) -> str:
             row += [h.fmt(hot["cpu_ms_median"]), h.fmt(rss.get("peak_rss_mib_median"))]
             rows.append([*row, h.mib(c["size_bytes"]), h.secs(c["build_s"])])
         for n, why in wr["missing"].items():
-            rows.append([labels[n], why.splitlines()[0][:200]] + [""] * (len(head) - 2))
+            lines = why.strip().splitlines() or [""]  # what failed, and its last words
+            text = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "")
+            rows.append([labels[n], text[:240]] + [""] * (len(head) - 2))
         lines += [f"#### {w}\n", *h.table(head, rows), ""]
         for m in DATA["workloads"][w].get("metrics", []):
             head = ["configuration", f"hot {m} ms", *[f"vs {labels[b]}" for b in bl]]
