@@ -8,6 +8,7 @@ import glob
 import hashlib
 import json
 import os
+import pathlib
 import platform
 import re
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import tomllib
 
@@ -70,45 +72,31 @@ def find_python(version: str = "3.11") -> str:
     return path
 
 
-def python_version(python: str) -> str:
-    return subprocess.run([python, "-VV"], capture_output=True, text=True).stdout.strip()
-
-
 def repo_state() -> dict:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True).stdout
 
     dirty = git("status", "--porcelain", "--", "python", "crates").strip()
     return {
-        "commit": git("rev-parse", "--short", "HEAD").strip(),
+        "repo_commit": git("rev-parse", "--short", "HEAD").strip(),
         "ingot_sources_dirty": bool(dirty),
     }
 
 
-def machine_info() -> dict:
+def result_header(python: str, **extra) -> dict:
+    """What every result JSON starts with: the command, the machine, the stock Python."""
     with open("/proc/cpuinfo") as f:
         cpu = next((x.split(":", 1)[1].strip() for x in f if x.startswith("model name")), "")
     with open("/proc/meminfo") as f:
         mem = f.readline().split(":", 1)[1].strip()
-    repo = repo_state()
-    return {
-        "uname": " ".join(platform.uname()),
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "mem": mem,
-        "repo_commit": repo["commit"],
-        "ingot_sources_dirty": repo["ingot_sources_dirty"],
-    }
-
-
-def result_header(python: str, **extra) -> dict:
-    """What every result JSON starts with."""
+    machine = {"uname": " ".join(platform.uname()), "cpu": cpu, "nproc": os.cpu_count(), "mem": mem}
+    version = subprocess.run([python, "-VV"], capture_output=True, text=True).stdout.strip()
     return {
         "utc": utc_stamp(),
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-        "machine": machine_info(),
+        "machine": machine | repo_state(),
         "python": python,
-        "python_version": python_version(python),
+        "python_version": version,
         "niceness": os.nice(0),
         **extra,
     }
@@ -178,32 +166,25 @@ class Run:
     cpu_s: float  # user + sys of the process and the children it waited for
     status: int  # raw wait status
     maxrss_kib: int | None = None
-    out: str = ""  # stdout and stderr, with Cell.capture
+    out: str = ""  # stdout and stderr, with Config.capture
     err: str = ""
     argv: list | None = None
     ru: object = None  # the resource usage from wait4
 
 
-@dataclasses.dataclass
-class Cell:
-    """One configuration as measured: ``argv`` in ``cwd`` with exactly ``env``. ``prepare(warm)``
-    returns the (argv, env) of the next run; ``after(run)`` checks a timed run and returns its
-    ``metrics`` samples; ``prewarm``: an untimed run before every hot run; ``capture``: stdout
-    and stderr go to PREFIX.out and PREFIX.err."""
+class Config(Protocol):
+    """What measure() runs: one configuration. ``next_run(warm)``: the (argv, env) of its next
+    run; ``after(run)``: a timed run's ``metrics``; ``prewarm``: an untimed run before every hot
+    run; ``capture``: stdout and stderr go to PREFIX.out and PREFIX.err."""
 
     name: str
-    argv: list
-    env: dict
     cwd: str
-    cold: bool = False
-    prewarm: bool = False
-    capture: str | None = None
-    prepare: Callable | None = None
-    after: Callable | None = None
-    metrics: tuple = ()
+    prewarm: bool
+    capture: str | None
+    metrics: tuple
 
-    def next_run(self, warm: bool) -> tuple[list, dict]:
-        return self.prepare(warm) if self.prepare else (self.argv, self.env)
+    def next_run(self, warm: bool) -> tuple[list, dict]: ...
+    def after(self, run: Run) -> dict: ...
 
 
 def run_once(argv: list, env: dict, cwd: str, capture: str | None = None, rss_out=None) -> Run:
@@ -234,18 +215,18 @@ def run_once(argv: list, env: dict, cwd: str, capture: str | None = None, rss_ou
     return run
 
 
-def guarded_run(cell: Cell, stats: dict, rss_out: str | None = None) -> Run:
+def guarded_run(cell: Config, cold: bool, stats: dict, rss_out: str | None = None) -> Run:
     """One run that no other process's drop_caches touched: hot, an untimed run first if the
     cache was dropped since this cell's last run (or always, with ``prewarm``); cold, sync and
     drop_caches right before. A run during which someone dropped the cache is repeated."""
     for _ in range(20):
-        if not cell.cold and (cell.prewarm or drop_count() != stats.get("_last_drop_count")):
+        if not cold and (cell.prewarm or drop_count() != stats.get("_last_drop_count")):
             if not cell.prewarm and "_last_drop_count" in stats:
                 n = stats.get("rewarmed_after_foreign_drop", 0)
                 stats["rewarmed_after_foreign_drop"] = n + 1
             run_once(*cell.next_run(warm=True), cell.cwd)
         argv, env = cell.next_run(warm=False)
-        if cell.cold:
+        if cold:
             drop_caches()
         before = drop_count()
         run = run_once(argv, env, cell.cwd, cell.capture, rss_out)
@@ -257,7 +238,7 @@ def guarded_run(cell: Cell, stats: dict, rss_out: str | None = None) -> Run:
     raise SystemExit("another process dropped the page cache during 20 runs in a row")
 
 
-def measure(cells: list[Cell], rounds: int, warmup: int = 0, rss_out=None) -> dict:
+def measure(cells: list, cold: bool, rounds: int, warmup: int = 0, rss_out=None) -> dict:
     """``warmup`` untimed runs of every cell, then ``rounds`` rounds; round i runs every cell once,
     starting at cell i % n. Per cell: its samples and its metrics' (None for a failed run)."""
     data: dict = {
@@ -272,13 +253,13 @@ def measure(cells: list[Cell], rounds: int, warmup: int = 0, rss_out=None) -> di
         data["_loadavg_per_round"].append(os.getloadavg()[0])
         for c in cells[i % (len(cells) or 1) :] + cells[: i % (len(cells) or 1)]:
             d = data[c.name]
-            run = guarded_run(c, d, rss_out)
+            run = guarded_run(c, cold, d, rss_out)
             ok = run.status == 0
             d["failures"] += not ok
             d["wall_ns"].append(run.wall_ns if ok else None)
             d["cpu_s"].append(run.cpu_s if ok else None)
             d["maxrss_kib"].append(run.maxrss_kib if ok else None)
-            got = (ok and c.after and c.after(run)) or {}
+            got = c.after(run) if ok else {}
             for key in c.metrics:
                 d.setdefault(key, []).append(got.get(key))
     return data
@@ -445,53 +426,56 @@ def run_logged(cmd: list, log_path: str, env: dict, cwd: str, timeout: float | N
 
 
 def tail(path: str, n: int = 8) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
-
-
-def pip_freeze(python: str) -> list[str]:
-    r = subprocess.run([python, "-m", "pip", "freeze", "--all"], capture_output=True, text=True)
-    return r.stdout.split() if r.returncode == 0 else []
+    """The last lines a logged command wrote (run_logged's own footer left out)."""
+    with open(path, errors="replace") as f:
+        return "".join([x for x in f if x.strip() and not x.startswith("# exit ")][-n:])
 
 
 def create_venvs(work: str, python: str, specs: dict, state: dict) -> None:
-    """Each venv WORK/venv-NAME of ``specs`` (NAME -> requirements; []: --without-pip), unless
-    it exists with the same requirements; ``state["venvs"]``: command, time, freeze, size."""
-    env = build_env(work)
+    """Each venv WORK/venv-NAME of ``specs`` (NAME -> requirements; []: --without-pip), unless it
+    exists with the same requirements; ``state["venvs"]``: command, time, freeze and size, or why
+    it could not be made (what needs it then fails to build, and says so)."""
     venvs = state.setdefault("venvs", {})
     for name, reqs in specs.items():
-        path = os.path.join(work, f"venv-{name}")
+        path, rec = os.path.join(work, f"venv-{name}"), venvs.setdefault(f"venv-{name}", {})
         marker = os.path.join(path, "bench-requirements.json")
         want = {"python": os.path.realpath(python), "requirements": reqs}
-        if os.path.exists(marker):
-            with open(marker) as f:
-                if json.load(f) == want:
-                    continue
-        shutil.rmtree(path, ignore_errors=True)
-        log(f"creating {path} ({', '.join(reqs) if reqs else 'empty'})")
-        t0 = time.perf_counter()
-        cmd = [python, "-m", "venv", *([] if reqs else ["--without-pip"]), path]
-        subprocess.run(cmd, check=True, env=env)
-        pip = [f"{path}/bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        if reqs:
-            subprocess.run([*pip, *reqs], check=True, env=env)
-        with open(marker, "w") as f:
-            json.dump(want, f)
-        command = " ".join(cmd) + (" && " + " ".join(pip + reqs) if reqs else "")
-        note = "pip's cache was warm"
-        venvs[f"venv-{name}"] = {
-            "seconds": time.perf_counter() - t0,
-            "command": command,
-            "note": note,
-        }
-    for name, reqs in specs.items():
-        path = os.path.join(work, f"venv-{name}")
-        venv = venvs.setdefault(f"venv-{name}", {})
-        venv["freeze"] = pip_freeze(os.path.join(path, "bin", "python")) if reqs else []
-        venv["size_bytes"] = tree_size(path)
+        if not os.path.exists(marker) or json.loads(pathlib.Path(marker).read_text()) != want:
+            shutil.rmtree(path, ignore_errors=True)
+            log(f"creating {path} ({', '.join(reqs) if reqs else 'empty'})")
+            cmds = [[python, "-m", "venv", *([] if reqs else ["--without-pip"]), path]]
+            pip = [
+                f"{path}/bin/python",
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+            ]
+            cmds += [[*pip, *reqs]] if reqs else []
+            t0 = time.perf_counter()
+            for cmd in cmds:
+                r = subprocess.run(cmd, env=build_env(work), capture_output=True, text=True)
+                if r.returncode:
+                    rec["failed"] = f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-800:]}"
+                    log(f"venv-{name}: {rec['failed']}")
+                    break
+            else:
+                with open(marker, "w") as f:
+                    json.dump(want, f)
+                rec.clear()
+                rec |= {
+                    "seconds": time.perf_counter() - t0,
+                    "command": " && ".join(map(" ".join, cmds)),
+                }
+        if "failed" not in rec:
+            freeze = [f"{path}/bin/python", "-m", "pip", "freeze", "--all"]
+            rec["freeze"] = (
+                subprocess.run(freeze, capture_output=True, text=True).stdout.split()
+                if reqs
+                else []
+            )
+            rec["size_bytes"] = tree_size(path)
 
 
 def report_line(out: str) -> dict:

@@ -169,6 +169,8 @@ class Config:
             ("wrong_output",) if "input" in self.w else ()
         )
         self.capture = os.path.join(args.work, "run") if "metrics" in self.w else None
+        self.prewarm = "warm_run" in p or self.w.get("prewarm", False)
+        self.expected_output: str | None = None  # of the input file: check_configs
         if "startup_ns" in self.metrics:  # the child measures from the harness's clock at spawn
             self.env[h.SPAWN_VAR] = ""
         self.cwd = os.path.join(args.work, "run-cwd")
@@ -221,24 +223,9 @@ class Config:
         with open(self.file) as f:
             return f.read()
 
-    def cell(self, cold: bool, expected: str | None) -> h.Cell:
-        def after(run: h.Run) -> dict:
-            got = h.report_line(run.out)
-            return got | ({"wrong_output": self.output() != expected} if self.input else {})
-
-        warm = self.warm is not None or self.w.get("prewarm", False)
-        return h.Cell(
-            self.name,
-            self.argv,
-            self.env,
-            self.cwd,
-            cold,
-            warm,
-            self.capture,
-            self.next_run,
-            after,
-            self.metrics,
-        )
+    def after(self, run: h.Run) -> dict:
+        got = h.report_line(run.out)
+        return got | ({"wrong_output": self.output() != self.expected_output} if self.input else {})
 
 
 def configurations(args, wname: str, state: dict, wanted: set) -> tuple[dict, dict]:
@@ -265,7 +252,7 @@ def configurations(args, wname: str, state: dict, wanted: set) -> tuple[dict, di
     return cfgs, missing
 
 
-def check_configs(cfgs: dict, missing: dict) -> str | None:
+def check_configs(cfgs: dict, missing: dict) -> None:
     """Run every configuration once; leave out what does not run right. The expected content
     of the input file afterwards: what the first configuration (the venv) wrote."""
     expected = None
@@ -280,15 +267,15 @@ def check_configs(cfgs: dict, missing: dict) -> str | None:
             h.log(f"{n}: does not run right, left out: {why}")
             missing[n] = f"does not run right: {why}"
             del cfgs[n]
-    return expected
+    for c in cfgs.values():
+        c.expected_output = expected
 
 
-def measure_workload(args, wname: str, cfgs: dict, cold: bool, expected) -> dict:
+def measure_workload(args, wname: str, cfgs: dict, cold: bool) -> dict:
     w = DATA["workloads"][wname]
 
     def run(phase_cold: bool, rounds: int, warmup: int, rss_out=None) -> dict:
-        cells = [c.cell(phase_cold, expected) for c in cfgs.values()]
-        data = h.measure(cells, rounds, warmup, rss_out)
+        data = h.measure(list(cfgs.values()), phase_cold, rounds, warmup, rss_out)
         baselines = w["baselines"] if not rss_out else []
         summary = h.summarize(data, baselines, tuple(w.get("metrics", ())))
         summary["_loadavg_per_round"] = data["_loadavg_per_round"]
@@ -369,11 +356,8 @@ def report(result: dict) -> str:
         rows = []
         for n, c in wr["configs"].items():
             hot, cold, rss = c["hot"], c["cold"] or {}, c["rss"] or {}
-            name = (
-                f"**{labels[n]}**"
-                if n == DATA["workloads"][w].get("subject", "ingot")
-                else labels[n]
-            )
+            subject = n == DATA["workloads"][w].get("subject", "ingot")
+            name = f"**{labels[n]}**" if subject else labels[n]
             bad = hot["failures"] + cold.get("failures", 0)
             bad += hot.get("wrong_output", 0) + cold.get("wrong_output", 0)
             if bad:
@@ -385,34 +369,33 @@ def report(result: dict) -> str:
             row += [h.fmt(hot["cpu_ms_median"]), h.fmt(rss.get("peak_rss_mib_median"))]
             rows.append([*row, h.mib(c["size_bytes"]), h.secs(c["build_s"])])
         for n, why in wr["missing"].items():
-            lines = why.strip().splitlines() or [""]  # what failed, and its last words
-            text = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "")
+            said = why.strip().splitlines() or [""]  # what failed, and its last words
+            text = said[0] + (f" ... {said[-1]}" if len(said) > 1 else "")
             rows.append([labels[n], text[:240]] + [""] * (len(head) - 2))
         lines += [f"#### {w}\n", *h.table(head, rows), ""]
-        for m in DATA["workloads"][w].get("metrics", []):
-            head = ["configuration", f"hot {m} ms", *[f"vs {labels[b]}" for b in bl]]
-            rows = [
-                [
-                    labels[n],
-                    h.fmt(x["median_ms"], ".2f"),
-                    *[h.fmt(x["ratio"].get(b), ".2f") for b in bl],
-                ]
-                for n, c in wr["configs"].items()
-                if (x := c["hot"]["metrics"].get(m)) and x["median_ms"] is not None
+        metrics = DATA["workloads"][w].get("metrics", [])
+        traced = any("strace" in c for c in wr["configs"].values())
+        if not metrics and not traced:
+            continue
+        head = ["configuration", *(f"{m} ms{f', vs {labels[bl[0]]}'}" for m in metrics)]
+        head += ["system calls", "failed", *STRACE] if traced else []
+        rows = []
+        for n, c in wr["configs"].items():
+            got = [c["hot"]["metrics"].get(m) or {"median_ms": None, "ratio": {}} for m in metrics]
+            row = [
+                labels[n],
+                *(
+                    f"{h.fmt(x['median_ms'], '.2f')}, {h.fmt(x['ratio'].get(bl[0]), '.2f')}"
+                    for x in got
+                ),
             ]
-            lines += [f"{w}: {m} as the child reports it, hot\n", *h.table(head, rows), ""]
-        if traced := {n: c["strace"] for n, c in wr["configs"].items() if "strace" in c}:
-            head = ["configuration", "system calls", "failed", *STRACE]
-            rows = [
-                [
-                    labels[n],
-                    str(t["total"]),
-                    str(t["errors"]),
-                    *(str(t["calls"].get(k, 0)) for k in STRACE),
-                ]
-                for n, t in traced.items()
-            ]
-            lines += [f"{w}: system calls of one run (`strace -c -f`)\n", *h.table(head, rows), ""]
+            t = c.get("strace", {"calls": {}})
+            row += [str(t.get(k, "")) for k in ("total", "errors")] if traced else []
+            rows.append(row + [str(t["calls"].get(k, "")) for k in STRACE if traced])
+        title = "hot medians of what the child reports" + (
+            ", system calls of one run" if traced else ""
+        )
+        lines += [f"{w}: {title}\n", *h.table(head, rows), ""]
     if result["targets"]:
         lines += h.targets_table(result)
     return "\n".join(lines) + "\n"
@@ -561,8 +544,8 @@ def measure_group(args, group: str, wnames: list, state: dict, wanted: set, cold
     result["loadavg_before"] = os.getloadavg()
     for wname in wnames:
         cfgs, missing = configurations(args, wname, state, wanted)
-        expected = check_configs(cfgs, missing)
-        result["workloads"][wname] = measure_workload(args, wname, cfgs, cold, expected)
+        check_configs(cfgs, missing)
+        result["workloads"][wname] = measure_workload(args, wname, cfgs, cold)
         result["workloads"][wname]["missing"] = missing
     result["loadavg_after"] = os.getloadavg()
     if cold:

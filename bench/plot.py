@@ -12,7 +12,6 @@ import textwrap
 
 import harness as h
 
-HERE = h.HERE
 TITLES = {
     "hello": "hello world",
     "import_stdlib": "import_stdlib (449 modules)",
@@ -24,9 +23,9 @@ HOT, COLD, INGOT = "#4c72b0", "#8fb3de", {"hot": "#c44e52", "cold": "#e8a0a2"}
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("json", nargs="?", help="default: the newest bench/results/peers-*.json")
-    ap.add_argument("-o", "--output", default=os.path.join(HERE, "..", "docs", "img", "peers.png"))
+    ap.add_argument("-o", "--output", default=os.path.join(h.REPO, "docs", "img", "peers.png"))
     args = ap.parse_args()
-    path = args.json or max(glob.glob(os.path.join(HERE, "results", "peers-*.json")))
+    path = args.json or max(glob.glob(os.path.join(h.RESULTS, "peers-*.json")))
     with open(path) as f:
         res = json.load(f)
 
@@ -63,14 +62,13 @@ def main() -> int:
                 ax.bar(x, v, 0.38, color=color, hatch=hatch, edgecolor="white", linewidth=0.5)
                 ax.text(x, v * 1.04, f"{v:.2f}", ha="center", va="bottom", fontsize=7, rotation=90)
         ax.axhline(1.0, color="black", linewidth=0.8)
-        label = "hot and cold" if cold_t == hot_t else "hot"
-        ax.axhline(
-            hot_t, color=INGOT["hot"], ls="--", lw=1.2, label=f"target, {label}: {hot_t:.2f}"
-        )
-        if cold_t is not None and cold_t != hot_t:
-            ax.axhline(
-                cold_t, color=INGOT["hot"], ls=":", lw=1.2, label=f"target, cold: {cold_t:.2f}"
-            )
+        both = cold_t == hot_t
+        for t, ls, what in [
+            (hot_t, "--", "hot and cold" if both else "hot"),
+            (cold_t, ":", "cold"),
+        ]:
+            if t is not None and (ls == "--" or not both):
+                ax.axhline(t, color=INGOT["hot"], ls=ls, lw=1.2, label=f"target, {what}: {t:.2f}")
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(
             FixedLocator([0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10, 20, 50])
@@ -87,14 +85,10 @@ def main() -> int:
         ax.legend(fontsize=7, loc="upper left")
         top = max([v or 0 for v in ratios.values()])
         ax.set_ylim(0.3 if w != "hello" else 0.5, max(2.0, top * 1.6))
+    cold = {"facecolor": COLD, "hatch": "//", "edgecolor": "white"}
     handles = [
         Patch(color=HOT, label="hot page cache"),
-        Patch(
-            facecolor=COLD,
-            hatch="//",
-            edgecolor="white",
-            label="cold (drop_caches before each run)",
-        ),
+        Patch(**cold, label="cold (drop_caches before each run)"),
         Patch(color=INGOT["hot"], label="ingot (hot / cold)"),
     ]
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
