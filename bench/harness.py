@@ -46,7 +46,7 @@ def load_data() -> dict:
     for kind in ("apps", "peers", "workloads"):
         for name, d in data[kind].items():
             if "like" in d:
-                data[kind][name] = {**data[kind][d.pop("like")], **d}
+                data[kind][name] = {**data[kind][d["like"]], **d}  # "like": what it varies
     for name, a in data["apps"].items():
         script = "{work}/src/" + os.path.basename(a["files"][0])
         data["apps"][name] = {**data["app_defaults"], "script": script, **a}
@@ -102,24 +102,21 @@ def result_header(python: str, **extra) -> dict:
     }
 
 
-def file_info(path: str) -> dict:
-    try:
-        st = os.stat(path)
+def ingot_files(pythonpath: str) -> dict:
+    """Size, time and sha256 of the launchers and compiled importers an ingot package holds."""
+    out = {}
+    for path in glob.glob(os.path.join(pythonpath, "ingot", "_ingot.*.so")) + glob.glob(
+        os.path.join(pythonpath, "ingot", "_launcher", "ingot-launcher-*")
+    ):
         with open(path, "rb") as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
-        return {"path": path, "missing": True}
-    mtime = datetime.datetime.fromtimestamp(st.st_mtime, datetime.UTC).isoformat()
-    return {"path": path, "size": st.st_size, "mtime": mtime, "sha256": digest}
-
-
-def ingot_files(pythonpath: str) -> dict:
-    """The launcher and the compiled importer an ingot package directory holds."""
-    package = os.path.join(pythonpath, "ingot")
-    return {
-        "launcher": file_info(os.path.join(package, "_launcher", "ingot-launcher-3.11")),
-        "_ingot": file_info(os.path.join(package, "_ingot.cpython-311-x86_64-linux-gnu.so")),
-    }
+        mtime = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.UTC).isoformat()
+        out[os.path.basename(path)] = {
+            "size": os.path.getsize(path),
+            "mtime": mtime,
+            "sha256": digest,
+        }
+    return out
 
 
 def tree_size(path: str) -> int:

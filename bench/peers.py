@@ -228,12 +228,18 @@ class Config:
         return got | ({"wrong_output": self.output() != self.expected_output} if self.input else {})
 
 
+def workload_configs(args, wname: str) -> list[str]:
+    """The workload's configurations, and the optional peers of --tools that vary one of them."""
+    listed = DATA["workloads"][wname]["configs"]
+    return listed + [t for t in args.optional if DATA["peers"][t].get("like") in listed]
+
+
 def configurations(args, wname: str, state: dict, wanted: set) -> tuple[dict, dict]:
     """name -> Config of what is there to measure; name -> why not, for the rest."""
     w = DATA["workloads"][wname]
     app = w["app"]
     cfgs, missing = {}, {}
-    for name in w["configs"] + [t for t in args.optional if t not in w["configs"]]:
+    for name in workload_configs(args, wname):
         p = DATA["peers"][name]
         if name not in wanted:
             continue
@@ -414,7 +420,7 @@ def parse_args() -> argparse.Namespace:
     )
     built = [n for n, p in DATA["peers"].items() if "build" in p and not p.get("optional")]
     ap.add_argument("--tools", default=",".join(built), help="peers to build (and measure)")
-    ap.add_argument("--configs", help="measure only these configurations")
+    ap.add_argument("--configs", help="build and measure only these configurations")
     ap.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per build")
     ap.add_argument("--rebuild", action="store_true", help="even if builds.json has the output")
     ap.add_argument("--no-build", action="store_true")
@@ -425,7 +431,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--rss-runs", type=int, default=5, help="hot rounds under /usr/bin/time")
     ap.add_argument("--nice", type=int, default=0, help="add to the niceness (root: e.g. -15)")
     ap.add_argument("--strace", action="store_true", help="also: system calls of one run each")
-    ap.add_argument("--json", help="default: bench/results/GROUP-<utc>.json")
+    ap.add_argument(
+        "--json", help="default: bench/results/GROUP-<utc>.json (several: JSON.GROUP.json)"
+    )
     args = ap.parse_args()
     args.work, args.run_dir = os.path.abspath(args.work), os.path.abspath(args.run_dir)
     args.ingot_pythonpath = os.path.abspath(args.ingot_pythonpath)
@@ -455,17 +463,22 @@ def main() -> int:
         os.makedirs(d, exist_ok=True)
     state = h.load_state(args.work)
     apps = list(dict.fromkeys(DATA["workloads"][w]["app"] for w in args.workloads))
+    wanted = {n for n, p in DATA["peers"].items() if not p.get("optional")} | set(args.optional)
+    if args.configs:
+        wanted &= set(args.configs.split(","))
     if not args.no_build:
         # the builds the chosen workloads' configurations need, in the order they list them
         tools = {DATA["peers"][t].get("same_build", t) for t in args.tools}
-        needed = dict.fromkeys(
-            (w["app"], DATA["peers"][t].get("same_build", t))
-            for w in (DATA["workloads"][n] for n in args.workloads)
-            for t in w["configs"] + args.optional
-        )
+        chosen = [
+            (DATA["workloads"][n]["app"], t)
+            for n in args.workloads
+            for t in workload_configs(args, n)
+            if t in wanted
+        ]
+        needed = dict.fromkeys((a, DATA["peers"][t].get("same_build", t)) for a, t in chosen)
         builds = [(a, t) for a, t in needed if t in tools and "build" in DATA["peers"][t]]
         venvs = {DATA["apps"][a]["venv"] for a in apps}
-        venvs |= {DATA["peers"][t]["venv"] for _, t in builds if "venv" in DATA["peers"][t]}
+        venvs |= {DATA["peers"][t]["venv"] for _, t in chosen if "venv" in DATA["peers"][t]}
         if any("{tools}" in " ".join(DATA["peers"][t]["build"]) for _, t in builds):
             venvs |= {DATA["apps"][a]["tools"] for a in apps} | {"bare", "plot"}
         h.create_venvs(args.work, args.python, {n: DATA["venvs"][n] for n in venvs}, state)
@@ -484,16 +497,13 @@ def main() -> int:
     if args.rss_runs and not os.access(h.TIME, os.X_OK):
         h.log(f"no {h.TIME} (GNU time): no peak RSS")
         args.rss_runs = 0
-    wanted = {n for n, p in DATA["peers"].items() if "build" not in p and "same_build" not in p}
-    wanted |= {n for n, p in DATA["peers"].items() if not p.get("optional")} | set(args.optional)
-    if args.configs:
-        wanted &= set(args.configs.split(","))
     groups: dict = {}
     for wname in args.workloads:
         groups.setdefault(DATA["workloads"][wname].get("group", "peers"), []).append(wname)
     for group, wnames in groups.items():
         result = measure_group(args, group, wnames, state, wanted, cold)
-        h.write_result(group, result, args.json)
+        path = args.json and (args.json if len(groups) == 1 else f"{args.json}.{group}.json")
+        h.write_result(group, result, path)
     return 0
 
 
