@@ -480,7 +480,11 @@ def main() -> int:
         venvs = {DATA["apps"][a]["venv"] for a in apps}
         venvs |= {DATA["peers"][t]["venv"] for _, t in chosen if "venv" in DATA["peers"][t]}
         if any("{tools}" in " ".join(DATA["peers"][t]["build"]) for _, t in builds):
-            venvs |= {DATA["apps"][a]["tools"] for a in apps} | {"bare", "plot"}
+            venvs |= {DATA["apps"][a]["tools"] for a in apps}
+        if any(t == "shiv" for _, t in builds):
+            venvs.add("bare")  # the interpreter in shiv's shebang
+        if any(DATA["workloads"][w].get("group", "peers") == "peers" for w in args.workloads):
+            venvs.add("plot")  # bench/plot.py's matplotlib
         h.create_venvs(args.work, args.python, {n: DATA["venvs"][n] for n in venvs}, state)
         h.save_state(args.work, state)
         stage_sources(args.work, set(apps))
