@@ -50,8 +50,10 @@ def load_data() -> dict:
     for name, a in data["apps"].items():
         script = "{work}/src/" + os.path.basename(a["files"][0])
         data["apps"][name] = {**data["app_defaults"], "script": script, **a}
+    for d in data["workloads"].values():
+        d.setdefault("subject", "ingot")  # the configuration targets are about, shown in bold
     data["targets"] = [
-        {"workload": w, "subject": d.get("subject", "ingot"), "baseline": b}
+        {"workload": w, "subject": d["subject"], "baseline": b}
         | {"hot": t[0], "cold": t[1] if len(t) > 1 else None}
         for w, d in data["workloads"].items()
         for b, t in d.get("targets", {}).items()
@@ -317,7 +319,7 @@ def summarize(data: dict, baselines: list[str], metrics: tuple = ()) -> dict:
 
 
 def evaluate_targets(targets: list[dict], workloads: dict) -> list[dict]:
-    """The subject's (ingot's) same-round ratio against each target of a measured workload."""
+    """The subject's same-round ratio against each target of a measured workload."""
     out = []
     for t in targets:
         cf = workloads.get(t["workload"], {}).get("configs", {})

@@ -362,7 +362,7 @@ def report(result: dict) -> str:
         rows = []
         for n, c in wr["configs"].items():
             hot, cold, rss = c["hot"], c["cold"] or {}, c["rss"] or {}
-            subject = n == DATA["workloads"][w].get("subject", "ingot")
+            subject = n == DATA["workloads"][w]["subject"]
             name = f"**{labels[n]}**" if subject else labels[n]
             bad = hot["failures"] + cold.get("failures", 0)
             bad += hot.get("wrong_output", 0) + cold.get("wrong_output", 0)
