@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot import cli, sources
-from ingot.build import (
+from ingot import cli
+from ingot.build import sources
+from ingot.build.pipeline import (
     BuildError,
     BuildOptions,
     _stdlib_excludes,
@@ -22,8 +23,8 @@ from ingot.build import (
     find_launcher,
     launcher_python,
 )
-from ingot.project import Config, ConfigError, load_project
-from ingot.sources import console_script_plan, plan_source
+from ingot.build.project import Config, ConfigError, load_project
+from ingot.build.sources import console_script_plan, plan_source
 
 import proclimit
 
@@ -658,7 +659,7 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
     """A built-in preparation (ingot.policy.PREPARATIONS; black's grammar pickles) runs with the
     build interpreter in the staged copy, and what it makes is archived in the package's tree; a
     failing one is a warning, and leaves the build usable."""
-    from ingot import policy
+    from ingot.build import policy
 
     tool = tmp_path / "src" / "tool"
     tool.mkdir(parents=True)

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import ingot
-from ingot.pack import pack
+from ingot.build.pack import pack
 
 from conftest import run_python, strace_calls
 
@@ -523,7 +523,7 @@ def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
 
 
 def _launcher_or_skip():
-    from ingot.build import BuildError, find_launcher, launcher_python
+    from ingot.build.pipeline import BuildError, find_launcher, launcher_python
 
     try:
         launcher = find_launcher()

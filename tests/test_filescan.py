@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ingot.build.filescan import Finding, format_finding, scan_source, scan_tree
 from ingot.errors import CollectError
-from ingot.filescan import Finding, format_finding, scan_source, scan_tree
 
 
 def scan(source, **options):

@@ -1,4 +1,4 @@
-"""The first-use order of an archive (python/ingot/firstuse.py, ArchiveWriter.set_first_use):
+"""The first-use order of an archive (python/ingot/build/firstuse.py, ArchiveWriter.set_first_use):
 what a start is predicted to read goes first in the data region."""
 
 import os
@@ -10,9 +10,16 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.bytecode import compile_module
-from ingot.firstuse import BOOT_MODULES, FALLBACK, LAZY, TOP, first_use_order, imports_in_source
-from ingot.pack import pack
+from ingot.build.bytecode import compile_module
+from ingot.build.firstuse import (
+    BOOT_MODULES,
+    FALLBACK,
+    LAZY,
+    TOP,
+    first_use_order,
+    imports_in_source,
+)
+from ingot.build.pack import pack
 
 from conftest import strace_calls
 from test_build import pip_build

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build import BuildError, launcher_facts
+from ingot.build.pipeline import BuildError, launcher_facts
 
 import proclimit
 from conftest import ROOT, interpreters, python_for
@@ -127,7 +127,7 @@ SEALED = dict(FUNCTION, filesystem_imports=False)
 
 PACK = """
 import sys
-import ingot.pack as pack
+import ingot.build.pack as pack
 
 output, site, launch = sys.argv[1:]
 Writer = pack.ArchiveWriter
@@ -379,7 +379,7 @@ def test_no_filesystem_imports_when_sealed(sealed_app, disk_modules):
 
 def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
     from ingot import cli
-    from ingot.project import load_project
+    from ingot.build.project import load_project
 
     tool = tmp_path / "tool"
     tool.mkdir()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ingot import runtime
+from ingot.runtime import store as runtime
 
 import proclimit
 from conftest import ROOT

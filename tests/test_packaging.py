@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import ingot.build
+import ingot.build.pipeline
 
 
 def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):
@@ -23,7 +23,7 @@ def test_installed_package_carries_the_launchers_sources(monkeypatch):
     # checkout (ingot.runtime.source_tree).
     import pytest
 
-    from ingot import runtime
+    from ingot.runtime import store as runtime
 
     package = Path(ingot.build.__file__).resolve().parent
     if (package.parents[1] / "crates").is_dir():
@@ -38,7 +38,7 @@ def test_installed_package_carries_the_launchers_sources(monkeypatch):
         "crates/ingot-launcher/build.rs",
         "crates/ingot-launcher/src/boot.py",
         "crates/ingot-importer/src/finder.rs",
-        "python/ingot/_support.py",
+        "python/ingot/boot/support.py",
     ):
         assert (tree / name).is_file(), name
     assert not (tree / "crates" / "target").exists()

@@ -1,4 +1,4 @@
-"""What a build carries: the modules the application can reach (ingot.reach), on small trees of
+"""What a build carries: the modules the application can reach (ingot.build.reach), on small trees of
 real files, and through `ingot build` on the examples."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ingot.collect import Item
-from ingot.reach import reach, stdlib_imports
+from ingot.build.collect import Item
+from ingot.build.reach import reach, stdlib_imports
 
 from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
 
@@ -188,7 +188,7 @@ def test_packages_with_native_code_are_probed_for_what_they_import(tmp_path):
 
 
 def test_the_import_probe_reports_what_importing_a_package_imported(tmp_path):
-    from ingot.reach import import_probe
+    from ingot.build.reach import import_probe
 
     _tree(
         tmp_path,
@@ -266,7 +266,7 @@ def test_an_executable_imports_modules_named_in_strings_and_include_brings_back_
 
 
 def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
-    from ingot.reach import binary_names, loose_binary_names
+    from ingot.build.reach import binary_names, loose_binary_names
 
     image = (
         b"\x00numbers\x00readline\x00readline($self, size=-1, /)\n--\n\n\x00_strptime\x00"
@@ -279,9 +279,9 @@ def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
 
 
 def _stdlib_plan():
-    """Plan keys for the standard library this Python runs (its modules as ingot.collect finds
+    """Plan keys for the standard library this Python runs (its modules as ingot.build.collect finds
     them), all of origin "stdlib"."""
-    from ingot.collect import collect_stdlib
+    from ingot.build.collect import collect_stdlib
 
     plan = {
         ("modules", item.name): item for item in collect_stdlib().items if item.kind != "data-file"
@@ -326,7 +326,7 @@ def test_module_names_in_a_binarys_debug_information_are_not_imports():
     import sysconfig
 
     from ingot._ingot import loadable_image
-    from ingot.reach import _loaded_part, binary_names
+    from ingot.build.reach import _loaded_part, binary_names
 
     found = glob.glob(f"{sysconfig.get_config_var('DESTSHARED')}/binascii*.so")
     image = Path(found[0]).read_bytes()

@@ -1,4 +1,4 @@
-"""Regular expressions compiled at build time (python/ingot/regexes.py) and answered from the
+"""Regular expressions compiled at build time (python/ingot/build/regexes.py) and answered from the
 archive at run time (crates/ingot-importer/src/regexes.rs)."""
 
 import _sre
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.pack import pack
-from ingot.regexes import (
+from ingot.build.pack import pack
+from ingot.build.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
     compile_arguments,

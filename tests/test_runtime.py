@@ -1,4 +1,4 @@
-"""Runtimes (python/ingot/runtime.py, recipes.py, toolchain.py): the glibc floor of ELF objects,
+"""Runtimes (python/ingot/runtime/store.py, recipes.py, toolchain.py): the glibc floor of ELF objects,
 finding source releases, the store and its command line. The build itself (minutes of
 compiling) is tests/test_runtime_build.py."""
 
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from ingot import cli, runtime
+from ingot import cli
 from ingot._ingot import loadable_image
 from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
+from ingot.runtime import store as runtime
 
 
 def extension_module(name):
@@ -407,7 +408,7 @@ def test_a_console_script_is_resolved_where_it_is_installed(monkeypatch):
     assert resolved["entry"] == f"{installed.module}:{installed.attr}"
     assert any(pin.lower().startswith("pip==") for pin in resolved["requirements"])
     # Under the runtime, which sees none of this environment, the build takes it from there.
-    from ingot.sources import console_script_entry
+    from ingot.build.sources import console_script_entry
 
     monkeypatch.setenv(
         "INGOT_CONSOLE_SCRIPT",

@@ -116,7 +116,7 @@ fn compile_boot(python: &str) {
     let manifest =
         Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).to_path_buf();
     let source = manifest.join("src/boot.py");
-    let paths = manifest.join("../../python/ingot/_archive_paths.py");
+    let paths = manifest.join("../../python/ingot/boot/archive_paths.py");
     println!("cargo:rerun-if-changed=src/boot.py");
     println!("cargo:rerun-if-changed={}", paths.display());
     let out = Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("boot.marshal");

@@ -12,7 +12,6 @@ answers reads of paths under the archive (``open(mod.__file__)``) as executables
 
 import sys
 
-from ingot._archive_paths import serve_archive_paths
 from ingot._ingot import (
     FORMAT_VERSION,
     ArchiveError,
@@ -22,6 +21,7 @@ from ingot._ingot import (
     elf_dynamic,
     loadable_image,
 )
+from ingot.boot.archive_paths import serve_archive_paths
 
 # No `os` import at run time: `import ingot` in a `python -I -S` process imports only ingot's own
 # modules (tests/test_stdlib.py counts on it). Mypy takes any `TYPE_CHECKING` name as true.

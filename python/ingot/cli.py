@@ -1,4 +1,4 @@
-"""The ``ingot`` command line. It parses arguments and reports; :mod:`ingot.pack` does the work.
+"""The ``ingot`` command line. It parses arguments and reports; :mod:`ingot.build.pack` does the work.
 
     ingot pack -o app.ingot --path build/site --optimize 0,2 --compress 3
     ingot build examples/hello -o dist/hello     # a project, a script, a package directory
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ingot.pack import PackResult
+    from ingot.build.pack import PackResult
 
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -227,7 +227,7 @@ def _runtime_parser(commands: _Commands) -> None:
 
 
 def _build_parser(commands: _Commands) -> None:
-    from ingot.project import DEFAULT_COMPRESSION
+    from ingot.build.project import DEFAULT_COMPRESSION
 
     build = commands.add_parser(
         "build",
@@ -393,7 +393,7 @@ def _size(count: float) -> str:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    from ingot.pack import DEFAULT_STDLIB_EXCLUDES, PackOptions, pack
+    from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, PackOptions, pack
 
     def say(message: str) -> None:
         if not args.quiet:
@@ -424,7 +424,7 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _summary(result: PackResult, say: Callable[[str], None]) -> None:
-    from ingot.pack import KINDS
+    from ingot.build.pack import KINDS
 
     say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
     for kind in KINDS:
@@ -464,7 +464,7 @@ def _wanted_runtime(args: argparse.Namespace) -> str | None:
         return str(args.python)
     from pathlib import Path
 
-    from ingot.project import load_project
+    from ingot.build.project import load_project
 
     source = Path(args.source or ".")
     if args.console_script is None and (source / "pyproject.toml").is_file():
@@ -473,8 +473,8 @@ def _wanted_runtime(args: argparse.Namespace) -> str | None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ingot.build import BuildOptions, build
-    from ingot.project import Config
+    from ingot.build.pipeline import BuildOptions, build
+    from ingot.build.project import Config
 
     if args.console_script and args.source:
         raise IngotError(
@@ -487,7 +487,7 @@ def _build(args: argparse.Namespace) -> int:
 
     wanted = _wanted_runtime(args)
     if not os.environ.get("INGOT_IN_RUNTIME"):
-        from ingot import runtime
+        from ingot.runtime import store as runtime
 
         if wanted is None and args.launcher is None and not os.environ.get("INGOT_LAUNCHER"):
             # By default, this Python version's runtime if one is built (a launcher given
@@ -535,7 +535,7 @@ def _build(args: argparse.Namespace) -> int:
     launcher = f"launcher {_size(result.launcher_size)} + " if result.launcher else ""
     say(f"runs {target}")
     if result.launcher:
-        from ingot.build import executable_glibc_floor
+        from ingot.build.pipeline import executable_glibc_floor
 
         floor = executable_glibc_floor(result.output)
         if floor.version:
@@ -579,7 +579,7 @@ def _build(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     import json
 
-    from ingot.build import describe
+    from ingot.build.pipeline import describe
 
     info = describe(args.path)
     if args.verify:
@@ -690,7 +690,7 @@ def _cache(args: argparse.Namespace) -> int:
 
 
 def _runtime(args: argparse.Namespace) -> int:
-    from ingot import runtime
+    from ingot.runtime import store as runtime
 
     if args.action == "dir":
         print(runtime.store())

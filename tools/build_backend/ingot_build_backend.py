@@ -58,9 +58,12 @@ def _copy_sources():
         destination / "crates",
         ignore=shutil.ignore_patterns("target", "__pycache__", "*.pyc"),
     )
-    (destination / "python" / "ingot").mkdir(parents=True)
-    for name in ("_support.py", "_archive_paths.py"):  # the importer's and the launcher's
-        shutil.copy2(ROOT / "python" / "ingot" / name, destination / "python" / "ingot" / name)
+    (destination / "python" / "ingot" / "boot").mkdir(parents=True)
+    for name in ("support.py", "archive_paths.py"):  # the importer's and the launcher's
+        shutil.copy2(
+            ROOT / "python" / "ingot" / "boot" / name,
+            destination / "python" / "ingot" / "boot" / name,
+        )
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

@@ -39,7 +39,7 @@ pub struct IngotFinder {
     support: OnceLock<Py<PyModule>>,
 }
 
-const SUPPORT_SOURCE: &str = include_str!("../../../python/ingot/_support.py");
+const SUPPORT_SOURCE: &str = include_str!("../../../python/ingot/boot/support.py");
 
 impl IngotFinder {
     pub fn open(py: Python<'_>, path: &str, any_python: bool) -> PyResult<IngotFinder> {
@@ -136,12 +136,12 @@ impl IngotFinder {
         if let Some(module) = self.support.get() {
             return Ok(module.bind(py).clone());
         }
-        let module = match py.import("ingot._support") {
+        let module = match py.import("ingot.boot.support") {
             Ok(module) => module,
             Err(_) => {
                 let code =
                     std::ffi::CString::new(SUPPORT_SOURCE).expect("support source has no NUL");
-                PyModule::from_code(py, &code, c"ingot/_support.py", c"ingot._support")?
+                PyModule::from_code(py, &code, c"ingot/boot/support.py", c"ingot.boot.support")?
             }
         };
         let _ = self.support.set(module.clone().unbind());

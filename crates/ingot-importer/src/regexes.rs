@@ -1,4 +1,4 @@
-//! Precompiled regular expressions: the run-time half of `python/ingot/regexes.py`.
+//! Precompiled regular expressions: the run-time half of `python/ingot/build/regexes.py`.
 //!
 //! When the finder has executed the module the archive names in `__ingot__/re/module` (the
 //! regular-expression compiler of the interpreter the build targeted: the build knows which) and

@@ -1,7 +1,7 @@
 # The launcher's Python half: compiled by build.rs with the embedded interpreter, unmarshalled and
 # run by the launcher after the interpreter's main initialization, in a namespace of its own (not
 # a module in sys.modules). The launcher calls its functions. build.rs compiles this file followed
-# by python/ingot/_archive_paths.py (serve_archive_paths, also ingot.serve_archive_paths).
+# by python/ingot/boot/archive_paths.py (serve_archive_paths, also ingot.serve_archive_paths).
 
 import sys
 

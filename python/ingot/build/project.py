@@ -1,6 +1,6 @@
 """Reading a project's build settings: ``[tool.ingot]`` (and ``[project]``) of ``pyproject.toml``.
 
-    from ingot.project import load_project
+    from ingot.build.project import load_project
     project = load_project("examples/hello")      # a directory or its pyproject.toml
     project.config.entry, project.scripts, project.dependencies
 
@@ -24,16 +24,16 @@ filesystem-     bool        import from directories the app puts on ``sys.path``
   imports                   archive (default true; false: the archive alone; launch.json
                             ``filesystem_imports``)
 precompile-     bool        store the regular expressions the modules compile, compiled at build
-  regexes                   time (default true; see ingot.regexes)
+  regexes                   time (default true; see ingot.build.regexes)
 optimize        list[int]   bytecode optimization levels (0, 1, 2)
 compress        int|false   zstd level of the blobs a start does not read (default: 19);
                             false stores every blob as is
 files           list[str]   top-level packages materialized as real files in the extraction
-                            cache (the ``files`` policy; see ingot.policy for the built-in ones)
-python          str         the runtime to build with (``"3.11"``: see ingot.runtime; built first
+                            cache (the ``files`` policy; see ingot.build.policy for the built-in ones)
+python          str         the runtime to build with (``"3.11"``: see ingot.runtime.store; built first
                             if missing), or ``"local"``: the Python ingot runs under (by
                             default: its version's runtime if one is built, else local)
-memory          list[str]   top-level packages kept in memory although ingot.policy's built-in
+memory          list[str]   top-level packages kept in memory although ingot.build.policy's built-in
                             table lists them for ``files``
 =============== =========== ====================================================================
 """

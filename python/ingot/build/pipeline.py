@@ -1,12 +1,12 @@
 """``ingot build``: an application, its dependencies and the standard library, cast into one
 executable (the launcher binary followed by an archive) or, with ``archive_only``, an archive.
 
-    from ingot.build import BuildOptions, build
+    from ingot.build.pipeline import BuildOptions, build
     result = build(BuildOptions(source="examples/hello", archive_only=True))
 
 The application comes from a script, a package directory, a project directory (its
-``pyproject.toml``, see :mod:`ingot.project`) or an installed console script, resolved by
-:mod:`ingot.sources`. Dependencies are installed by pip (wheels only) into a staging directory;
+``pyproject.toml``, see :mod:`ingot.build.project`) or an installed console script, resolved by
+:mod:`ingot.build.sources`. Dependencies are installed by pip (wheels only) into a staging directory;
 :func:`ingot.pack.pack` collects them with the standard library and adds
 ``__ingot__/launch.json``, which tells the launcher what to run.
 
@@ -38,15 +38,15 @@ from ingot._ingot import (
     TRAILER_MAGIC,
     elf_section,
 )
-from ingot.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
+from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
+from ingot.build.project import Config
+from ingot.build.sources import Plan, console_script_plan, plan_source
 from ingot.errors import CompileError, IngotError
-from ingot.project import Config
-from ingot.sources import Plan, console_script_plan, plan_source
 
 if TYPE_CHECKING:
     from ingot._ingot import IngotFinder
+    from ingot.build.pack import PackResult
     from ingot.elf import GlibcFloor
-    from ingot.pack import PackResult
 
 #: A step's progress line goes to this.
 Say = Callable[[str], None]
@@ -103,7 +103,7 @@ def find_launcher(option: str | None = None) -> Path:
         version = "%d.%d" % sys.version_info[:2]
         origin, path = (
             "ingot's package",
-            Path(__file__).parent / "_launcher" / f"ingot-launcher-{version}",
+            Path(__file__).resolve().parents[1] / "_launcher" / f"ingot-launcher-{version}",
         )
     if not path.is_file():
         raise BuildError(
@@ -400,7 +400,7 @@ def _pip(target: Path, args: list[str], say: Callable[[str], None], what: str) -
 
 def _compression(level: int | bool | None) -> int | None:
     """The zstd level of a build (None: stored as is)."""
-    from ingot.project import DEFAULT_COMPRESSION
+    from ingot.build.project import DEFAULT_COMPRESSION
 
     if level is None:
         return DEFAULT_COMPRESSION
@@ -535,7 +535,7 @@ def _file_policy(
     of the other collected packages that hands paths built from ``__file__`` to what needs real
     files: in an executable, what the launcher cannot answer from the archive (writing, C code,
     other processes); in an archive run by python, any file access."""
-    from ingot.policy import resolve_policy, top_level_names
+    from ingot.build.policy import resolve_policy, top_level_names
 
     present: dict[str, Path] = {}
     for root in roots:
@@ -548,7 +548,7 @@ def _file_policy(
         say(f"files policy: {name} ({decision.reasons[name]})")
     warnings: list[str] = []
     try:
-        from ingot import filescan
+        from ingot.build import filescan
     except ImportError:  # pragma: no cover - the scanner ships with ingot
         return sorted(decision.files), warnings
     by_root: dict[Path, list[str]] = {}
@@ -585,7 +585,7 @@ def _missing_imports(roots: list[Path]) -> list[str]:
     would stop at that import. (Imports in ``try`` blocks or functions may be optional.)"""
     import ast
 
-    from ingot.policy import top_level_names
+    from ingot.build.policy import top_level_names
 
     present = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
     for root in roots:
@@ -629,7 +629,7 @@ def _prepare(files_packages: list[str], roots: list[Path], say: Say) -> list[str
     """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
     packages in their staged directories; returns warnings for those that failed (the package
     still works, as it would without the files the step makes)."""
-    from ingot.policy import PREPARATIONS
+    from ingot.build.policy import PREPARATIONS
 
     warnings = []
     for package in files_packages:
@@ -667,7 +667,7 @@ def _prepare(files_packages: list[str], roots: list[Path], say: Say) -> list[str
 
 def build(options: BuildOptions, progress: Callable[[str], None] | None = None) -> BuildResult:
     """Builds what ``options`` describe; raises IngotError subclasses on problems to fix."""
-    from ingot.pack import PackOptions, pack
+    from ingot.build.pack import PackOptions, pack
 
     started = time.perf_counter()
     say = progress or (lambda message: None)

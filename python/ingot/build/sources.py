@@ -2,8 +2,8 @@
 script) and the options of ``ingot build``, resolved into a :class:`Plan`: what to run, what to
 copy or pip-install, where to write. Nothing is installed or written here.
 
-    from ingot.build import BuildOptions
-    from ingot.sources import plan_source
+    from ingot.build.pipeline import BuildOptions
+    from ingot.build.sources import plan_source
     plan = plan_source(BuildOptions(source="examples/hello"))
     plan.run   # {"kind": "function", "module": "hello", "function": "main"}
 """
@@ -20,14 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingot.project import Config, ConfigError, is_str_list, load_project, parse_entry, tomllib_for
+from ingot.build.project import (
+    Config,
+    ConfigError,
+    is_str_list,
+    load_project,
+    parse_entry,
+    tomllib_for,
+)
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
 
     from packaging.requirements import Requirement
 
-    from ingot.build import BuildOptions
+    from ingot.build.pipeline import BuildOptions
 
 __all__ = [
     "Plan",
@@ -136,7 +143,7 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
     script or that code imports. Names the standard library has are left alone. And the data
     directories beside it (see :func:`_data_directory`), which the executable serves at the
     paths the script builds from its ``__file__``."""
-    from ingot.firstuse import imports_in_source
+    from ingot.build.firstuse import imports_in_source
 
     directory = script.resolve().parent
     found: dict[str, Path] = {}

@@ -1,15 +1,15 @@
 """Packing an archive: the standard library and directories of packages, compiled, with the
 shared libraries their extension modules need.
 
-    from ingot.pack import pack
+    from ingot.build.pack import pack
     result = pack("app.ingot", PackOptions(directories=["build/site"], optimize_levels=(0, 2)))
     print(result.counts, result.size, result.warnings)
 
-:func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.collect`);
+:func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.build.collect`);
 :func:`pack` reads, compiles and writes it. Problems the user must fix raise
 :class:`~ingot.errors.IngotError`; problems that leave a usable archive (a module that does not
 compile, a library that cannot be found) are warnings in the result. The same inputs on the same
-interpreter give the same archive, byte for byte (see :mod:`ingot.bytecode`).
+interpreter give the same archive, byte for byte (see :mod:`ingot.build.bytecode`).
 """
 
 from __future__ import annotations
@@ -38,23 +38,23 @@ from ingot._ingot import (
     content_hash,
     loadable_image,
 )
-from ingot.bytecode import compile_module
-from ingot.collect import (
+from ingot.build.bytecode import compile_module
+from ingot.build.collect import (
     DEFAULT_STDLIB_EXCLUDES,
     Collection,
     Item,
     collect_directory,
     collect_stdlib,
 )
-from ingot.errors import CompileError, PackError
-from ingot.firstuse import BOOT_MODULES, first_use_order, imports_in_source
-from ingot.regexes import (
+from ingot.build.firstuse import BOOT_MODULES, first_use_order, imports_in_source
+from ingot.build.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
     entry_name,
     patterns_in_source,
     precompiled_entries,
 )
+from ingot.errors import CompileError, PackError
 
 __all__ = [
     "DEFAULT_STDLIB_EXCLUDES",
@@ -110,7 +110,7 @@ class PackResult:
     seconds: float = 0.0
     regexes: int = 0  # precompiled regular expressions (entries under __ingot__/re/)
     regexes_size: int = 0
-    #: What pruning left out (see :mod:`ingot.reach`): group -> (origin, entries, bytes).
+    #: What pruning left out (see :mod:`ingot.build.reach`): group -> (origin, entries, bytes).
     left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
     def names(self, kind: str) -> set[str]:
@@ -183,7 +183,7 @@ def _prune(
 ) -> dict[str, dict[str, list[str]]]:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.reach.reach`);
     returns the imports read on the way."""
-    from ingot.reach import NATIVE_IMPORTS, import_probe, reach
+    from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
 
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
@@ -379,7 +379,7 @@ def _first_use(
     table: dict[str, bytes],
     entry_modules: list[str],
 ) -> list[tuple[str, str]]:
-    """The first-use order of the archive's entries (see :mod:`ingot.firstuse`): ingot's own
+    """The first-use order of the archive's entries (see :mod:`ingot.build.firstuse`): ingot's own
     files read at start-up, then the launcher's modules and the entry modules' import graph."""
     kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in _MODULE_KINDS}
     companions: dict[str, list[tuple[str, str]]] = {}
@@ -458,10 +458,10 @@ class PackOptions:
     #: modules are also listed in a tree manifest, from which the importer materializes them into
     #: the extraction cache on first import.
     files_packages: Iterable[str] = ()
-    #: Add the table of regular expressions the modules compile (:mod:`ingot.regexes`).
+    #: Add the table of regular expressions the modules compile (:mod:`ingot.build.regexes`).
     precompile_regexes: bool = True
     #: The modules an executable runs: what a start is expected to read goes first in the data
-    #: region (:mod:`ingot.firstuse`); None leaves the archive in name order.
+    #: region (:mod:`ingot.build.firstuse`); None leaves the archive in name order.
     entry_modules: Iterable[str] | None = None
     #: The application's own code (and its top-level data directories, a script's
     #: ``templates/``): a module there that does not compile raises
@@ -469,7 +469,7 @@ class PackOptions:
     #: warning).
     strict_directories: Iterable[str | os.PathLike[str]] = ()
     #: Carry only what the entry modules, the application's own code and the launcher can reach
-    #: (:mod:`ingot.reach`); :attr:`PackResult.left_out` says what went.
+    #: (:mod:`ingot.build.reach`); :attr:`PackResult.left_out` says what went.
     prune: bool = False
     #: Patterns carried anyway when pruning.
     keep: Iterable[str] = ()

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from ingot._ingot import loadable_image
-from ingot.collect import Item
-from ingot.firstuse import SKIPPED, imports_in_source
+from ingot.build.collect import Item
+from ingot.build.firstuse import SKIPPED, imports_in_source
 
 __all__ = [
     "BINARY_NAMES_NOT_IMPORTS",

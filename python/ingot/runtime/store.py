@@ -1,5 +1,5 @@
 """Runtimes: CPython and the libraries its standard library uses, built from their source releases
-with :mod:`ingot.toolchain` for glibc 2.17, and kept in the user's cache.
+with :mod:`ingot.runtime.toolchain` for glibc 2.17, and kept in the user's cache.
 
     ingot runtime build 3.11 --sources DIR        # or --source python=Python-3.11.9.tgz ...
     ingot runtime list
@@ -44,11 +44,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ingot.toolchain as toolchain_module
-from ingot import recipes
+import ingot.runtime.toolchain as toolchain_module
 from ingot.elf import glibc_floor
 from ingot.errors import IngotError
-from ingot.toolchain import GLIBC_FLOOR, Toolchain, find_zig
+from ingot.runtime import recipes
+from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_zig
 
 __all__ = [
     "Runtime",
@@ -219,7 +219,7 @@ def pinned_sources(
 ) -> dict[str, tuple[str, str]]:
     """``{name: (url, sha256)}`` of the pinned upstream releases: every library, and CPython if
     ``python_version`` (``3.13``) has an entry."""
-    from ingot.project import tomllib_for
+    from ingot.build.project import tomllib_for
 
     data = tomllib_for(table).loads(table.read_text())
     pinned = {
@@ -571,7 +571,7 @@ def build_with(
             f"the runtime {found.path} has no launcher",
             hint=f"rebuild it: ingot runtime build {wanted} --force ...",
         )
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     importer = sorted((found.path / "launcher").glob("_ingot.*.so"))
     if not importer:
         raise RuntimeError_(
@@ -625,7 +625,7 @@ def _console_script(name: str) -> dict[str, str | list[str]]:
     """The console script ``name`` as installed where ingot runs: its entry point and its
     distribution's requirements pinned to the installed versions (what the build under the
     runtime, which sees none of this environment, installs)."""
-    from ingot.sources import console_script_entry
+    from ingot.build.sources import console_script_entry
 
     return dict(zip(("name", "entry", "requirements"), (name, *console_script_entry(name))))
 
@@ -661,7 +661,7 @@ def source_tree() -> Path | None:
     """ingot's source tree (the launcher's crate): ``$INGOT_SOURCE_TREE``, the checkout this ingot
     runs from, or the copy an installed wheel carries (``ingot/_source``)."""
     here = Path(__file__).resolve()
-    candidates = [os.environ.get("INGOT_SOURCE_TREE"), here.parents[2], here.parent / "_source"]
+    candidates = [os.environ.get("INGOT_SOURCE_TREE"), here.parents[3], here.parents[1] / "_source"]
     for candidate in candidates:
         if candidate and (Path(candidate) / "crates" / "ingot-launcher" / "Cargo.toml").is_file():
             return Path(candidate)
