@@ -53,7 +53,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build.pipeline import launcher_python
+from ingot.build.launcher import launcher_python
 
 from conftest import ROOT, interpreters, python_for
 

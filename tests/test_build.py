@@ -14,17 +14,15 @@ import pytest
 import ingot
 from ingot import cli
 from ingot.build import sources
-from ingot.build.pipeline import (
-    BuildError,
-    BuildOptions,
-    _stdlib_excludes,
-    build,
-    describe,
-    find_launcher,
-    launcher_python,
-)
-from ingot.build.project import Config, ConfigError, load_project
+from ingot.build.inspection import describe
+from ingot.build.launcher import find_launcher, launcher_python
+from ingot.build.packing import stdlib_excludes
+from ingot.build.pipeline import build
+from ingot.build.project import load_project
+from ingot.build.settings import Request, Settings
 from ingot.build.sources import console_script_plan, plan_source
+from ingot.build.spec import resolve
+from ingot.errors import BuildError, ConfigError
 
 import proclimit
 
@@ -66,7 +64,7 @@ def write_project(root: Path, body: str) -> Path:
 
 def plan(source, archive_only=False, **overrides):
     return plan_source(
-        BuildOptions(source=str(source), config=Config(**overrides), archive_only=archive_only)
+        Request(source=str(source), settings=Settings(**overrides), archive_only=archive_only)
     )
 
 
@@ -116,7 +114,7 @@ def test_config_reads_every_key(tmp_path):
     )
     loaded = load_project(project)
     assert loaded.name == "demo" and loaded.dependencies == ["rich==13.7.1"]
-    config = loaded.config
+    config = loaded.settings
     assert (config.entry, config.packages, config.requirements) == (
         "demo.cli:main",
         ["src/demo"],
@@ -268,22 +266,22 @@ def test_package_directory_source(tmp_path):
 def test_console_script_pins_the_installed_distributions():
     import importlib.metadata
 
-    resolved = console_script_plan("pytest", BuildOptions())
+    resolved = console_script_plan("pytest", Request())
     (entry,) = importlib.metadata.entry_points(group="console_scripts", name="pytest")
     assert resolved.run == {"kind": "function", "module": entry.module, "function": entry.attr}
     assert resolved.name == "pytest" and resolved.output == Path("dist/pytest")
     assert f"pytest=={importlib.metadata.version('pytest')}" in resolved.requirements
     assert f"pluggy=={importlib.metadata.version('pluggy')}" in resolved.requirements
     with pytest.raises(ConfigError, match="no console script 'no-such-command'"):
-        console_script_plan("no-such-command", BuildOptions())
+        console_script_plan("no-such-command", Request())
     if "file://" in (importlib.metadata.distribution("ingot").read_text("direct_url.json") or ""):
         with pytest.raises(ConfigError, match=r"ingot .* is installed from file://") as error:
-            console_script_plan("ingot", BuildOptions())  # installed from this checkout
+            console_script_plan("ingot", Request())  # installed from this checkout
         assert "ingot build " in error.value.hint
 
 
 def test_include_re_admits_default_stdlib_exclusions():
-    excludes = _stdlib_excludes(Config(include=["tkinter", "test.support"], exclude=["xml.*"]))
+    excludes = stdlib_excludes(Settings(include=["tkinter", "test.support"], exclude=["xml.*"]))
     assert "tkinter" not in excludes and "test" not in excludes and "idlelib" in excludes
     assert excludes[-1] == "xml.*"
 
@@ -459,10 +457,12 @@ def test_package_directory_build_without_pip(tmp_path):
     (other / "__init__.py").write_text("")
     with pytest.raises(BuildError, match="would both be 'tool'"):
         build(
-            BuildOptions(
-                source=str(tool),
-                config=Config(packages=[str(other)], output=str(tmp_path / "t.ingot")),
-                archive_only=True,
+            resolve(
+                Request(
+                    source=str(tool),
+                    settings=Settings(packages=[str(other)], output=str(tmp_path / "t.ingot")),
+                    archive_only=True,
+                )
             )
         )
 
@@ -479,7 +479,7 @@ def test_console_script_build_runs(tmp_path):
 
 def test_executable_is_launcher_then_archive(hello_archive, tmp_path, capsys, monkeypatch):
     # Not a launcher (it has no facts section): the check of it is test_launcher's business.
-    monkeypatch.setattr("ingot.build._check_launcher", lambda path: None)
+    monkeypatch.setattr("ingot.build.launcher.check_launcher", lambda path: None)
     launcher = tmp_path / "fake-launcher"
     launcher.write_bytes(b"\x7fELF not really a launcher\n" * 100)
     out = tmp_path / "hello"
@@ -536,10 +536,12 @@ def test_output_safety(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(BuildError, match="module to run, 'nosuch', is not in the archive"):
         build(
-            BuildOptions(
-                source=hello,
-                config=Config(entry="nosuch:main", output=str(tmp_path / "x.ingot")),
-                archive_only=True,
+            resolve(
+                Request(
+                    source=hello,
+                    settings=Settings(entry="nosuch:main", output=str(tmp_path / "x.ingot")),
+                    archive_only=True,
+                )
             )
         )
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]  # no temporary files left
@@ -674,10 +676,12 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
         policy.PREPARATIONS, "tool", policy.Preparation(why="it makes made.txt", code=make)
     )
     result = build(
-        BuildOptions(
-            source=str(tool),
-            config=Config(files=["tool"], output=str(tmp_path / "t.ingot")),
-            archive_only=True,
+        resolve(
+            Request(
+                source=str(tool),
+                settings=Settings(files=["tool"], output=str(tmp_path / "t.ingot")),
+                archive_only=True,
+            )
         )
     )
     made = ingot.IngotFinder(str(tmp_path / "t.ingot"))._read("tool/made.txt").decode()
@@ -692,10 +696,12 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
         policy.Preparation(why="it makes made.txt", code="raise SystemExit('no tables today')"),
     )
     result = build(
-        BuildOptions(
-            source=str(tool),
-            config=Config(files=["tool"], output=str(tmp_path / "u.ingot")),
-            archive_only=True,
+        resolve(
+            Request(
+                source=str(tool),
+                settings=Settings(files=["tool"], output=str(tmp_path / "u.ingot")),
+                archive_only=True,
+            )
         )
     )
     assert any(

@@ -523,7 +523,8 @@ def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
 
 
 def _launcher_or_skip():
-    from ingot.build.pipeline import BuildError, find_launcher, launcher_python
+    from ingot.build.launcher import find_launcher, launcher_python
+    from ingot.errors import BuildError
 
     try:
         launcher = find_launcher()

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build.pipeline import BuildError, launcher_facts
+from ingot.build.launcher import launcher_facts
+from ingot.errors import BuildError
 
 import proclimit
 from conftest import ROOT, interpreters, python_for

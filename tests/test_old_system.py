@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ingot.runtime import store as runtime
+from ingot.runtime import store
 
 import proclimit
 from conftest import ROOT
@@ -39,10 +39,8 @@ def require(condition, reason):
 
 @pytest.fixture(scope="module")
 def built_runtime(runtime_store):
-    found = runtime.find_runtime(VERSION)
-    require(
-        found is not None, f"no runtime {VERSION} in {runtime.store()} (scripts/test builds it)"
-    )
+    found = store.find_runtime(VERSION)
+    require(found is not None, f"no runtime {VERSION} in {store.store()} (scripts/test builds it)")
     return found
 
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import ingot.build.pipeline
+import ingot
 
 
 def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):
@@ -20,16 +20,16 @@ def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):
 
 def test_installed_package_carries_the_launchers_sources(monkeypatch):
     # What `ingot runtime build` links a runtime's launcher from, when ingot is not run from a
-    # checkout (ingot.runtime.source_tree).
+    # checkout (ingot.runtime.builder.source_tree).
     import pytest
 
-    from ingot.runtime import store as runtime
+    from ingot.runtime import builder
 
-    package = Path(ingot.build.__file__).resolve().parent
+    package = Path(ingot.__file__).resolve().parent
     if (package.parents[1] / "crates").is_dir():
         pytest.skip("ingot runs from a checkout here, not from an installed wheel")
     monkeypatch.delenv("INGOT_SOURCE_TREE", raising=False)
-    tree = runtime.source_tree()
+    tree = builder.source_tree()
     assert tree == package / "_source"
     for name in (
         "Cargo.toml",

@@ -1,4 +1,5 @@
-"""Runtimes (python/ingot/runtime/store.py, recipes.py, toolchain.py): the glibc floor of ELF objects,
+"""Runtimes (python/ingot/runtime/: store, sources, builder, recipes, toolchain; and
+python/ingot/build/target.py, which chooses one): the glibc floor of ELF objects,
 finding source releases, the store and its command line. The build itself (minutes of
 compiling) is tests/test_runtime_build.py."""
 
@@ -16,9 +17,13 @@ import pytest
 
 from ingot import cli
 from ingot._ingot import loadable_image
+from ingot.build import target
+from ingot.build.sources import console_script_entry
+from ingot.build.spec import Spec
 from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
-from ingot.runtime import store as runtime
+from ingot.runtime import builder, recipes, store
+from ingot.runtime import sources as runtime_sources
 
 
 def extension_module(name):
@@ -96,7 +101,7 @@ UPSTREAM = [
 def test_sources_are_found_by_their_release_names(tmp_path, names):
     for name in names:
         (tmp_path / name).write_bytes(b"")
-    found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads")
+    found = runtime_sources.resolve_sources({}, [tmp_path], tmp_path / "downloads")
     assert sorted(found) == sorted(
         [
             "python",
@@ -128,7 +133,7 @@ def test_the_cpython_source_of_the_wanted_version_is_taken(tmp_path):
         ("3.11", "python3.11_3.11.2.orig.tar.gz"),
         ("3.12.7", "Python-3.12.7.tgz"),
     ):
-        found = runtime.resolve_sources({}, [tmp_path], tmp_path / "downloads", wanted)
+        found = runtime_sources.resolve_sources({}, [tmp_path], tmp_path / "downloads", wanted)
         assert found["python"].name == expected, wanted
 
 
@@ -138,7 +143,7 @@ def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
     mine.parent.mkdir()
     mine.write_bytes(b"")
     with pytest.raises(IngotError) as error:
-        runtime.resolve_sources({"zlib": str(mine)}, [tmp_path], tmp_path / "downloads")
+        runtime_sources.resolve_sources({"zlib": str(mine)}, [tmp_path], tmp_path / "downloads")
     assert error.value.message.startswith(
         "no source release for python, bzip2, xz, expat, "
         "mpdecimal, libuuid, libffi, sqlite, openssl, "
@@ -157,7 +162,7 @@ def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
 )
 def test_bad_sources_are_refused(tmp_path, given, message):
     with pytest.raises(IngotError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        runtime.resolve_sources(given, [], tmp_path / "downloads")
+        runtime_sources.resolve_sources(given, [], tmp_path / "downloads")
 
 
 # --- the store and the command line ----------------------------------------------------------
@@ -185,14 +190,14 @@ def test_runtimes_are_listed_found_and_removed(tmp_path, monkeypatch, capsys):
     fake_runtime(tmp_path, "3.13.1")
     (tmp_path / ".build-abc").mkdir()  # a build under way is not a runtime
     (tmp_path / "junk").mkdir()
-    assert [item.version for item in runtime.list_runtimes()] == ["3.13.1", "3.11.2"]
-    assert runtime.find_runtime("3.11").version == "3.11.2"
-    assert runtime.find_runtime("3.1") is None
+    assert [item.version for item in store.list_runtimes()] == ["3.13.1", "3.11.2"]
+    assert store.find_runtime("3.11").version == "3.11.2"
+    assert store.find_runtime("3.1") is None
     assert cli.main(["runtime", "list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == ["3.13.1", "3.11.2"]
     assert cli.main(["runtime", "remove", "3.13"]) == 0
-    assert [item.version for item in runtime.list_runtimes()] == ["3.11.2"]
+    assert [item.version for item in store.list_runtimes()] == ["3.11.2"]
     assert cli.main(["runtime", "remove", "3.12"]) == 1
     err = capsys.readouterr().err
     assert f"error: no runtime 3.12 in {tmp_path}" in err and "hint: `ingot runtime list`" in err
@@ -222,7 +227,7 @@ def test_relocate_rewrites_the_recorded_prefix(tmp_path):
     cached = data.parent / "__pycache__" / (data.stem + ".cpython-311.pyc")
     cached.parent.mkdir()
     cached.write_bytes(b"stale")
-    runtime.relocate(old, new)
+    builder.relocate(old, new)
     for path in (data, makefile):
         assert path.read_text() == f"LIBPL = '{new}/lib/python3.11/config-3.11-x86_64-linux-gnu'\n"
     assert not cached.exists()
@@ -232,18 +237,18 @@ def test_relocate_rewrites_the_recorded_prefix(tmp_path):
 
 
 def test_the_pinned_table_has_every_library_and_pythons_310_to_314():
-    pinned = runtime.pinned_sources(None)
-    assert set(pinned) == set(runtime.recipes.LIBRARIES)
+    pinned = runtime_sources.pinned_sources(None)
+    assert set(pinned) == set(recipes.LIBRARIES)
     for minor in ("3.10", "3.11", "3.12", "3.13", "3.14"):
-        url, _ = runtime.pinned_sources(minor)["python"]
+        url, _ = runtime_sources.pinned_sources(minor)["python"]
         assert f"/{minor}." in url and url.endswith(".tar.xz"), url
-    assert "python" not in runtime.pinned_sources("3.9")
+    assert "python" not in runtime_sources.pinned_sources("3.9")
     patterns = {
-        "python": runtime.recipes.PYTHON_PATTERNS,
-        **{name: recipe.patterns for name, recipe in runtime.recipes.LIBRARIES.items()},
+        "python": recipes.PYTHON_PATTERNS,
+        **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()},
     }
     for minor in ("3.10", "3.14"):
-        for name, (url, sha256) in runtime.pinned_sources(minor).items():
+        for name, (url, sha256) in runtime_sources.pinned_sources(minor).items():
             assert url.startswith("https://"), url
             assert len(sha256) == 64 and int(sha256, 16) >= 0, (name, sha256)
             # The downloaded file is recognized by its name too (e.g. in --sources DIR later).
@@ -295,7 +300,7 @@ def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
     (served / "zlib-1.3.1.tar.gz").write_bytes(b"zlib release")
     digest = hashlib.sha256(b"zlib release").hexdigest()
     messages = []
-    found = runtime.resolve_sources(
+    found = runtime_sources.resolve_sources(
         {},
         [sources],
         tmp_path / "downloads",
@@ -310,7 +315,7 @@ def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
     # A file whose hash is not the pinned one is refused, and not kept.
     (served / "zlib-1.3.2.tar.gz").write_bytes(b"tampered")
     with pytest.raises(IngotError, match="sha256 .*, expected " + "0" * 64):
-        runtime.resolve_sources(
+        runtime_sources.resolve_sources(
             {},
             [sources],
             tmp_path / "downloads",
@@ -320,7 +325,7 @@ def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
     assert not (tmp_path / "downloads" / "zlib-1.3.2.tar.gz").exists()
     # Unreachable: the error says which URL, and what to do instead.
     with pytest.raises(IngotError, match=f"cannot download {base}/missing.tar.gz") as error:
-        runtime.resolve_sources(
+        runtime_sources.resolve_sources(
             {},
             [sources],
             tmp_path / "downloads",
@@ -335,18 +340,30 @@ def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
 
 @pytest.fixture
 def build_with_calls(tmp_path, monkeypatch):
-    """Records runtime.build_with calls (instead of running the build under a runtime); the
-    store is an empty directory, and no launcher is named by the environment."""
+    """Records the builds that would run under a runtime (instead of running them): the Python
+    version of each and its spec. A runtime the store lacks is not built: the target is made up.
+    The store is an empty directory, and no launcher is named by the environment."""
     calls = []
 
-    def record(wanted, argv, **options):
-        calls.append((wanted, argv))
+    def under(spec, *, quiet):
+        calls.append((spec.target.python, spec))
         return 0
 
-    monkeypatch.setattr(runtime, "build_with", record)
+    def runtime_target(wanted, request, say):
+        return target.Target(
+            python=wanted,
+            launcher=None,
+            runtime=f"cpython-{wanted}",
+            runtime_python=tmp_path / "python",
+            runtime_importer=tmp_path / "_ingot.so",
+            pip_python=sys.executable,
+            platforms=target.RUNTIME_PLATFORMS,
+        )
+
+    monkeypatch.setattr(target, "build_under", under)
+    monkeypatch.setattr(target, "runtime_target", runtime_target)
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
-    monkeypatch.delenv("INGOT_IN_RUNTIME", raising=False)
     return calls
 
 
@@ -358,7 +375,7 @@ def test_a_build_uses_this_pythons_runtime_by_default_when_one_is_built(tmp_path
     script = tmp_path / "app.py"
     script.write_text("print('hi')\n")
     assert cli.main(["build", str(script)]) == 0
-    assert build_with_calls == [(HERE, ["build", str(script)])]
+    assert [(python, spec.copies[0][1]) for python, spec in build_with_calls] == [(HERE, script)]
 
 
 @pytest.mark.parametrize("options", [["--python", "local"], ["--launcher", "/x/launcher"]])
@@ -376,7 +393,8 @@ def test_a_named_version_is_built_with_its_runtime(tmp_path, build_with_calls):
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "p"\nversion = "1"\n[tool.ingot]\npython = "3.13"\n'
+        '[project]\nname = "p"\nversion = "1"\n[project.scripts]\np = "p:main"\n'
+        '[tool.ingot]\npython = "3.13"\n'
     )
     assert cli.main(["build", str(project)]) == 0
     assert cli.main(["build", str(project), "--python", "3.12"]) == 0
@@ -395,25 +413,27 @@ def test_without_a_runtime_the_build_says_how_to_get_one(tmp_path, build_with_ca
     assert "note:" not in capsys.readouterr().err
 
 
-def test_a_console_script_is_resolved_where_it_is_installed(monkeypatch):
-    # pip's console script, installed with this environment's pip.
+def test_a_console_script_is_resolved_where_it_is_installed(tmp_path, build_with_calls):
+    # pip's console script, installed with this environment's pip: resolved here, where it is
+    # installed; the build under the runtime, which sees none of this environment, gets the
+    # entry point and the pinned requirements in its spec.
     import importlib.metadata
 
-    resolved = runtime._console_script("pip")
+    out = str(tmp_path / "pip")
+    assert cli.main(["build", "--console-script", "pip", "--python", "3.13", "-o", out]) == 0
+    ((_, resolved),) = build_with_calls
     (installed,) = [
         entry
         for entry in importlib.metadata.entry_points(group="console_scripts")
         if entry.name == "pip"
     ]
-    assert resolved["entry"] == f"{installed.module}:{installed.attr}"
-    assert any(pin.lower().startswith("pip==") for pin in resolved["requirements"])
-    # Under the runtime, which sees none of this environment, the build takes it from there.
-    from ingot.build.sources import console_script_entry
-
-    monkeypatch.setenv(
-        "INGOT_CONSOLE_SCRIPT",
-        json.dumps({"name": "tool", "entry": "tool.cli:main", "requirements": ["tool==1.0"]}),
-    )
-    assert console_script_entry("tool") == ("tool.cli:main", ["tool==1.0"])
+    assert resolved.run == {
+        "kind": "function",
+        "module": installed.module,
+        "function": installed.attr,
+    }
+    assert any(pin.lower().startswith("pip==") for pin in resolved.requirements)
+    # The spec crosses to the runtime's interpreter as data, whole.
+    assert Spec.from_json(resolved.to_json()) == resolved
     with pytest.raises(IngotError, match="no console script 'other' is installed"):
         console_script_entry("other")

@@ -13,30 +13,26 @@ Progress, warnings and the summary go to stderr. A problem the user must fix pri
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import re
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ingot.build.pack import PackResult
+from ingot import cachedir
+from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder
+from ingot.build import pipeline, settings, target
+from ingot.build.inspection import describe
+from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackResult, pack
+from ingot.build.spec import Spec, resolve
+from ingot.errors import IngotError
+from ingot.runtime import builder, store
 
+if TYPE_CHECKING:
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 
-from ingot.errors import IngotError
-
 __all__ = ["main"]
-
-
-def _levels(text: str) -> tuple[int, ...]:
-    try:
-        levels = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        levels = (-1,)
-    if not levels or any(level not in (0, 1, 2) for level in levels):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of 0, 1, 2")
-    return levels
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +41,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Cast a Python application into an archive that is imported from memory.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _pack_parser(commands)
+    _build_parser(commands)
+    _inspect_parser(commands)
+    _cache_parser(commands)
+    _runtime_parser(commands)
+    return parser
+
+
+def _pack_parser(commands: _Commands) -> None:
     pack = commands.add_parser(
         "pack",
         help="write an archive of the standard library and directories of packages",
@@ -81,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     pack.add_argument(
         "--optimize",
-        type=_levels,
+        type=settings.parse_levels,
         default=(0,),
         metavar="LEVELS",
         help="bytecode optimization levels to compile, e.g. 0,1,2 (default: 0)",
@@ -121,7 +126,9 @@ def _parser() -> argparse.ArgumentParser:
         help="leave out the table of regular expressions compiled at build time",
     )
     pack.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
-    _build_parser(commands)
+
+
+def _inspect_parser(commands: _Commands) -> None:
     inspect = commands.add_parser(
         "inspect",
         help="list what an executable or archive carries",
@@ -141,6 +148,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also read every entry and check its checksum; exit 1 if any is damaged",
     )
+
+
+def _cache_parser(commands: _Commands) -> None:
     cache = commands.add_parser(
         "cache",
         help="list or prune the extraction cache",
@@ -164,8 +174,6 @@ def _parser() -> argparse.ArgumentParser:
         help="age in days, from when a tree was written (default 30; 0: all)",
     )
     prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
-    _runtime_parser(commands)
-    return parser
 
 
 def _source(text: str) -> tuple[str, str]:
@@ -227,8 +235,6 @@ def _runtime_parser(commands: _Commands) -> None:
 
 
 def _build_parser(commands: _Commands) -> None:
-    from ingot.build.project import DEFAULT_COMPRESSION
-
     build = commands.add_parser(
         "build",
         help="build an application into one executable",
@@ -237,150 +243,7 @@ def _build_parser(commands: _Commands) -> None:
         "the standard library into one executable: the launcher binary followed by "
         "an archive. Options override the project's [tool.ingot] settings.",
     )
-    build.add_argument(
-        "source",
-        nargs="?",
-        metavar="SOURCE",
-        help="project directory, package directory or script (default: .)",
-    )
-    build.add_argument(
-        "--console-script",
-        metavar="NAME",
-        help="build an installed console script, with its dependencies pinned to "
-        "the versions installed here",
-    )
-    run = build.add_mutually_exclusive_group()
-    run.add_argument(
-        "--entry",
-        metavar="MODULE:FUNCTION",
-        help="function to call (or the name of one of [project.scripts])",
-    )
-    run.add_argument("--module", metavar="MODULE", help="module to run, as python -m does")
-    run.add_argument("--script", metavar="PATH", help="script to run")
-    build.add_argument(
-        "--package",
-        dest="packages",
-        action="append",
-        metavar="PATH",
-        help="an application package directory, module or directory of packages "
-        "to copy in (repeatable; default: pip-install the project)",
-    )
-    build.add_argument(
-        "--dependency",
-        dest="dependencies",
-        action="append",
-        metavar="REQ",
-        help="a requirement to install (repeatable; replaces the project's)",
-    )
-    build.add_argument("-r", "--requirements", metavar="FILE", help="a requirements file")
-    build.add_argument(
-        "--include",
-        action="append",
-        metavar="PATTERN",
-        help="carry modules that no code path imports, or that the defaults leave "
-        "out (glob on dotted names; '*' carries everything)",
-    )
-    build.add_argument(
-        "--exclude",
-        action="append",
-        metavar="PATTERN",
-        help="leave out modules/packages matching this glob on dotted names",
-    )
-    build.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        help="file to write (default: dist/NAME, dist/NAME.ingot with --archive-only)",
-    )
-    fast = build.add_mutually_exclusive_group()
-    fast.add_argument(
-        "--fast-exit",
-        dest="fast_exit",
-        action="store_true",
-        default=None,
-        help="exit without finalizing the interpreter",
-    )
-    fast.add_argument("--no-fast-exit", dest="fast_exit", action="store_false")
-    imports = build.add_mutually_exclusive_group()
-    imports.add_argument(
-        "--filesystem-imports",
-        dest="filesystem_imports",
-        action="store_true",
-        default=None,
-        help="import from directories the application adds to "
-        "sys.path, after the archive (the default)",
-    )
-    imports.add_argument(
-        "--no-filesystem-imports",
-        dest="filesystem_imports",
-        action="store_false",
-        help="import from the archive alone",
-    )
-    build.add_argument(
-        "--no-precompile-regexes",
-        dest="precompile_regexes",
-        action="store_false",
-        default=None,
-        help="leave out the table of regular expressions compiled at build time",
-    )
-    build.add_argument(
-        "--files",
-        dest="files",
-        action="append",
-        metavar="PACKAGE",
-        help="materialize this top-level package as real files in the extraction "
-        "cache, for code that needs them (repeatable; the files policy)",
-    )
-    build.add_argument(
-        "--memory",
-        dest="memory",
-        action="append",
-        metavar="PACKAGE",
-        help="keep this package in memory although the built-in table would "
-        "materialize it (repeatable)",
-    )
-    build.add_argument(
-        "--optimize",
-        type=_levels,
-        metavar="LEVELS",
-        help="bytecode optimization levels, e.g. 0,2 (default: 0)",
-    )
-    squeeze = build.add_mutually_exclusive_group()
-    squeeze.add_argument(
-        "--compress",
-        type=int,
-        metavar="LEVEL",
-        help="zstd level of the blobs a start does not read (default: "
-        f"{DEFAULT_COMPRESSION}; those a start reads stay stored as is)",
-    )
-    squeeze.add_argument(
-        "--no-compress",
-        dest="compress",
-        action="store_const",
-        const=False,
-        help="store every blob as is",
-    )
-    build.add_argument(
-        "--python",
-        metavar="VERSION",
-        help="build with the runtime of this Python "
-        "version, for any Linux with glibc 2.17 or later (built first if there is "
-        "none: ingot runtime build), or 'local': with the Python ingot runs under "
-        "(default: its version's runtime if one is built, else local)",
-    )
-    build.add_argument(
-        "--launcher",
-        metavar="PATH",
-        help="the launcher binary (default: $INGOT_LAUNCHER, else the one shipped with ingot)",
-    )
-    build.add_argument(
-        "--archive-only",
-        action="store_true",
-        help="write only the archive (with its launch config), no launcher",
-    )
-    build.add_argument(
-        "--force", action="store_true", help="overwrite an existing output that ingot did not write"
-    )
+    settings.add_options(build)
     build.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
 
 
@@ -393,8 +256,6 @@ def _size(count: float) -> str:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, PackOptions, pack
-
     def say(message: str) -> None:
         if not args.quiet:
             print(message, file=sys.stderr)
@@ -424,8 +285,6 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _summary(result: PackResult, say: Callable[[str], None]) -> None:
-    from ingot.build.pack import KINDS
-
     say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
     for kind in KINDS:
         say(f"{kind:<20}{result.counts[kind]:>8}{_size(result.sizes[kind]):>14}")
@@ -458,116 +317,42 @@ def _left_out(left_out: dict[str, tuple[str, int, int]], say: Callable[[str], No
         )
 
 
-def _wanted_runtime(args: argparse.Namespace) -> str | None:
-    """The runtime a build asks for: --python, else the project's [tool.ingot] python."""
-    if args.python:
-        return str(args.python)
-    from pathlib import Path
-
-    from ingot.build.project import load_project
-
-    source = Path(args.source or ".")
-    if args.console_script is None and (source / "pyproject.toml").is_file():
-        return load_project(source).config.python
-    return None
-
-
 def _build(args: argparse.Namespace) -> int:
-    from ingot.build.pipeline import BuildOptions, build
-    from ingot.build.project import Config
+    say = _say(args.quiet)
+    spec = resolve(settings.from_args(args), say)
+    if spec.target.runtime_python is not None:
+        return target.build_under(spec, quiet=args.quiet)
+    return _build_spec(spec, say)
 
-    if args.console_script and args.source:
-        raise IngotError(
-            f"give a SOURCE ({args.source}) or --console-script ({args.console_script}), not both"
-        )
 
+def build_spec(path: str, *, quiet: bool) -> int:
+    """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
+    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.target.build_under`)."""
+    try:
+        return _build_spec(Spec.from_json(Path(path).read_text()), _say(quiet))
+    except IngotError as error:
+        return _report(error)
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
     def say(message: str) -> None:
-        if not args.quiet:
+        if not quiet:
             print(message, file=sys.stderr)
 
-    wanted = _wanted_runtime(args)
-    if not os.environ.get("INGOT_IN_RUNTIME"):
-        from ingot.runtime import store as runtime
+    return say
 
-        if wanted is None and args.launcher is None and not os.environ.get("INGOT_LAUNCHER"):
-            # By default, this Python version's runtime if one is built (a launcher given
-            # explicitly is one built for a Python of this machine: it means local).
-            here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-            if runtime.find_runtime(here) is not None:
-                wanted = here
-        if wanted is not None and wanted != "local":
-            return runtime.build_with(
-                wanted, args.raw_argv, launcher=args.launcher, build_missing=True, say=say
-            )
 
-    config = Config(
-        entry=args.entry,
-        module=args.module,
-        script=args.script,
-        packages=args.packages,
-        dependencies=args.dependencies,
-        requirements=args.requirements,
-        include=args.include or [],
-        exclude=args.exclude or [],
-        output=args.output,
-        fast_exit=args.fast_exit,
-        filesystem_imports=args.filesystem_imports,
-        precompile_regexes=args.precompile_regexes,
-        files=args.files or [],
-        memory=args.memory or [],
-        optimize=list(args.optimize) if args.optimize else None,
-        compress=args.compress,
-    )
-    options = BuildOptions(
-        source=args.source,
-        console_script=args.console_script,
-        config=config,
-        launcher=args.launcher,
-        archive_only=args.archive_only,
-        force=args.force,
-    )
-    result = build(options, progress=say)
+def _build_spec(spec: Spec, say: Callable[[str], None]) -> int:
+    result = pipeline.build(spec, say)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _summary(result.pack, say)
     run = result.run
-    target = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")
+    runs = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")
+    say(f"runs {runs}")
+    for note in result.notes:
+        say(note)
     launcher = f"launcher {_size(result.launcher_size)} + " if result.launcher else ""
-    say(f"runs {target}")
-    if result.launcher:
-        from ingot.build.pipeline import executable_glibc_floor
-
-        floor = executable_glibc_floor(result.output)
-        if floor.version:
-            runtime_note = (
-                f" (runtime {os.environ['INGOT_IN_RUNTIME']})"
-                if os.environ.get("INGOT_IN_RUNTIME")
-                else ""
-            )
-            say(
-                f"runs on Linux with glibc {floor.version[0]}.{floor.version[1]} or later, "
-                f"set by {floor.needed_by}{runtime_note}"
-            )
-            if os.environ.get("INGOT_IN_RUNTIME") and floor.version > (2, 17):
-                print(
-                    f"warning: {floor.needed_by} needs glibc {floor.version[0]}."
-                    f"{floor.version[1]}: the executable will not run on older systems than "
-                    "that, although its runtime needs only 2.17",
-                    file=sys.stderr,
-                )
-            elif (
-                not os.environ.get("INGOT_IN_RUNTIME")
-                and wanted != "local"
-                and args.launcher is None
-                and not os.environ.get("INGOT_LAUNCHER")
-                and floor.version > (2, 17)
-            ):
-                here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-                say(
-                    f"note: built with this machine's Python {here}; for any Linux with glibc "
-                    f"2.17 or later, build its runtime once (`ingot runtime build {here}`): "
-                    "later builds use it (--python local: this machine's Python, quietly)"
-                )
     say(
         f"wrote {result.output} ({launcher}archive {_size(result.pack.size)} = "
         f"{_size(result.size)}) in {result.seconds:.1f} s"
@@ -577,17 +362,11 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    import json
-
-    from ingot.build.pipeline import describe
-
     info = describe(args.path)
     if args.verify:
-        import ingot
-
         try:
-            ingot.IngotFinder(str(args.path), any_python=True).verify()
-        except ingot.ArchiveError as error:
+            IngotFinder(str(args.path), any_python=True).verify()
+        except ArchiveError as error:
             raise IngotError(
                 f"{args.path} is damaged: {str(error).split(chr(10))[0]}",
                 hint="build it again; a copy that was cut short or altered in "
@@ -633,8 +412,6 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
     """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
-    from ingot._ingot import RESERVED_PREFIX
-
     groups: dict[str, list[int]] = {}
     for entry in entries:
         name = entry["name"]
@@ -666,8 +443,6 @@ def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from ingot import cachedir
-
     if args.action == "dir":
         print(cachedir.root())
         return 0
@@ -690,32 +465,30 @@ def _cache(args: argparse.Namespace) -> int:
 
 
 def _runtime(args: argparse.Namespace) -> int:
-    from ingot.runtime import store as runtime
-
     if args.action == "dir":
-        print(runtime.store())
+        print(store.store())
         return 0
     if args.action == "list":
-        found = runtime.list_runtimes()
+        found = store.list_runtimes()
         for item in found:
             floor = item.info.get("glibc_floor", {})
             print(
                 f"{item.version:<10}{item.info.get('target', ''):<26}glibc >= "
                 f"{floor.get('version') or '?':<6} {item.path}"
             )
-        print(f"{len(found)} runtimes in {runtime.store()}", file=sys.stderr)
+        print(f"{len(found)} runtimes in {store.store()}", file=sys.stderr)
         return 0
     if args.action == "launcher":
-        rebuilt = runtime.rebuild_launcher(
+        rebuilt = builder.rebuild_launcher(
             args.version, say=lambda line: print(line, file=sys.stderr)
         )
         print(rebuilt.path)
         return 0
     if args.action == "remove":
-        removed = runtime.remove_runtime(args.version)
+        removed = store.remove_runtime(args.version)
         print(f"removed {removed.path}", file=sys.stderr)
         return 0
-    built = runtime.build_runtime(
+    built = builder.build_runtime(
         dict(args.sources),
         args.directories,
         wanted=args.version,
@@ -731,7 +504,6 @@ def _runtime(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     args = _parser().parse_args(argv)
-    args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if args.command == "pack":
             return _pack(args)
@@ -745,13 +517,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _runtime(args)
         raise AssertionError(args.command)
     except IngotError as error:
-        print(f"error: {error.message}", file=sys.stderr)
-        if error.hint:
-            print(f"hint: {error.hint}", file=sys.stderr)
-        return 1
+        return _report(error)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `ingot inspect X | head`
         sys.stdout = None  # nothing more to flush at exit (typeshed allows None)
         return 0
+
+
+def _report(error: IngotError) -> int:
+    print(f"error: {error.message}", file=sys.stderr)
+    if error.hint:
+        print(f"hint: {error.hint}", file=sys.stderr)
+    return 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["CollectError", "IngotError", "PackError"]
+__all__ = ["BuildError", "CollectError", "CompileError", "ConfigError", "IngotError", "PackError"]
 
 
 class IngotError(Exception):
@@ -23,8 +23,16 @@ class IngotError(Exception):
         return self.message
 
 
+class BuildError(IngotError):
+    """The application cannot be built (no launcher, pip failed, unwritable output, ...)."""
+
+
 class CollectError(IngotError):
     """An input (a directory to collect, the interpreter's standard library) is unusable."""
+
+
+class ConfigError(IngotError):
+    """A ``pyproject.toml`` (or an option standing for one of its keys) is unusable."""
 
 
 class PackError(IngotError):

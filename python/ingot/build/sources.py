@@ -1,10 +1,11 @@
 """What to build: a source (a project, a package directory, a script, an installed console
 script) and the options of ``ingot build``, resolved into a :class:`Plan`: what to run, what to
-copy or pip-install, where to write. Nothing is installed or written here.
+copy or pip-install, where to write. Nothing is installed or written here;
+:func:`ingot.build.spec.resolve` freezes the plan, with its target, into the build's spec.
 
-    from ingot.build.pipeline import BuildOptions
+    from ingot.build.settings import Request
     from ingot.build.sources import plan_source
-    plan = plan_source(BuildOptions(source="examples/hello"))
+    plan = plan_source(Request(source="examples/hello"))
     plan.run   # {"kind": "function", "module": "hello", "function": "main"}
 """
 
@@ -20,21 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingot.build.project import (
-    Config,
+from ingot.build.project import load_project
+from ingot.build.settings import (
     ConfigError,
+    Request,
+    Settings,
     is_str_list,
-    load_project,
+    merge,
     parse_entry,
-    tomllib_for,
 )
+from ingot.toml import tomllib_for
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
 
     from packaging.requirements import Requirement
-
-    from ingot.build.pipeline import BuildOptions
 
 __all__ = [
     "Plan",
@@ -42,7 +43,6 @@ __all__ = [
     "finish",
     "inline_dependencies",
     "installed_requirements",
-    "merge",
     "plan_source",
 ]
 
@@ -56,7 +56,7 @@ class Plan:
 
     name: str
     run: dict[str, str]  # launch.json "run"
-    config: Config  # the settings in effect (project's, overridden by options)
+    settings: Settings  # the settings in effect (project's, overridden by options)
     output: Path
     default_output: bool = False
     copies: list[tuple[str, Path]] = field(default_factory=list)  # (name in app root, source)
@@ -67,26 +67,16 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the build should tell the user
 
 
-def _absolute(config: Config, root: Path) -> Config:
-    """``config`` with its paths made relative to ``root`` (a project's directory)."""
-    for key in ("script", "requirements", "output"):
-        if getattr(config, key) is not None:
-            setattr(config, key, str(root / getattr(config, key)))
-    if config.packages is not None:
-        config.packages = [str(root / path) for path in config.packages]
-    return config
-
-
-def merge(base: Config, overrides: Config) -> Config:
-    """``base`` with every setting ``overrides`` gives replacing it (one of entry/module/script
-    given in ``overrides`` replaces all three)."""
-    merged = Config(**vars(base))
-    if any(getattr(overrides, key) is not None for key in ("entry", "module", "script")):
-        merged.entry = merged.module = merged.script = None
-    for key, value in vars(overrides).items():
-        if value is not None and value != []:
-            setattr(merged, key, value)
-    return merged
+def _absolute(settings: Settings, root: Path) -> Settings:
+    """``settings`` with its paths made relative to ``root`` (a project's directory)."""
+    paths: dict[str, object] = {
+        key: str(root / getattr(settings, key))
+        for key in ("script", "requirements", "output")
+        if getattr(settings, key) is not None
+    }
+    if settings.packages is not None:
+        paths["packages"] = [str(root / path) for path in settings.packages]
+    return dataclasses.replace(settings, **paths)  # type: ignore[arg-type]
 
 
 def inline_dependencies(script: Path) -> list[str]:
@@ -110,7 +100,7 @@ def inline_dependencies(script: Path) -> list[str]:
     return dependencies
 
 
-def _run(config: Config, where: str, script_module: str | None = None) -> dict[str, str] | None:
+def _run(config: Settings, where: str, script_module: str | None = None) -> dict[str, str] | None:
     if config.entry is not None:
         module, function = parse_entry(config.entry, where)
         return {"kind": "function", "module": module, "function": function}
@@ -226,7 +216,7 @@ def _data_directory(entry: Path) -> bool:
 
 
 def _add_packages(plan: Plan) -> None:
-    for text in plan.config.packages or []:
+    for text in plan.settings.packages or []:
         path = Path(text)
         if (path / "__init__.py").is_file() or (path.is_file() and path.suffix == ".py"):
             plan.copies.append((path.name, path))
@@ -236,12 +226,13 @@ def _add_packages(plan: Plan) -> None:
             raise ConfigError(f"package {path}: no such package, module or directory")
 
 
-def plan_source(options: BuildOptions) -> Plan:
-    """Resolves ``options`` (an :class:`ingot.build.BuildOptions`) into a :class:`Plan`."""
-    overrides = options.config
-    source = Path(options.source or ".")
+def plan_source(request: Request) -> Plan:
+    """Resolves a request for a source (a project, a script, a package directory) into a
+    :class:`Plan`."""
+    overrides = request.settings
+    source = Path(request.source or ".")
     if (
-        options.source is None
+        request.source is None
         and overrides.script is not None
         and not (source / "pyproject.toml").is_file()
     ):
@@ -249,60 +240,11 @@ def plan_source(options: BuildOptions) -> Plan:
         source = Path(overrides.script)
         overrides = dataclasses.replace(overrides, script=None)
     if source.name == "pyproject.toml" or (source / "pyproject.toml").is_file():
-        project = load_project(source)
-        config = merge(_absolute(project.config, project.root), overrides)
-        name = project.name or project.root.resolve().name
-        if config.entry in project.scripts:  # --entry NAME: one of [project.scripts]
-            name, config.entry = config.entry, project.scripts[config.entry]
-        elif not any((config.entry, config.module, config.script)):
-            if len(project.scripts) != 1:
-                names = ", ".join(sorted(project.scripts)) or "none"
-                raise ConfigError(
-                    f"{project.pyproject}: which entry point to run? "
-                    f"[project.scripts] has {len(project.scripts)} ({names}) and "
-                    "[tool.ingot] sets none of entry, module, script",
-                    hint="choose with --entry NAME (or 'module:function'), --module or --script",
-                )
-            ((name, config.entry),) = project.scripts.items()
-        plan = Plan(name, {}, config, Path())
-        if config.packages is None:
-            plan.pip_project = project.root
-        plan.requirements = list(
-            config.dependencies
-            if config.dependencies is not None
-            else project.project_dependencies or []
-        )
+        plan = _project_plan(source, overrides)
     elif source.is_file() and source.suffix == ".py":
-        config, name = merge(Config(), overrides), _script_module(source)
-        if not any((config.entry, config.module, config.script)):
-            config.module = name  # run as __main__; --entry can call a function of it instead
-        plan = Plan(name, {}, config, Path())
-        plan.copies.append((f"{name}.py", source))
-        if config.packages is None:
-            beside = beside_script(source)
-            plan.copies += beside
-            if beside:
-                plan.notes.append(
-                    "collected beside the script: "
-                    + ", ".join(name + ("/" if path.is_dir() else "") for name, path in beside)
-                    + " (--package PATH instead chooses what to copy)"
-                )
-        plan.requirements = list(
-            config.dependencies if config.dependencies is not None else inline_dependencies(source)
-        )
+        plan = _script_plan(source, overrides)
     elif (source / "__init__.py").is_file():
-        config = merge(Config(), overrides)
-        name = source.resolve().name
-        if not any((config.entry, config.module, config.script)):
-            if not (source / "__main__.py").is_file():
-                raise ConfigError(
-                    f"package {source} has no __main__.py: what should run?",
-                    hint="give --entry 'module:function' or --module",
-                )
-            config.module = name
-        plan = Plan(name, {}, config, Path())
-        plan.copies.append((name, source))
-        plan.requirements = list(config.dependencies or [])
+        plan = _package_plan(source, overrides)
     else:
         what = (
             "does not exist"
@@ -314,25 +256,101 @@ def plan_source(options: BuildOptions) -> Plan:
             hint="give a script, a package directory, a "
             "project directory, or --console-script NAME",
         )
-    return finish(plan, options)
+    return finish(plan, request)
 
 
-def finish(plan: Plan, options: BuildOptions) -> Plan:
+def _chosen(settings: Settings) -> bool:
+    """Whether ``settings`` say what to run."""
+    return any((settings.entry, settings.module, settings.script))
+
+
+def _project_plan(source: Path, overrides: Settings) -> Plan:
+    project = load_project(source)
+    settings = merge(_absolute(project.settings, project.root), overrides)
+    name = project.name or project.root.resolve().name
+    if settings.entry in project.scripts:  # --entry NAME: one of [project.scripts]
+        name, settings = (
+            settings.entry,
+            dataclasses.replace(settings, entry=project.scripts[settings.entry]),
+        )
+    elif not _chosen(settings):
+        if len(project.scripts) != 1:
+            names = ", ".join(sorted(project.scripts)) or "none"
+            raise ConfigError(
+                f"{project.pyproject}: which entry point to run? "
+                f"[project.scripts] has {len(project.scripts)} ({names}) and "
+                "[tool.ingot] sets none of entry, module, script",
+                hint="choose with --entry NAME (or 'module:function'), --module or --script",
+            )
+        ((name, entry),) = project.scripts.items()
+        settings = dataclasses.replace(settings, entry=entry)
+    plan = Plan(name, {}, settings, Path())
+    if settings.packages is None:
+        plan.pip_project = project.root
+    plan.requirements = list(
+        settings.dependencies
+        if settings.dependencies is not None
+        else project.project_dependencies or []
+    )
+    return plan
+
+
+def _script_plan(source: Path, overrides: Settings) -> Plan:
+    settings, name = merge(Settings(), overrides), _script_module(source)
+    if not _chosen(settings):
+        # run as __main__; --entry can call a function of it instead
+        settings = dataclasses.replace(settings, module=name)
+    plan = Plan(name, {}, settings, Path())
+    plan.copies.append((f"{name}.py", source))
+    if settings.packages is None:
+        beside = beside_script(source)
+        plan.copies += beside
+        if beside:
+            plan.notes.append(
+                "collected beside the script: "
+                + ", ".join(name + ("/" if path.is_dir() else "") for name, path in beside)
+                + " (--package PATH instead chooses what to copy)"
+            )
+    plan.requirements = list(
+        settings.dependencies if settings.dependencies is not None else inline_dependencies(source)
+    )
+    return plan
+
+
+def _package_plan(source: Path, overrides: Settings) -> Plan:
+    settings = merge(Settings(), overrides)
+    name = source.resolve().name
+    if not _chosen(settings):
+        if not (source / "__main__.py").is_file():
+            raise ConfigError(
+                f"package {source} has no __main__.py: what should run?",
+                hint="give --entry 'module:function' or --module",
+            )
+        settings = dataclasses.replace(settings, module=name)
+    plan = Plan(name, {}, settings, Path())
+    plan.copies.append((name, source))
+    plan.requirements = list(settings.dependencies or [])
+    return plan
+
+
+def finish(plan: Plan, request: Request) -> Plan:
     """Fills in the run config, the copied script and packages, the requirements file, output."""
-    config = plan.config
+    settings = plan.settings
     script_module = None
-    if config.script is not None:
-        script_module = _script_module(Path(config.script))
-        plan.copies.append((f"{script_module}.py", Path(config.script)))
-    plan.run = _run(config, "--entry/[tool.ingot] entry", script_module) or {}
+    if settings.script is not None:
+        script_module = _script_module(Path(settings.script))
+        plan.copies.append((f"{script_module}.py", Path(settings.script)))
+    plan.run = _run(settings, "--entry/[tool.ingot] entry", script_module) or {}
     _add_packages(plan)
-    if config.requirements is not None:
-        if not Path(config.requirements).is_file():
-            raise ConfigError(f"requirements file {config.requirements} does not exist")
-        plan.requirement_files.append(Path(config.requirements))
-    suffix = ".ingot" if options.archive_only else ""
-    plan.default_output = config.output is None
-    plan.output = Path(config.output) if config.output else Path("dist") / f"{plan.name}{suffix}"
+    if settings.requirements is not None:
+        if not Path(settings.requirements).is_file():
+            raise ConfigError(f"requirements file {settings.requirements} does not exist")
+        plan.requirement_files.append(Path(settings.requirements))
+    suffix = ".ingot" if request.archive_only else ""
+    plan.default_output = settings.output is None
+    plan.output = (
+        Path(settings.output) if settings.output else Path("dist") / f"{plan.name}{suffix}"
+    )
     return plan
 
 
@@ -402,13 +420,9 @@ def installed_requirements(dist: Distribution) -> list[str]:
 def console_script_entry(name: str) -> tuple[str, list[str]]:
     """The console script ``name`` installed in the running environment: its entry point
     (``module:function``), and its distribution and dependencies pinned to the installed
-    versions. Under a runtime (``INGOT_CONSOLE_SCRIPT``), as the environment ingot was started
-    from resolved it (ingot.runtime.build_with)."""
+    versions."""
     import importlib.metadata as metadata
 
-    given = json.loads(os.environ.get("INGOT_CONSOLE_SCRIPT") or "{}")
-    if given.get("name") == name:
-        return given["entry"], list(given["requirements"])
     found = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == name]
     if not found:
         raise ConfigError(
@@ -420,11 +434,13 @@ def console_script_entry(name: str) -> tuple[str, list[str]]:
     return f"{entry.module}:{entry.attr}", installed_requirements(entry.dist)
 
 
-def console_script_plan(name: str, options: BuildOptions) -> Plan:
+def console_script_plan(name: str, request: Request) -> Plan:
     """A plan for the console script ``name`` installed in the running environment: its entry
     point, and its distribution and dependencies pinned to the installed versions."""
     entry, requirements = console_script_entry(name)
-    config = merge(Config(entry=entry), options.config)
-    plan = Plan(name, {}, config, Path())
-    plan.requirements = requirements if config.dependencies is None else list(config.dependencies)
-    return finish(plan, options)
+    settings = merge(Settings(entry=entry), request.settings)
+    plan = Plan(name, {}, settings, Path())
+    plan.requirements = (
+        requirements if settings.dependencies is None else list(settings.dependencies)
+    )
+    return finish(plan, request)

@@ -1,0 +1,110 @@
+"""The assemble stage: the output's checks (before any work: :func:`prepare_output`) and the
+executable written atomically, launcher then archive (:func:`assemble`)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ingot.build.launcher import is_ingot_file
+from ingot.build.spec import Spec
+from ingot.build.target import Say
+from ingot.errors import BuildError
+
+__all__ = ["assemble", "prepare_output"]
+
+
+def prepare_output(spec: Spec) -> None:
+    """Checks, before any work, that the build may write its output: not one of its inputs, not
+    inside what it packs, not a directory, not someone else's file (unless ``force``); makes
+    ``dist/`` when it is the default output's directory."""
+    output = spec.output
+    if output.parent == Path("dist") and not output.parent.exists() and spec.default_output:
+        output.parent.mkdir()
+    _check_not_an_input(output, spec)
+    _check_output(output, spec.force)
+
+
+def assemble(spec: Spec, head: bytes, archive: Path, say: Say) -> int:
+    """Writes the launcher's bytes ``head`` followed by ``archive`` to the spec's output;
+    returns its size."""
+    launcher = spec.target.launcher
+    say(f"writing {spec.output}" + (f" (launcher {launcher}, {len(head)} bytes)" if head else ""))
+    mode = 0o644 if spec.archive_only else 0o755
+    return _write(spec.output, [head, archive.read_bytes()], mode)
+
+
+def _check_not_an_input(output: Path, spec: Spec) -> None:
+    """The output must be none of the build's inputs, nor inside what the build packs: a copied
+    directory, or a package directory of a project or a directory of packages (the next build
+    would pack this one's output)."""
+    target = output.resolve()
+    inputs = [
+        *(path for _, path in spec.copies),
+        *spec.roots,
+        *spec.requirement_files,
+        *([spec.pip_project] if spec.pip_project is not None else []),
+    ]
+    for given in inputs:
+        source = given.resolve()
+        if target == source:
+            raise BuildError(
+                f"the output {output} is an input of the build ({given}): it would be overwritten",
+                hint="choose another -o/--output",
+            )
+        if not (source.is_dir() and target.is_relative_to(source)):
+            continue
+        copied = any(given == path for _, path in spec.copies)
+        package = next(
+            (
+                parent
+                for parent in target.parents
+                if parent.is_relative_to(source)
+                and parent != source
+                and (parent / "__init__.py").is_file()
+            ),
+            None,
+        )
+        if copied or package is not None:
+            inside = source if copied else package
+            raise BuildError(
+                f"the output {output} is inside {inside}, which the build packs: "
+                "the next build would pack this one's output too",
+                hint="write it elsewhere, e.g. -o dist/NAME outside the package",
+            )
+
+
+def _check_output(output: Path, force: bool) -> None:
+    if output.is_dir():
+        raise BuildError(
+            f"cannot write {output}: it is a directory", hint="give a file name with -o/--output"
+        )
+    if output.exists() and not force and not is_ingot_file(output):
+        raise BuildError(
+            f"{output} exists and is not an ingot output; not overwriting it",
+            hint="choose another -o/--output, or pass --force",
+        )
+    if not output.parent.is_dir():
+        raise BuildError(
+            f"cannot write {output}: directory {output.parent} does not exist",
+            hint=f"create it first (mkdir -p {output.parent})",
+        )
+
+
+def _write(output: Path, parts: list[bytes], mode: int) -> int:
+    """Writes the concatenation of ``parts`` to ``output`` atomically (temp file + rename)."""
+    fd, temp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            for part in parts:
+                file.write(part)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, output)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    return sum(map(len, parts))

@@ -1,0 +1,101 @@
+"""The check stage of a build: the archive holds what launch.json runs (before the output is
+written), and the oldest glibc the written executable runs on, with what the user should know
+about it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ingot._ingot import IngotFinder
+from ingot.build.inspection import executable_glibc_floor
+from ingot.build.pack import PackResult
+from ingot.build.spec import Spec
+from ingot.elf import GlibcFloor
+from ingot.errors import BuildError
+
+__all__ = ["check_archive", "glibc_verdict"]
+
+#: The kinds of entry the launcher can run as a module.
+RUNNABLE = ("module", "package", "extension-module", "extension-package")
+
+
+def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:
+    """BuildError if the module to run is not in the archive, or surely lacks the function."""
+    module = spec.run["module"]
+    if not any(name == module for kind in RUNNABLE for name in packed.names(kind)):
+        raise BuildError(
+            f"the module to run, {module!r}, is not in the archive",
+            hint="check the entry point's module name (and that it is not "
+            "left out by an exclude pattern)",
+        )
+    if spec.run["kind"] == "function":
+        _check_function(archive, module, spec.run["function"])
+
+
+def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
+    """The oldest glibc the written executable runs on (None for an archive), and the notes and
+    warnings that go with it: a runtime's executable that needs more than 2.17 (a library it
+    carries), or this machine's Python chosen by default (a runtime would do better)."""
+    if spec.archive_only:
+        return None, [], []
+    floor = executable_glibc_floor(spec.output)
+    notes: list[str] = []
+    warnings: list[str] = []
+    if floor.version is None:
+        return floor, notes, warnings
+    version = f"{floor.version[0]}.{floor.version[1]}"
+    runtime = spec.target.runtime
+    notes.append(
+        f"runs on Linux with glibc {version} or later, set by {floor.needed_by}"
+        + (f" (runtime {runtime})" if runtime else "")
+    )
+    if runtime and floor.version > (2, 17):
+        warnings.append(
+            f"{floor.needed_by} needs glibc {version}: the executable will not run on older "
+            "systems than that, although its runtime needs only 2.17"
+        )
+    elif not runtime and not spec.target.chosen and floor.version > (2, 17):
+        here = spec.target.python
+        notes.append(
+            f"note: built with this machine's Python {here}; for any Linux with glibc 2.17 or "
+            f"later, build its runtime once (`ingot runtime build {here}`): later builds use it "
+            "(--python local: this machine's Python, quietly)"
+        )
+    return floor, notes, warnings
+
+
+def _check_function(archive: Path, module: str, function: str) -> None:
+    """BuildError if the entry function is surely not defined by its module: no top-level
+    binding of its first name (def, class, assignment, import) in the module's source. A module
+    with ``from ... import *`` or a module ``__getattr__``, or without source, is trusted."""
+    try:
+        source = IngotFinder(str(archive)).get_source(module)
+        tree = ast.parse(source) if source is not None else None
+    except (ImportError, SyntaxError, ValueError):
+        return
+    if tree is None:
+        return
+    first = function.split(".")[0]
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return
+                bound.add(alias.asname or alias.name.split(".")[0])
+    if first in bound or "__getattr__" in bound:
+        return
+    candidates = sorted(
+        name for name in bound if not name.startswith("_") and isinstance(name, str)
+    )[:8]
+    raise BuildError(
+        f"the entry point {module}:{function} names no function of {module}: "
+        f"{module} defines no {first!r}",
+        hint="check the function's name"
+        + (f" ({module} defines {', '.join(candidates)})" if candidates else ""),
+    )

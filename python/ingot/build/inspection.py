@@ -1,0 +1,93 @@
+"""``ingot inspect``: what an executable or archive carries, and the oldest glibc it runs on."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ingot._ingot import LAUNCH_CONFIG, IngotFinder
+from ingot.elf import GlibcFloor, glibc_floor
+from ingot.errors import BuildError
+
+__all__ = ["describe", "executable_glibc_floor"]
+
+#: ``describe``'s report.
+Json = dict[str, Any]
+
+
+def executable_glibc_floor(
+    path: Path, finder: IngotFinder | None = None, launcher_size: int | None = None
+) -> GlibcFloor:
+    """The oldest glibc the executable (or archive) at ``path`` runs on: the newest ``GLIBC_x.y``
+    its launcher or any extension module or shared library in its archive needs, and which one
+    (an ``ingot.elf.GlibcFloor``)."""
+    finder = finder or IngotFinder(str(path), any_python=True)
+    if launcher_size is None:
+        with open(path, "rb") as file:
+            file.seek(-16, os.SEEK_END)
+            launcher_size = path.stat().st_size - int.from_bytes(file.read(8), "little")
+    images = []
+    if launcher_size > 0:
+        with open(path, "rb") as file:
+            images.append(("the launcher", file.read(launcher_size)))
+    floor = glibc_floor(images)
+    try:
+        native = finder._version_needs()
+    except (ValueError, OSError, ImportError) as error:
+        raise BuildError(
+            f"cannot read the native code in {path}: {error}",
+            hint="the archive may be damaged: rebuild it",
+        ) from error
+    for _kind, name, needs in native:
+        versions = [
+            tuple(int(part) for part in version[6:].split(".")[:2])
+            for _library, version in needs
+            if version.startswith("GLIBC_") and version[6:7].isdigit()
+        ]
+        needed = max(versions) if versions else None
+        floor.each[name] = needed  # type: ignore[assignment]
+        if needed is not None and (floor.version is None or needed > floor.version):
+            floor = GlibcFloor(needed, name, floor.each)  # type: ignore[arg-type]
+    return floor
+
+
+def describe(path: str | os.PathLike[str]) -> Json:
+    """What the executable or archive at ``path`` carries: entries, launch config, Python."""
+    path = Path(path)
+    try:
+        finder = IngotFinder(str(path), any_python=True)
+        entries = finder._entry_sizes()
+    except (OSError, ImportError, ValueError) as error:
+        raise BuildError(
+            f"cannot read {path}: {error}",
+            hint="give an executable made by `ingot build` or an archive",
+        ) from error
+    with open(path, "rb") as file:
+        file.seek(-16, os.SEEK_END)
+        archive_size = int.from_bytes(file.read(8), "little")
+        file.seek(-archive_size, os.SEEK_END)
+        header = file.read(96)
+    try:
+        launch = json.loads(finder._read(LAUNCH_CONFIG))
+    except (OSError, ImportError, ValueError, KeyError):
+        launch = None
+    floor = executable_glibc_floor(path, finder, path.stat().st_size - archive_size)
+    return {
+        "path": str(path),
+        "size": path.stat().st_size,
+        "archive_size": archive_size,
+        "launcher_size": path.stat().st_size - archive_size,
+        "python": f"{header[76]}.{header[77]}",
+        "launch": launch,
+        "glibc_floor": {
+            "version": ".".join(map(str, floor.version)) if floor.version else None,
+            "set_by": floor.needed_by,
+        },
+        "files_packages": finder._files_packages(),
+        "entries": [
+            {"kind": kind, "name": name, "size": size, "stored": stored}
+            for kind, name, size, stored in entries
+        ],
+    }

@@ -1,0 +1,167 @@
+"""The launcher an executable starts with: which binary, and what it carries.
+
+A launcher says what it embeds (its Python version and bytecode magic, the ingot that built it,
+the launch.json versions it reads) in its ``.ingot.launcher`` ELF section; a build reads it
+without running the binary, and refuses a launcher whose Python is not the one building.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ingot._ingot import (
+    LAUNCH_CONFIG_VERSION,
+    LAUNCHER_FACTS_FORMAT,
+    LAUNCHER_FACTS_SECTION,
+    TRAILER_MAGIC,
+    elf_section,
+)
+from ingot.errors import BuildError
+
+__all__ = [
+    "check_launcher",
+    "find_launcher",
+    "is_ingot_file",
+    "launcher_facts",
+    "launcher_python",
+    "read_launcher",
+]
+
+#: The launcher's facts, as read.
+Json = dict[str, Any]
+
+
+def read_launcher(path: Path | None) -> bytes:
+    """The bytes of the launcher at ``path``, checked against this Python and this ingot's
+    launch.json (nothing for an archive: None)."""
+    if path is None:
+        return b""
+    check_launcher(path)
+    return path.read_bytes()
+
+
+def find_launcher(option: str | None = None) -> Path:
+    """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else ingot's own."""
+    if option:
+        origin, path = "--launcher", Path(option)
+    elif os.environ.get("INGOT_LAUNCHER"):
+        origin, path = "INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])
+    else:
+        version = "%d.%d" % sys.version_info[:2]
+        origin, path = (
+            "ingot's package",
+            Path(__file__).parent.parent / "_launcher" / f"ingot-launcher-{version}",
+        )
+    if not path.is_file():
+        raise BuildError(
+            f"no launcher binary at {path} (from {origin})",
+            hint="build it (cargo build --release -p ingot-launcher) and pass "
+            "--launcher PATH or set INGOT_LAUNCHER; or use --archive-only",
+        )
+    return path
+
+
+def _elf_section(path: Path, name: str) -> bytes | None:
+    """The contents of the section ``name`` of the ELF file at ``path`` (None if it has none);
+    BuildError if the file is not a whole ELF file."""
+    try:
+        return elf_section(str(path), name)
+    except ValueError as error:
+        raise BuildError(
+            f"{path} is not an ingot launcher: {error}",
+            hint="give the ingot-launcher binary (cargo build --release -p "
+            "ingot-launcher), or the one ingot ships (no --launcher)",
+        ) from error
+    except OSError as error:
+        raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
+
+
+def launcher_facts(path: Path) -> Json:
+    """What the launcher at ``path`` carries in its ``.ingot.launcher`` ELF section, without
+    running it: ``python`` ("3.11"), ``bytecode_magic`` (hex), ``ingot`` (version), ``format``,
+    ``launch_config`` (the launch.json versions it reads), ``linkage``. BuildError when the file
+    is not an ingot launcher (not ELF, truncated, no such section) or is too new for this ingot."""
+    path = Path(path)
+    data = _elf_section(path, LAUNCHER_FACTS_SECTION)
+    if data is None:
+        raise BuildError(
+            f"{path} is not an ingot launcher: it has no {LAUNCHER_FACTS_SECTION} "
+            "section (an ELF file, but not ingot-launcher, or one built before "
+            "launchers carried it)",
+            hint="give the ingot-launcher binary (cargo build --release -p "
+            "ingot-launcher), or the one ingot ships (no --launcher)",
+        )
+    try:
+        facts = json.loads(data.decode())
+        if not isinstance(facts, dict) or not isinstance(facts.get("format"), int):
+            raise ValueError("not an object with a format")
+    except ValueError as error:
+        raise BuildError(
+            f"{path}: its {LAUNCHER_FACTS_SECTION} section is unreadable: {error}"
+        ) from error
+    if facts["format"] > LAUNCHER_FACTS_FORMAT:
+        raise BuildError(
+            f"{path} is a launcher of a newer ingot ({facts.get('ingot')}; facts "
+            f"format {facts['format']})",
+            hint="upgrade ingot, or use the launcher it ships",
+        )
+    for key in ("python", "bytecode_magic", "ingot", "launch_config"):
+        if key not in facts:
+            raise BuildError(f"{path}: its {LAUNCHER_FACTS_SECTION} section has no {key!r}")
+    return facts
+
+
+def launcher_python(path: Path) -> str | None:
+    """The Python version ("3.11") the launcher at ``path`` embeds (from :func:`launcher_facts`);
+    None when it is not an ingot launcher."""
+    try:
+        python: str = launcher_facts(path)["python"]
+        return python
+    except BuildError:
+        return None
+
+
+def check_launcher(path: Path) -> Json:
+    """The launcher's facts, checked against this Python and this ingot's launch.json."""
+    facts = launcher_facts(path)
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    embedded, magic = facts["python"], importlib.util.MAGIC_NUMBER.hex()
+    if embedded != here:
+        raise BuildError(
+            f"the launcher {path} embeds Python {embedded}, but this is Python "
+            f"{here}: the archive's bytecode and extension modules would not match",
+            hint=f"run ingot with Python {embedded} (python{embedded} -m ingot "
+            "build ...), or give a launcher built for Python " + here,
+        )
+    if facts["bytecode_magic"] != magic:
+        raise BuildError(
+            f"the launcher {path} embeds a Python {here} with bytecode magic "
+            f"{facts['bytecode_magic']}, but this one's is {magic}",
+            hint="give a launcher built for this interpreter",
+        )
+    if LAUNCH_CONFIG_VERSION not in facts["launch_config"]:
+        raise BuildError(
+            f"the launcher {path} (ingot {facts['ingot']}) reads launch "
+            f"configuration versions {facts['launch_config']}, not "
+            f"{LAUNCH_CONFIG_VERSION}",
+            hint="use the launcher this ingot ships",
+        )
+    return facts
+
+
+def is_ingot_file(path: Path) -> bool:
+    """Whether ``path`` ends with an ingot archive trailer (an earlier ingot output)."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(0, os.SEEK_END)
+            if file.tell() < 16:
+                return False
+            file.seek(-8, os.SEEK_END)
+            return file.read(8) == TRAILER_MAGIC
+    except OSError:
+        return False

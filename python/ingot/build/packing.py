@@ -1,0 +1,101 @@
+"""The pack stage of a build: the spec's settings as :class:`ingot.build.pack.PackOptions`, the
+launch configuration the launcher reads, and a syntax error of the app's code shown where the
+user wrote it."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from pathlib import Path
+
+from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION
+from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
+from ingot.build.pack import PackOptions, PackResult, pack
+from ingot.build.selection import Selection
+from ingot.build.settings import DEFAULT_COMPRESSION, Settings
+from ingot.build.spec import Spec
+from ingot.build.target import Say
+from ingot.errors import BuildError, CompileError
+
+__all__ = ["launch_config", "pack_archive", "stdlib_excludes"]
+
+
+def pack_archive(
+    spec: Spec, roots: list[Path], selection: Selection, archive: Path, say: Say
+) -> PackResult:
+    """Packs what the app can reach from ``roots`` into ``archive``."""
+    settings = spec.settings
+    options = PackOptions(
+        directories=roots,
+        stdlib_exclude=stdlib_excludes(settings),
+        exclude=tuple(settings.exclude),
+        optimize_levels=tuple(settings.optimize or (0,)),
+        compression_level=_compression(settings.compress),
+        extra_files={LAUNCH_CONFIG: launch_config(spec)},
+        files_packages=selection.files_packages,
+        precompile_regexes=settings.precompile_regexes is not False,
+        entry_modules=[spec.run["module"]],
+        strict_directories=roots[:1],
+        prune=True,
+        keep=tuple(settings.include),
+        progress=say,
+    )
+    try:
+        result = pack(archive, options)
+    except CompileError as error:
+        raise _compile_error(error, archive.parent / "app", spec) from None
+    result.warnings[:0] = selection.warnings
+    return result
+
+
+def launch_config(spec: Spec) -> bytes:
+    """``__ingot__/launch.json``: what the launcher runs, and how."""
+    launch: dict[str, object] = {"version": LAUNCH_CONFIG_VERSION, "run": spec.run}
+    if spec.target.runtime is not None:
+        # Which runtime the executable carries (the launcher ignores it; ingot inspect shows it).
+        launch["runtime"] = spec.target.runtime
+    if spec.settings.fast_exit is not None:
+        launch["fast_exit"] = spec.settings.fast_exit
+    if spec.settings.filesystem_imports is False:
+        launch["filesystem_imports"] = False  # sealed: the archive alone
+    return (json.dumps(launch, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _compression(level: int | bool | None) -> int | None:
+    """The zstd level of a build (None: stored as is)."""
+    if level is None:
+        return DEFAULT_COMPRESSION
+    return None if level is False else int(level)
+
+
+def stdlib_excludes(settings: Settings) -> tuple[str, ...]:
+    """The default stdlib exclusions minus those an ``include`` pattern names, plus ``exclude``."""
+    kept = [
+        pattern
+        for pattern in DEFAULT_STDLIB_EXCLUDES
+        if not any(is_excluded(include, (pattern,)) for include in settings.include)
+    ]
+    return (*kept, *settings.exclude)
+
+
+def _compile_error(error: CompileError, app: Path, spec: Spec) -> BuildError:
+    """The SyntaxError of the application's module, shown as Python shows it, at the user's
+    file (the build compiles a staged copy)."""
+    staged = Path(error.path)
+    shown = staged
+    for name, source in spec.copies:
+        copy = app / name
+        if staged == copy:
+            shown = source
+        elif source.is_dir() and staged.is_relative_to(copy):
+            shown = source / staged.relative_to(copy)
+    if shown == staged and staged.is_relative_to(app):
+        where = f" (from the project {spec.pip_project})" if spec.pip_project else ""
+        shown = Path(f"{staged.relative_to(app)}{where}")
+    syntax = error.error
+    syntax.filename = str(shown)
+    text = "".join(traceback.format_exception_only(type(syntax), syntax)).rstrip("\n")
+    return BuildError(
+        f"{error.name} does not compile:\n{text}",
+        hint=f"fix it, or leave it out with --exclude {error.name}",
+    )

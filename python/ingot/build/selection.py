@@ -1,0 +1,168 @@
+"""The select stage of a build: which packages need real files (the files policy), what code of the others
+looks like it does, which of the application's imports the build does not carry, and the
+preparations the files packages get."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingot.build import filescan
+from ingot.build.policy import PREPARATIONS, resolve_policy, top_level_names
+from ingot.build.settings import Settings
+from ingot.build.spec import Spec
+from ingot.build.target import Say
+
+__all__ = ["Selection", "select"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the select stage decided: the ``files`` packages, and what to warn about."""
+
+    files_packages: list[str]
+    warnings: list[str]
+
+
+def select(spec: Spec, roots: list[Path], say: Say) -> Selection:
+    """The files packages of a build over the staged ``roots`` (the app's first), the
+    warnings about code that needs real files and imports the build does not carry, and the
+    files packages' preparations run in their staged copies."""
+    files_packages, warnings = _file_policy(
+        spec.settings, roots, say, executable=not spec.archive_only
+    )
+    warnings += _missing_imports(roots)
+    warnings += _prepare(files_packages, roots, say)
+    return Selection(files_packages, warnings)
+
+
+def _file_policy(
+    config: Settings, roots: list[Path], say: Say, *, executable: bool
+) -> tuple[list[str], list[str]]:
+    """The ``files`` packages of a build (configured + the built-in table), and warnings for code
+    of the other collected packages that hands paths built from ``__file__`` to what needs real
+    files: in an executable, what the launcher cannot answer from the archive (writing, C code,
+    other processes); in an archive run by python, any file access."""
+
+    present: dict[str, Path] = {}
+    for root in roots:
+        for name in sorted(top_level_names(root)):
+            present.setdefault(name, root)
+    decision = resolve_policy(
+        present, files=config.files, memory=config.memory, executable=executable
+    )
+    for name in sorted(decision.files):
+        say(f"files policy: {name} ({decision.reasons[name]})")
+    warnings: list[str] = []
+    by_root: dict[Path, list[str]] = {}
+    for name, root in present.items():
+        if name not in decision.files:
+            by_root.setdefault(root, []).append(name)
+    findings = [
+        finding
+        for root, names in sorted(by_root.items())
+        for finding in filescan.scan_tree(root, sorted(names))
+        if not _in_tests(finding.path)
+    ]
+    answered = filescan.SERVED_FROM_ARCHIVE if executable else frozenset()
+    served = sorted({finding.package for finding in findings if finding.call in answered})
+    if served:
+        say("reads files next to its modules, answered from the executable: " + ", ".join(served))
+    by_package: dict[str, list[filescan.Finding]] = {}
+    for finding in findings:
+        if finding.call not in answered:
+            by_package.setdefault(finding.package, []).append(finding)
+    for package, found in sorted(by_package.items()):
+        shown = found[:3]
+        warnings += [
+            filescan.format_finding(finding).removeprefix("warning: ") for finding in shown
+        ]
+        if len(found) > len(shown):
+            warnings.append(f"{package}: {len(found) - len(shown)} more such uses of __file__")
+    return sorted(decision.files), warnings
+
+
+def _missing_imports(roots: list[Path]) -> list[str]:
+    """Warnings for the modules the application's own code (``roots[0]``) imports at module
+    level, unconditionally, that neither the build nor the standard library has: the executable
+    would stop at that import. (Imports in ``try`` blocks or functions may be optional.)"""
+
+    present = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
+    for root in roots:
+        present |= top_level_names(root)
+    app = roots[0]
+    missing: dict[str, str] = {}
+    for file in sorted(app.rglob("*.py")):
+        relative = file.relative_to(app)
+        try:
+            tree = ast.parse(file.read_bytes(), str(file))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        names = [
+            alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names
+        ]
+        names += [
+            node.module
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+        ]
+        for name in names:
+            top = name.split(".")[0]
+            if top not in present and top != "__future__":
+                missing.setdefault(top, relative.as_posix())
+    return [
+        f"{where} imports `{name}`, which the build does not carry: the executable will stop "
+        f"there with ModuleNotFoundError (hint: add the distribution that provides it to the "
+        f"dependencies: a script's `# /// script` block, [project] dependencies, or "
+        f"--dependency)"
+        for name, where in sorted(missing.items())
+    ]
+
+
+def _in_tests(path: str) -> bool:
+    """Whether a package's file is part of its test suite (``pkg/tests/...``), which an
+    application does not import."""
+    return any(part in ("tests", "test", "testing") for part in path.split("/")[1:-1])
+
+
+def _prepare(files_packages: list[str], roots: list[Path], say: Say) -> list[str]:
+    """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
+    packages in their staged directories; returns warnings for those that failed (the package
+    still works, as it would without the files the step makes)."""
+
+    warnings = []
+    for package in files_packages:
+        preparation = PREPARATIONS.get(package)
+        root = next((root for root in roots if (root / package).is_dir()), None)
+        if preparation is None or root is None:
+            continue
+        env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+        env["PYTHONHASHSEED"] = "0"
+        try:
+            done = subprocess.run(
+                [sys.executable, "-S", "-s", "-c", preparation.code, str(root)],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            failure = (
+                None
+                if done.returncode == 0
+                else (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            failure = str(error)
+        if failure is None:
+            say(f"prepared {package}: {preparation.why}")
+        else:
+            warnings.append(
+                f"{package}: the build-time preparation failed ({failure}); "
+                f"without it, {preparation.why}"
+            )
+    return warnings

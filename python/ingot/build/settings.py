@@ -1,0 +1,461 @@
+"""The settings of ``ingot build``, defined once.
+
+Each field of :class:`Settings` is one setting: its type, default, ``[tool.ingot]`` key, the
+check its TOML value must pass, its command-line option(s) and its help. The command line's
+options (:func:`add_options`), the checks of a ``[tool.ingot]`` table (:func:`from_table`), the
+table in examples/README.md (:func:`markdown_table`, held to the README by a test) and the
+resolved spec's settings all come from these fields. :class:`Request` is the same for what is
+given on the command line only (what to build, the launcher, ``--force``).
+
+Adding a setting is one field here, plus its use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeGuard
+
+from ingot.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_COMPRESSION",
+    "ConfigError",
+    "Request",
+    "Settings",
+    "add_options",
+    "from_args",
+    "from_table",
+    "is_str_list",
+    "markdown_table",
+    "merge",
+    "parse_entry",
+    "parse_levels",
+]
+
+#: The zstd level ``ingot build`` compresses with by default: the blobs a start reads stay stored
+#: as is (zero-copy), so only size and build time depend on it (see docs/benchmarks.md).
+DEFAULT_COMPRESSION = 19
+
+
+def is_str_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+_ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def parse_entry(text: str, where: str) -> tuple[str, str]:
+    """``"pkg.mod:func"`` -> ``("pkg.mod", "func")``; ConfigError naming ``where`` otherwise."""
+    text = text.strip()
+    if not _ENTRY.fullmatch(text) or ".." in text or text.endswith("."):
+        raise ConfigError(
+            f"{where}: {text!r} is not an entry point 'module:function'", hint="e.g. 'app.cli:main'"
+        )
+    module, function = text.split(":")
+    return module, function
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """``--optimize 0,2``."""
+    try:
+        levels = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        levels = (-1,)
+    if not levels or any(level not in (0, 1, 2) for level in levels):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of 0, 1, 2")
+    return levels
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one setting is written in ``[tool.ingot]`` and on the command line.
+
+    ``form`` says how the command line gives it: ``value`` (``--x VALUE``), ``list`` (``--x V``,
+    repeatable), ``switch`` (``--x``/``--no-x``), ``flag`` (``--x``: true), ``off`` (``--no-x``:
+    false) or ``positional``."""
+
+    help: str
+    flags: list[str] = ()
+    form: str = "value"
+    metavar: str | None = None
+    toml: bool = True  # a [tool.ingot] key (named as the field, with dashes)
+    expected: str = ""  # what a TOML value must be (for the error)
+    check: Callable[[object], bool] = lambda value: True
+    parse: Callable[[str], Any] | None = None  # the command line's type
+    group: str | None = None  # options of one group exclude each other
+    off: str | None = None  # a second option that sets the value false (``--no-compress``)
+    off_help: str | None = None
+    doc: str | None = None  # the README table's text, when it differs from help
+    doc_type: str = ""
+
+
+def setting(default: Any = None, **option: Any) -> Any:
+    """A field of :class:`Settings` or :class:`Request` with its :class:`Option`."""
+    if isinstance(default, list):
+        return field(default_factory=list, metadata={"option": Option(**option)})
+    return field(default=default, metadata={"option": Option(**option)})
+
+
+_STR = ("a string", lambda value: isinstance(value, str))
+_BOOL = ("true or false", lambda value: isinstance(value, bool))
+
+
+def _strings(what: str) -> dict[str, Any]:
+    return {"expected": f"a list of strings ({what})", "check": is_str_list}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``[tool.ingot]`` settings; None (or empty) when not set."""
+
+    entry: str | None = setting(
+        help="function to call (or the name of one of [project.scripts])",
+        flags=("--entry",),
+        metavar="MODULE:FUNCTION",
+        expected="a string 'module:function'",
+        check=_STR[1],
+        group="run",
+        doc='`"module:function"` to call',
+        doc_type="str",
+    )
+    module: str | None = setting(
+        help="module to run, as python -m does",
+        flags=("--module",),
+        metavar="MODULE",
+        expected="a string (a module name)",
+        check=_STR[1],
+        group="run",
+        doc_type="str",
+    )
+    script: str | None = setting(
+        help="script to run",
+        flags=("--script",),
+        metavar="PATH",
+        expected="a string (a path)",
+        check=_STR[1],
+        group="run",
+        doc="a script to run (a path relative to the project)",
+        doc_type="str",
+    )
+    packages: list[str] | None = setting(
+        help="an application package directory, module or directory of packages to copy in "
+        "(repeatable; default: pip-install the project)",
+        flags=("--package",),
+        form="list",
+        metavar="PATH",
+        **_strings("paths"),
+        doc_type="list[str]",
+    )
+    dependencies: list[str] | None = setting(
+        help="a requirement to install (repeatable; replaces the project's)",
+        flags=("--dependency",),
+        form="list",
+        metavar="REQ",
+        expected="a list of requirement strings",
+        check=is_str_list,
+        doc="requirement strings (default: `[project].dependencies`)",
+        doc_type="list[str]",
+    )
+    requirements: str | None = setting(
+        help="a requirements file",
+        flags=("-r", "--requirements"),
+        metavar="FILE",
+        expected="a string (a path)",
+        check=_STR[1],
+        doc="a requirements file (`pip install -r`), relative to the project",
+        doc_type="str",
+    )
+    include: list[str] = setting(
+        [],
+        help="carry modules that no code path imports, or that the defaults leave out (glob on "
+        "dotted names; '*' carries everything)",
+        flags=("--include",),
+        form="list",
+        metavar="PATTERN",
+        **_strings("module-name globs"),
+        doc_type="list[str]",
+    )
+    exclude: list[str] = setting(
+        [],
+        help="leave out modules/packages matching this glob on dotted names",
+        flags=("--exclude",),
+        form="list",
+        metavar="PATTERN",
+        **_strings("module-name globs"),
+        doc_type="list[str]",
+    )
+    output: str | None = setting(
+        help="file to write (default: dist/NAME, dist/NAME.ingot with --archive-only)",
+        flags=("-o", "--output"),
+        metavar="OUT",
+        expected="a string (a path)",
+        check=_STR[1],
+        doc="the executable to write, relative to the project",
+        doc_type="str",
+    )
+    fast_exit: bool | None = setting(
+        help="exit without finalizing the interpreter",
+        flags=("--fast-exit",),
+        form="switch",
+        expected=_BOOL[0],
+        check=_BOOL[1],
+        doc_type="bool",
+    )
+    filesystem_imports: bool | None = setting(
+        help="import from directories the application adds to sys.path, after the archive "
+        "(the default; --no-filesystem-imports: from the archive alone)",
+        flags=("--filesystem-imports",),
+        form="switch",
+        expected=_BOOL[0],
+        check=_BOOL[1],
+        doc_type="bool",
+    )
+    precompile_regexes: bool | None = setting(
+        help="leave out the table of regular expressions compiled at build time",
+        flags=("--no-precompile-regexes",),
+        form="off",
+        expected=_BOOL[0],
+        check=_BOOL[1],
+        doc="store the regular expressions the modules compile, compiled at build time "
+        "(default true)",
+        doc_type="bool",
+    )
+    optimize: list[int] | None = setting(
+        help="bytecode optimization levels, e.g. 0,2 (default: 0)",
+        flags=("--optimize",),
+        metavar="LEVELS",
+        parse=parse_levels,
+        expected="a list of 0, 1, 2",
+        check=lambda value: (
+            isinstance(value, list)
+            and all(type(item) is int and item in (0, 1, 2) for item in value)
+        ),
+        doc_type="list[int]",
+    )
+    compress: int | bool | None = setting(
+        help=f"zstd level of the blobs a start does not read (default: {DEFAULT_COMPRESSION}; "
+        "those a start reads stay stored as is)",
+        flags=("--compress",),
+        metavar="LEVEL",
+        parse=int,
+        expected="an integer zstd level (-7 to 22), or false",
+        check=lambda value: value is False or (type(value) is int and -7 <= value <= 22),
+        off="--no-compress",
+        off_help="store every blob as is",
+        doc=f"zstd level of the blobs a start does not read (default {DEFAULT_COMPRESSION}); "
+        "false stores every blob as is",
+        doc_type="int or false",
+    )
+    files: list[str] = setting(
+        [],
+        help="materialize this top-level package as real files in the extraction cache, for code "
+        "that needs them (repeatable; the files policy)",
+        flags=("--files",),
+        form="list",
+        metavar="PACKAGE",
+        **_strings("top-level package names"),
+        doc_type="list[str]",
+    )
+    memory: list[str] = setting(
+        [],
+        help="keep this package in memory although the built-in table would materialize it "
+        "(repeatable)",
+        flags=("--memory",),
+        form="list",
+        metavar="PACKAGE",
+        **_strings("top-level package names"),
+        doc_type="list[str]",
+    )
+    python: str | None = setting(
+        help="build with the runtime of this Python version, for any Linux with glibc 2.17 or "
+        "later (built first if there is none: ingot runtime build), or 'local': with the Python "
+        "ingot runs under (default: its version's runtime if one is built, else local)",
+        flags=("--python",),
+        metavar="VERSION",
+        expected="a string, a Python version such as '3.11', or 'local'",
+        check=lambda value: (
+            isinstance(value, str)
+            and (value == "local" or re.fullmatch(r"3\.\d+(\.\d+)?", value) is not None)
+        ),
+        doc_type="str",
+    )
+
+
+@dataclass(frozen=True)
+class Request:
+    """What ``ingot build`` was asked on the command line: what to build, and the settings that
+    override the project's."""
+
+    source: str | None = setting(
+        help="project directory, package directory or script (default: .)",
+        form="positional",
+        metavar="SOURCE",
+        toml=False,
+    )
+    console_script: str | None = setting(
+        help="build an installed console script, with its dependencies pinned to the versions "
+        "installed here",
+        flags=("--console-script",),
+        metavar="NAME",
+        toml=False,
+    )
+    launcher: str | None = setting(
+        help="the launcher binary (default: $INGOT_LAUNCHER, else the one shipped with ingot)",
+        flags=("--launcher",),
+        metavar="PATH",
+        toml=False,
+    )
+    archive_only: bool = setting(
+        False,
+        help="write only the archive (with its launch config), no launcher",
+        flags=("--archive-only",),
+        form="flag",
+        toml=False,
+    )
+    force: bool = setting(
+        False,
+        help="overwrite an existing output that ingot did not write",
+        flags=("--force",),
+        form="flag",
+        toml=False,
+    )
+    settings: Settings = field(default_factory=Settings)
+
+
+def _options(cls: type[Any]) -> list[tuple[str, Option]]:
+    return [(f.name, f.metadata["option"]) for f in fields(cls) if "option" in f.metadata]
+
+
+def toml_key(name: str) -> str:
+    return name.replace("_", "-")
+
+
+#: ``[tool.ingot]`` keys -> field names.
+TOML_KEYS = {toml_key(name): name for name, option in _options(Settings) if option.toml}
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Adds an option for every field of :class:`Request` and :class:`Settings` to ``parser``."""
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for name, option in _options(Request) + _options(Settings):
+        target: Any = parser
+        if option.group is not None or option.off is not None or option.form == "switch":
+            key = option.group or name
+            target = groups.setdefault(key, parser.add_mutually_exclusive_group())
+        if option.form == "positional":
+            target.add_argument(name, nargs="?", metavar=option.metavar, help=option.help)
+            continue
+        common: dict[str, Any] = {"dest": name, "help": option.help}
+        if option.form == "value":
+            common.update(metavar=option.metavar, type=option.parse)
+        elif option.form == "list":
+            common.update(action="append", metavar=option.metavar)
+        elif option.form == "flag":
+            common.update(action="store_true")
+        elif option.form == "switch":
+            common.update(action="store_true", default=None)
+        elif option.form == "off":
+            common.update(action="store_false", default=None)
+        target.add_argument(*option.flags, **common)
+        if option.form == "switch":
+            negative = option.flags[0].replace("--", "--no-", 1)
+            target.add_argument(negative, dest=name, action="store_false")
+        if option.off is not None:
+            target.add_argument(
+                option.off, dest=name, action="store_const", const=False, help=option.off_help
+            )
+
+
+def from_args(args: argparse.Namespace) -> Request:
+    """The :class:`Request` of parsed command-line options."""
+
+    def value(name: str) -> Any:
+        given = getattr(args, name)
+        return list(given) if isinstance(given, tuple) else given
+
+    settings = Settings(**{name: value(name) for name, _ in _options(Settings)})
+    given = {name: value(name) for name, _ in _options(Request)}
+    return Request(**given, settings=_defaults(settings))
+
+
+def _defaults(settings: Settings) -> Settings:
+    """``settings`` with the lists the command line did not give empty rather than None."""
+    empty: dict[str, Any] = {
+        f.name: []
+        for f in fields(Settings)
+        if f.default is dataclasses.MISSING and getattr(settings, f.name) is None
+    }
+    return dataclasses.replace(settings, **empty)
+
+
+def from_table(table: object, where: str) -> Settings:
+    """The :class:`Settings` of a ``[tool.ingot]`` table; ConfigError names ``where`` and the key."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.ingot] must be a table")
+    options = dict(_options(Settings))
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in TOML_KEYS:
+            close = [
+                known for known in TOML_KEYS if known.replace("-", "_") == key.replace("-", "_")
+            ]
+            raise ConfigError(
+                f"{where}: unknown key {key!r} in [tool.ingot]",
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else "known keys: " + ", ".join(TOML_KEYS),
+            )
+        option = options[TOML_KEYS[key]]
+        if not option.check(value):
+            raise ConfigError(
+                f"{where}: [tool.ingot] {key} must be {option.expected}, not {value!r}"
+            )
+        values[TOML_KEYS[key]] = value
+    settings = Settings(**values)
+    if settings.entry is not None:
+        parse_entry(settings.entry, f"{where}: [tool.ingot] entry")
+    chosen = [key for key in ("entry", "module", "script") if getattr(settings, key) is not None]
+    if len(chosen) > 1:
+        raise ConfigError(
+            f"{where}: [tool.ingot] sets {' and '.join(chosen)}; give one of entry, module, script"
+        )
+    return settings
+
+
+def merge(base: Settings, overrides: Settings) -> Settings:
+    """``base`` with every setting ``overrides`` gives replacing it (one of entry/module/script
+    given in ``overrides`` replaces all three)."""
+    merged = base
+    if any(getattr(overrides, key) is not None for key in ("entry", "module", "script")):
+        merged = dataclasses.replace(merged, entry=None, module=None, script=None)
+    given = {
+        f.name: getattr(overrides, f.name)
+        for f in fields(Settings)
+        if getattr(overrides, f.name) not in (None, [])
+    }
+    return dataclasses.replace(merged, **given)
+
+
+def _flags(option: Option, name: str) -> str:
+    flags = [flag for flag in option.flags if flag.startswith("--")]
+    if option.form == "switch":
+        flags.append(flags[0].replace("--", "--no-", 1))
+    if option.off:
+        flags.append(option.off)
+    return ", ".join(f"`{flag}`" for flag in flags)
+
+
+def markdown_table(rows: Sequence[tuple[str, Option]] | None = None) -> str:
+    """The ``[tool.ingot]`` keys as a Markdown table: key, type, option(s), meaning."""
+    lines = ["| key | type | option | meaning |", "|---|---|---|---|"]
+    for name, option in rows if rows is not None else _options(Settings):
+        if option.toml:
+            text = option.doc or option.help
+            lines.append(
+                f"| `{toml_key(name)}` | {option.doc_type} | {_flags(option, name)} | {text} |"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,143 @@
+"""The target of a build: which Python the executable carries and which launcher it starts with,
+this machine's Python or a runtime (:mod:`ingot.runtime`), decided once, here; and a build
+under a runtime, run by that runtime's interpreter with the spec handed over as data.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ingot.build.launcher import find_launcher
+from ingot.build.settings import Request, Settings
+from ingot.runtime import store as runtimes
+from ingot.runtime.store import RuntimeError_
+
+if TYPE_CHECKING:  # (spec imports this module: the spec's type only, for the annotations)
+    from ingot.build.spec import Spec
+
+__all__ = ["RUNTIME_PLATFORMS", "Say", "Target", "build_under", "resolve_target", "this_python"]
+
+#: A stage's progress line goes to this.
+Say = Callable[[str], None]
+
+#: Platforms whose wheels a build for a runtime (glibc 2.17) takes.
+RUNTIME_PLATFORMS = (
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux1_x86_64",
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The Python an executable is built for, and the launcher it starts with."""
+
+    python: str  # "3.11": the Python whose bytecode and extension modules the archive holds
+    launcher: Path | None  # None: an archive only
+    runtime: str | None = None  # the runtime's name, when built with one (recorded in launch.json)
+    runtime_python: Path | None = None  # its interpreter, which runs the build's stages
+    runtime_importer: Path | None = None  # ingot's extension module for that interpreter
+    pip_python: str | None = None  # whose pip installs the dependencies (a runtime has none)
+    platforms: tuple[str, ...] = ()  # the wheel platforms that pip takes (empty: this machine's)
+    chosen: bool = True  # False: this machine's Python, by default (the build suggests a runtime)
+
+
+def this_python() -> str:
+    """The version of the Python running ingot, ``3.11``."""
+    return "%d.%d" % sys.version_info[:2]
+
+
+def resolve_target(request: Request, settings: Settings, say: Say) -> Target:
+    """The target ``request`` and ``settings`` ask for: ``--python``/``[tool.ingot] python``
+    names a runtime (built first if missing) or ``local``; by default, the runtime of this
+    Python's version if one is built, unless a launcher is given (``--launcher``,
+    ``$INGOT_LAUNCHER``: one built for a Python of this machine)."""
+    here = this_python()
+    wanted = settings.python
+    given_launcher = request.launcher or os.environ.get("INGOT_LAUNCHER")
+    if wanted is None and not given_launcher and runtimes.find_runtime(here) is not None:
+        wanted = here
+    if wanted is not None and wanted != "local":
+        return runtime_target(wanted, request, say)
+    launcher = None if request.archive_only else find_launcher(request.launcher)
+    return Target(python=here, launcher=launcher, chosen=wanted is not None or bool(given_launcher))
+
+
+def runtime_target(wanted: str, request: Request, say: Say) -> Target:
+    """The target of the runtime of Python ``wanted``, built first if the store has none."""
+    found = runtimes.find_runtime(wanted)
+    if found is None:
+        from ingot.runtime.builder import build_runtime  # (zig and the recipes: only if needed)
+
+        directories = [
+            Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(os.pathsep) if d
+        ]
+        say(
+            f"no runtime for Python {wanted} in {runtimes.store()}: building it first (several "
+            "minutes, once; sources from "
+            + (", ".join(map(str, directories)) + " and " if directories else "")
+            + "ingot's pinned upstream releases)"
+        )
+        found = build_runtime({}, directories, wanted=wanted, say=say)
+    launcher_file = found.info.get("launcher", {}).get("file")
+    launcher = Path(request.launcher) if request.launcher else None
+    if launcher is None and launcher_file:
+        launcher = found.path / launcher_file
+    if launcher is None or not launcher.is_file():
+        raise RuntimeError_(
+            f"the runtime {found.path} has no launcher",
+            hint=f"rebuild it: ingot runtime build {wanted} --force ...",
+        )
+    importer = sorted((found.path / "launcher").glob("_ingot.*.so"))
+    if not importer:
+        raise RuntimeError_(
+            f"the runtime {found.path} has no ingot extension module for its interpreter",
+            hint=f"rebuild it: ingot runtime build {wanted} --force ...",
+        )
+    return Target(
+        python=".".join(found.version.split(".")[:2]),
+        launcher=None if request.archive_only else launcher,
+        runtime=found.name,
+        runtime_python=found.python,
+        runtime_importer=importer[0],
+        pip_python=sys.executable,
+        platforms=RUNTIME_PLATFORMS,
+    )
+
+
+#: What the runtime's interpreter runs: this ingot's code from the path given first, then the
+#: build of the spec in the file given second (:func:`ingot.cli.build_spec`).
+_CHILD = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import build_spec; "
+    "sys.exit(build_spec(sys.argv[1], quiet=sys.argv[2] == 'quiet'))"
+)
+
+
+def build_under(spec: Spec, *, quiet: bool) -> int:
+    """Runs the build of ``spec`` under its runtime's interpreter: this ingot's Python code, with
+    ingot's extension module built for that interpreter, gets the spec as a file; pip (of the
+    Python ingot runs under) installs the dependencies as wheels for the runtime's version and
+    platforms. Returns the child's exit status (it reports as ``ingot build`` does)."""
+    target = spec.target
+    assert target.runtime_python is not None and target.runtime_importer is not None
+    package = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="ingot-runtime-path-") as path:
+        shadow = Path(path) / "ingot"
+        shadow.mkdir()
+        for item in package.iterdir():
+            native = item.name.startswith("_ingot.") and item.name.endswith(".so")
+            if not native and item.name not in ("_launcher", "__pycache__"):
+                (shadow / item.name).symlink_to(item)
+        (shadow / target.runtime_importer.name).symlink_to(target.runtime_importer)
+        spec_file = Path(path) / "spec.json"
+        spec_file.write_text(spec.to_json())
+        command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
+        return subprocess.run([*command, "quiet" if quiet else "say"]).returncode

@@ -1,0 +1,428 @@
+"""Building a runtime: the libraries its standard library uses, then CPython, with
+:mod:`ingot.runtime.toolchain` (zig, for glibc 2.17) and the :mod:`ingot.runtime.recipes`; then
+the launcher and ingot's extension module linked against it (cargo-zigbuild). A runtime is built
+in a temporary directory next to its final place and renamed into it when complete: an
+interrupted build leaves no half runtime.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import ingot.runtime.toolchain as toolchain_module
+from ingot.elf import glibc_floor
+from ingot.runtime import recipes
+from ingot.runtime.sources import pinned_sources, resolve_sources, sha256_of, unpack
+from ingot.runtime.store import (
+    RUNTIME_FORMAT,
+    Runtime,
+    RuntimeError_,
+    find_runtime,
+    read_runtime,
+    store,
+)
+from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_zig
+
+__all__ = [
+    "REQUIRED_MODULES",
+    "build_launcher",
+    "build_runtime",
+    "rebuild_launcher",
+    "recipes_fingerprint",
+    "relocate",
+    "source_tree",
+]
+
+
+def recipes_fingerprint() -> str:
+    """A hash of how runtimes are built (the recipes and the toolchain's wrappers): a runtime
+    built otherwise is built again rather than reused."""
+    digest = hashlib.sha256()
+    for module in (recipes.__file__, toolchain_module.__file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class _Builder:
+    """Runs one runtime build's commands, each logged, with the toolchain's environment."""
+
+    def __init__(self, toolchain: Toolchain, log: Path, say: Callable[[str], None]):
+        self.toolchain = toolchain
+        self.log_path = log
+        self.say = say
+
+    def runner(self, build: Path, prefix: Path) -> Callable[..., None]:
+        environment = self.toolchain.environment(build, prefix)
+
+        def run(argv: list[str], cwd: Path, extra: dict[str, str] | None = None) -> None:
+            env = dict(environment, **(extra or {}))
+            argv = [
+                re.sub(
+                    r"\$([A-Z_]+)", lambda match: env.get(match.group(1), match.group(0)), argument
+                )
+                for argument in argv
+            ]
+            with open(self.log_path, "a") as log:
+                log.write(f"\n$ (cd {cwd}) {' '.join(argv)}\n")
+                log.flush()
+                started = time.monotonic()
+                try:
+                    done = subprocess.run(
+                        argv,
+                        cwd=cwd,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                    )
+                except OSError as error:
+                    raise RuntimeError_(
+                        f"cannot run `{' '.join(argv)}` in {cwd}: {error}",
+                        hint="is the source release complete (a release "
+                        "tarball, not a repository snapshot)?",
+                    ) from None
+                log.write(f"# exit {done.returncode} after {time.monotonic() - started:.1f} s\n")
+            if done.returncode != 0:
+                tail = self.log_path.read_text(errors="replace").splitlines()[-25:]
+                raise RuntimeError_(
+                    f"`{' '.join(argv)}` failed (exit {done.returncode}) in {cwd}:\n  "
+                    + "\n  ".join(tail),
+                    hint=f"the whole log: {self.log_path}",
+                )
+
+        return run
+
+
+def build_runtime(
+    sources: dict[str, str],
+    directories: Iterable[Path] = (),
+    *,
+    wanted: str | None = None,
+    jobs: int | None = None,
+    force: bool = False,
+    keep_build: bool = False,
+    say: Callable[[str], None] = print,
+) -> Runtime:
+    """Builds a runtime from the given sources and stores it; returns it. ``wanted`` (``3.11``)
+    must match the CPython source's version."""
+    directories = [Path(directory) for directory in directories]
+    zig = find_zig()
+    toolchain = Toolchain(zig)
+    root = store()
+    root.mkdir(parents=True, exist_ok=True)
+    pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
+    if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
+        pinned.pop("python", None)  # a patch release other than the pinned one
+    found = resolve_sources(
+        sources, directories, root / ".downloads", wanted, pinned=pinned, say=say
+    )
+    jobs = jobs or os.cpu_count() or 1
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    try:
+        source_root = work / "src"
+        python_source = unpack(found["python"], source_root)
+        version = ".".join(str(part) for part in recipes.python_version_of(python_source))
+        if wanted and version != wanted and not version.startswith(wanted + "."):
+            raise RuntimeError_(
+                f"the CPython source {found['python'].name} is {version}, not {wanted}",
+                hint="give the source release of that version",
+            )
+        minor = tuple(int(part) for part in version.split(".")[:2])
+        if not (3, 10) <= minor <= (3, 15):
+            raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
+        name = f"cpython-{version}-{toolchain.target}"
+        final = root / name
+        if final.exists() and not force:
+            existing = read_runtime(final)
+            if existing is not None and existing.info.get("recipes") == recipes_fingerprint():
+                say(f"runtime {name} is already built ({final}); --force rebuilds it")
+                return existing
+            if existing is not None:
+                say(f"runtime {name} was built with other recipes: building it again")
+        stage = work / name
+        prefix = stage / "python"
+        libraries = work / "libraries"
+        log = stage / "build.log"
+        stage.mkdir(parents=True)
+        builder = _Builder(toolchain, log, say)
+        started = time.monotonic()
+        timings = {}
+        say(f"building runtime {name} with zig {toolchain.version()} ({jobs} jobs); log: {log}")
+        for library, recipe in recipes.LIBRARIES.items():
+            begun = time.monotonic()
+            say(f"  {library} ({recipe.purpose}) from {found[library].name}")
+            source = unpack(found[library], source_root)
+            recipe.build(source, libraries, builder.runner(source, libraries), jobs)
+            timings[library] = round(time.monotonic() - begun, 1)
+        begun = time.monotonic()
+        say(f"  CPython {version} from {found['python'].name}")
+        arguments, environment = recipes.python_configure_arguments(prefix, libraries)
+        run = builder.runner(python_source, libraries)
+        run(["./configure", *arguments], cwd=python_source, extra=environment)
+        run(["make", f"-j{jobs}"], cwd=python_source)
+        run(["make", "install"], cwd=python_source)
+        timings["python"] = round(time.monotonic() - begun, 1)
+        _check_modules(prefix, minor, run, python_source)
+        floor = glibc_floor(_elf_images(prefix))
+        if floor.version is not None and floor.version > toolchain.glibc:
+            raise RuntimeError_(
+                f"the runtime needs {floor}, above its target glibc "
+                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+                hint=f"a library linked something of the build machine; see {log}",
+            )
+        info: dict[str, Any] = {
+            "format": RUNTIME_FORMAT,
+            "python": {"version": version, "implementation": "cpython"},
+            "target": toolchain.target,
+            "glibc_floor": {
+                "version": ".".join(map(str, floor.version)) if floor.version else None,
+                "set_by": floor.needed_by,
+                "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}",
+            },
+            "toolchain": {"zig": toolchain.version()},
+            "recipes": recipes_fingerprint(),
+            "sources": {
+                key: {"file": path.name, "sha256": sha256_of(path)} for key, path in found.items()
+            },
+            "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "build_seconds": {**timings, "total": round(time.monotonic() - started, 1)},
+        }
+        launcher = build_launcher(stage, prefix, toolchain, builder)
+        launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
+        if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
+            raise RuntimeError_(
+                f"the runtime's launcher needs {launcher_floor}, above glibc "
+                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+                hint=f"see {log}",
+            )
+        info["launcher"] = {
+            "file": str(launcher.relative_to(stage)),
+            "glibc_floor": ".".join(map(str, launcher_floor.version))
+            if launcher_floor.version
+            else None,
+        }
+        (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
+        relocate(prefix, final / "python")
+        if final.exists():
+            doomed = root / f".replaced-{name}-{os.getpid()}"
+            final.rename(doomed)
+            shutil.rmtree(doomed)
+        stage.rename(final)
+        say(f"runtime {name}: {final} ({floor}; {info['build_seconds']['total']:.0f} s)")
+        return Runtime(final, info)
+    finally:
+        if keep_build:
+            say(f"build directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+#: Standard-library extension modules a runtime must have built (CPython's build skips a module
+#: whose library it cannot find, and says so only in its log).
+REQUIRED_MODULES = (
+    "_ssl",
+    "_hashlib",
+    "_sqlite3",
+    "_ctypes",
+    "_decimal",
+    "_lzma",
+    "_bz2",
+    "zlib",
+    "_json",
+    "unicodedata",
+    "_socket",
+    "select",
+    "_posixsubprocess",
+    "pyexpat",
+    "_elementtree",
+    "binascii",
+    "_struct",
+    "math",
+    "_datetime",
+    "_curses",
+    "_curses_panel",
+    "readline",
+    "_uuid",
+)
+
+
+#: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
+#: python3.X-config and pkg-config read).
+_PREFIX_FILES = (
+    "lib/python3.*/_sysconfigdata_*.py",
+    "lib/python3.*/config-3.*/Makefile",
+    "bin/python3.*-config",
+    "lib/pkgconfig/*.pc",
+)
+
+
+def relocate(prefix: Path, new: Path) -> None:
+    """Rewrites the prefix recorded in an installed CPython's text files (sysconfig's
+    ``LIBPL``, ``prefix``, ...) from ``prefix`` to ``new``, where the tree is about to be moved,
+    so that sysconfig (and the launcher's build, which asks it for ``libpython3.X.a``) finds its
+    files there. The interpreter itself finds its prefix from its own location."""
+    old_text, new_text = str(prefix), str(new)
+    for pattern in _PREFIX_FILES:
+        for path in prefix.glob(pattern):
+            if path.is_symlink() or not path.is_file():
+                continue
+            text = path.read_text()
+            if old_text in text:
+                path.write_text(text.replace(old_text, new_text))
+    for cached in prefix.glob("lib/python3.*/__pycache__/_sysconfigdata_*"):
+        cached.unlink()
+
+
+def source_tree() -> Path | None:
+    """ingot's source tree (the launcher's crate): ``$INGOT_SOURCE_TREE``, the checkout this ingot
+    runs from, or the copy an installed wheel carries (``ingot/_source``)."""
+    here = Path(__file__).resolve()
+    candidates = [os.environ.get("INGOT_SOURCE_TREE"), here.parents[3], here.parents[1] / "_source"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "crates" / "ingot-launcher" / "Cargo.toml").is_file():
+            return Path(candidate)
+    return None
+
+
+def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Builder) -> Path:
+    """Builds the launcher against the runtime's ``libpython3.X.a``, linked by zig for the
+    runtime's glibc (cargo-zigbuild), into ``stage/launcher/``."""
+    tree = source_tree()
+    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(
+        Path(sys.executable).parent / "cargo-zigbuild"
+    )
+    if tree is None:
+        raise RuntimeError_(
+            "building a runtime's launcher needs ingot's source tree (its Rust "
+            "crates), which this installation does not have",
+            hint="set INGOT_SOURCE_TREE to a checkout of ingot",
+        )
+    if not os.access(cargo_zigbuild, os.X_OK) or shutil.which("cargo") is None:
+        raise RuntimeError_(
+            "building a runtime's launcher needs cargo and cargo-zigbuild",
+            hint="install Rust (rustup) and `pip install cargo-zigbuild`",
+        )
+    python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
+    # Kept in the store between builds: relinking after a change of ingot is incremental.
+    target_dir = store() / ".cargo-target" / stage.name
+    run = builder.runner(stage.parent, prefix)
+    rust_target = "x86_64-unknown-linux-gnu"
+
+    def zigbuild(*package: str) -> None:
+        """``cargo zigbuild --release`` of ``package`` for the runtime's glibc and Python."""
+        run(
+            [
+                cargo_zigbuild,
+                "zigbuild",
+                "--release",
+                "--quiet",
+                *package,
+                "--target",
+                f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+            ],
+            cwd=tree,
+            extra={
+                "PYO3_PYTHON": str(python),
+                "CARGO_TARGET_DIR": str(target_dir),
+                "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
+            },
+        )
+
+    zigbuild("-p", "ingot-launcher")
+    version = python.name.removeprefix("python")
+    destination = stage / "launcher" / f"ingot-launcher-{version}"
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
+    # ingot's own extension module for the runtime's interpreter: `ingot build --python` runs
+    # ingot under it, whatever Python ingot itself was installed for.
+    zigbuild("-p", "ingot-importer", "--lib", "--features", "extension-module")
+    suffix = subprocess.run(
+        [
+            str(python),
+            "-I",
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    shutil.copy2(
+        target_dir / rust_target / "release" / "libingot_importer.so",
+        stage / "launcher" / f"_ingot{suffix}",
+    )
+    return destination
+
+
+def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime:
+    """Builds the launcher and ingot's extension module of an existing runtime again, from this
+    ingot's source tree (after a change of ingot; the interpreter and libraries stay)."""
+    found = find_runtime(wanted)
+    if found is None:
+        raise RuntimeError_(
+            f"no runtime {wanted} in {store()}",
+            hint="`ingot runtime list` shows the runtimes there are",
+        )
+    toolchain = Toolchain(find_zig())
+    work = Path(tempfile.mkdtemp(prefix=".relink-", dir=store()))
+    try:
+        builder = _Builder(toolchain, found.path / "build.log", say)
+        staged = work / found.name
+        staged.mkdir()
+        launcher = build_launcher(staged, found.path / "python", toolchain, builder)
+        floor = glibc_floor([(launcher.name, launcher.read_bytes())])
+        if floor.version is not None and floor.version > toolchain.glibc:
+            raise RuntimeError_(
+                f"the launcher needs {floor}, above glibc {toolchain.glibc[0]}.{toolchain.glibc[1]}"
+            )
+        for built in (staged / "launcher").iterdir():
+            os.replace(built, found.path / "launcher" / built.name)
+        found.info["launcher"] = {
+            "file": f"launcher/{launcher.name}",
+            "glibc_floor": ".".join(map(str, floor.version)) if floor.version else None,
+        }
+        (found.path / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
+        say(f"runtime {found.name}: launcher rebuilt ({floor})")
+        return found
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_modules(
+    prefix: Path, minor: tuple[int, ...], run: Callable[..., None], cwd: Path
+) -> None:
+    python = prefix / "bin" / f"python{minor[0]}.{minor[1]}"
+    code = (
+        "import importlib, json; missing = []\n"
+        f"for name in {list(REQUIRED_MODULES)!r}:\n"
+        "    try: importlib.import_module(name)\n"
+        "    except ImportError as error: missing.append(f'{name}: {error}')\n"
+        "assert not missing, missing"
+    )
+    try:
+        run([str(python), "-I", "-c", code], cwd=cwd)
+    except RuntimeError_ as error:
+        raise RuntimeError_(
+            f"the runtime lacks standard-library modules: {error.message}", hint=error.hint
+        ) from None
+
+
+def _elf_images(prefix: Path) -> Iterable[tuple[str, bytes]]:
+    for path in sorted(prefix.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            with open(path, "rb") as file:
+                if file.read(4) != b"\x7fELF":
+                    continue
+            yield str(path.relative_to(prefix)), path.read_bytes()

@@ -1,0 +1,181 @@
+"""The source releases a runtime is built from: given files, directories searched by the recipes'
+file name patterns, or ingot's pinned upstream releases (``runtime_sources.toml``), downloaded
+once and checked against their sha256. Sources never come from the network implicitly: only
+what is pinned, or an URL with the sha256 the user vouches for.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import shutil
+import tarfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ingot import toml
+from ingot.runtime import recipes
+from ingot.runtime.store import RuntimeError_
+
+__all__ = ["PINNED_SOURCES", "pinned_sources", "resolve_sources", "sha256_of", "unpack"]
+
+
+_URL = re.compile(r"^(https?://[^#]+)#sha256=([0-9a-fA-F]{64})$")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fetch(url: str, sha256: str, downloads: Path) -> Path:
+    """Downloads ``url`` once into ``downloads`` and checks it against ``sha256``."""
+    name = url.rstrip("/").rsplit("/", 1)[-1] or "download"
+    target = downloads / name
+    if target.exists() and sha256_of(target) == sha256.lower():
+        return target
+    downloads.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
+            shutil.copyfileobj(response, out)
+    except OSError as error:
+        if isinstance(error, urllib.error.HTTPError):
+            error.close()  # its response
+        partial.unlink(missing_ok=True)
+        raise RuntimeError_(
+            f"cannot download {url}: {error}",
+            hint="download it yourself and give the file (--source NAME=PATH, "
+            "or put it in a directory given with --sources DIR)",
+        ) from error
+    got = sha256_of(partial)
+    if got != sha256.lower():
+        partial.unlink()
+        raise RuntimeError_(
+            f"{url}: sha256 {got}, expected {sha256.lower()}",
+            hint="check the URL and the hash you gave",
+        )
+    partial.replace(target)
+    return target
+
+
+#: The pinned upstream releases (``runtime_sources.toml``): what a runtime is built from when
+#: nothing else is given.
+PINNED_SOURCES = Path(__file__).with_name("runtime_sources.toml")
+
+
+def pinned_sources(
+    python_version: str | None, table: Path = PINNED_SOURCES
+) -> dict[str, tuple[str, str]]:
+    """``{name: (url, sha256)}`` of the pinned upstream releases: every library, and CPython if
+    ``python_version`` (``3.13``) has an entry."""
+    data = toml.tomllib_for(table).loads(table.read_text())
+    pinned = {
+        name: (entry["url"], entry["sha256"]) for name, entry in data.get("libraries", {}).items()
+    }
+    if python_version is not None and python_version in data.get("python", {}):
+        entry = data["python"][python_version]
+        pinned["python"] = (entry["url"], entry["sha256"])
+    return pinned
+
+
+def resolve_sources(
+    given: dict[str, str],
+    directories: Iterable[Path],
+    downloads: Path,
+    python_version: str | None = None,
+    pinned: dict[str, tuple[str, str]] | None = None,
+    say: Callable[[str], None] = lambda message: None,
+) -> dict[str, Path]:
+    """The source release of CPython (``python``) and of every library: given by name (a path or
+    ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for CPython, the
+    release of ``python_version`` when the directories hold several), else downloaded from its
+    ``pinned`` URL (checked against its sha256)."""
+    names = ["python", *recipes.LIBRARIES]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise RuntimeError_(
+            f"unknown source name(s): {', '.join(unknown)}",
+            hint=f"the sources a runtime is built from: {', '.join(names)}",
+        )
+    patterns = {
+        "python": recipes.PYTHON_PATTERNS,
+        **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()},
+    }
+    files = [
+        path
+        for directory in directories
+        for path in sorted(Path(directory).iterdir())
+        if path.is_file()
+    ]
+    found: dict[str, Path] = {}
+    missing = []
+    for name in names:
+        if name in given:
+            value = given[name]
+            match = _URL.match(value)
+            if match:
+                found[name] = _fetch(match.group(1), match.group(2), downloads)
+            elif "://" in value:
+                raise RuntimeError_(
+                    f"--source {name}={value}: an URL needs the sha256 of the file",
+                    hint=f"--source {name}={value}#sha256=<64 hex digits>",
+                )
+            elif not Path(value).is_file():
+                raise RuntimeError_(f"--source {name}={value}: no such file")
+            else:
+                found[name] = Path(value).resolve()
+            continue
+        candidates = [
+            path
+            for path in files
+            if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns[name])
+            and not path.name.endswith((".asc", ".sig", ".dsc"))
+        ]
+        if name == "python" and python_version and len(candidates) > 1:
+            version = re.compile(rf"(^|[^0-9.]){re.escape(python_version)}([._-]|$)")
+            candidates = [path for path in candidates if version.search(path.name)] or candidates
+        if candidates:
+            found[name] = candidates[-1].resolve()  # sorted: the newest-looking name
+        elif pinned and name in pinned:
+            url, sha256 = pinned[name]
+            say(f"  {name}: {url}")
+            found[name] = _fetch(url, sha256, downloads)
+        else:
+            missing.append(name)
+    if missing:
+        raise RuntimeError_(
+            f"no source release for {', '.join(missing)}"
+            + (f" in {', '.join(str(d) for d in directories)}" if directories else "")
+            + (" and none pinned" if pinned is not None else ""),
+            hint="give each with --source NAME=PATH (or NAME=URL#sha256=HEX), or a directory "
+            "holding them with --sources DIR (Debian's `apt-get source --download-only` "
+            "files work: scripts/runtime-sources fetches them)",
+        )
+    return found
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    """Unpacks a source tarball into ``into``; returns its top directory."""
+    into.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(archive) as tar:
+            members = tar.getmembers()
+            tops = {member.name.split("/", 1)[0] for member in members}
+            if len(tops) != 1:
+                raise RuntimeError_(
+                    f"{archive}: not a source release (expected one top "
+                    f"directory, found {len(tops)})"
+                )
+            tar.extractall(into, filter="data") if hasattr(
+                tarfile, "data_filter"
+            ) else tar.extractall(into)
+    except (tarfile.TarError, OSError) as error:
+        raise RuntimeError_(f"cannot unpack {archive}: {error}") from None
+    return into / tops.pop()
