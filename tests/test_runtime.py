@@ -18,6 +18,7 @@ import pytest
 from ingot import cli
 from ingot._ingot import loadable_image
 from ingot.build import target
+from ingot.build import under as build_under
 from ingot.build.sources import console_script_entry
 from ingot.build.spec import Spec
 from ingot.elf import glibc_floor, glibc_needed
@@ -360,7 +361,7 @@ def build_with_calls(tmp_path, monkeypatch):
             platforms=target.RUNTIME_PLATFORMS,
         )
 
-    monkeypatch.setattr(target, "build_under", under)
+    monkeypatch.setattr(build_under, "build_under", under)
     monkeypatch.setattr(target, "runtime_target", runtime_target)
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.delenv("INGOT_LAUNCHER", raising=False)

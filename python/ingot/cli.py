@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ingot import cachedir
 from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder
-from ingot.build import pipeline, settings, target
+from ingot.build import pipeline, settings, under
 from ingot.build.inspection import describe
 from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackResult, pack
 from ingot.build.spec import Spec, resolve
@@ -321,13 +321,13 @@ def _build(args: argparse.Namespace) -> int:
     say = _say(args.quiet)
     spec = resolve(settings.from_args(args), say)
     if spec.target.runtime_python is not None:
-        return target.build_under(spec, quiet=args.quiet)
+        return under.build_under(spec, quiet=args.quiet)
     return _build_spec(spec, say)
 
 
 def build_spec(path: str, *, quiet: bool) -> int:
     """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
-    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.target.build_under`)."""
+    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`)."""
     try:
         return _build_spec(Spec.from_json(Path(path).read_text()), _say(quiet))
     except IngotError as error:

@@ -79,7 +79,7 @@ class Option:
     false) or ``positional``."""
 
     help: str
-    flags: list[str] = ()
+    flags: tuple[str, ...] = ()
     form: str = "value"
     metavar: str | None = None
     toml: bool = True  # a [tool.ingot] key (named as the field, with dashes)
@@ -345,7 +345,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         target: Any = parser
         if option.group is not None or option.off is not None or option.form == "switch":
             key = option.group or name
-            target = groups.setdefault(key, parser.add_mutually_exclusive_group())
+            if key not in groups:
+                groups[key] = parser.add_mutually_exclusive_group()
+            target = groups[key]
         if option.form == "positional":
             target.add_argument(name, nargs="?", metavar=option.metavar, help=option.help)
             continue

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import ingot.runtime.toolchain as toolchain_module
-from ingot.elf import glibc_floor
+from ingot.elf import GlibcFloor, glibc_floor
 from ingot.runtime import recipes
 from ingot.runtime.sources import pinned_sources, resolve_sources, sha256_of, unpack
 from ingot.runtime.store import (
@@ -158,22 +158,9 @@ def build_runtime(
         stage.mkdir(parents=True)
         builder = _Builder(toolchain, log, say)
         started = time.monotonic()
-        timings = {}
         say(f"building runtime {name} with zig {toolchain.version()} ({jobs} jobs); log: {log}")
-        for library, recipe in recipes.LIBRARIES.items():
-            begun = time.monotonic()
-            say(f"  {library} ({recipe.purpose}) from {found[library].name}")
-            source = unpack(found[library], source_root)
-            recipe.build(source, libraries, builder.runner(source, libraries), jobs)
-            timings[library] = round(time.monotonic() - begun, 1)
-        begun = time.monotonic()
-        say(f"  CPython {version} from {found['python'].name}")
-        arguments, environment = recipes.python_configure_arguments(prefix, libraries)
+        timings = _compile(builder, found, source_root, python_source, prefix, libraries, jobs)
         run = builder.runner(python_source, libraries)
-        run(["./configure", *arguments], cwd=python_source, extra=environment)
-        run(["make", f"-j{jobs}"], cwd=python_source)
-        run(["make", "install"], cwd=python_source)
-        timings["python"] = round(time.monotonic() - begun, 1)
         _check_modules(prefix, minor, run, python_source)
         floor = glibc_floor(_elf_images(prefix))
         if floor.version is not None and floor.version > toolchain.glibc:
@@ -182,23 +169,8 @@ def build_runtime(
                 f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
                 hint=f"a library linked something of the build machine; see {log}",
             )
-        info: dict[str, Any] = {
-            "format": RUNTIME_FORMAT,
-            "python": {"version": version, "implementation": "cpython"},
-            "target": toolchain.target,
-            "glibc_floor": {
-                "version": ".".join(map(str, floor.version)) if floor.version else None,
-                "set_by": floor.needed_by,
-                "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}",
-            },
-            "toolchain": {"zig": toolchain.version()},
-            "recipes": recipes_fingerprint(),
-            "sources": {
-                key: {"file": path.name, "sha256": sha256_of(path)} for key, path in found.items()
-            },
-            "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "build_seconds": {**timings, "total": round(time.monotonic() - started, 1)},
-        }
+        timings["total"] = round(time.monotonic() - started, 1)
+        info = _runtime_info(version, toolchain, floor, found, timings)
         launcher = build_launcher(stage, prefix, toolchain, builder)
         launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
         if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
@@ -214,12 +186,7 @@ def build_runtime(
             else None,
         }
         (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
-        relocate(prefix, final / "python")
-        if final.exists():
-            doomed = root / f".replaced-{name}-{os.getpid()}"
-            final.rename(doomed)
-            shutil.rmtree(doomed)
-        stage.rename(final)
+        _install(stage, final)
         say(f"runtime {name}: {final} ({floor}; {info['build_seconds']['total']:.0f} s)")
         return Runtime(final, info)
     finally:
@@ -227,6 +194,75 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _compile(
+    builder: _Builder,
+    found: dict[str, Path],
+    source_root: Path,
+    python_source: Path,
+    prefix: Path,
+    libraries: Path,
+    jobs: int,
+) -> dict[str, float]:
+    """Builds every library of the recipes into ``libraries``, then CPython into ``prefix``;
+    returns the seconds each took."""
+    say = builder.say
+    timings = {}
+    for library, recipe in recipes.LIBRARIES.items():
+        begun = time.monotonic()
+        say(f"  {library} ({recipe.purpose}) from {found[library].name}")
+        source = unpack(found[library], source_root)
+        recipe.build(source, libraries, builder.runner(source, libraries), jobs)
+        timings[library] = round(time.monotonic() - begun, 1)
+    begun = time.monotonic()
+    version = ".".join(str(part) for part in recipes.python_version_of(python_source))
+    say(f"  CPython {version} from {found['python'].name}")
+    arguments, environment = recipes.python_configure_arguments(prefix, libraries)
+    run = builder.runner(python_source, libraries)
+    run(["./configure", *arguments], cwd=python_source, extra=environment)
+    run(["make", f"-j{jobs}"], cwd=python_source)
+    run(["make", "install"], cwd=python_source)
+    timings["python"] = round(time.monotonic() - begun, 1)
+    return timings
+
+
+def _runtime_info(
+    version: str,
+    toolchain: Toolchain,
+    floor: GlibcFloor,
+    found: dict[str, Path],
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """``runtime.json``, but for its launcher: what the runtime is and how it was built."""
+    return {
+        "format": RUNTIME_FORMAT,
+        "python": {"version": version, "implementation": "cpython"},
+        "target": toolchain.target,
+        "glibc_floor": {
+            "version": ".".join(map(str, floor.version)) if floor.version else None,
+            "set_by": floor.needed_by,
+            "target": f"{GLIBC_FLOOR[0]}.{GLIBC_FLOOR[1]}",
+        },
+        "toolchain": {"zig": toolchain.version()},
+        "recipes": recipes_fingerprint(),
+        "sources": {
+            key: {"file": path.name, "sha256": sha256_of(path)} for key, path in found.items()
+        },
+        "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "build_seconds": timings,
+    }
+
+
+def _install(stage: Path, final: Path) -> None:
+    """Moves the complete runtime at ``stage`` to ``final`` in the store (replacing an older
+    one there), its recorded prefix rewritten first."""
+    relocate(stage / "python", final / "python")
+    if final.exists():
+        doomed = final.with_name(f".replaced-{final.name}-{os.getpid()}")
+        final.rename(doomed)
+        shutil.rmtree(doomed)
+    stage.rename(final)
 
 
 #: Standard-library extension modules a runtime must have built (CPython's build skips a module

@@ -1,0 +1,42 @@
+"""A build under a runtime: the runtime's interpreter runs this ingot's build stages, and gets the
+resolved spec as data (a JSON file), not as a command line to parse again."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ingot.build.spec import Spec
+
+__all__ = ["build_under"]
+
+
+#: What the runtime's interpreter runs: this ingot's code from the path given first, then the
+#: build of the spec in the file given second (:func:`ingot.cli.build_spec`).
+_CHILD = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import build_spec; "
+    "sys.exit(build_spec(sys.argv[1], quiet=sys.argv[2] == 'quiet'))"
+)
+
+
+def build_under(spec: Spec, *, quiet: bool) -> int:
+    """Runs the build of ``spec`` under its runtime's interpreter: this ingot's Python code, with
+    ingot's extension module built for that interpreter, gets the spec as a file; pip (of the
+    Python ingot runs under) installs the dependencies as wheels for the runtime's version and
+    platforms. Returns the child's exit status (it reports as ``ingot build`` does)."""
+    target = spec.target
+    assert target.runtime_python is not None and target.runtime_importer is not None
+    package = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="ingot-runtime-path-") as path:
+        shadow = Path(path) / "ingot"
+        shadow.mkdir()
+        for item in package.iterdir():
+            native = item.name.startswith("_ingot.") and item.name.endswith(".so")
+            if not native and item.name not in ("_launcher", "__pycache__"):
+                (shadow / item.name).symlink_to(item)
+        (shadow / target.runtime_importer.name).symlink_to(target.runtime_importer)
+        spec_file = Path(path) / "spec.json"
+        spec_file.write_text(spec.to_json())
+        command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
+        return subprocess.run([*command, "quiet" if quiet else "say"]).returncode

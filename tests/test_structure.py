@@ -1,0 +1,212 @@
+"""The house rules of the code base (docs/architecture.md), held by tests rather than by review:
+modules depend one way (no import circle in python/ingot, type-only imports and imports inside
+functions included; none among a crate's modules), no function runs over 120 lines, python/ingot
+keeps at most 10 top-level modules, and the settings table in examples/README.md is the one
+ingot.build.settings makes. These read the sources; they run no build."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "python" / "ingot"
+CRATES = ROOT / "crates"
+LONGEST = 120
+
+
+def python_modules() -> dict[str, Path]:
+    """Every module of python/ingot by dotted name (packages as their ``__init__``)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        if relative.parts[1:2] in (("_source",), ("_launcher",)):
+            continue
+        parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+        modules[".".join(parts)] = path
+    return modules
+
+
+def python_imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The ingot modules ``path`` imports anywhere in it: at module level, under
+    ``TYPE_CHECKING``, inside functions."""
+    found = set()
+    name = next(module for module, file in modules.items() if file == path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}".rstrip(".")
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {module for module in found if module in modules and module != name}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph.get(node, ())):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_python_modules_import_one_way():
+    modules = python_modules()
+    graph = {name: python_imports(path, modules) for name, path in modules.items()}
+    assert cycles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    # (so that the test above can fail)
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def rust_modules(crate: Path) -> dict[str, Path]:
+    """A crate's modules below its root (lib.rs/main.rs re-export them: not a node)."""
+    return {
+        path.stem: path
+        for path in sorted((crate / "src").glob("*.rs"))
+        if path.stem not in ("lib", "main")
+    }
+
+
+def rust_uses(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The sibling modules ``path``'s code names (``crate::m``, ``super::m``, ``use crate::{m,
+    ...}``); comments (doc links) are not dependencies."""
+    text = re.sub(r"//.*", "", path.read_text())
+    names = set(re.findall(r"\b(?:crate|super)::([a-z_][a-z0-9_]*)", text))
+    for group in re.findall(r"\b(?:crate|super)::\{([^}]*)\}", text):
+        names |= {item.strip().split("::")[0] for item in group.split(",")}
+    return {name for name in names if name in modules and name != path.stem}
+
+
+@pytest.mark.parametrize("crate", sorted(path.name for path in CRATES.iterdir() if path.is_dir()))
+def test_a_crates_modules_depend_one_way(crate):
+    modules = rust_modules(CRATES / crate)
+    graph = {name: rust_uses(path, modules) for name, path in modules.items()}
+    assert cycles(graph) == []
+
+
+def python_functions(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_bytes())
+    return [
+        (f"{path.name}:{node.lineno} {node.name}", node.end_lineno - node.lineno + 1)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno
+    ]
+
+
+def rust_functions(path: Path) -> list[tuple[str, int]]:
+    """Each ``fn`` of a Rust file with its length in lines, from its signature to the line of
+    its closing brace (found by counting braces outside strings, chars and comments)."""
+    lines = path.read_text().splitlines()
+    found = []
+    for number, line in enumerate(lines):
+        match = re.match(
+            r"\s*(?:pub(?:\([a-z]+\))?\s+)?(?:const\s+|unsafe\s+|extern \"C\"\s+)*fn\s+(\w+)", line
+        )
+        if not match:
+            continue
+        depth, opened = 0, False
+        for end in range(number, len(lines)):
+            code = re.sub(r'//.*|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])\'', "", lines[end])
+            depth += code.count("{") - code.count("}")
+            opened = opened or "{" in code
+            if opened and depth <= 0:
+                break
+            if not opened and code.rstrip().endswith(";"):
+                break  # a declaration without a body
+        found.append((f"{path.name}:{number + 1} {match.group(1)}", end - number + 1))
+    return found
+
+
+def test_no_function_runs_over_120_lines():
+    functions = [
+        *(
+            item
+            for path in sorted(PACKAGE.rglob("*.py"))
+            if "_source" not in path.parts
+            for item in python_functions(path)
+        ),
+        *(item for path in sorted(CRATES.rglob("src/**/*.rs")) for item in rust_functions(path)),
+    ]
+    assert len(functions) > 500  # (the scan sees the code)
+    assert [(name, length) for name, length in functions if length > LONGEST] == []
+
+
+def test_the_rust_scan_measures_a_function(tmp_path):
+    source = tmp_path / "x.rs"
+    source.write_text("fn a() {\n    let s = \"}\";\n    if x { y('{') }\n}\nfn b();\n")
+    assert [length for _, length in rust_functions(source)] == [4, 1]
+
+
+def test_the_package_keeps_at_most_ten_top_level_modules():
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= 10, top
+
+
+def test_the_readme_lists_the_settings_the_table_defines():
+    from ingot.build.settings import markdown_table
+
+    readme = (ROOT / "examples" / "README.md").read_text()
+    begin, end = (
+        "<!-- settings: made by ingot.build.settings.markdown_table -->\n",
+        "<!-- /settings -->",
+    )
+    assert begin in readme and end in readme
+    shown = readme.split(begin, 1)[1].split(end, 1)[0]
+    assert shown == markdown_table(), (
+        "run: python -c 'from ingot.build.settings import markdown_table as t; print(t())'"
+    )
+
+
+def test_the_build_command_offers_every_settings_options(capsys):
+    from dataclasses import fields
+
+    from ingot import cli
+    from ingot.build.settings import Request, Settings
+
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["build", "--help"])
+    assert exit.value.code == 0
+    shown = capsys.readouterr().out
+    for kind in (Settings, Request):
+        for field in fields(kind):
+            option = field.metadata.get("option")
+            for flag in option.flags if option else ():
+                assert flag in shown, flag
+    assert "--no-fast-exit" in shown and "--no-compress" in shown
