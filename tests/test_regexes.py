@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 
 import ingot
+from ingot._ingot import content_hash
 from ingot.build.pack import pack
 from ingot.build.regexes import (
+    ENTRY_PREFIX,
     MAGIC_ENTRY,
     MODULE_ENTRY,
     compile_arguments,
     entry_name,
+    key,
     patterns_in_source,
     precompiled_entries,
 )
@@ -187,6 +190,32 @@ def test_entries_are_named_by_key_and_hold_pattern_flags_and_arguments():
     assert precompiled_entries([("(unbalanced", 0)]) == {}
 
 
+@pytest.mark.parametrize(
+    "pattern, flags, expected",
+    [
+        ("a", 2, b"s2:a"),
+        (b"[,;]", 0, b"b0:[,;]"),
+        ("caf\u00e9", re.I | re.M, b"s10:caf\xc3\xa9"),  # a RegexFlag is its value
+        ("\U0001d49c", 0, b"s0:\xf0\x9d\x92\x9c"),
+        ("\ud800", 0, b"s0:\xed\xa0\x80"),  # a key, but never in the table
+        ("x", -1, b"s-1:x"),
+        ("x", 1 << 70, b"s1180591620717411303424:x"),
+        (b"", True, b"b1:"),
+    ],
+)
+def test_keys_and_entry_names_keep_their_bytes(pattern, flags, expected):
+    # The key is the importer's (crates/ingot-importer/src/regexes.rs); these are the bytes the
+    # tables of archives already written were named with (docs/format.md).
+    assert key(pattern, flags) == expected
+    assert entry_name(pattern, flags) == f"{ENTRY_PREFIX}{content_hash(expected):016x}"
+
+
+def test_an_entry_name_is_the_hash_of_the_key_and_a_key_is_of_str_or_bytes():
+    assert entry_name("a", 2) == "__ingot__/re/579559968d302bb3"
+    with pytest.raises(TypeError, match="str or bytes, not list"):
+        key(["a"], 0)
+
+
 # --- the importer's side ------------------------------------------------------------------------
 
 
@@ -249,6 +278,55 @@ def test_importer_answers_patterns_from_the_table(tmp_path, builder):
     assert out["a+b"] == ["a+b", True, ["AAB", "aab", "ab"]]
     assert out["b+a"] == ["b+a", True, ["bba"]]
     assert (out["hits"], out["misses"]) == (1, 1)
+
+
+ROUND_TRIP = """
+    import json, marshal, sys
+    import ingot
+    for name in [name for name in sys.modules if name.split(".")[0] in ("re", "sre_compile",
+                                                                         "sre_parse", "sre_constants")]:
+        del sys.modules[name]
+    ingot.install(sys.argv[1])
+    import re
+    compiler = sys.modules["re._compiler" if sys.version_info >= (3, 11) else "sre_compile"].compile
+    results = []
+    with open(sys.argv[2], "rb") as file:
+        patterns = marshal.load(file)
+    for pattern, flags in patterns:
+        before = compiler.hits
+        ours = re.compile(pattern, flags)
+        theirs = compiler.original(pattern, flags)
+        results.append([compiler.hits - before, ours.pattern is pattern,
+                        [ours.flags, ours.groups, dict(ours.groupindex)]
+                        == [theirs.flags, theirs.groups, dict(theirs.groupindex)]])
+    print(json.dumps(results))
+"""
+
+#: Patterns of every kind the table holds: str and bytes, flags, non-ASCII, text that looks like
+#: a key.
+KINDS_OF_PATTERNS = [
+    ("plain", 0),
+    (r"(?P<word>\w+)\s*=\s*(\d+)", re.I | re.M),
+    (b"[\x00-\x1f]+", 0),
+    (b"(?P<head>ab+)\xff", re.I | re.S),
+    ("caf\u00e9|\u03a9+", re.I),
+    ("\U0001f600+|\u00e9", re.ASCII),
+    ("s0:b1:|10:", re.VERBOSE),
+    ("", 0),
+    ("x" * 300, re.DOTALL),
+]
+
+
+def test_the_table_the_build_writes_is_the_table_the_importer_reads(tmp_path, builder):
+    # The build names each entry by the key; the importer looks each pattern up by the key: if
+    # the two ever computed it differently, no pattern would be found, silently.
+    table = precompiled_entries(KINDS_OF_PATTERNS)
+    assert len(table) == len(KINDS_OF_PATTERNS) + 2  # every pattern, the magic, the module
+    archive = _archive(tmp_path / "kinds.ingot", table, builder)
+    patterns = tmp_path / "patterns.marshal"
+    patterns.write_bytes(marshal.dumps([(p, int(f)) for p, f in KINDS_OF_PATTERNS]))
+    result = run_python(sys.executable, ROUND_TRIP, archive, patterns, cwd=tmp_path)
+    assert json.loads(result.stdout) == [[1, True, True]] * len(KINDS_OF_PATTERNS)
 
 
 def test_damaged_entries_fall_back_to_the_compiler(tmp_path, builder):

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::regexes;
 use crate::view::ArchiveView;
 
 /// After `module`'s code ran successfully, `run` gets the archive and the module's namespace. A
@@ -16,7 +17,11 @@ pub struct AfterExec {
     pub run: fn(Python<'_>, &Arc<ArchiveView>, &Bound<'_, PyDict>),
 }
 
-/// Every hook the archive's tables ask for (read once, when a finder opens the archive).
+/// Every hook the archive's tables ask for (read once, when a finder opens the archive). The
+/// tables know nothing of hooks (the modules depend one way: this one on `regexes`): each says
+/// which module it serves, if any, and has a function to run there.
 pub fn after_exec(view: &ArchiveView) -> Vec<AfterExec> {
-    crate::regexes::after_exec(view).into_iter().collect()
+    let regexes =
+        regexes::served_module(view).map(|module| AfterExec { module, run: regexes::install });
+    regexes.into_iter().collect()
 }

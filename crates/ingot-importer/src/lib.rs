@@ -41,6 +41,8 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
         module.add_function(wrap_pyfunction!(content_hash, module)?)?;
         module.add_function(wrap_pyfunction!(write_tree, module)?)?;
+        module.add_function(wrap_pyfunction!(regexes::regex_key, module)?)?;
+        module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;

@@ -37,7 +37,7 @@ from collections.abc import Callable, Hashable, Iterable
 from types import ModuleType
 from typing import AnyStr, NoReturn
 
-from ingot._ingot import REGEX_DIR, REGEX_MAGIC, REGEX_MODULE, content_hash
+from ingot._ingot import REGEX_DIR, REGEX_MAGIC, REGEX_MODULE, regex_entry_name, regex_key
 
 __all__ = [
     "ENTRY_PREFIX",
@@ -94,17 +94,15 @@ def key(pattern: str | bytes, flags: int) -> bytes:
     """What the table is keyed by: the pattern's type, the flags as given to ``compile`` and the
     pattern (UTF-8 for str). A pattern with lone surrogates has a key (so that nothing that asks
     for one fails: matplotlib's fontTools has such a pattern) but is never in the table
-    (:func:`compile_arguments` leaves it out)."""
-    flags = int(flags)
-    if isinstance(pattern, str):
-        return b"s" + str(flags).encode() + b":" + pattern.encode("utf-8", "surrogatepass")
-    return b"b" + str(flags).encode() + b":" + bytes(pattern)
+    (:func:`compile_arguments` leaves it out). Defined once, by the importer that looks patterns
+    up at run time (``key`` in crates/ingot-importer/src/regexes.rs): this calls it."""
+    return regex_key(pattern, flags)
 
 
 def entry_name(pattern: str | bytes, flags: int) -> str:
     """The archive entry of a pattern: ``__ingot__/re/`` and the XXH3-64 of its :func:`key`, as 16
-    lowercase hex digits."""
-    return f"{ENTRY_PREFIX}{content_hash(key(pattern, flags)):016x}"
+    lowercase hex digits (the importer's definition, as for :func:`key`)."""
+    return regex_entry_name(pattern, flags)
 
 
 class _Scanner:
