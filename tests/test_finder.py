@@ -308,4 +308,9 @@ def test_import_ingot_imports_only_its_own_modules():
         [sys.executable, "-I", "-S", "-c", code, root], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["ingot", "ingot.boot.archive_paths", "ingot._ingot"]
+    assert result.stdout.split() == [
+        "ingot",
+        "ingot._ingot",
+        "ingot.boot",
+        "ingot.boot.archive_paths",
+    ]

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingot._ingot import cache_root
 from ingot.errors import IngotError
 
 __all__ = ["CacheEntry", "CacheError", "in_use", "list_cache", "prune", "root"]
@@ -64,8 +65,6 @@ class CacheEntry:
 
 def root() -> Path:
     """The cache root the importer uses (without creating it)."""
-    from ingot._ingot import cache_root
-
     try:
         return Path(cache_root())
     except ValueError as error:

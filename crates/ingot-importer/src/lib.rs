@@ -11,6 +11,7 @@ mod error;
 pub mod files;
 mod finder;
 mod hooks;
+pub mod launch;
 mod native;
 mod pages;
 pub mod readahead;
@@ -43,6 +44,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(write_tree, module)?)?;
         module.add_function(wrap_pyfunction!(regexes::regex_key, module)?)?;
         module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
+        module.add_function(wrap_pyfunction!(launch::launch_config_json, module)?)?;
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::{BYTECODE_MAGIC, LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, PYTHON_VERSION};
+use crate::{BYTECODE_MAGIC, LAUNCH_CONFIG, PYTHON_VERSION};
 
 /// Why the application cannot be started (each message begins with where: the executable).
 #[derive(Debug, thiserror::Error)]
@@ -36,16 +36,8 @@ pub enum LaunchError {
     },
 }
 
-/// What is wrong with a launch configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-    #[error("version {found} is not supported (this launcher reads version {supported})", supported = LAUNCH_CONFIG_VERSION)]
-    Version { found: u32 },
-    #[error("`{name}` is not a Python name")]
-    NotAName { name: String },
-}
+/// What is wrong with a launch configuration (defined with it, in the importer).
+pub use ingot_importer::launch::ConfigError;
 
 /// Why `argv[0]` names no executable (see [`crate::find_executable`]).
 #[derive(Debug, thiserror::Error)]

@@ -13,13 +13,15 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use serde::Deserialize;
 
 pub mod error;
 pub mod exit;
 pub mod selfcall;
 pub use error::{ConfigError, ExecutableError, LaunchError};
 use exit::{exit_code, finish, print_exception, Outcome};
+/// `__ingot__/launch.json`, defined once, in the importer (the build writes it with the same
+/// definition).
+pub use ingot_importer::launch::{LaunchConfig, Run};
 pub use selfcall::Mode;
 
 /// The launch configuration's name in the archive (Files name space), and its version this
@@ -79,53 +81,6 @@ extern "C" {
     // again, which reconfigures the initialized core and runs the main phase.
     #[cfg(any(not(Py_3_14), Py_3_15))]
     fn _Py_InitializeMain() -> ffi::PyStatus;
-}
-
-/// `__ingot__/launch.json`.
-#[derive(Debug, Deserialize, PartialEq)]
-pub struct LaunchConfig {
-    pub version: u32,
-    pub run: Run,
-    #[serde(default = "yes")]
-    pub fast_exit: bool,
-    /// Keep importlib's path finder (after the archive's) and the standard path hooks (after
-    /// the archive's), so that the application can import modules from directories it puts on
-    /// `sys.path`, as under python. `false` (`--no-filesystem-imports`): the archive alone.
-    #[serde(default = "yes")]
-    pub filesystem_imports: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// What to run.
-#[derive(Debug, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Run {
-    /// Import `module` and call `module.function()`; its result is the exit status.
-    Function { module: String, function: String },
-    /// `python -m module`.
-    Module { module: String },
-}
-
-impl LaunchConfig {
-    pub fn parse(bytes: &[u8]) -> Result<LaunchConfig, ConfigError> {
-        let config: LaunchConfig = serde_json::from_slice(bytes)?;
-        if config.version != LAUNCH_CONFIG_VERSION {
-            return Err(ConfigError::Version { found: config.version });
-        }
-        let names: Vec<&str> = match &config.run {
-            Run::Function { module, function } => vec![module.as_str(), function.as_str()],
-            Run::Module { module } => vec![module.as_str()],
-        };
-        for name in names {
-            if name.is_empty() || name.split('.').any(str::is_empty) {
-                return Err(ConfigError::NotAName { name: name.to_string() });
-            }
-        }
-        Ok(config)
-    }
 }
 
 /// Prints `ingot: <what>: <reason>` and exits 1.
@@ -307,7 +262,7 @@ pub fn main() -> ! {
             error.print(py);
             Outcome::Code(1)
         });
-    finish(py, boot, outcome, config.fast_exit)
+    finish(py, boot, outcome, config.fast_exit())
 }
 
 /// Whether the command `name` (a path, or a name `PATH` finds) is the executable `exe`.
@@ -674,7 +629,7 @@ fn run<'py>(
     argv: &[OsString],
     variable: selfcall::Variable,
 ) -> PyResult<Outcome> {
-    prepare(py, boot, exe, config.filesystem_imports, variable)?;
+    prepare(py, boot, exe, config.filesystem_imports(), variable)?;
     let sys = py.import("sys")?;
     // The process's command line, whatever part of it became sys.argv.
     sys.setattr("orig_argv", PyList::new(py, argv)?)?;
@@ -713,34 +668,6 @@ fn run<'py>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn launch_config() {
-        let config = LaunchConfig::parse(br#"{"version": 1, "run": {"kind": "function", "module": "app.cli", "function": "main"}}"#).unwrap();
-        assert_eq!(config.run, Run::Function { module: "app.cli".into(), function: "main".into() });
-        assert!(config.fast_exit);
-        assert!(config.filesystem_imports);
-        let config = LaunchConfig::parse(
-            br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false, "filesystem_imports": false}"#,
-        )
-        .unwrap();
-        assert_eq!(config.run, Run::Module { module: "app".into() });
-        assert!(!config.fast_exit);
-        assert!(!config.filesystem_imports);
-        assert!(LaunchConfig::parse(
-            br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#
-        )
-        .is_err());
-        assert!(LaunchConfig::parse(
-            br#"{"version": 1, "run": {"kind": "script", "module": "app"}}"#
-        )
-        .is_err());
-        assert!(LaunchConfig::parse(
-            br#"{"version": 1, "run": {"kind": "module", "module": "a..b"}}"#
-        )
-        .is_err());
-        assert!(LaunchConfig::parse(b"not json").is_err());
-    }
 
     #[test]
     fn facts() {

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ingot.build.firstuse import imports_in_source
 from ingot.build.project import load_project
 from ingot.build.settings import (
     ConfigError,
@@ -133,8 +134,6 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
     script or that code imports. Names the standard library has are left alone. And the data
     directories beside it (see :func:`_data_directory`), which the executable serves at the
     paths the script builds from its ``__file__``."""
-    from ingot.build.firstuse import imports_in_source
-
     directory = script.resolve().parent
     found: dict[str, Path] = {}
     for entry in sorted(directory.iterdir()):

@@ -14,6 +14,7 @@ from pathlib import Path
 from ingot.build.launcher import find_launcher
 from ingot.build.settings import Request, Settings
 from ingot.runtime import store as runtimes
+from ingot.runtime.builder import build_runtime
 from ingot.runtime.store import RuntimeError_
 
 __all__ = [
@@ -76,8 +77,6 @@ def runtime_target(wanted: str, request: Request, say: Say) -> Target:
     """The target of the runtime of Python ``wanted``, built first if the store has none."""
     found = runtimes.find_runtime(wanted)
     if found is None:
-        from ingot.runtime.builder import build_runtime  # (zig and the recipes: only if needed)
-
         directories = [
             Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(os.pathsep) if d
         ]
