@@ -1,5 +1,6 @@
 //! Writing an archive. The same entries give the same bytes, whatever order they were added in.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -128,6 +129,113 @@ fn align(value: u64) -> u64 {
     value.div_ceil(layout::DATA_ALIGN) * layout::DATA_ALIGN
 }
 
+/// A blob as the archive stores it: its role, its compression, its stored bytes and its size once
+/// decompressed; with the first-use rank and the kind of its entry.
+struct StoredBlob<'a> {
+    role: Role,
+    compression: u8,
+    bytes: Cow<'a, [u8]>,
+    size: u64,
+    rank: Option<u32>,
+    kind: Kind,
+}
+
+/// Compresses `blobs` with zstd at `level`, each only if that makes it smaller, with the
+/// archive's dictionary where it applies ([`uses_dictionary`]), and never one that a start reads
+/// ([`read_at_start`] of a first-use entry): those stay zero-copy.
+fn compress_blobs(
+    blobs: &mut [StoredBlob<'_>],
+    level: i32,
+    dictionary: Option<&[u8]>,
+) -> Result<()> {
+    let mut plain = zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
+    let mut with_dictionary = match dictionary {
+        Some(dictionary) => {
+            Some(zstd::bulk::Compressor::with_dictionary(level, dictionary).map_err(Error::Write)?)
+        }
+        None => None,
+    };
+    for blob in blobs {
+        if blob.rank.is_some() && read_at_start(blob.role) {
+            // Read by a start: stays zero-copy. Native images too: they are copied into memory
+            // files anyway, but decompressing them made an import of 455 stdlib modules 18% slower
+            // on one CPU.
+            continue;
+        }
+        let (tag, packed) = match with_dictionary.as_mut() {
+            Some(compressor) if uses_dictionary(blob.kind, blob.role, blob.bytes.len()) => (
+                layout::compression::ZSTD_DICTIONARY,
+                compressor.compress(&blob.bytes).map_err(Error::Write)?,
+            ),
+            _ => (layout::compression::ZSTD, plain.compress(&blob.bytes).map_err(Error::Write)?),
+        };
+        if packed.len() < blob.bytes.len() {
+            blob.compression = tag;
+            blob.bytes = Cow::Owned(packed);
+        }
+    }
+    Ok(())
+}
+
+/// Where the header says the index's regions are.
+struct Regions {
+    entry_count: u32,
+    blob_count: u32,
+    entries_offset: u64,
+    blobs_offset: u64,
+    names_offset: u64,
+    names_size: u64,
+    data_offset: u64,
+}
+
+/// The data region: the order the blobs are written in, each blob's offset in the region (by blob
+/// number) and the region's size.
+struct DataLayout {
+    order: Vec<usize>,
+    offsets: Vec<u64>,
+    size: u64,
+}
+
+impl DataLayout {
+    /// Lays the data region out in two parts. First the blobs of the first-use entries that a
+    /// start reads (bytecode at level 0, ELF metadata, contents), in first-use order. Then
+    /// everything else by role, then entry order: all bytecode first, so the pages an importer
+    /// touches are contiguous (fault-around and readahead then bring in bytecode, not sources),
+    /// then the small ELF metadata, then sources, then file contents. Each blob is aligned.
+    fn of(blobs: &[StoredBlob<'_>]) -> DataLayout {
+        let mut order: Vec<usize> = (0..blobs.len()).collect();
+        order.sort_by_key(|&number| {
+            let blob = &blobs[number];
+            match blob.rank {
+                Some(rank) if read_at_start(blob.role) => (0, rank, data_rank(blob.role), number),
+                _ => (1, 0, data_rank(blob.role), number),
+            }
+        });
+        let mut offsets = vec![0u64; blobs.len()];
+        let mut cursor = 0u64;
+        for &number in &order {
+            offsets[number] = cursor;
+            cursor = align(cursor + blobs[number].bytes.len() as u64);
+        }
+        DataLayout { order, offsets, size: cursor }
+    }
+}
+
+/// Writes the data region: the blobs in `order`, each padded to the alignment.
+fn write_data(out: &mut impl Write, blobs: &[StoredBlob<'_>], order: &[usize]) -> Result<()> {
+    let padding = [0u8; layout::DATA_ALIGN as usize];
+    let mut written = 0u64;
+    for &number in order {
+        let bytes = &blobs[number].bytes;
+        out.write_all(bytes).map_err(Error::Write)?;
+        written += bytes.len() as u64;
+        let aligned = align(written);
+        out.write_all(&padding[..(aligned - written) as usize]).map_err(Error::Write)?;
+        written = aligned;
+    }
+    Ok(())
+}
+
 impl ArchiveWriter {
     pub fn new(options: WriterOptions) -> ArchiveWriter {
         ArchiveWriter {
@@ -233,85 +341,76 @@ impl ArchiveWriter {
 
     /// Writes the archive to `out` and returns its size.
     pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
+        let (entry_count, blob_count) = self.counts()?;
+        let mut blobs = self.stored_blobs();
+        if let Some(level) = self.options.zstd_level {
+            self.compress(&mut blobs, level)?;
+        }
+        let regions = self.regions(entry_count, blob_count)?;
+        let data = DataLayout::of(&blobs);
+        let mut index = vec![0u8; regions.data_offset as usize];
+        self.put_records(&mut index, &regions, &blobs, &data.offsets);
+        self.put_header(&mut index, &regions, data.size);
+        out.write_all(&index).map_err(Error::Write)?;
+        write_data(out, &blobs, &data.order)?;
+        let archive_size = regions.data_offset + data.size + layout::TRAILER_SIZE as u64;
+        let mut trailer = [0u8; layout::TRAILER_SIZE];
+        put_u64(&mut trailer, T::ARCHIVE_SIZE, archive_size);
+        trailer[T::MAGIC..T::MAGIC + 8].copy_from_slice(&layout::TRAILER_MAGIC);
+        out.write_all(&trailer).map_err(Error::Write)?;
+        Ok(archive_size)
+    }
+
+    /// The number of entries and of blobs, as the header records them (u32).
+    fn counts(&self) -> Result<(u32, u32)> {
         let entry_count =
             u32::try_from(self.entries.len()).map_err(|_| Error::TooLarge("too many entries"))?;
         let blob_total: usize = self.entries.values().map(|entry| entry.blobs.len()).sum();
         let blob_count =
             u32::try_from(blob_total).map_err(|_| Error::TooLarge("too many blobs"))?;
+        Ok((entry_count, blob_count))
+    }
 
-        // Store each blob, compressed where that pays; note the first-use rank of its entry.
-        let mut stored: Vec<(Role, u8, std::borrow::Cow<'_, [u8]>, u64)> =
-            Vec::with_capacity(blob_total);
-        let mut ranks: Vec<Option<u32>> = Vec::with_capacity(blob_total);
-        let mut kinds: Vec<Kind> = Vec::with_capacity(blob_total);
-        for (key, entry) in &self.entries {
-            for (role, bytes) in &entry.blobs {
-                ranks.push(self.first_use.get(key).copied());
-                kinds.push(entry.kind);
-                stored.push((
-                    *role,
-                    layout::compression::NONE,
-                    std::borrow::Cow::Borrowed(&bytes[..]),
-                    bytes.len() as u64,
-                ));
-            }
-        }
-        if let Some(level) = self.options.zstd_level {
-            // Blobs are compressed independently: spread them over the CPUs.
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
-            let chunk = stored.len().div_ceil(threads).max(1);
-            let dictionary = self.dictionary.as_deref();
-            std::thread::scope(|scope| -> Result<()> {
-                let workers: Vec<_> = stored
-                    .chunks_mut(chunk)
-                    .zip(ranks.chunks(chunk).zip(kinds.chunks(chunk)))
-                    .map(|(items, (ranks, kinds))| {
-                        scope.spawn(move || -> Result<()> {
-                            let mut plain =
-                                zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
-                            let mut with_dictionary = match dictionary {
-                                Some(dictionary) => Some(
-                                    zstd::bulk::Compressor::with_dictionary(level, dictionary)
-                                        .map_err(Error::Write)?,
-                                ),
-                                None => None,
-                            };
-                            for ((item, rank), kind) in items.iter_mut().zip(ranks).zip(kinds) {
-                                if rank.is_some() && read_at_start(item.0) {
-                                    // Read by a start: stays zero-copy. Native images too: they
-                                    // are copied into memory files anyway, but decompressing them
-                                    // made an import of 455 stdlib modules 18% slower on one CPU.
-                                    continue;
-                                }
-                                let (tag, packed) = match with_dictionary.as_mut() {
-                                    Some(compressor)
-                                        if uses_dictionary(*kind, item.0, item.2.len()) =>
-                                    {
-                                        (
-                                            layout::compression::ZSTD_DICTIONARY,
-                                            compressor.compress(&item.2).map_err(Error::Write)?,
-                                        )
-                                    }
-                                    _ => (
-                                        layout::compression::ZSTD,
-                                        plain.compress(&item.2).map_err(Error::Write)?,
-                                    ),
-                                };
-                                if packed.len() < item.2.len() {
-                                    item.1 = tag;
-                                    item.2 = std::borrow::Cow::Owned(packed);
-                                }
-                            }
-                            Ok(())
-                        })
-                    })
-                    .collect();
-                workers.into_iter().try_for_each(|worker| {
-                    worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    /// Every blob, in entry order then the entry's own order, as it is before compression, with
+    /// the first-use rank and the kind of its entry.
+    fn stored_blobs(&self) -> Vec<StoredBlob<'_>> {
+        self.entries
+            .iter()
+            .flat_map(|(key, entry)| {
+                let rank = self.first_use.get(key).copied();
+                entry.blobs.iter().map(move |(role, bytes)| StoredBlob {
+                    role: *role,
+                    compression: layout::compression::NONE,
+                    bytes: Cow::Borrowed(&bytes[..]),
+                    size: bytes.len() as u64,
+                    rank,
+                    kind: entry.kind,
                 })
-            })?;
-        }
+            })
+            .collect()
+    }
 
+    /// Compresses the blobs with zstd at `level` where that pays (see [`compress_blobs`]). Blobs
+    /// are compressed independently: spread over the CPUs.
+    fn compress(&self, blobs: &mut [StoredBlob<'_>], level: i32) -> Result<()> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+        let chunk = blobs.len().div_ceil(threads).max(1);
+        let dictionary = self.dictionary.as_deref();
+        std::thread::scope(|scope| -> Result<()> {
+            let workers: Vec<_> = blobs
+                .chunks_mut(chunk)
+                .map(|blobs| scope.spawn(move || compress_blobs(blobs, level, dictionary)))
+                .collect();
+            workers.into_iter().try_for_each(|worker| {
+                worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        })
+    }
+
+    /// Where the index's regions go: the header, the entry records, the blob records, the names,
+    /// then (aligned) the data. An error if the names are too large for the u32 offsets of the
+    /// entry records.
+    fn regions(&self, entry_count: u32, blob_count: u32) -> Result<Regions> {
         let entries_offset = layout::HEADER_SIZE as u64;
         let blobs_offset = entries_offset + entry_count as u64 * layout::ENTRY_SIZE as u64;
         let names_offset = blobs_offset + blob_count as u64 * layout::BLOB_SIZE as u64;
@@ -320,65 +419,66 @@ impl ArchiveWriter {
         if names_size > u32::MAX as u64 {
             return Err(Error::TooLarge("entry names total more than 4 GiB"));
         }
-        let data_offset = align(names_offset + names_size);
+        Ok(Regions {
+            entry_count,
+            blob_count,
+            entries_offset,
+            blobs_offset,
+            names_offset,
+            names_size,
+            data_offset: align(names_offset + names_size),
+        })
+    }
 
-        // Lay the data region out in two parts. First the blobs of the first-use entries that a
-        // start reads (bytecode at level 0, ELF metadata, contents), in first-use order. Then
-        // everything else by role, then entry order: all bytecode first, so the pages an
-        // importer touches are contiguous (fault-around and readahead then bring in bytecode,
-        // not sources), then the small ELF metadata, then sources, then file contents.
-        let mut order: Vec<usize> = (0..stored.len()).collect();
-        order.sort_by_key(|&blob| {
-            let role = stored[blob].0;
-            match ranks[blob] {
-                Some(rank) if read_at_start(role) => (0, rank, data_rank(role), blob),
-                _ => (1, 0, data_rank(role), blob),
-            }
-        });
-        let mut offsets = vec![0u64; stored.len()];
-        let mut data_cursor = 0u64;
-        for &blob in &order {
-            offsets[blob] = data_cursor;
-            data_cursor = align(data_cursor + stored[blob].2.len() as u64);
-        }
-        let data_size = data_cursor;
-
-        let mut index = vec![0u8; data_offset as usize];
+    /// Writes the entry records, the names and the blob records (`blobs` in entry order, each at
+    /// its offset in the data region) into `index`.
+    fn put_records(
+        &self,
+        index: &mut [u8],
+        regions: &Regions,
+        blobs: &[StoredBlob<'_>],
+        offsets: &[u64],
+    ) {
         let mut name_cursor = 0u64;
         let mut blob_cursor = 0u32;
         for (number, ((_, name), entry)) in self.entries.iter().enumerate() {
             let record = layout::HEADER_SIZE + number * layout::ENTRY_SIZE;
-            put_u32(&mut index, record + E::NAME_OFFSET, name_cursor as u32);
-            put_u32(&mut index, record + E::NAME_SIZE, name.len() as u32);
+            put_u32(index, record + E::NAME_OFFSET, name_cursor as u32);
+            put_u32(index, record + E::NAME_SIZE, name.len() as u32);
             index[record + E::KIND] = entry.kind.tag();
-            put_u32(&mut index, record + E::FIRST_BLOB, blob_cursor);
-            put_u32(&mut index, record + E::BLOB_COUNT, entry.blobs.len() as u32);
-            let name_at = (names_offset + name_cursor) as usize;
+            put_u32(index, record + E::FIRST_BLOB, blob_cursor);
+            put_u32(index, record + E::BLOB_COUNT, entry.blobs.len() as u32);
+            let name_at = (regions.names_offset + name_cursor) as usize;
             index[name_at..name_at + name.len()].copy_from_slice(name.as_bytes());
             name_cursor += name.len() as u64;
             for _ in &entry.blobs {
-                let (role, compression, bytes, size) = &stored[blob_cursor as usize];
-                let record = (blobs_offset as usize) + blob_cursor as usize * layout::BLOB_SIZE;
-                index[record + B::ROLE] = role.tag();
-                index[record + B::COMPRESSION] = *compression;
-                put_u64(&mut index, record + B::OFFSET, offsets[blob_cursor as usize]);
-                put_u64(&mut index, record + B::STORED_SIZE, bytes.len() as u64);
-                put_u64(&mut index, record + B::SIZE, *size);
-                put_u64(&mut index, record + B::CHECKSUM, xxh3_64(bytes));
+                let blob = &blobs[blob_cursor as usize];
+                let record =
+                    (regions.blobs_offset as usize) + blob_cursor as usize * layout::BLOB_SIZE;
+                index[record + B::ROLE] = blob.role.tag();
+                index[record + B::COMPRESSION] = blob.compression;
+                put_u64(index, record + B::OFFSET, offsets[blob_cursor as usize]);
+                put_u64(index, record + B::STORED_SIZE, blob.bytes.len() as u64);
+                put_u64(index, record + B::SIZE, blob.size);
+                put_u64(index, record + B::CHECKSUM, xxh3_64(&blob.bytes));
                 blob_cursor += 1;
             }
         }
+    }
 
+    /// Writes the header into `index` (whose records are written): the regions, the
+    /// interpreter's facts, and last the checksum of the whole index.
+    fn put_header(&self, index: &mut [u8], regions: &Regions, data_size: u64) {
         index[H::MAGIC..H::MAGIC + 8].copy_from_slice(&layout::HEADER_MAGIC);
-        put_u32(&mut index, H::VERSION, layout::VERSION);
-        put_u32(&mut index, H::ENTRY_COUNT, entry_count);
-        put_u32(&mut index, H::BLOB_COUNT, blob_count);
-        put_u64(&mut index, H::ENTRIES_OFFSET, entries_offset);
-        put_u64(&mut index, H::BLOBS_OFFSET, blobs_offset);
-        put_u64(&mut index, H::NAMES_OFFSET, names_offset);
-        put_u64(&mut index, H::NAMES_SIZE, names_size);
-        put_u64(&mut index, H::DATA_OFFSET, data_offset);
-        put_u64(&mut index, H::DATA_SIZE, data_size);
+        put_u32(index, H::VERSION, layout::VERSION);
+        put_u32(index, H::ENTRY_COUNT, regions.entry_count);
+        put_u32(index, H::BLOB_COUNT, regions.blob_count);
+        put_u64(index, H::ENTRIES_OFFSET, regions.entries_offset);
+        put_u64(index, H::BLOBS_OFFSET, regions.blobs_offset);
+        put_u64(index, H::NAMES_OFFSET, regions.names_offset);
+        put_u64(index, H::NAMES_SIZE, regions.names_size);
+        put_u64(index, H::DATA_OFFSET, regions.data_offset);
+        put_u64(index, H::DATA_SIZE, data_size);
         index[H::BYTECODE_MAGIC..H::BYTECODE_MAGIC + 4]
             .copy_from_slice(&self.options.bytecode_magic);
         index[H::PYTHON_MAJOR] = self.options.python_version.0;
@@ -386,25 +486,7 @@ impl ArchiveWriter {
         let mut hasher = Xxh3::new();
         hasher.update(&index[..H::INDEX_CHECKSUM]);
         hasher.update(&index[layout::HEADER_SIZE..]);
-        put_u64(&mut index, H::INDEX_CHECKSUM, hasher.digest());
-
-        out.write_all(&index).map_err(Error::Write)?;
-        let padding = [0u8; layout::DATA_ALIGN as usize];
-        let mut written = 0u64;
-        for &blob in &order {
-            let bytes = &stored[blob].2;
-            out.write_all(bytes).map_err(Error::Write)?;
-            written += bytes.len() as u64;
-            let aligned = align(written);
-            out.write_all(&padding[..(aligned - written) as usize]).map_err(Error::Write)?;
-            written = aligned;
-        }
-        let archive_size = data_offset + data_size + layout::TRAILER_SIZE as u64;
-        let mut trailer = [0u8; layout::TRAILER_SIZE];
-        put_u64(&mut trailer, T::ARCHIVE_SIZE, archive_size);
-        trailer[T::MAGIC..T::MAGIC + 8].copy_from_slice(&layout::TRAILER_MAGIC);
-        out.write_all(&trailer).map_err(Error::Write)?;
-        Ok(archive_size)
+        put_u64(index, H::INDEX_CHECKSUM, hasher.digest());
     }
 
     /// The whole archive in memory.

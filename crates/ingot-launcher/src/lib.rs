@@ -361,21 +361,49 @@ unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
         use ingot_importer::_ingot;
         pyo3::append_to_inittab!(_ingot);
         let python_mode = *mode == Mode::Python;
-        let c_strings = |list: &[OsString]| -> Vec<CString> {
-            list.iter()
-                .map(|arg| {
-                    CString::new(arg.as_bytes())
-                        .unwrap_or_else(|_| fail("argv", "an argument contains NUL"))
-                })
-                .collect()
-        };
         let args = c_strings(argv);
         let mut pointers: Vec<*mut c_char> =
             args.iter().map(|arg| arg.as_ptr().cast_mut()).collect();
+        pre_initialize(python_mode, &mut pointers);
 
-        // Pre-initialization: `python -I` (locale configured and C locale coerced as python does,
-        // the environment ignored); in Python mode, with `-X utf8`, `-X dev`, ... read from the
-        // command line.
+        // Lives until the main phase, which (on 3.14) initializes from it again.
+        let mut config = MaybeUninit::<ffi::PyConfig>::uninit();
+        let config = config.as_mut_ptr();
+        init_config(config, python_mode);
+        set_argv(config, mode, &mut pointers);
+        set_paths(config, exe);
+
+        let status = ffi::Py_InitializeFromConfig(config);
+        #[cfg(any(not(Py_3_14), Py_3_15))]
+        ffi::PyConfig_Clear(config);
+        check(status, "core");
+
+        // Core phase done: builtin and frozen modules only. The archive's finder goes first on
+        // sys.meta_path so that the main phase (encodings, io, ...) imports from the archive.
+        let py = Python::assume_attached();
+        if let Err(error) = install_finder(py, exe) {
+            error.print(py);
+            fail(&exe.display().to_string(), "cannot install the archive's finder");
+        }
+        check(main_phase(config), "main");
+    }
+}
+
+/// The arguments as C strings (exits if one contains NUL).
+fn c_strings(list: &[OsString]) -> Vec<CString> {
+    list.iter()
+        .map(|arg| {
+            CString::new(arg.as_bytes())
+                .unwrap_or_else(|_| fail("argv", "an argument contains NUL"))
+        })
+        .collect()
+}
+
+/// Pre-initialization: `python -I` (locale configured and C locale coerced as python does, the
+/// environment ignored); in Python mode, with `-X utf8`, `-X dev`, ... read from the command line
+/// (`pointers`: the process's arguments). Called first, before anything else touches Python.
+unsafe fn pre_initialize(python_mode: bool, pointers: &mut [*mut c_char]) {
+    unsafe {
         let mut preconfig = MaybeUninit::<ffi::PyPreConfig>::uninit();
         ffi::PyPreConfig_InitPythonConfig(preconfig.as_mut_ptr());
         let mut preconfig = preconfig.assume_init();
@@ -394,14 +422,19 @@ unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
         } else {
             check(ffi::Py_PreInitialize(&preconfig), "pre-initialization");
         }
+    }
+}
 
-        let mut config = MaybeUninit::<ffi::PyConfig>::uninit();
+/// Initializes `config` (uninitialized storage) for the core phase: python's configuration in
+/// Python mode, else the isolated one; no `site`, the environment ignored, no path computed
+/// (the archive is the library), and the main phase left for later (`_init_main = 0`).
+unsafe fn init_config(config: *mut ffi::PyConfig, python_mode: bool) {
+    unsafe {
         if python_mode {
-            ffi::PyConfig_InitPythonConfig(config.as_mut_ptr());
+            ffi::PyConfig_InitPythonConfig(config);
         } else {
-            ffi::PyConfig_InitIsolatedConfig(config.as_mut_ptr());
+            ffi::PyConfig_InitIsolatedConfig(config);
         }
-        let config = config.as_mut_ptr();
         (*config).site_import = 0;
         (*config).user_site_directory = 0;
         (*config).use_environment = 0;
@@ -417,14 +450,19 @@ unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
         (*config).install_signal_handlers = 1;
         (*config).configure_c_stdio = 1;
         (*config)._init_main = 0;
+    }
+}
 
-        let set = |status: ffi::PyStatus, what: &str| check(status, what);
+/// `config`'s argv: the application's `sys.argv` in App mode; else the process's arguments
+/// (`pointers`), which a Python-mode configuration parses as python does.
+unsafe fn set_argv(config: *mut ffi::PyConfig, mode: &Mode, pointers: &mut [*mut c_char]) {
+    unsafe {
         match mode {
             Mode::App { argv: app_argv } => {
                 let app_args = c_strings(app_argv);
                 let mut app_pointers: Vec<*const c_char> =
                     app_args.iter().map(|arg| arg.as_ptr()).collect();
-                set(
+                check(
                     ffi::PyConfig_SetBytesArgv(
                         config,
                         app_pointers.len() as ffi::Py_ssize_t,
@@ -433,7 +471,7 @@ unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
                     "argv",
                 );
             }
-            _ => set(
+            _ => check(
                 ffi::PyConfig_SetBytesArgv(
                     config,
                     pointers.len() as ffi::Py_ssize_t,
@@ -442,6 +480,13 @@ unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
                 "argv",
             ),
         }
+    }
+}
+
+/// `config`'s executable and paths: `exe`, and its directory as home and every prefix.
+unsafe fn set_paths(config: *mut ffi::PyConfig, exe: &Path) {
+    unsafe {
+        let set = |status: ffi::PyStatus, what: &str| check(status, what);
         let exe_c = CString::new(exe.as_os_str().as_bytes())
             .unwrap_or_else(|_| fail(&exe.display().to_string(), "path contains NUL"));
         set(
@@ -480,20 +525,6 @@ unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
             ffi::PyConfig_SetBytesString(config, &mut (*config).base_executable, exe_c.as_ptr()),
             "base_executable",
         );
-
-        let status = ffi::Py_InitializeFromConfig(config);
-        #[cfg(any(not(Py_3_14), Py_3_15))]
-        ffi::PyConfig_Clear(config);
-        check(status, "core");
-
-        // Core phase done: builtin and frozen modules only. The archive's finder goes first on
-        // sys.meta_path so that the main phase (encodings, io, ...) imports from the archive.
-        let py = Python::assume_attached();
-        if let Err(error) = install_finder(py, exe) {
-            error.print(py);
-            fail(&exe.display().to_string(), "cannot install the archive's finder");
-        }
-        check(main_phase(config), "main");
     }
 }
 
