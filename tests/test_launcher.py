@@ -407,7 +407,7 @@ def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
         launch = json.loads(ingot.IngotFinder(str(out))._read("__ingot__/launch.json"))
         assert launch.get("filesystem_imports") is expected
     (tmp_path / "pyproject.toml").write_text("[tool.ingot]\nfilesystem-imports = false\n")
-    assert load_project(tmp_path).config.filesystem_imports is False
+    assert load_project(tmp_path).settings.filesystem_imports is False
 
 
 # Runs in a mount namespace where /proc is an empty tmpfs: the app started by an absolute path, a

@@ -4,11 +4,10 @@ user wrote it."""
 
 from __future__ import annotations
 
-import json
 import traceback
 from pathlib import Path
 
-from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION
+from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.build.pack import PackOptions, PackResult, pack
 from ingot.build.selection import Selection
@@ -58,7 +57,7 @@ def launch_config(spec: Spec) -> bytes:
         launch["fast_exit"] = spec.settings.fast_exit
     if spec.settings.filesystem_imports is False:
         launch["filesystem_imports"] = False  # sealed: the archive alone
-    return (json.dumps(launch, indent=2, sort_keys=True) + "\n").encode()
+    return launch_config_json(launch)  # the launcher's own struct checks and writes it
 
 
 def _compression(level: int | bool | None) -> int | None:
