@@ -23,6 +23,8 @@ __all__ = [
     "FIRST_USE_LIBRARY",
     "FIRST_USE_MODULE",
     "FORMAT_VERSION",
+    "KINDS",
+    "KIND_NAMESPACES",
     "LAUNCHER_FACTS_FORMAT",
     "LAUNCHER_FACTS_SECTION",
     "LAUNCH_CONFIG",
@@ -43,6 +45,7 @@ __all__ = [
     "elf_dynamic",
     "elf_section",
     "elf_version_needs",
+    "files_manifest",
     "launch_config_json",
     "loadable_image",
     "regex_entry_name",
@@ -52,6 +55,10 @@ __all__ = [
 
 FORMAT_VERSION: int
 TRAILER_MAGIC: bytes
+# The entry kinds (ingot_format::Kind): their names in listing order, and each one's name space
+# ("modules", "files" or "libraries").
+KINDS: tuple[str, ...]
+KIND_NAMESPACES: dict[str, str]
 # The names writer and readers agree on (crates/ingot-format/src/names.rs).
 RESERVED_PREFIX: str
 LAUNCH_CONFIG: str
@@ -182,6 +189,7 @@ def elf_section(path: str | os.PathLike[str], name: str) -> bytes | None: ...
 def loadable_image(image: bytes) -> bytes: ...
 def elf_version_needs(image: bytes) -> list[tuple[str, str]]: ...
 def content_hash(data: bytes) -> int: ...
+def files_manifest(package: str, files: dict[str, bytes]) -> bytes: ...
 def regex_key(pattern: str | bytes, flags: int) -> bytes: ...
 def regex_entry_name(pattern: str | bytes, flags: int) -> str: ...
 def launch_config_json(config: dict[str, object]) -> bytes: ...

@@ -53,6 +53,19 @@ impl Kind {
         Kind::ExtensionPackage,
     ];
 
+    /// Every kind in the order listings print them (`ingot pack`'s summary): by name space, then
+    /// by tag. The importer exports their labels to Python as `ingot._ingot.KINDS`.
+    pub const LISTED: [Kind; 8] = [
+        Kind::Module,
+        Kind::Package,
+        Kind::NamespacePackage,
+        Kind::ExtensionModule,
+        Kind::ExtensionPackage,
+        Kind::DataFile,
+        Kind::DistInfoFile,
+        Kind::SharedLibrary,
+    ];
+
     pub fn tag(self) -> u8 {
         use layout::kind::*;
         match self {
@@ -109,11 +122,22 @@ pub enum Namespace {
 }
 
 impl Namespace {
+    pub const ALL: [Namespace; 3] = [Namespace::Modules, Namespace::Files, Namespace::Libraries];
+
     pub fn tag(self) -> u8 {
         match self {
             Namespace::Modules => layout::namespace::MODULES,
             Namespace::Files => layout::namespace::FILES,
             Namespace::Libraries => layout::namespace::LIBRARIES,
+        }
+    }
+
+    /// A short lowercase name, as the importer's Python API spells a name space.
+    pub fn label(self) -> &'static str {
+        match self {
+            Namespace::Modules => "modules",
+            Namespace::Files => "files",
+            Namespace::Libraries => "libraries",
         }
     }
 }
@@ -171,6 +195,31 @@ impl Role {
             Role::Content => "content",
             Role::Soname => "soname",
             Role::Needed => "needed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listed_kinds_are_every_kind_by_name_space_then_tag() {
+        let mut sorted = Kind::ALL;
+        sorted.sort_by_key(|kind| (kind.namespace().tag(), kind.tag()));
+        assert_eq!(Kind::LISTED, sorted);
+    }
+
+    #[test]
+    fn tags_and_labels_are_distinct_and_round_trip() {
+        for (index, kind) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(Kind::from_tag(kind.tag()), Some(kind));
+            for other in &Kind::ALL[index + 1..] {
+                assert_ne!(kind.label(), other.label());
+            }
+        }
+        for (index, namespace) in Namespace::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(namespace.tag()), index);
         }
     }
 }

@@ -3,7 +3,8 @@
 //! into the extraction cache (`cache.rs`), and their `__file__`/`__path__` point there.
 //!
 //! The archive says which packages: for each one, `ingot pack` writes a tree manifest,
-//! `__ingot__/files/<package>.json`:
+//! `__ingot__/files/<package>.json`, with [`write_manifest`] (exported to Python as
+//! `ingot._ingot.files_manifest`), which the importer reads back with the same `Manifest` type:
 //!
 //! ```json
 //! {"version": 1, "package": "certifi",
@@ -22,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use ingot_format::{Archive, Namespace};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::cache::{self, CacheError, TreeFile};
@@ -30,12 +31,80 @@ use crate::cache::{self, CacheError, TreeFile};
 /// Where tree manifests live in an archive's `Files` namespace.
 use ingot_format::names::FILES_MANIFEST_DIR as MANIFEST_DIR;
 
-#[derive(Deserialize)]
+/// The version of the tree manifest [`write_manifest`] writes and [`parse_manifest`] reads.
+const MANIFEST_VERSION: u32 = 1;
+
+/// A tree manifest, as written and as read (the fields in this order are the JSON's).
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Manifest {
     version: u32,
     package: String,
+    /// (tree-relative path, size, XXH3-64 of the bytes as 16 lowercase hex digits), by path.
     files: Vec<(String, u64, String)>,
+}
+
+/// The tree manifest of the `files` package `package` whose tree holds `files` (tree-relative
+/// path, bytes): compact JSON, the files sorted by path, every character outside printable ASCII
+/// escaped as `\uXXXX` (the bytes Python's `json.dumps(..., separators=(",", ":"))` gives, which
+/// `ingot pack` wrote before this function existed, so archives keep their bytes).
+pub fn write_manifest<'a>(
+    package: &str,
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Vec<u8> {
+    let mut listing: Vec<(String, u64, String)> = files
+        .into_iter()
+        .map(|(path, bytes)| {
+            let hash = xxhash_rust::xxh3::xxh3_64(bytes);
+            (path.to_string(), bytes.len() as u64, format!("{hash:016x}"))
+        })
+        .collect();
+    listing.sort();
+    let manifest =
+        Manifest { version: MANIFEST_VERSION, package: package.to_string(), files: listing };
+    let mut json = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut json, AsciiFormatter);
+    manifest.serialize(&mut serializer).expect("a manifest serializes into memory");
+    json
+}
+
+/// serde_json's compact output with every character outside `' '..='~'` escaped as `\uXXXX`
+/// (UTF-16 code units, lowercase hex), as Python's `json` module does with `ensure_ascii`.
+/// serde_json already escapes `"`, `\\` and the control characters the way Python does.
+struct AsciiFormatter;
+
+impl serde_json::ser::Formatter for AsciiFormatter {
+    fn write_string_fragment<W>(&mut self, writer: &mut W, fragment: &str) -> std::io::Result<()>
+    where
+        W: ?Sized + std::io::Write,
+    {
+        let mut start = 0;
+        for (index, char) in fragment.char_indices() {
+            if (' '..='~').contains(&char) {
+                continue;
+            }
+            writer.write_all(&fragment.as_bytes()[start..index])?;
+            for unit in char.encode_utf16(&mut [0; 2]) {
+                write!(writer, "\\u{unit:04x}")?;
+            }
+            start = index + char.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
+/// `files_manifest(package: str, files: dict[str, bytes]) -> bytes`: [`write_manifest`], for
+/// `ingot pack`.
+#[cfg(feature = "writer")]
+#[pyo3::pyfunction]
+pub fn files_manifest(
+    py: pyo3::Python<'_>,
+    package: &str,
+    files: HashMap<String, pyo3::pybacked::PyBackedBytes>,
+) -> Vec<u8> {
+    py.detach(|| {
+        write_manifest(package, files.iter().map(|(path, bytes)| (path.as_str(), &**bytes)))
+    })
 }
 
 /// Why the tree of the `files` packages cannot be materialized.
@@ -63,7 +132,7 @@ pub enum FilesError {
 pub enum ManifestError {
     #[error(transparent)]
     Json(#[from] serde_json::Error),
-    #[error("version {found} is not supported (expected 1)")]
+    #[error("version {found} is not supported (expected {expected})", expected = MANIFEST_VERSION)]
     Version { found: u32 },
     #[error("it describes package `{found}`")]
     OtherPackage { found: String },
@@ -233,7 +302,7 @@ impl FilesPolicy {
 
 fn parse_manifest(bytes: &[u8], package: &str) -> Result<Vec<TreeFile>, ManifestError> {
     let manifest: Manifest = serde_json::from_slice(bytes)?;
-    if manifest.version != 1 {
+    if manifest.version != MANIFEST_VERSION {
         return Err(ManifestError::Version { found: manifest.version });
     }
     if manifest.package != package {
@@ -268,6 +337,41 @@ pub fn package_dir(root: &str, module: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manifests_are_written_as_python_json_wrote_them_and_read_back() {
+        let files: [(&str, &[u8]); 4] = [
+            ("pkg/\u{e9}.txt", b""),
+            ("pkg/a\"b\\c\n\u{7f}\u{1}.py", b"xy"),
+            ("pkg/\u{1f389}/z", b"z"),
+            ("pkg.py", b""),
+        ];
+        let written = write_manifest("pkg", files);
+        let hash = |bytes: &[u8]| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes));
+        // `json.dumps(document, separators=(",", ":")).encode()` of the same document, as
+        // `ingot pack` wrote manifests before Rust did.
+        let expected = format!(
+            r#"{{"version":1,"package":"pkg","files":[["pkg.py",0,"{e}"],["pkg/a\"b\\c\n\u007f\u0001.py",2,"{xy}"],["pkg/\u00e9.txt",0,"{e}"],["pkg/\ud83c\udf89/z",1,"{z}"]]}}"#,
+            e = hash(b""),
+            xy = hash(b"xy"),
+            z = hash(b"z"),
+        );
+        assert_eq!(String::from_utf8(written.clone()).unwrap(), expected);
+        let mut read: Vec<(String, u64, u64)> = parse_manifest(&written, "pkg")
+            .unwrap()
+            .into_iter()
+            .map(|file| (file.path, file.size, file.hash))
+            .collect();
+        read.sort();
+        let mut given: Vec<(String, u64, u64)> = files
+            .iter()
+            .map(|(path, bytes)| {
+                (path.to_string(), bytes.len() as u64, xxhash_rust::xxh3::xxh3_64(bytes))
+            })
+            .collect();
+        given.sort();
+        assert_eq!(read, given);
+    }
 
     #[test]
     fn manifest_errors_keep_their_wording() {

@@ -45,6 +45,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(regexes::regex_key, module)?)?;
         module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
         module.add_function(wrap_pyfunction!(launch::launch_config_json, module)?)?;
+        module.add_function(wrap_pyfunction!(files::files_manifest, module)?)?;
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
@@ -53,6 +54,17 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "TRAILER_MAGIC",
         pyo3::types::PyBytes::new(py, &ingot_format::layout::TRAILER_MAGIC),
     )?;
+    // The entry kinds (`ingot_format::Kind`), for `ingot pack`: their labels in listing order,
+    // and the name space of each.
+    {
+        use ingot_format::Kind;
+        module.add("KINDS", pyo3::types::PyTuple::new(py, Kind::LISTED.map(Kind::label))?)?;
+        let namespaces = pyo3::types::PyDict::new(py);
+        for kind in Kind::LISTED {
+            namespaces.set_item(kind.label(), kind.namespace().label())?;
+        }
+        module.add("KIND_NAMESPACES", namespaces)?;
+    }
     // The names writer and readers agree on (`ingot_format::names`), for `ingot pack`/`build`.
     {
         use ingot_format::names::*;

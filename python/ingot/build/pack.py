@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.machinery
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -33,9 +32,11 @@ from ingot._ingot import (
     FIRST_USE_FILE,
     FIRST_USE_LIBRARY,
     FIRST_USE_MODULE,
+    KIND_NAMESPACES,
+    KINDS,
     RESERVED_PREFIX,
     ArchiveWriter,
-    content_hash,
+    files_manifest,
     loadable_image,
 )
 from ingot.build.bytecode import compile_module
@@ -72,24 +73,13 @@ __all__ = [
 #: 64 KiB saved 14% of the compressed modules of a hello-world executable (docs/format.md).
 DICTIONARY_SIZE = 64 << 10
 
-#: Entry kinds, in the order summaries list them.
-KINDS = (
-    "module",
-    "package",
-    "namespace-package",
-    "extension-module",
-    "extension-package",
-    "data-file",
-    "dist-info-file",
-    "shared-library",
-)
-_MODULE_KINDS = ("module", "package", "namespace-package", "extension-module", "extension-package")
+# The entry kinds are the format's (``ingot_format::Kind``, exported by ``ingot._ingot``): KINDS
+# lists their names in the order summaries print them, KIND_NAMESPACES gives each one's name space.
+_MODULE_KINDS = tuple(kind for kind in KINDS if KIND_NAMESPACES[kind] == "modules")
 
 
 def _namespace(kind: str) -> str:
-    if kind in _MODULE_KINDS:
-        return "modules"
-    return "libraries" if kind == "shared-library" else "files"
+    return KIND_NAMESPACES[kind]
 
 
 @dataclass(frozen=True)
@@ -273,15 +263,6 @@ def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], It
         if names & chosen:
             chosen |= names
     return sorted(chosen)
-
-
-def files_manifest(package: str, files: dict[str, bytes]) -> bytes:
-    """The tree manifest of a ``files`` package: its files' paths, sizes and XXH3-64 hashes."""
-    listing = [
-        [path, len(data), f"{content_hash(data):016x}"] for path, data in sorted(files.items())
-    ]
-    document = {"version": 1, "package": package, "files": listing}
-    return json.dumps(document, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -477,26 +458,11 @@ class PackOptions:
     progress: Callable[[str], None] | None = None
 
 
-def pack(
-    output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
-) -> PackResult:
-    """Writes an archive as ``options`` say (:class:`PackOptions`; keyword arguments set or
-    override its fields) to ``output``."""
-    if options is None:
-        options = PackOptions(**fields)
-    elif fields:
-        options = dataclasses.replace(options, **fields)
-    started = time.perf_counter()
-    output = Path(output)
-    levels = _check_options(
-        output, options.optimize_levels, options.include_source, options.compression_level
-    )
-    say = options.progress or (lambda message: None)
-    entry_modules = None if options.entry_modules is None else list(options.entry_modules)
-    result = PackResult(output, 0)
+def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) -> list[Collection]:
+    """The collections of ``options``' directories (each once, ``own`` ones with their top-level
+    data) and, first, of the standard library."""
     collections: list[Collection] = []
     seen = set()
-    own = {os.path.realpath(directory) for directory in options.strict_directories}
     for directory in options.directories:  # first: a bad directory fails before the long steps
         if os.path.realpath(directory) not in seen:
             seen.add(os.path.realpath(directory))
@@ -511,19 +477,13 @@ def pack(
     if options.stdlib:  # the standard library comes first on sys.path: it wins name clashes
         collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude)))
         say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
-    for collection in collections:
-        result.warnings += collection.warnings
-    plan = _merge(collections, result.warnings)
-    prefilled_imports: dict[str, dict[str, list[str]]] = {}
-    if options.prune:
-        prefilled_imports = _prune(
-            plan, collections, options.stdlib, own, entry_modules, options.keep, result
-        )
-        say(
-            f"carrying {len(plan)} entries that the application can use; left out "
-            f"{sum(count for _, count, _ in result.left_out.values())}"
-        )
-    files_packages = sorted(set(options.files_packages))
+    return collections
+
+
+def _files_packages(names: Iterable[str], plan: dict[tuple[str, str], Item]) -> list[str]:
+    """The top-level packages under the ``files`` policy (with their mypyc groups); PackError if
+    one is not in ``plan``."""
+    files_packages = sorted(set(names))
     present = {_top_level(item) for item in plan.values()}
     for package in files_packages:
         if package not in present:
@@ -531,19 +491,22 @@ def pack(
                 f"the files policy names package {package!r}, which is not in the archive",
                 hint="give the top-level import name of a collected package",
             )
-    files_packages = _with_mypyc_groups(files_packages, plan)
+    return _with_mypyc_groups(files_packages, plan)
+
+
+def _add_items(
+    writer: ArchiveWriter,
+    plan: dict[tuple[str, str], Item],
+    levels: tuple[int, ...],
+    options: PackOptions,
+    scan: _Scan,
+    files_packages: list[str],
+    result: PackResult,
+) -> dict[str, dict[str, bytes]]:
+    """Adds ``plan``'s items to ``writer`` in name order, recording each in ``result`` (or a
+    warning for one left out); returns the tree (path -> bytes) of each ``files`` package.
+    Raises CompileError for a module of the application's own code that does not compile."""
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
-    scan = _Scan(
-        patterns={} if options.precompile_regexes else None,
-        imports=dict(prefilled_imports) if entry_modules is not None else None,
-    )
-    _add_libraries(plan, result.warnings, only_needed=options.prune)
-    say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
-    writer = ArchiveWriter(
-        bytecode_magic=importlib.util.MAGIC_NUMBER,
-        python_version=sys.version_info[:2],
-        compression_level=options.compression_level,
-    )
     strict = [Path(directory).resolve() for directory in options.strict_directories]
     for key in sorted(plan):
         item = plan[key]
@@ -569,47 +532,80 @@ def pack(
         top = _top_level(item)
         if top is not None and top in trees and tree_bytes is not None:
             trees[top][_tree_path(item)] = tree_bytes
-    extra_files = dict(options.extra_files or {})
-    for package, tree in trees.items():
-        extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
+    return trees
+
+
+def _add_new_file(writer: ArchiveWriter, name: str, content: bytes) -> None:
+    """Adds a data file ingot writes; PackError if the archive already holds one of that name."""
+    if writer.contains(name, "files"):
+        raise PackError(f"cannot add {name}: the archive already holds a file of that name")
+    writer.add_data_file(name, content)
+
+
+def _add_extra_files(
+    writer: ArchiveWriter, extra_files: dict[str, bytes], result: PackResult
+) -> None:
+    """Adds the data files ingot writes (the caller's and the tree manifests), by name."""
     for name, content in sorted(extra_files.items()):
-        if writer.contains(name, "files"):
-            raise PackError(f"cannot add {name}: the archive already holds a file of that name")
-        writer.add_data_file(name, content)
+        _add_new_file(writer, name, content)
         result.manifest.append(ManifestEntry("data-file", name, len(content)))
         result.counts["data-file"] += 1
         result.sizes["data-file"] += len(content)
+
+
+def _add_regexes(
+    writer: ArchiveWriter, scan: _Scan, result: PackResult, say: Callable[[str], None]
+) -> dict[str, bytes]:
+    """Adds the table of the regular expressions the modules compile (if they were scanned for
+    them); returns its entries (name -> content)."""
     table: dict[str, bytes] = {}
     if scan.patterns is not None:
         patterns = set().union(*scan.patterns.values())
         table = precompiled_entries(patterns)
         for name, content in sorted(table.items()):
-            if writer.contains(name, "files"):
-                raise PackError(f"cannot add {name}: the archive already holds a file of that name")
-            writer.add_data_file(name, content)
+            _add_new_file(writer, name, content)
         result.regexes = max(len(table) - 2, 0)  # less the magic and module entries
         result.regexes_size = sum(map(len, table.values()))
         say(
             f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules"
         )
-    if entry_modules is not None:
-        order = _first_use(scan, result, extra_files, table, entry_modules)
-        # The list itself, read by the launcher's read-ahead thread (docs/format.md).
-        order.insert(0, ("files", FIRST_USE))
-        tags = {
-            "modules": FIRST_USE_MODULE,
-            "files": FIRST_USE_FILE,
-            "libraries": FIRST_USE_LIBRARY,
-        }
-        listing = "".join(f"{tags[namespace]} {name}\n" for namespace, name in order).encode()
-        if writer.contains(FIRST_USE, "files"):
-            raise PackError(
-                f"cannot add {FIRST_USE}: the archive already holds a file of that name"
-            )
-        writer.add_data_file(FIRST_USE, listing)
-        writer.set_first_use(order)
-        say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
-    if options.compression_level is not None:
+    return table
+
+
+def _add_first_use_list(
+    writer: ArchiveWriter,
+    scan: _Scan,
+    result: PackResult,
+    extra_files: dict[str, bytes],
+    table: dict[str, bytes],
+    entry_modules: list[str],
+    say: Callable[[str], None],
+) -> None:
+    """Adds the first-use list (:func:`_first_use`) and puts its entries first in the data
+    region."""
+    order = _first_use(scan, result, extra_files, table, entry_modules)
+    # The list itself, read by the launcher's read-ahead thread (docs/format.md).
+    order.insert(0, ("files", FIRST_USE))
+    tags = {
+        "modules": FIRST_USE_MODULE,
+        "files": FIRST_USE_FILE,
+        "libraries": FIRST_USE_LIBRARY,
+    }
+    listing = "".join(f"{tags[namespace]} {name}\n" for namespace, name in order).encode()
+    _add_new_file(writer, FIRST_USE, listing)
+    writer.set_first_use(order)
+    say(f"first-use order: {len(order)} entries from {', '.join(entry_modules) or 'start-up'}")
+
+
+def _write(
+    writer: ArchiveWriter,
+    output: Path,
+    compression_level: int | None,
+    result: PackResult,
+    say: Callable[[str], None],
+) -> None:
+    """Trains the compression dictionary (when compressing) and writes the archive."""
+    if compression_level is not None:
         trained = writer.train_dictionary(DICTIONARY_SIZE)
         if trained:
             say(f"trained a {trained}-byte zstd dictionary for the small modules' blobs")
@@ -618,5 +614,60 @@ def pack(
         result.size = writer.write(str(output))
     except (OSError, RuntimeError) as error:
         raise PackError(f"cannot write {output}: {error}") from error
+
+
+def pack(
+    output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
+) -> PackResult:
+    """Writes an archive as ``options`` say (:class:`PackOptions`; keyword arguments set or
+    override its fields) to ``output``."""
+    if options is None:
+        options = PackOptions(**fields)
+    elif fields:
+        options = dataclasses.replace(options, **fields)
+    started = time.perf_counter()
+    output = Path(output)
+    levels = _check_options(
+        output, options.optimize_levels, options.include_source, options.compression_level
+    )
+    say = options.progress or (lambda message: None)
+    entry_modules = None if options.entry_modules is None else list(options.entry_modules)
+    result = PackResult(output, 0)
+    own = {os.path.realpath(directory) for directory in options.strict_directories}
+    collections = _collect(options, own, say)
+    for collection in collections:
+        result.warnings += collection.warnings
+    plan = _merge(collections, result.warnings)
+    prefilled_imports: dict[str, dict[str, list[str]]] = {}
+    if options.prune:
+        prefilled_imports = _prune(
+            plan, collections, options.stdlib, own, entry_modules, options.keep, result
+        )
+        say(
+            f"carrying {len(plan)} entries that the application can use; left out "
+            f"{sum(count for _, count, _ in result.left_out.values())}"
+        )
+    files_packages = _files_packages(options.files_packages, plan)
+    scan = _Scan(
+        patterns={} if options.precompile_regexes else None,
+        imports=dict(prefilled_imports) if entry_modules is not None else None,
+    )
+    _add_libraries(plan, result.warnings, only_needed=options.prune)
+    say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
+    writer = ArchiveWriter(
+        bytecode_magic=importlib.util.MAGIC_NUMBER,
+        python_version=sys.version_info[:2],
+        compression_level=options.compression_level,
+    )
+    trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
+    extra_files = dict(options.extra_files or {})
+    for package, tree in trees.items():
+        # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
+        extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
+    _add_extra_files(writer, extra_files, result)
+    table = _add_regexes(writer, scan, result, say)
+    if entry_modules is not None:
+        _add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)
+    _write(writer, output, options.compression_level, result, say)
     result.seconds = time.perf_counter() - started
     return result
