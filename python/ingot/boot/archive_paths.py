@@ -39,30 +39,39 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
     import io
     import posix
 
-    root = finder.path
-    prefix = root + "/"
-    fspath, encoding = posix.fspath, sys.getfilesystemencoding()
-    real_stat, real_lstat, real_access = posix.stat, posix.lstat, posix.access
-    real_listdir, real_scandir, real_os_open = posix.listdir, posix.scandir, posix.open
-    real_listxattr = posix.listxattr
-    real: dict[str, object] = {
-        "stat": real_stat,
-        "lstat": real_lstat,
-        "access": real_access,
-        "listdir": real_listdir,
-        "scandir": real_scandir,
-        "open": real_os_open,
-        "listxattr": real_listxattr,
-    }
-    real_open = io.open
-    read_only = ~(
-        posix.O_WRONLY
-        | posix.O_RDWR
-        | posix.O_CREAT
-        | posix.O_TRUNC
-        | posix.O_APPEND
-        | getattr(posix, "O_DIRECTORY", 0)
-    )
+    # Everything below captures the originals before any is replaced: a wrapper calls the
+    # function it replaced, never its own replacement.
+    tree = _ArchiveTree(finder)
+    inside = _archive_inside(tree.prefix, tree.fspath, tree.encoding)
+    stats = _archive_stat_wrappers(inside, tree)
+    stat = stats[0][1]  # the wrapper of posix.stat, which scandir's entries call
+    wrappers = stats + _archive_read_wrappers(inside, tree, stat)
+    open_file = _archive_open(inside, tree)
+    os_module = sys.modules.get("os")
+    for name, function, real in wrappers:
+        setattr(posix, name, function)
+        if os_module is not None and getattr(os_module, name, None) is real:
+            # os was imported already (python without -S; not an executable's start): its copy too,
+            # and where os.supports_* name the original, the wrapper (which passes fds through).
+            setattr(os_module, name, function)
+            for group in (
+                "supports_fd",
+                "supports_dir_fd",
+                "supports_follow_symlinks",
+                "supports_effective_ids",
+            ):
+                members = getattr(os_module, group, None)
+                if isinstance(members, set) and real in members:
+                    members.add(function)
+    builtins.open = io.open = open_file  # type: ignore[assignment]  # one signature for the overloads
+
+
+def _archive_inside(
+    prefix: str, fspath: "Callable[[Any], str | bytes]", encoding: str
+) -> "Callable[[FileDescriptorOrPath | None], str | None]":
+    """``inside(path)``: the archive-relative path of ``path`` if it lies below ``prefix`` (the
+    executable's path and ``/``), else None. Every wrapped call asks it first: it is a closure
+    over its constants, and a path elsewhere costs a type check and a ``startswith``."""
 
     def inside(path: "FileDescriptorOrPath | None") -> "str | None":
         """The archive-relative path of ``path`` if it lies below the executable, else None."""
@@ -93,21 +102,39 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
                 return None
         return relative or None
 
-    def kind(relative: str) -> "str | None":
-        """'file', 'dir' or None (not in the archive)."""
-        if finder._isfile(relative):
-            return "file"
-        return "dir" if finder._isdir(relative) else None
+    return inside
 
-    def missing(relative: str, path: object) -> FileNotFoundError:
+
+class _ArchiveTree:
+    """The archive's files and directories as the wrappers answer for them, by archive-relative
+    path (``inside()``'s answer); ``path`` is what the caller gave, for error messages."""
+
+    def __init__(self, finder: "IngotFinder") -> None:
+        import posix
+
+        self.finder = finder
+        self.root = finder.path
+        self.prefix = self.root + "/"
+        self.fspath, self.encoding = posix.fspath, sys.getfilesystemencoding()
+        self.real_stat = posix.stat
+
+    def kind(self, relative: str) -> "str | None":
+        """'file', 'dir' or None (not in the archive)."""
+        if self.finder._isfile(relative):
+            return "file"
+        return "dir" if self.finder._isdir(relative) else None
+
+    def missing(self, path: object) -> FileNotFoundError:
         return FileNotFoundError(2, "No such file or directory (in the executable)", path)
 
-    def stat_of(relative: str, path: object) -> "stat_result":
-        what = kind(relative)
+    def stat_of(self, relative: str, path: object) -> "stat_result":
+        import posix
+
+        what = self.kind(relative)
         if what is None:
-            raise missing(relative, path)
-        exe = real_stat(root)
-        size = len(finder.get_data(prefix + relative)) if what == "file" else 0
+            raise self.missing(path)
+        exe = self.real_stat(self.root)
+        size = len(self.finder.get_data(self.prefix + relative)) if what == "file" else 0
         mode = 0o100444 if what == "file" else 0o40555
         times = {
             name: getattr(exe, name)
@@ -138,31 +165,35 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
         )
 
     def names(
-        relative: str, path: "FileDescriptorOrPath | None"
+        self, relative: str, path: "FileDescriptorOrPath | None"
     ) -> "list[tuple[str, bool]] | list[tuple[bytes, bool]]":
-        if kind(relative) != "dir":
+        if self.kind(relative) != "dir":
             raise (
-                missing(relative, path)
-                if kind(relative) is None
+                self.missing(path)
+                if self.kind(relative) is None
                 else NotADirectoryError(20, "Not a directory (in the executable)", path)
             )
-        listed = finder._listdir(relative)
+        listed = self.finder._listdir(relative)
         if isinstance(path, bytes) or (
             # inside() answered for `path`: it is no int or None
-            not isinstance(path, str) and isinstance(fspath(path), bytes)  # type: ignore[arg-type, type-var]
+            not isinstance(path, str) and isinstance(self.fspath(path), bytes)  # type: ignore[arg-type, type-var]
         ):
-            return [(name.encode(encoding, "surrogateescape"), is_dir) for name, is_dir in listed]
+            return [
+                (name.encode(self.encoding, "surrogateescape"), is_dir) for name, is_dir in listed
+            ]
         return listed
 
-    def content_fd(relative: str, path: object) -> int:
+    def content_fd(self, relative: str, path: object) -> int:
         """A descriptor of a memory file holding the file's bytes, positioned at its start."""
-        if kind(relative) != "file":
+        import posix
+
+        if self.kind(relative) != "file":
             raise (
-                missing(relative, path)
-                if kind(relative) is None
+                self.missing(path)
+                if self.kind(relative) is None
                 else IsADirectoryError(21, "Is a directory (in the executable)", path)
             )
-        data = finder.get_data(prefix + relative)
+        data = self.finder.get_data(self.prefix + relative)
         fd = posix.memfd_create(relative.rpartition("/")[2] or "ingot", posix.MFD_CLOEXEC)
         try:
             view, done = memoryview(data), 0
@@ -174,20 +205,40 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
             raise
         return fd
 
+
+def _archive_wrapper(
+    name: str, function: "Callable[..., Any]", real: "Callable[..., Any]"
+) -> "tuple[str, Callable[..., Any], Callable[..., Any]]":
+    """(name, wrapper, original), the wrapper named and documented as the original."""
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = real.__doc__
+    return name, function, real
+
+
+def _archive_stat_wrappers(
+    inside: "Callable[[FileDescriptorOrPath | None], str | None]", tree: _ArchiveTree
+) -> "list[tuple[str, Callable[..., Any], Callable[..., Any]]]":
+    """The wrappers of ``posix``'s ``stat``, ``lstat``, ``access`` and ``listxattr`` for paths of
+    ``tree`` (:func:`_archive_wrapper`): closures over the originals, taken now."""
+    import posix
+
+    real_stat, real_lstat, real_access = posix.stat, posix.lstat, posix.access
+    real_listxattr = posix.listxattr
+
     def stat(
         path: "FileDescriptorOrPath", *, dir_fd: "int | None" = None, follow_symlinks: bool = True
     ) -> "stat_result":
         if dir_fd is None:
             relative = inside(path)
             if relative is not None:
-                return stat_of(relative, path)
+                return tree.stat_of(relative, path)
         return real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
 
     def lstat(path: "StrOrBytesPath", *, dir_fd: "int | None" = None) -> "stat_result":
         if dir_fd is None:
             relative = inside(path)
             if relative is not None:
-                return stat_of(relative, path)
+                return tree.stat_of(relative, path)
         return real_lstat(path, dir_fd=dir_fd)
 
     def access(
@@ -201,18 +252,55 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
         if dir_fd is None:
             relative = inside(path)
             if relative is not None:
-                what = kind(relative)
+                what = tree.kind(relative)
                 return what is not None and not mode & 2 and (what == "dir" or not mode & 1)
         return real_access(
             path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks
         )
+
+    def listxattr(
+        path: "FileDescriptorOrPath | None" = None, *, follow_symlinks: bool = True
+    ) -> "list[str]":
+        relative = inside(path)
+        if relative is not None:
+            tree.stat_of(relative, path)  # it exists; archive entries have no extended attributes
+            return []
+        return real_listxattr(path, follow_symlinks=follow_symlinks)
+
+    return [
+        _archive_wrapper("stat", stat, real_stat),
+        _archive_wrapper("lstat", lstat, real_lstat),
+        _archive_wrapper("access", access, real_access),
+        _archive_wrapper("listxattr", listxattr, real_listxattr),
+    ]
+
+
+def _archive_read_wrappers(
+    inside: "Callable[[FileDescriptorOrPath | None], str | None]",
+    tree: _ArchiveTree,
+    stat: "Callable[..., stat_result]",
+) -> "list[tuple[str, Callable[..., Any], Callable[..., Any]]]":
+    """The wrappers of ``posix``'s ``listdir``, ``scandir`` and ``open`` for paths of ``tree``
+    (:func:`_archive_wrapper`): closures over the originals, taken now. ``stat`` is the wrapper
+    of ``posix.stat``, which ``scandir``'s entries call."""
+    import posix
+
+    real_listdir, real_scandir, real_os_open = posix.listdir, posix.scandir, posix.open
+    read_only = ~(
+        posix.O_WRONLY
+        | posix.O_RDWR
+        | posix.O_CREAT
+        | posix.O_TRUNC
+        | posix.O_APPEND
+        | getattr(posix, "O_DIRECTORY", 0)
+    )
 
     def listdir(
         path: "FileDescriptorOrPath | None" = None,
     ) -> "list[str] | list[bytes] | list[str | bytes]":
         relative = inside(path)
         if relative is not None:
-            return [name for name, _ in names(relative, path)]
+            return [name for name, _ in tree.names(relative, path)]
         return real_listdir() if path is None else real_listdir(path)
 
     def scandir(
@@ -222,7 +310,7 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
         if relative is not None:
             return _ArchiveScandir(
                 path,  # type: ignore[arg-type]  # inside() answered for it: no int or None
-                [(name, is_dir, stat) for name, is_dir in names(relative, path)],
+                [(name, is_dir, stat) for name, is_dir in tree.names(relative, path)],
             )
         return real_scandir() if path is None else real_scandir(path)
 
@@ -232,17 +320,24 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
         if dir_fd is None and not flags & ~read_only:
             relative = inside(path)
             if relative is not None:
-                return content_fd(relative, path)
+                return tree.content_fd(relative, path)
         return real_os_open(path, flags, mode, dir_fd=dir_fd)
 
-    def listxattr(
-        path: "FileDescriptorOrPath | None" = None, *, follow_symlinks: bool = True
-    ) -> "list[str]":
-        relative = inside(path)
-        if relative is not None:
-            stat_of(relative, path)  # it exists; archive entries have no extended attributes
-            return []
-        return real_listxattr(path, follow_symlinks=follow_symlinks)
+    return [
+        _archive_wrapper("listdir", listdir, real_listdir),
+        _archive_wrapper("scandir", scandir, real_scandir),
+        _archive_wrapper("open", open_fd, real_os_open),
+    ]
+
+
+def _archive_open(
+    inside: "Callable[[FileDescriptorOrPath | None], str | None]", tree: _ArchiveTree
+) -> "Callable[..., IO[Any]]":
+    """The wrapper of ``open`` (``builtins`` and ``io``): a closure over the original, taken now."""
+    import io
+
+    real_open = io.open
+    fspath = tree.fspath
 
     def open_file(
         file: "FileDescriptorOrPath",
@@ -258,7 +353,7 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
             relative = inside(file)
             if relative is not None:
                 opened = real_open(
-                    content_fd(relative, file), mode, buffering, encoding, errors, newline
+                    tree.content_fd(relative, file), mode, buffering, encoding, errors, newline
                 )
                 raw = getattr(getattr(opened, "buffer", opened), "raw", opened)
                 # The raw FileIO's name is writable (IO's is not); inside() took `file`: no int.
@@ -266,35 +361,9 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
                 return opened
         return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
 
-    os_module = sys.modules.get("os")
-    for function, name in (
-        (stat, "stat"),
-        (lstat, "lstat"),
-        (access, "access"),
-        (listdir, "listdir"),
-        (scandir, "scandir"),
-        (open_fd, "open"),
-        (listxattr, "listxattr"),
-    ):
-        function.__name__ = function.__qualname__ = name
-        function.__doc__ = real[name].__doc__
-        setattr(posix, name, function)
-        if os_module is not None and getattr(os_module, name, None) is real[name]:
-            # os was imported already (python without -S; not an executable's start): its copy too,
-            # and where os.supports_* name the original, the wrapper (which passes fds through).
-            setattr(os_module, name, function)
-            for group in (
-                "supports_fd",
-                "supports_dir_fd",
-                "supports_follow_symlinks",
-                "supports_effective_ids",
-            ):
-                members = getattr(os_module, group, None)
-                if isinstance(members, set) and real[name] in members:
-                    members.add(function)
     open_file.__name__ = open_file.__qualname__ = "open"
     open_file.__doc__ = real_open.__doc__
-    builtins.open = io.open = open_file  # type: ignore[assignment]  # one signature for the overloads
+    return open_file
 
 
 class _ArchiveScandir:

@@ -258,39 +258,28 @@ def stdlib_imports(
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    package = name if is_package else name.rpartition(".")[0]
-    top = name.split(".")[0] if "." in name or is_package else None
+    walk = _StdlibImports(
+        package=name if is_package else name.rpartition(".")[0],
+        top=name.split(".")[0] if "." in name or is_package else None,
+        present=present,
+        body=tree.body,
+        dead=_dead_functions(tree.body),
+    )
+    walk.statements(tree.body)
+    return walk.found
 
-    def absolute(node: ast.ImportFrom) -> str | None:
-        if not node.level:
-            return node.module
-        base = package.split(".") if package else []
-        if node.level - 1 > len(base):
-            return None
-        base = base[: len(base) - (node.level - 1)]
-        return ".".join(base + ([node.module] if node.module else []))
 
-    def imports_of(nodes: list[ast.stmt]) -> list[str]:
-        found = []
-        for node in nodes:
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Import):
-                    found += [alias.name for alias in inner.names]
-                elif isinstance(inner, ast.ImportFrom) and (module := absolute(inner)):
-                    found.append(module)
-        return found
-
-    # Top-level functions that only the __main__ block (or other such functions) calls.
+def _dead_functions(body: list[ast.stmt]) -> set[str]:
+    """The top-level functions of a module (``body``) that only its ``__main__`` block, or other
+    such functions, calls."""
     functions = {
         node.name: node
-        for node in tree.body
+        for node in body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
-    main_blocks = [
-        node for node in tree.body if isinstance(node, ast.If) and _is_main_guard(node.test)
-    ]
+    main_blocks = [node for node in body if isinstance(node, ast.If) and _is_main_guard(node.test)]
     uses: dict[str | None, set[str]] = {}  # function (None: the module) -> names it loads
-    for node in tree.body:
+    for node in body:
         if node in main_blocks:
             continue
         owner = node.name if node in functions.values() else None  # type: ignore[attr-defined]
@@ -322,56 +311,88 @@ def stdlib_imports(
             if used in functions and used not in live:
                 live.add(used)
                 stack.append(used)
-    dead = {name for name in functions if name not in live}
+    return {name for name in functions if name not in live}
 
-    found: list[str] = []
 
-    def walk(nodes: list[ast.stmt]) -> None:
+@dataclass
+class _StdlibImports:
+    """:func:`stdlib_imports`' walk over one module's statements: what it imports goes to
+    ``found``."""
+
+    package: str  # the package relative imports start from
+    top: str | None  # the module's top-level package (None: a top-level module)
+    present: set[str]
+    body: list[ast.stmt]  # the module's top-level statements
+    dead: set[str]  # top-level functions not followed (:func:`_dead_functions`)
+    found: list[str] = field(default_factory=list)
+
+    def absolute(self, node: ast.ImportFrom) -> str | None:
+        if not node.level:
+            return node.module
+        base = self.package.split(".") if self.package else []
+        if node.level - 1 > len(base):
+            return None
+        base = base[: len(base) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+
+    def imports_of(self, nodes: list[ast.stmt]) -> list[str]:
+        found = []
+        for node in nodes:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    found += [alias.name for alias in inner.names]
+                elif isinstance(inner, ast.ImportFrom) and (module := self.absolute(inner)):
+                    found.append(module)
+        return found
+
+    def statements(self, nodes: list[ast.stmt]) -> None:
         for node in nodes:
             if isinstance(node, ast.Import):
-                found.extend(alias.name for alias in node.names)
+                self.found.extend(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
-                module = absolute(node)
+                module = self.absolute(node)
                 if module:
-                    found.append(module)
-                    found.extend(
+                    self.found.append(module)
+                    self.found.extend(
                         f"{module}.{alias.name}" for alias in node.names if alias.name != "*"
                     )
             elif isinstance(node, ast.If):
                 if _is_main_guard(node.test) or _never_on_linux(node.test):
-                    walk(node.orelse)
+                    self.statements(node.orelse)
                     continue
-                walk(node.body)
-                walk(node.orelse)
+                self.statements(node.body)
+                self.statements(node.orelse)
             elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-                walk(node.body)  # type: ignore[attr-defined]
-                tried = imports_of(node.body)  # type: ignore[attr-defined]
-                all_present = bool(tried) and all(module in present for module in tried)
-                for handler in node.handlers:  # type: ignore[attr-defined]
-                    own = top and all(
-                        module.split(".")[0] == top for module in imports_of(handler.body)
-                    )
-                    if own or not (all_present and _catches_import_error(handler)):
-                        walk(handler.body)
-                walk(node.orelse)  # type: ignore[attr-defined]
-                walk(node.finalbody)  # type: ignore[attr-defined]
+                self.try_statement(node)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if node.name not in dead or node not in tree.body:
-                    walk(node.body)
+                if node.name not in self.dead or node not in self.body:
+                    self.statements(node.body)
             else:
                 for field_name in ("body", "orelse", "finalbody", "handlers"):
                     child = getattr(node, field_name, None)
                     if isinstance(child, list):
-                        walk(
+                        self.statements(
                             [c for c in child if isinstance(c, ast.stmt)]
                             + [s for c in child if isinstance(c, ast.ExceptHandler) for s in c.body]
                         )
                 if isinstance(node, ast.Match):
                     for case in node.cases:
-                        walk(case.body)
+                        self.statements(case.body)
 
-    walk(tree.body)
-    return found
+    def try_statement(self, node: ast.stmt) -> None:
+        """A ``try`` (or ``try``/``except*``): an ``except ImportError`` fallback to another
+        top-level module is not followed when everything the ``try`` imports is present."""
+        self.statements(node.body)  # type: ignore[attr-defined]
+        tried = self.imports_of(node.body)  # type: ignore[attr-defined]
+        all_present = bool(tried) and all(module in self.present for module in tried)
+        for handler in node.handlers:  # type: ignore[attr-defined]
+            own = self.top and all(
+                module.split(".")[0] == self.top for module in self.imports_of(handler.body)
+            )
+            if own or not (all_present and _catches_import_error(handler)):
+                self.statements(handler.body)
+        self.statements(node.orelse)  # type: ignore[attr-defined]
+        self.statements(node.finalbody)  # type: ignore[attr-defined]
 
 
 def _top(key: tuple[str, str], item: Item) -> str | None:
