@@ -196,3 +196,25 @@ def test_writing_and_c_code_get_the_systems_answer(reader_app):
         "names": ["stat", "listdir", "open"],
         "entry": [True, True],
     }
+
+
+def test_files_are_opened_without_os_memfd_create(tmp_path):
+    # A CPython configured for glibc 2.17 (a runtime's) has no os.memfd_create: opening a file
+    # next to a module must not need it (the importer makes the memory file by system call).
+    site = tmp_path / "site"
+    (site / "reader" / "data").mkdir(parents=True)
+    (site / "reader" / "__init__.py").write_text("")
+    (site / "reader" / "data" / "notes.txt").write_text("from the archive\n")
+    archive = tmp_path / "app.ingot"
+    from ingot.build.pack import PackOptions, pack
+
+    pack(archive, PackOptions(stdlib=False, directories=[site]))
+    code = (
+        "import os, posix, sys; del posix.memfd_create, os.memfd_create\n"
+        "import ingot; finder = ingot.IngotFinder(sys.argv[1]); ingot.serve_archive_paths(finder)\n"
+        "print(open(sys.argv[1] + '/reader/data/notes.txt').read(), end='')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(archive)], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "from the archive\n", "")

@@ -613,6 +613,22 @@ impl IngotFinder {
         }
     }
 
+    /// A descriptor of a close-on-exec memory file holding the bytes of the archive's file at
+    /// `relative` (under the archive's path), positioned at its start: what `open()` of a path
+    /// next to a module gets in an executable (`ingot/boot/archive_paths.py`). Made by system
+    /// call, not through `os.memfd_create`, which a CPython configured for glibc 2.17 lacks.
+    fn _memory_file(&self, relative: &str) -> PyResult<i32> {
+        let Some(bytes) = self.view.read(relative)? else {
+            return Err(PyFileNotFoundError::new_err((
+                libc::ENOENT,
+                "No such file in ingot archive",
+                format!("{}{relative}", self.view.prefix),
+            )));
+        };
+        let label = relative.rsplit('/').next().unwrap_or("ingot");
+        Ok(native::data_memory_file(label, &bytes)?)
+    }
+
     /// How many files, and bytes, the finder keeps decompressed (see `decompressed.rs`).
     fn _decompressed_held(&self) -> (usize, usize) {
         self.view.decompressed.held()

@@ -248,6 +248,60 @@ fn cached_bytes(label: &str, image: &[u8]) -> Result<String, CacheError> {
     }
 }
 
+/// A new close-on-exec memory file named `label` holding `bytes`, positioned at its start (a data
+/// file, not executable). By system call, as for images; where the kernel has no memory files
+/// (before 3.17, e.g. RHEL 7's 3.10), an unlinked file in `/dev/shm`, which is memory too.
+pub(crate) fn data_memory_file(label: &str, bytes: &[u8]) -> std::io::Result<i32> {
+    use std::io::{Seek, Write};
+    use std::os::fd::{FromRawFd, IntoRawFd};
+
+    let name = CString::new(format!("ingot:{label}")).unwrap_or_else(|_| c"ingot".to_owned());
+    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+    let fd = unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), libc::MFD_CLOEXEC) };
+    let mut file = if fd >= 0 {
+        // SAFETY: `fd` is the memory file just created, owned by this File from here on.
+        unsafe { std::fs::File::from_raw_fd(fd as libc::c_int) }
+    } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        shm_file()?
+    } else {
+        return Err(std::io::Error::last_os_error());
+    };
+    file.write_all(bytes)?;
+    file.rewind()?;
+    Ok(file.into_raw_fd())
+}
+
+/// An unlinked, close-on-exec file in `/dev/shm` (a tmpfs), for kernels without `memfd_create`.
+fn shm_file() -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+
+    for attempt in 0..16u32 {
+        let path = format!(
+            "/dev/shm/.ingot-{}-{}-{attempt}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.subsec_nanos())
+        );
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => {
+                std::fs::remove_file(&path)?;
+                return Ok(file);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(std::io::Error::from_raw_os_error(libc::EEXIST))
+}
+
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
 fn memory_file(
     archive: &Archive,

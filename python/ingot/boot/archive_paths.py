@@ -185,25 +185,15 @@ class _ArchiveTree:
 
     def content_fd(self, relative: str, path: object) -> int:
         """A descriptor of a memory file holding the file's bytes, positioned at its start."""
-        import posix
-
         if self.kind(relative) != "file":
             raise (
                 self.missing(path)
                 if self.kind(relative) is None
                 else IsADirectoryError(21, "Is a directory (in the executable)", path)
             )
-        data = self.finder.get_data(self.prefix + relative)
-        fd = posix.memfd_create(relative.rpartition("/")[2] or "ingot", posix.MFD_CLOEXEC)
-        try:
-            view, done = memoryview(data), 0
-            while done < len(data):
-                done += posix.write(fd, view[done:])
-            posix.lseek(fd, 0, 0)
-        except BaseException:
-            posix.close(fd)
-            raise
-        return fd
+        # (by system call in the importer: a CPython configured for glibc 2.17 has no
+        # os.memfd_create)
+        return self.finder._memory_file(relative)
 
 
 def _archive_wrapper(
