@@ -14,6 +14,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
+pub mod castore;
 pub mod error;
 pub mod exit;
 pub mod selfcall;
@@ -612,6 +613,7 @@ fn prepare<'py>(
     // SAFETY: the other threads (read-ahead) read the environment only through Rust's std, which
     // serializes with this.
     std::env::set_var(selfcall::PARENT_VARIABLE, selfcall::variable_value(variable));
+    castore::point_openssl_at_the_systems_bundle();
     Ok(())
 }
 
