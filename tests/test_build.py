@@ -557,6 +557,11 @@ def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["python"] == version and info["launcher_size"] == 0
     assert info["files_packages"] == [] and "files policy: none" in out
+    # The build machine's Python: no runtime; every native file's glibc floor, by name.
+    assert info["runtime"] is None and "python: the build machine's" in out
+    each = info["glibc_floor"]["each"]
+    assert each and "native code: " in out
+    assert all(version is None or version.count(".") == 1 for version in each.values())
     launch_size = len(ingot.IngotFinder(str(hello_archive))._read("__ingot__/launch.json"))
     assert {
         "kind": "data-file",

@@ -135,6 +135,24 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
     assert not [entry for entry in info["entries"] if entry["kind"] == "shared-library"]
     assert tuple(int(part) for part in info["glibc_floor"]["version"].split(".")) <= (2, 17)
     assert info["launch"]["runtime"] == built_runtime.name
+    # inspect names the runtime, its patch release and target, and each native file's floor.
+    assert info["runtime"] == {
+        "name": built_runtime.name,
+        "python": built_runtime.version,
+        "glibc": "2.17",
+    }
+    assert info["glibc_floor"]["each"]["the launcher"] is not None
+    text = subprocess.run(
+        [sys.executable, "-m", "ingot", "inspect", str(app)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (
+        f"python: runtime {built_runtime.name} (CPython {built_runtime.version} for glibc 2.17)"
+        in text
+    )
+    assert "none needs more than glibc 2.17" in text
 
 
 STDLIB = """

@@ -384,17 +384,22 @@ def _inspect(args: argparse.Namespace) -> int:
         f"archive {_size(info['archive_size'])}), Python {info['python']}"
     )
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
-    runtime = (info["launch"] or {}).get("runtime")
-    print(
-        f"python: {'runtime ' + runtime if runtime else 'the build machine' + chr(39) + 's'} "
-        f"(Python {info['python']})"
-    )
+    runtime = info["runtime"]
+    if runtime is None:
+        print(f"python: the build machine's (Python {info['python']})")
+    else:
+        release = (
+            f"CPython {runtime['python']}" if runtime["python"] else "Python " + info["python"]
+        )
+        target = f" for glibc {runtime['glibc']}" if runtime["glibc"] else ""
+        print(f"python: runtime {runtime['name']} ({release}{target})")
     floor = info["glibc_floor"]
     print(
         f"needs glibc {floor['version']} or later (set by {floor['set_by']})"
         if floor["version"]
         else "needs no versioned glibc symbol"
     )
+    _native_floors(floor["each"], (runtime or {}).get("glibc"))
     print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
     if args.sizes:
         _sizes(info["entries"])
@@ -408,6 +413,25 @@ def _inspect(args: argparse.Namespace) -> int:
     for entry in info["entries"]:
         print(f"{entry['kind']:<20}{entry['size']:>12}  {entry['name']}")
     return 0
+
+
+def _native_floors(each: dict[str, str | None], target: str | None, shown: int = 8) -> None:
+    """The glibc floor each native file sets, highest first: those above the runtime's target
+    (or, for the build machine's Python, the highest ones)."""
+
+    def key(version: str | None) -> tuple[int, ...]:
+        return tuple(int(part) for part in version.split(".")) if version else ()
+
+    ranked = sorted(each.items(), key=lambda item: key(item[1]), reverse=True)
+    if target is not None:
+        ranked = [(name, version) for name, version in ranked if key(version) > key(target)]
+        if not ranked:
+            print(f"native code: {len(each)} files, none needs more than glibc {target}")
+            return
+    listed = ", ".join(f"{name} {version or '-'}" for name, version in ranked[:shown])
+    more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
+    above = f" above glibc {target}" if target is not None else ""
+    print(f"native code{above}: {listed}{more}")
 
 
 def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:

@@ -51,9 +51,17 @@ def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
         + (f" (runtime {runtime})" if runtime else "")
     )
     if runtime and floor.version > (2, 17):
+        above = sorted(
+            (needed, name)
+            for name, needed in floor.each.items()
+            if needed is not None and needed > (2, 17)
+        )[::-1]
+        named = ", ".join(f"{name} ({needed[0]}.{needed[1]})" for needed, name in above[:8])
         warnings.append(
             f"{floor.needed_by} needs glibc {version}: the executable will not run on older "
-            "systems than that, although its runtime needs only 2.17"
+            f"systems than that, although its runtime needs only 2.17 (above 2.17: {named}"
+            + (f" and {len(above) - 8} more" if len(above) > 8 else "")
+            + ")"
         )
     elif not runtime and not spec.target.chosen and floor.version > (2, 17):
         here = spec.target.python

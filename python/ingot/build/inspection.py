@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,34 @@ def describe(path: str | os.PathLike[str]) -> Json:
         "python": f"{header[76]}.{header[77]}",
         "launch": launch,
         "glibc_floor": {
-            "version": ".".join(map(str, floor.version)) if floor.version else None,
+            "version": _dotted(floor.version),
             "set_by": floor.needed_by,
+            # The launcher's and every native file's own floor, by name.
+            "each": {name: _dotted(version) for name, version in sorted(floor.each.items())},
         },
+        "runtime": runtime_facts((launch or {}).get("runtime")),
         "files_packages": finder._files_packages(),
         "entries": [
             {"kind": kind, "name": name, "size": size, "stored": stored}
             for kind, name, size, stored in entries
         ],
     }
+
+
+def _dotted(version: tuple[int, int] | None) -> str | None:
+    return ".".join(map(str, version)) if version else None
+
+
+#: A runtime's name: ``cpython-<version>-<machine>-linux-gnu.<glibc>`` (ingot.runtime.builder).
+_RUNTIME_NAME = re.compile(r"cpython-(?P<python>\d+\.\d+\.\d+)-(?P<target>.+)\.(?P<glibc>\d+\.\d+)")
+
+
+def runtime_facts(name: object) -> Json | None:
+    """The runtime an executable carries, from its name in launch.json: its name, CPython release
+    and target glibc (None for the build machine's Python)."""
+    if not isinstance(name, str):
+        return None
+    match = _RUNTIME_NAME.fullmatch(name)
+    if match is None:
+        return {"name": name, "python": None, "glibc": None}
+    return {"name": name, "python": match["python"], "glibc": match["glibc"]}
