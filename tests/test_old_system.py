@@ -89,14 +89,20 @@ def build(tmp_path, source, *options):
     return output, done.stderr
 
 
-def run_old(root, executable, *args, env=None):
-    """Runs the executable in the Debian 11 root (a copy under /tmp there), with /proc."""
+def run_old(root, executable, *args, env=None, hide=()):
+    """Runs the executable in the Debian 11 root (a copy under /tmp there), with /proc. `hide`:
+    directories of the root that look empty for this run (an empty tmpfs mounted over each, in
+    the run's own mount namespace)."""
     inside = f"/tmp/ingot-{uuid.uuid4().hex[:8]}"
     (root / inside.lstrip("/")).mkdir(parents=True)
     shutil.copy2(executable, root / inside.lstrip("/") / "app")
     variables = [f"{key}={value}" for key, value in (env or {"HOME": "/root"}).items()]
+    hidden = "".join(
+        f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(root / path.lstrip('/')))} && "
+        for path in hide
+    )
     script = (
-        f"mount -t proc proc {shlex.quote(str(root))}/proc && "
+        f"mount -t proc proc {shlex.quote(str(root))}/proc && {hidden}"
         f"exec env -i PATH=/usr/bin:/bin {shlex.join(variables)} {CHROOT} "
         f"{shlex.quote(str(root))} {inside}/app {shlex.join(args)}"
     )
@@ -253,3 +259,51 @@ def test_by_default_a_build_uses_its_pythons_runtime_and_console_scripts_resolve
     result = run_old(debian11, output, "--version")
     assert result.returncode == 0, result.stderr
     assert f"pytest {this_pytest.__version__}" in result.stdout + result.stderr
+
+
+# Issue 24: readline 8.2 (unpatched) dies in rl_initialize, at `import readline` (pdb, pytest),
+# when LC_ALL, LC_CTYPE or LANG names a locale the system lacks (setlocale returns NULL, which
+# _rl_init_locale copies with strlen): container images set LANG=C.UTF-8 and often hold no
+# locale files (Python's coercion to C.UTF-8 then fails too). Without a terminfo database readline
+# works as on a dumb terminal, and curses says it finds none.
+READLINE = """
+import curses, readline
+readline.parse_and_bind("tab: complete")
+readline.add_history("ingot")
+try:
+    curses.setupterm()
+    terminal = "found"
+except curses.error as error:
+    terminal = str(error)
+print(readline.get_history_item(1), readline._READLINE_LIBRARY_VERSION.split(".")[0], terminal)
+"""
+#: A minimal container's: no terminfo database, no locale files (Debian 11's root has C.UTF-8).
+BARE = ("/etc/terminfo", "/lib/terminfo", "/usr/share/terminfo", "/usr/lib/locale")
+
+
+@pytest.fixture(scope="module")
+def readline_app(built_runtime, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("readline-app")
+    script = directory / "readline_app.py"
+    script.write_text(textwrap.dedent(READLINE))
+    return build(directory, script)[0]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"TERM": "xterm"},
+        {},
+        {"TERM": "xterm", "LANG": "C.UTF-8"},
+        {"LC_ALL": "en_US.UTF-8"},
+        {"TERM": "dumb", "LC_CTYPE": "C.UTF-8"},
+    ],
+    ids=["xterm", "no-term", "lang", "lc-all", "lc-ctype"],
+)
+def test_readline_imports_without_terminfo_or_locales(debian11, readline_app, env):
+    hide = [path for path in BARE if (debian11 / path.lstrip("/")).is_dir()]
+    result = run_old(debian11, readline_app, env=env, hide=hide)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    history, major, terminal = result.stdout.split(" ", 2)
+    assert (history, major) == ("ingot", "8")
+    assert terminal.startswith("setupterm: could not find "), terminal  # none to find

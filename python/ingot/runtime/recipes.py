@@ -147,7 +147,11 @@ def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
 
 def _ncurses(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     # The wide-character library only, no programs, no terminfo database: at run time it reads
-    # the target system's (/etc/terminfo, /lib/terminfo, /usr/share/terminfo).
+    # the target system's (/etc/terminfo, /lib/terminfo, /usr/share/terminfo); where there is
+    # none, readline works as on a dumb terminal and curses.setupterm() says it found none.
+    # --disable-db-install: `make install` would otherwise compile the whole database with the
+    # build machine's tic into the build machine's /usr/share/terminfo (the default directory
+    # below), overwriting it as root and failing the build as anyone else.
     _autotools(
         "--without-shared",
         "--with-normal",
@@ -164,10 +168,31 @@ def _ncurses(source: Path, prefix: Path, run: Run, jobs: int) -> None:
         "--disable-stripping",
         "--with-terminfo-dirs=/etc/terminfo:/lib/terminfo:/usr/share/terminfo",
         "--with-default-terminfo-dir=/usr/share/terminfo",
+        "--disable-db-install",
     )(source, prefix, run, jobs)
 
 
+#: readline 8.2's first official patch (readline82-001; in readline 8.2.1 and later): where LC_ALL,
+#: LC_CTYPE or LANG names a locale the system lacks, setlocale() returns NULL, which
+#: _rl_init_locale() copies (strlen(NULL)): `import readline` (pdb, pytest) dies with SIGSEGV in
+#: a container that sets LANG=C.UTF-8 but holds no locale files. readline-8.2.tar.gz and
+#: Debian's readline_8.2.orig.tar.gz are 8.2 without it.
+_READLINE_SETLOCALE = (
+    "  ret = setlocale (LC_CTYPE, lspec);\t/* ok, since it does not change locale */\n"
+)
+_READLINE_NO_LOCALE = (
+    "  if (ret == 0 || *ret == 0)\n"
+    "    ret = setlocale (LC_CTYPE, (char *)NULL);\n"
+    "  if (ret == 0 || *ret == 0)\n"
+    "    ret = RL_DEFAULT_LOCALE;\n"
+)
+
+
 def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+    nls = source / "nls.c"
+    text = nls.read_text()
+    if _READLINE_SETLOCALE in text and _READLINE_SETLOCALE + _READLINE_NO_LOCALE not in text:
+        nls.write_text(text.replace(_READLINE_SETLOCALE, _READLINE_SETLOCALE + _READLINE_NO_LOCALE))
     run(
         [
             "./configure",
