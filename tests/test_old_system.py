@@ -307,3 +307,34 @@ def test_readline_imports_without_terminfo_or_locales(debian11, readline_app, en
     history, major, terminal = result.stdout.split(" ", 2)
     assert (history, major) == ("ingot", "8")
     assert terminal.startswith("setupterm: could not find "), terminal  # none to find
+
+
+# Issue 24: a C++ wheel built with a runtime. The build machine's libstdc++ (and libgcc_s), which
+# the build carries, need its glibc (2.36 here); the executable takes the system's copy where it
+# defines every symbol version the wheel's code needs (__ingot__/system-first.json) and keeps the
+# carried one for systems without it, so the floor stays the runtime's 2.17.
+CXX_APP = """
+# /// script
+# dependencies = ["numpy==2.1.2"]
+# ///
+import json, numpy
+matrix = numpy.arange(9.0).reshape(3, 3) + numpy.eye(3)
+mapped = sorted({line.split()[-1] for line in open("/proc/self/maps") if "libstdc++" in line})
+print(json.dumps({"det": round(float(numpy.linalg.det(matrix)), 3), "libstdc++": mapped}))
+"""
+
+
+def test_a_cxx_wheel_keeps_the_runtimes_floor_and_runs_on_debian_11(
+    built_runtime, debian11, tmp_path
+):
+    script = tmp_path / "cxx_app.py"
+    script.write_text(textwrap.dedent(CXX_APP).lstrip())
+    app, log = build(tmp_path, script)
+    assert "runs on Linux with glibc 2.17 or later" in log, log
+    assert "libstdc++.so.6: the system's where it defines GLIBCXX_" in log, log
+    assert "else the carried copy, which needs glibc" in log, log
+    result = run_old(debian11, app)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    seen = json.loads(result.stdout)
+    # Debian 11's own C++ runtime (GCC 10's), not the carried copy (a memory file).
+    assert seen == {"det": -5.0, "libstdc++": ["/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.28"]}

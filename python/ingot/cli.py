@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ingot import cachedir
 from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder
 from ingot.build import pipeline, settings, under
+from ingot.build.check import newest_versions
 from ingot.build.inspection import describe
 from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackResult, pack
 from ingot.build.spec import Spec, resolve
@@ -400,6 +401,12 @@ def _inspect(args: argparse.Namespace) -> int:
         else "needs no versioned glibc symbol"
     )
     _native_floors(floor["each"], (runtime or {}).get("glibc"))
+    for library, versions in sorted(floor["system_first"].items()):
+        carried = floor["each"].get(library)
+        print(
+            f"{library}: the system's where it defines {newest_versions(versions)}, else the "
+            "carried copy" + (f" (glibc {carried})" if carried else "")
+        )
     print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
     if args.sizes:
         _sizes(info["entries"])

@@ -301,6 +301,10 @@ class GlibcFloor:
     needed_by: str | None
     #: Every object's own need, by name.
     each: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    #: Carried libraries taken from the system where its copy is new enough (an executable's
+    #: ``__ingot__/system-first.json``): soname -> the symbol versions needed of the system's
+    #: copy. Their own floors (in ``each``) count only where the system has no such copy.
+    system_first: dict[str, list[str]] = field(default_factory=dict)
 
     def __str__(self) -> str:
         if self.version is None:

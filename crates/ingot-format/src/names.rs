@@ -27,6 +27,11 @@ pub const FIRST_USE_LIBRARY: u8 = b'l';
 /// The tree manifests of `files`-policy packages: this prefix, the package and `.json`.
 pub const FILES_MANIFEST_DIR: &str = "__ingot__/files/";
 
+/// The shared libraries an executable takes from the system when the system's copy defines every
+/// symbol version the archive's code needs of it (JSON: soname -> sorted version names); the
+/// carried copy is loaded only otherwise.
+pub const SYSTEM_FIRST: &str = "__ingot__/system-first.json";
+
 /// The zstd dictionary of the blobs stored with [`crate::layout::compression::ZSTD_DICTIONARY`].
 pub const ZSTD_DICTIONARY: &str = "__ingot__/zstd-dictionary";
 
@@ -39,8 +44,9 @@ pub const REGEX_MAGIC: &str = "__ingot__/re/magic";
 pub const REGEX_MODULE: &str = "__ingot__/re/module";
 
 /// Every fixed name above, and each prefix (ending in `/`), as docs/format.md lists them.
-pub const RESERVED: [&str; 7] = [
+pub const RESERVED: [&str; 8] = [
     LAUNCH_CONFIG,
+    SYSTEM_FIRST,
     FIRST_USE,
     FILES_MANIFEST_DIR,
     ZSTD_DICTIONARY,

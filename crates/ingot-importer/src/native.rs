@@ -528,6 +528,14 @@ fn load_library(
     }
     // The archive's error without its causes, as it has always been reported here.
     let archive_error = |error: ingot_format::Error| native_error(module, error);
+    if let Some(path) = system_first(archive, name) {
+        // The system's copy defines every version the archive's code needs of it: loaded by
+        // its path, so that later needs of its SONAME find it (see `system_copy`).
+        if dlopen_with(&path, libc::RTLD_NOW | libc::RTLD_LOCAL).is_ok() {
+            loaded.insert(name.to_string());
+            return Ok(());
+        }
+    }
     let Some(entry) = archive.find(Namespace::Libraries, name).map_err(archive_error)? else {
         return Ok(());
     };
@@ -596,9 +604,118 @@ fn load_library(
     Ok(())
 }
 
+/// The path of the system's copy of `name` when the archive lists it in its
+/// `__ingot__/system-first.json` (the build wrote there the symbol versions its code needs of
+/// that library) and a copy in the system's library directories defines them all. Carried C++
+/// runtimes come from the build machine and need its glibc; the system's, where new enough, keep
+/// the executable's floor at the one its own code sets (manylinux expects libstdc++ from the
+/// system). None: load the archive's copy.
+fn system_first(archive: &Archive, name: &str) -> Option<String> {
+    let table = archive
+        .find(Namespace::Files, ingot_format::names::SYSTEM_FIRST)
+        .ok()??
+        .data(Role::Content)
+        .ok()??;
+    let table: HashMap<String, Vec<String>> = serde_json::from_slice(&table).ok()?;
+    system_copy(name, table.get(name)?, &library_directories())
+}
+
+/// Where the system's shared libraries are, in the loader's order of preference:
+/// `LD_LIBRARY_PATH`, then the multiarch and lib64 directories (Debian, RHEL, SUSE, Alpine).
+pub fn library_directories() -> Vec<std::path::PathBuf> {
+    #[cfg(target_arch = "aarch64")]
+    const MULTIARCH: &str = "aarch64-linux-gnu";
+    #[cfg(not(target_arch = "aarch64"))]
+    const MULTIARCH: &str = "x86_64-linux-gnu";
+    let mut directories: Vec<std::path::PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|paths| std::env::split_paths(&paths).filter(|p| p.is_absolute()).collect())
+        .unwrap_or_default();
+    for directory in [
+        format!("/lib/{MULTIARCH}"),
+        format!("/usr/lib/{MULTIARCH}"),
+        "/lib64".to_string(),
+        "/usr/lib64".to_string(),
+        "/lib".to_string(),
+        "/usr/lib".to_string(),
+    ] {
+        directories.push(directory.into());
+    }
+    directories
+}
+
+/// The first file named `name` in `directories` that is an ELF object for this machine and
+/// defines every version in `versions` (`GLIBCXX_3.4.19`, `CXXABI_1.3`, ...).
+pub fn system_copy(
+    name: &str,
+    versions: &[String],
+    directories: &[std::path::PathBuf],
+) -> Option<String> {
+    directories.iter().find_map(|directory| {
+        let path = directory.join(name);
+        let image = std::fs::read(&path).ok()?;
+        let defined = defined_versions(&image)?;
+        versions
+            .iter()
+            .all(|version| defined.contains(version))
+            .then(|| path.to_string_lossy().into_owned())
+    })
+}
+
+/// The symbol versions an ELF object for this machine defines (its `DT_VERDEF` table, as goblin
+/// reads it from the section headers); None if it is not one.
+pub fn defined_versions(image: &[u8]) -> Option<HashSet<String>> {
+    #[cfg(target_arch = "aarch64")]
+    const MACHINE: u16 = goblin::elf::header::EM_AARCH64;
+    #[cfg(not(target_arch = "aarch64"))]
+    const MACHINE: u16 = goblin::elf::header::EM_X86_64;
+    let elf = goblin::elf::Elf::parse(image).ok()?;
+    if !elf.is_64 || elf.header.e_machine != MACHINE {
+        return None;
+    }
+    let mut defined = HashSet::new();
+    for definition in elf.verdef.as_ref()?.iter() {
+        for auxiliary in definition.iter() {
+            if let Some(name) = elf.dynstrtab.get_at(auxiliary.vda_name) {
+                defined.insert(name.to_string());
+            }
+        }
+    }
+    Some(defined)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The C++ runtime of the machine running the tests (every machine that builds the launcher
+    /// has one: rustc's linker driver needs it).
+    fn host_libstdcxx() -> Option<std::path::PathBuf> {
+        library_directories()
+            .into_iter()
+            .map(|directory| directory.join("libstdc++.so.6"))
+            .find(|path| path.is_file())
+    }
+
+    #[test]
+    fn the_systems_copy_is_chosen_only_when_it_defines_every_needed_version() {
+        let Some(host) = host_libstdcxx() else { return };
+        let directory = host.parent().expect("a file in a directory").to_path_buf();
+        let defined = defined_versions(&std::fs::read(&host).expect("readable")).expect("ELF");
+        assert!(defined.contains("GLIBCXX_3.4.19") && defined.contains("CXXABI_1.3"));
+        let old = ["GLIBCXX_3.4".to_string(), "GLIBCXX_3.4.19".to_string()];
+        let found = system_copy("libstdc++.so.6", &old, std::slice::from_ref(&directory));
+        assert_eq!(found.as_deref(), Some(host.to_str().expect("UTF-8")));
+        // A version the system's copy lacks (a newer compiler's): the carried copy is loaded.
+        let newer = ["GLIBCXX_3.4".to_string(), "GLIBCXX_9.9".to_string()];
+        assert_eq!(system_copy("libstdc++.so.6", &newer, std::slice::from_ref(&directory)), None);
+        // A file by that name that is not an ELF object for this machine is passed over.
+        let decoy = std::env::temp_dir().join(format!("ingot-decoy-{}", std::process::id()));
+        std::fs::create_dir_all(&decoy).expect("temp dir");
+        std::fs::write(decoy.join("libstdc++.so.6"), b"not ELF").expect("write");
+        let found = system_copy("libstdc++.so.6", &old, &[decoy.clone(), directory]);
+        std::fs::remove_dir_all(&decoy).expect("cleanup");
+        assert_eq!(found.as_deref(), Some(host.to_str().expect("UTF-8")));
+    }
 
     #[test]
     fn messages_keep_their_wording() {

@@ -14,7 +14,7 @@ from ingot.build.spec import Spec
 from ingot.elf import GlibcFloor
 from ingot.errors import BuildError
 
-__all__ = ["check_archive", "glibc_verdict"]
+__all__ = ["check_archive", "glibc_verdict", "newest_versions"]
 
 #: The kinds of entry the launcher can run as a module.
 RUNNABLE = ("module", "package", "extension-module", "extension-package")
@@ -50,6 +50,12 @@ def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
         f"runs on Linux with glibc {version} or later, set by {floor.needed_by}"
         + (f" (runtime {runtime})" if runtime else "")
     )
+    for library, versions in sorted(floor.system_first.items()):
+        carried = floor.each.get(library)
+        notes.append(
+            f"{library}: the system's where it defines {newest_versions(versions)}, else the "
+            "carried copy" + (f", which needs glibc {carried[0]}.{carried[1]}" if carried else "")
+        )
     if runtime and floor.version > (2, 17):
         above = sorted(
             (needed, name)
@@ -107,3 +113,15 @@ def _check_function(archive: Path, module: str, function: str) -> None:
         hint="check the function's name"
         + (f" ({module} defines {', '.join(candidates)})" if candidates else ""),
     )
+
+
+def newest_versions(versions: list[str]) -> str:
+    """The newest symbol version of each family: ``GLIBCXX_3.4.19 and CXXABI_1.3.7``."""
+    newest: dict[str, tuple[tuple[int, ...], str]] = {}
+    for version in versions:
+        family, _, number = version.partition("_")
+        key = tuple(int(part) for part in number.split(".") if part.isdigit())
+        if family not in newest or key > newest[family][0]:
+            newest[family] = (key, version)
+    shown = [version for _, version in sorted(newest.values(), key=lambda item: item[1])[::-1]]
+    return " and ".join(shown) or "the library"

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ingot._ingot import LAUNCH_CONFIG, IngotFinder
+from ingot._ingot import LAUNCH_CONFIG, SYSTEM_FIRST, IngotFinder
 from ingot.elf import GlibcFloor, glibc_floor
 from ingot.errors import BuildError
 
@@ -41,6 +41,11 @@ def executable_glibc_floor(
             f"cannot read the native code in {path}: {error}",
             hint="the archive may be damaged: rebuild it",
         ) from error
+    try:
+        system_first = json.loads(finder._read(SYSTEM_FIRST))
+    except (OSError, ValueError):
+        system_first = {}  # (an archive without the table: every carried library counts)
+    floor.system_first = system_first
     for _kind, name, needs in native:
         versions = [
             tuple(int(part) for part in version[6:].split(".")[:2])
@@ -49,8 +54,10 @@ def executable_glibc_floor(
         ]
         needed = max(versions) if versions else None
         floor.each[name] = needed  # type: ignore[assignment]
+        if name in system_first:
+            continue  # the system's copy where it is new enough: see GlibcFloor.system_first
         if needed is not None and (floor.version is None or needed > floor.version):
-            floor = GlibcFloor(needed, name, floor.each)  # type: ignore[arg-type]
+            floor = GlibcFloor(needed, name, floor.each, floor.system_first)  # type: ignore[arg-type]
     return floor
 
 
@@ -87,6 +94,9 @@ def describe(path: str | os.PathLike[str]) -> Json:
             "set_by": floor.needed_by,
             # The launcher's and every native file's own floor, by name.
             "each": {name: _dotted(version) for name, version in sorted(floor.each.items())},
+            # Libraries taken from the system where its copy defines these versions; their
+            # carried copies' floors (in "each") count only elsewhere.
+            "system_first": floor.system_first,
         },
         "runtime": runtime_facts((launch or {}).get("runtime")),
         "files_packages": finder._files_packages(),

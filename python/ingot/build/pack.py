@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -35,7 +36,9 @@ from ingot._ingot import (
     KIND_NAMESPACES,
     KINDS,
     RESERVED_PREFIX,
+    SYSTEM_FIRST,
     ArchiveWriter,
+    elf_version_needs,
     files_manifest,
     loadable_image,
 )
@@ -199,6 +202,31 @@ def _prune(
         del plan[key]
     result.left_out = decided.left_out
     return decided.imports
+
+
+#: Shared libraries an executable takes from the system when the system's copy defines every
+#: symbol version the archive's code needs of it; the carried copy (the build machine's) is the
+#: fallback. The C++ runtime and GCC's support library: manylinux expects both from the system
+#: (the launcher itself links libgcc_s), and the build machine's copies would set the
+#: executable's glibc floor to the build machine's.
+SYSTEM_FIRST_LIBRARIES = ("libgcc_s.so.1", "libstdc++.so.6")
+
+
+def system_first_table(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
+    """For each carried library of :data:`SYSTEM_FIRST_LIBRARIES`, the symbol versions the
+    archive's native code needs of it (what ``__ingot__/system-first.json`` says)."""
+    carried = {name for name in SYSTEM_FIRST_LIBRARIES if ("libraries", name) in plan}
+    needs: dict[str, set[str]] = {name: set() for name in carried}
+    for item in plan.values() if carried else ():
+        if item.kind in ("extension-module", "extension-package", "shared-library"):
+            try:
+                found = elf_version_needs(_read(item))
+            except (OSError, ValueError):
+                continue  # (said by the library resolution's warnings)
+            for library, version in found:
+                if library in needs:
+                    needs[library].add(version)
+    return {name: sorted(versions) for name, versions in sorted(needs.items())}
 
 
 def _read(item: Item) -> bytes:
@@ -664,6 +692,9 @@ def pack(
     for package, tree in trees.items():
         # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
         extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
+    system_first = system_first_table(plan)
+    if system_first:
+        extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
     _add_extra_files(writer, extra_files, result)
     table = _add_regexes(writer, scan, result, say)
     if entry_modules is not None:
