@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 import ingot
+from ingot.build.launcher import find_launcher
 
 
 def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):
     monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
-    launcher = ingot.build.find_launcher()
+    launcher = find_launcher()
     assert launcher.name == "ingot-launcher-%d.%d" % sys.version_info[:2]
     assert os.access(launcher, os.X_OK)
     bare = subprocess.run([str(launcher)], capture_output=True, text=True, timeout=60)
