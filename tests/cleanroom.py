@@ -55,7 +55,7 @@ import pytest
 import ingot
 from ingot.build.launcher import launcher_python
 
-from conftest import ROOT, interpreters, python_for
+from conftest import ROOT, RUNTIMES, interpreters, python_for
 
 __all__ = [
     "CHROOT",
@@ -177,6 +177,10 @@ def find_launcher(tmp_path_factory, version=None):
     return copy, python_for(embedded)  # skips, or fails under INGOT_REQUIRE_PYTHONS
 
 
+#: The runtime the clean-room builds use instead of the room's launcher (INGOT_TEST_RUNTIME).
+RUNTIME = os.environ.get("INGOT_TEST_RUNTIME")
+
+
 class Builder:
     """`ingot build SOURCE OPTIONS` with one launcher and Python, once per name: the executables
     are written to `workdir` and kept for the session."""
@@ -189,6 +193,8 @@ class Builder:
     def __call__(self, name, source, *options, env=None):
         if name not in self.built:
             out = self.workdir / name
+            if RUNTIME and RUNTIMES:  # the real store, not the tests' empty one
+                env = dict(env if env is not None else os.environ, INGOT_RUNTIMES=RUNTIMES)
             started = time.perf_counter()
             run = subprocess.run(
                 [
@@ -198,8 +204,13 @@ class Builder:
                     "build",
                     str(source),
                     *options,
-                    "--launcher",
-                    str(self.launcher),
+                    # INGOT_TEST_RUNTIME=3.X: built with that runtime (docs/runtimes.md), as a
+                    # user's default build is once one is built; else with the room's launcher.
+                    *(
+                        ["--python", RUNTIME]
+                        if RUNTIME
+                        else ["--python", "local", "--launcher", str(self.launcher)]
+                    ),
                     "-o",
                     str(out),
                     "--force",

@@ -60,7 +60,7 @@ def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
         above = sorted(
             (needed, name)
             for name, needed in floor.each.items()
-            if needed is not None and needed > (2, 17)
+            if needed is not None and needed > (2, 17) and name not in floor.system_first
         )[::-1]
         named = ", ".join(f"{name} ({needed[0]}.{needed[1]})" for needed, name in above[:8])
         warnings.append(

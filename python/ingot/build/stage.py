@@ -17,19 +17,37 @@ from ingot.errors import BuildError
 __all__ = ["PROJECT_COPY_IGNORES", "stage"]
 
 
-def _pip(spec: Spec, target: Path, args: list[str], say: Say, what: str) -> None:
+def _run_pip(
+    spec: Spec, target: Path, args: list[str], platforms: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
     pip = spec.target.pip_python or sys.executable
     platform: list[str] = []
-    if spec.target.platforms and "--no-deps" not in args:
+    if platforms and "--no-deps" not in args:
         # For another Python (a runtime's, which has no pip): wheels for its version and for the
-        # platforms it runs on. The project itself (--no-deps) is built from its directory.
+        # platforms it runs on, the first preferred. The project itself (--no-deps) is built
+        # from its directory.
         platform = ["--python-version", spec.target.python, "--implementation", "cp"]
         platform += ["--only-binary=:all:"]
-        platform += [option for name in spec.target.platforms for option in ("--platform", name)]
+        platform += [option for name in platforms for option in ("--platform", name)]
     command = [pip, "-m", "pip", "install", *platform, "--target", str(target), "--no-compile"]
     command += ["--disable-pip-version-check", "--no-input", "--quiet", *args]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def _no_wheel(run: subprocess.CompletedProcess[str]) -> bool:
+    """Whether pip failed for want of a matching wheel (not a typo, a network error, ...)."""
+    return "No matching distribution found" in run.stderr + run.stdout
+
+
+def _pip(spec: Spec, target: Path, args: list[str], say: Say, what: str) -> None:
     say(f"pip: installing {what}")
-    run = subprocess.run(command, capture_output=True, text=True)
+    run = _run_pip(spec, target, args, spec.target.platforms)
+    if run.returncode != 0 and spec.target.newer_platforms and _no_wheel(run):
+        # No wheel of what is asked runs on the runtime's glibc: the newest manylinux tags the
+        # build machine's glibc allows are tried next; the check stage then names the files
+        # that raise the executable's floor.
+        say(f"pip: no wheel for glibc 2.17 among {what}: trying newer manylinux platforms")
+        run = _run_pip(spec, target, args, spec.target.platforms + spec.target.newer_platforms)
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-12:])
         hint = (

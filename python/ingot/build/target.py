@@ -6,6 +6,7 @@ runtime runs under the runtime's interpreter (:mod:`ingot.build.under`).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ class Target:
     runtime_importer: Path | None = None  # ingot's extension module for that interpreter
     pip_python: str | None = None  # whose pip installs the dependencies (a runtime has none)
     platforms: tuple[str, ...] = ()  # the wheel platforms that pip takes (empty: this machine's)
+    #: Platforms pip may take when no wheel of ``platforms`` exists (the floor rises, said).
+    newer_platforms: tuple[str, ...] = ()
     chosen: bool = True  # False: this machine's Python, by default (the build suggests a runtime)
 
 
@@ -110,4 +113,18 @@ def runtime_target(wanted: str, request: Request, say: Say) -> Target:
         runtime_importer=importer[0],
         pip_python=sys.executable,
         platforms=RUNTIME_PLATFORMS,
+        newer_platforms=newer_manylinux_platforms(),
     )
+
+
+def newer_manylinux_platforms() -> tuple[str, ...]:
+    """``manylinux_2_18_x86_64`` up to the build machine's glibc, oldest first: the wheels a
+    runtime build falls back to when a requirement has none for glibc 2.17 (numpy 2.3 and later
+    publish only ``manylinux_2_28``)."""
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):  # not glibc
+        libc = ""
+    found = re.search(r"(\d+)\.(\d+)", libc)
+    newest = int(found[2]) if found and found[1] == "2" else 17
+    return tuple(f"manylinux_2_{minor}_x86_64" for minor in range(18, newest + 1))
