@@ -73,7 +73,17 @@ __all__ = [
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 CHROOT = shutil.which("chroot", path=SYSTEM_PATH) or "chroot"
-GLIBC = ("libc.so.6", "libm.so.6", "libgcc_s.so.1")  # and the dynamic loader, ld-linux*
+#: What a launcher links (and the dynamic loader, ld-linux*): a runtime's, linked for glibc 2.17,
+#: also names libpthread, libdl and libutil, separate libraries of glibc before 2.34.
+GLIBC = (
+    "libc.so.6",
+    "libm.so.6",
+    "libgcc_s.so.1",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "libutil.so.1",
+    "librt.so.1",
+)
 #: glibc's run-time libraries (those that exist on the host go into a room made with
 #: glibc="all"): what ingot leaves to the target system (ingot.elf.HOST_LIBRARIES) and any glibc
 #: system has. Since glibc 2.34 libpthread, libdl, librt, libutil and libanl are empty stubs (their
@@ -313,7 +323,9 @@ class Room:
 
     glibc: "linked" (the files `ldd` resolves for the executable: libc, libm, libgcc_s, the
            loader) or "all" (those, and the rest of glibc's run-time libraries, GLIBC_RUNTIME,
-           from the directory of the linked libc.so.6).
+           from the directory of the linked libc.so.6). With INGOT_TEST_RUNTIME, always "all":
+           a runtime's standard library is built for glibc 2.17, whose libpthread, librt, ...
+           are libraries of their own (_posixshmem needs librt.so.1), which any glibc system has.
     copy:  {room path: host file or directory}: copied in (directories recursively).
     dirs:  room paths of empty private directories (mode 700; a HOME, a cache directory).
     bind:  {room path: host file or directory}: bind-mounted in for each run (read-write; give
@@ -336,6 +348,7 @@ class Room:
         shm=False,
     ):
         assert glibc in ("linked", "all"), glibc
+        glibc = "all" if RUNTIME else glibc
         self.root = root
         self.libraries = linked_files(executable)
         names = {Path(path).name for path in self.libraries}
