@@ -51,6 +51,7 @@ from ingot.build.collect import (
     collect_stdlib,
 )
 from ingot.build.firstuse import BOOT_MODULES, first_use_order, imports_in_source
+from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
 from ingot.build.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
@@ -174,10 +175,8 @@ def _prune(
     keep: Iterable[str],
     result: PackResult,
 ) -> dict[str, dict[str, list[str]]]:
-    """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.reach.reach`);
+    """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.reach.reach`);
     returns the imports read on the way."""
-    from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
-
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
         where = (
