@@ -40,15 +40,20 @@ registers the plugin and rewrites its asserts, and pytest warns about that):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
+import ssl
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -525,3 +530,130 @@ def room(tmp_path, clean_room_possible):
         return made
 
     return make
+
+
+# --- TLS material and an HTTPS server on the host -------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory):
+    """A CA (ca.pem) and a server certificate for IP 127.0.0.1 it signed (server.pem,
+    server.key), EC P-256, made with the openssl command line; `certs` holds the three files
+    an app may see (not the CA's key); `other` is a second CA that signed nothing here."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        require_or_skip("the openssl command line is not installed (it makes the test CA)")
+    work = tmp_path_factory.mktemp("tls")
+    (work / "server.ext").write_text(
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n"
+    )
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for command in (
+        [
+            "req",
+            "-x509",
+            *ec,
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=ingot test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        [
+            "req",
+            "-x509",
+            *ec,
+            "-keyout",
+            "other.key",
+            "-out",
+            "other.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=ingot test other CA",
+        ],
+        [
+            "req",
+            "-new",
+            *ec,
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            "4711",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ],
+    ):
+        run = subprocess.run(
+            [openssl, *command], cwd=work, capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, f"openssl {' '.join(command)}:\n{run.stderr}"
+    certs = work / "certs"
+    certs.mkdir()
+    for name in ("ca.pem", "server.pem", "server.key"):
+        shutil.copy2(work / name, certs / name)
+    return SimpleNamespace(
+        ca=certs / "ca.pem",
+        cert=certs / "server.pem",
+        key=certs / "server.key",
+        certs=certs,
+        other=work / "other.pem",
+    )
+
+
+@pytest.fixture(scope="session")
+def https_server(tls_files):
+    """An HTTPS server on 127.0.0.1 (a free port) with the test certificate: GET answers JSON;
+    `seen` lists the requests it got."""
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append({"path": self.path, "user_agent": self.headers.get("User-Agent")})
+            body = json.dumps({"greeting": "hello from the host", "path": self.path}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls_files.cert, tls_files.key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, name="https-server", daemon=True)
+    thread.start()
+    yield SimpleNamespace(url=f"https://127.0.0.1:{server.server_address[1]}", seen=seen)
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)

@@ -213,9 +213,9 @@ def test_import_stdlib_executable_reads_no_module_file_and_writes_nothing(
 # --- TLS with the system's CA store, wherever the distribution keeps it -------------------------
 
 TLS_CLIENT = textwrap.dedent("""
-    import ssl, sys, urllib.request
+    import json, ssl, sys, urllib.request
     try:
-        print(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())
+        print(json.loads(urllib.request.urlopen(sys.argv[1], timeout=30).read())["greeting"])
     except Exception as error:  # the test reads why
         print(type(error).__name__, error)
         sys.exit(1)
@@ -229,91 +229,6 @@ def tls_client(build_executable, tmp_path_factory):
     return build_executable("tls_client", script)
 
 
-@pytest.fixture(scope="module")
-def tls_server(tmp_path_factory):
-    """An HTTPS server on 127.0.0.1 whose certificate a test CA signed: (url, the CA's PEM, another
-    CA's PEM that signed nothing here)."""
-    import http.server
-    import ssl
-    import threading
-
-    from cleanroom import require_or_skip
-
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        require_or_skip("the openssl command makes the test certificates")
-    where = tmp_path_factory.mktemp("tls")
-
-    def run(*args):
-        subprocess.run([openssl, *args], cwd=where, check=True, capture_output=True, timeout=60)
-
-    for ca in ("ca", "other-ca"):
-        run(
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            f"{ca}.key",
-            "-out",
-            f"{ca}.pem",
-            "-days",
-            "2",
-            "-subj",
-            f"/CN=ingot test {ca}",
-        )
-    run(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    )
-    (where / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    run(
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "san.cnf",
-    )
-
-    class Hello(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"trusted")
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(where / "server.pem", where / "server.key")
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"https://127.0.0.1:{server.server_address[1]}/", where / "ca.pem", where / "other-ca.pem"
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.mark.parametrize(
     "bundle",
     [
@@ -324,19 +239,26 @@ def tls_server(tmp_path_factory):
         "/etc/ssl/cert.pem",  # Alpine
     ],
 )
-def test_tls_trusts_the_systems_ca_store_wherever_it_is_kept(tls_client, tls_server, room, bundle):
-    url, ca, _ = tls_server
-    run = room(tls_client, copy={bundle: ca}).run(url)
-    assert (run.returncode, run.stdout.strip()) == (0, "trusted"), run.stdout + run.stderr
+def test_tls_trusts_the_systems_ca_store_wherever_it_is_kept(
+    tls_client, https_server, tls_files, room, bundle
+):
+    run = room(tls_client, copy={bundle: tls_files.ca}).run(https_server.url)
+    assert (run.returncode, run.stdout.strip()) == (0, "hello from the host"), (
+        run.stdout + run.stderr
+    )
 
 
-def test_ssl_cert_file_and_dir_still_win_over_the_systems_store(tls_client, tls_server, room):
-    url, ca, other = tls_server
+def test_ssl_cert_file_and_dir_still_win_over_the_systems_store(
+    tls_client, https_server, tls_files, room
+):
+    url, ca, other = https_server.url, tls_files.ca, tls_files.other
     system = "/etc/pki/tls/certs/ca-bundle.crt"
     # The user's file, the right CA, wins over a system store that would not verify.
     chosen = room(tls_client, copy={system: other, "/mine/ca.pem": ca})
     run = chosen.run(url, env={"SSL_CERT_FILE": "/mine/ca.pem"})
-    assert (run.returncode, run.stdout.strip()) == (0, "trusted"), run.stdout + run.stderr
+    assert (run.returncode, run.stdout.strip()) == (0, "hello from the host"), (
+        run.stdout + run.stderr
+    )
     # And a user's choice that does not verify is not overridden by the system's store.
     wrong = room(tls_client, copy={system: ca, "/mine/ca.pem": other})
     for env in ({"SSL_CERT_FILE": "/mine/ca.pem"}, {"SSL_CERT_DIR": "/mine"}):
