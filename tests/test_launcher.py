@@ -485,12 +485,13 @@ def test_launcher_facts_from_its_elf_section(launcher, launcher_python, tmp_path
     facts = launcher_facts(launcher)
     code = (
         "import importlib.util, sys; print('%d.%d' % sys.version_info[:2], "
-        "importlib.util.MAGIC_NUMBER.hex())"
+        "importlib.util.MAGIC_NUMBER.hex(), sys.version.split()[0])"
     )
-    python, magic = subprocess.run(
+    python, magic, release = subprocess.run(
         [launcher_python, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert (facts["python"], facts["bytecode_magic"]) == (python, magic)
+    assert facts["python_release"] == release
     assert facts["ingot"] == importlib.metadata.version("ingot")
     assert facts["format"] == 1 and facts["launch_config"] == [1]
     # The bare launcher says the same.
@@ -525,7 +526,9 @@ def test_launcher_facts_of_other_files_are_clear_errors(launcher, tmp_path):
         launcher_facts(tmp_path / "missing")
 
 
-@pytest.mark.parametrize("change", ["python", "bytecode_magic", "launch_config", "format"])
+@pytest.mark.parametrize(
+    "change", ["python", "python_release", "bytecode_magic", "launch_config", "format"]
+)
 def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys, change):
     # The launcher with one of its facts changed in place (same length, so the ELF stays valid).
     from ingot import cli
@@ -533,8 +536,11 @@ def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys
     facts = launcher_facts(launcher)
     here = "%d.%d" % sys.version_info[:2]
     old = json.dumps({change: facts[change]})[1:-1].encode()
+    release = facts["python_release"]
+    other_release = release[:-1] + str((int(release[-1]) + 1) % 10)  # 3.11.7 -> 3.11.8
     new = {
         "python": f'"python": "{9 if here[-1] != "9" else 8}.{here[2:]}"',
+        "python_release": f'"python_release": "{other_release}"',
         "bytecode_magic": '"bytecode_magic": "00000000"',
         "launch_config": '"launch_config": [7]',
         "format": '"format": 9',
@@ -557,6 +563,8 @@ def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys
     assert code == 1, err
     assert {
         "python": f"embeds Python {new.decode()[11:-1]}, but this is Python {here}",
+        "python_release": f"embeds Python {other_release}, but this is Python {release}: the "
+        "executable would run one release's interpreter with the other's standard library",
         "bytecode_magic": "with bytecode magic 00000000, but this one's is",
         "launch_config": "reads launch configuration versions [7], not 1",
         "format": "is a launcher of a newer ingot",

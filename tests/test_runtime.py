@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import ingot
 from ingot import cli
 from ingot._ingot import loadable_image
 from ingot.build import target
@@ -371,8 +372,7 @@ def build_with_calls(tmp_path, monkeypatch):
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
-def test_a_build_uses_this_pythons_runtime_by_default_when_one_is_built(tmp_path, build_with_calls):
-    fake_runtime(tmp_path / "store", f"{HERE}.1")
+def test_a_build_is_for_this_pythons_runtime_by_default(tmp_path, build_with_calls):
     script = tmp_path / "app.py"
     script.write_text("print('hi')\n")
     assert cli.main(["build", str(script)]) == 0
@@ -402,16 +402,28 @@ def test_a_named_version_is_built_with_its_runtime(tmp_path, build_with_calls):
     assert [wanted for wanted, _ in build_with_calls] == ["3.13", "3.12"]
 
 
-def test_without_a_runtime_the_build_says_how_to_get_one(tmp_path, build_with_calls, capsys):
+def test_without_a_runtime_or_its_wheel_the_build_says_how_to_get_one(
+    tmp_path, monkeypatch, capsys
+):
+    # An empty store, and pip (for real) finds no wheel of the runtime: a clear error, before any
+    # build work, that names what pip was asked for and the ways to get a runtime.
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
+    monkeypatch.delenv("INGOT_RUNTIME_SOURCES", raising=False)
+    (tmp_path / "wheels").mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     script = tmp_path / "app.py"
     script.write_text("print('hi')\n")
-    assert cli.main(["build", str(script), "-o", str(tmp_path / "app")]) == 0
-    assert build_with_calls == []
+    assert cli.main(["build", str(script), "-o", str(tmp_path / "app")]) == 1
     err = capsys.readouterr().err
-    assert f"note: built with this machine's Python {HERE}" in err
-    assert f"`ingot runtime build {HERE}`" in err
-    assert cli.main(["build", str(script), "-o", str(tmp_path / "app"), "--python", "local"]) == 0
-    assert "note:" not in capsys.readouterr().err
+    wanted = f"ingot-runtime-cp{HERE.replace('.', '')}=={ingot.__version__}"
+    assert f"error: no runtime for Python {HERE} in {tmp_path / 'store'}, and pip could not " in err
+    assert f"install {wanted}" in err
+    assert "hint: give pip a folder or index that has it (PIP_FIND_LINKS=DIR" in err
+    assert f"`ingot runtime build {HERE}`" in err and "--python local" in err
+    assert not (tmp_path / "app").exists()
+    assert [p.name for p in (tmp_path / "store").iterdir()] == []  # nothing half-installed
 
 
 def test_a_console_script_is_resolved_where_it_is_installed(tmp_path, build_with_calls):

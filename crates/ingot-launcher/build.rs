@@ -15,6 +15,7 @@ for key in ("LIBPL", "LIBRARY", "LDLIBRARY", "LIBDIR", "LIBS", "SYSLIBS", "VERSI
     print(key + "=" + str(sysconfig.get_config_var(key) or ""))
 print("MAGIC=" + importlib.util.MAGIC_NUMBER.hex())
 print("RUNNING=%d.%d" % sys.version_info[:2])
+print("RELEASE=" + sys.version.split()[0])
 "#;
 
 fn main() {
@@ -107,6 +108,7 @@ fn main() {
     println!("cargo:rustc-env=INGOT_LAUNCHER_PYTHON_VERSION={wanted}");
     println!("cargo:rustc-env=INGOT_LAUNCHER_BYTECODE_MAGIC={}", var("MAGIC"));
     println!("cargo:rustc-env=INGOT_LAUNCHER_LINKAGE={linkage}");
+    println!("cargo:rustc-env=INGOT_LAUNCHER_PYTHON_RELEASE={}", var("RELEASE"));
 }
 
 /// Compiles `src/boot.py` with the interpreter the launcher embeds, so that the launcher

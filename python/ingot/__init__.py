@@ -18,6 +18,7 @@ from ingot._ingot import (
     ArchiveWriter,
     IngotFinder,
     IngotPathEntryFinder,
+    __version__,
     elf_dynamic,
     loadable_image,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "ArchiveWriter",
     "IngotFinder",
     "IngotPathEntryFinder",
+    "__version__",
     "elf_dynamic",
     "install",
     "loadable_image",

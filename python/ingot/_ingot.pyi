@@ -54,6 +54,8 @@ __all__ = [
     "write_tree",
 ]
 
+__version__: str  # ingot's version
+
 FORMAT_VERSION: int
 TRAILER_MAGIC: bytes
 # The entry kinds (ingot_format::Kind): their names in listing order, and each one's name space

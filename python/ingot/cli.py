@@ -13,6 +13,7 @@ Progress, warnings and the summary go to stderr. A problem the user must fix pri
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import sys
@@ -21,14 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingot import cachedir
-from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder
+from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder, __version__
 from ingot.build import pipeline, settings, under
 from ingot.build.check import newest_versions
 from ingot.build.inspection import describe
 from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackResult, pack
 from ingot.build.spec import Spec, resolve
 from ingot.errors import IngotError
-from ingot.runtime import builder, store
+from ingot.runtime import builder, store, wheel
 
 if TYPE_CHECKING:
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -40,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ingot",
         description="Cast a Python application into an archive that is imported from memory.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ingot {__version__} (Python {sys.version.split()[0]} at {sys.executable})",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _pack_parser(commands)
@@ -230,6 +236,19 @@ def _runtime_parser(commands: _Commands) -> None:
         "module for it) again from this ingot's source tree",
     )
     relink.add_argument("version", metavar="VERSION")
+    install = actions.add_parser(
+        "install",
+        help="install a runtime from its wheel (ingot-runtime-cp3X) with pip and its "
+        "configuration (index, find-links, PIP_* variables)",
+    )
+    install.add_argument("version", metavar="VERSION", help="the Python version, e.g. 3.13")
+    export = actions.add_parser(
+        "export", help="write a runtime of the store as a wheel that `runtime install` takes"
+    )
+    export.add_argument("version", metavar="VERSION")
+    export.add_argument(
+        "-o", "--output", type=Path, default=Path("."), metavar="DIR", help="the wheel's folder"
+    )
     remove = actions.add_parser("remove", help="remove a runtime")
     remove.add_argument("version", metavar="VERSION")
     actions.add_parser("dir", help="print the runtimes' directory")
@@ -515,6 +534,23 @@ def _runtime(args: argparse.Namespace) -> int:
         )
         print(rebuilt.path)
         return 0
+    if args.action == "install":
+        installed = wheel.install_runtime(
+            args.version, say=lambda line: print(line, file=sys.stderr)
+        )
+        print(installed.path)
+        return 0
+    if args.action == "export":
+        exported = store.find_runtime(args.version)
+        if exported is None:
+            raise store.RuntimeError_(
+                f"no runtime {args.version} in {store.store()}",
+                hint="`ingot runtime list` shows the runtimes there are",
+            )
+        print(
+            wheel.export_wheel(exported, args.output, say=lambda line: print(line, file=sys.stderr))
+        )
+        return 0
     if args.action == "remove":
         removed = store.remove_runtime(args.version)
         print(f"removed {removed.path}", file=sys.stderr)
@@ -534,7 +570,7 @@ def _runtime(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = _parse(_parser(), argv)
     try:
         if args.command == "pack":
             return _pack(args)
@@ -555,6 +591,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `ingot inspect X | head`
         sys.stdout = None  # nothing more to flush at exit (typeshed allows None)
         return 0
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``argv`` parsed; an argument no parser knows is reported with the usage of the
+    (sub)command it was given to, and the option it most likely meant."""
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    chosen = parser
+    for key in ("command", "action"):
+        commands = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, key, None)
+        if not commands or name not in commands[0].choices:
+            break
+        chosen = commands[0].choices[name]
+    options = [option for action in chosen._actions for option in action.option_strings]
+    unknown = extra[0].split("=")[0]
+    close = difflib.get_close_matches(unknown, options, n=1) if unknown.startswith("-") else []
+    chosen.error(
+        f"unrecognized arguments: {' '.join(extra)}"
+        + (f" (did you mean {close[0]}?)" if close else "")
+    )
 
 
 def _report(error: IngotError) -> int:

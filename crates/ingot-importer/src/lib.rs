@@ -85,6 +85,8 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add("LAUNCHER_FACTS_SECTION", LAUNCHER_FACTS_SECTION)?;
         module.add("LAUNCHER_FACTS_FORMAT", LAUNCHER_FACTS_FORMAT)?;
     }
+    // ingot's version (the crates', the Python package's and the launcher's are one).
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
 

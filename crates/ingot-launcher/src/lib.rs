@@ -31,6 +31,9 @@ pub use ingot_format::names::{LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION};
 
 /// The Python this launcher embeds, `major.minor` (from the build script).
 pub const PYTHON_VERSION: &str = env!("INGOT_LAUNCHER_PYTHON_VERSION");
+/// The release of that Python (`3.11.7`, `3.13.0rc1`): its standard library must be the same
+/// release's.
+pub const PYTHON_RELEASE: &str = env!("INGOT_LAUNCHER_PYTHON_RELEASE");
 /// `importlib.util.MAGIC_NUMBER` of that Python, in hex.
 pub const BYTECODE_MAGIC: &str = env!("INGOT_LAUNCHER_BYTECODE_MAGIC");
 /// `static` or `shared`: how libpython is linked.
@@ -39,11 +42,13 @@ pub const LINKAGE: &str = env!("INGOT_LAUNCHER_LINKAGE");
 /// What `ingot build` needs to know about this launcher, as JSON, in the ELF section
 /// [`FACTS_SECTION`] of the executable, where it reads them without running the launcher:
 /// `format` (of this object; a reader refuses a newer one), `python` (`major.minor`),
-/// `bytecode_magic` (hex), `ingot` (the version of the launcher's crate, which is ingot's),
+/// `python_release` (`3.11.7`), `bytecode_magic` (hex), `ingot` (the version of the launcher's crate, which is ingot's),
 /// `launch_config` (the launch.json versions it reads) and `linkage`.
 pub const FACTS: &str = concat!(
     r#"{"format": 1, "python": ""#,
     env!("INGOT_LAUNCHER_PYTHON_VERSION"),
+    r#"", "python_release": ""#,
+    env!("INGOT_LAUNCHER_PYTHON_RELEASE"),
     r#"", "bytecode_magic": ""#,
     env!("INGOT_LAUNCHER_BYTECODE_MAGIC"),
     r#"", "ingot": ""#,
@@ -707,6 +712,8 @@ mod tests {
         let facts: serde_json::Value = serde_json::from_str(FACTS).unwrap();
         assert_eq!(facts["format"], ingot_format::names::LAUNCHER_FACTS_FORMAT);
         assert_eq!(facts["python"], PYTHON_VERSION);
+        assert_eq!(facts["python_release"], PYTHON_RELEASE);
+        assert!(PYTHON_RELEASE.starts_with(&format!("{PYTHON_VERSION}.")), "{PYTHON_RELEASE}");
         assert_eq!(facts["bytecode_magic"], BYTECODE_MAGIC);
         assert_eq!(facts["launch_config"], serde_json::json!([LAUNCH_CONFIG_VERSION]));
         assert_eq!(&FACTS_IN_SECTION[..], FACTS.as_bytes());

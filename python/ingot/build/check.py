@@ -36,7 +36,7 @@ def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:
 def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
     """The oldest glibc the written executable runs on (None for an archive), and the notes and
     warnings that go with it: a runtime's executable that needs more than 2.17 (a library it
-    carries), or this machine's Python chosen by default (a runtime would do better)."""
+    carries)."""
     if spec.archive_only:
         return None, [], []
     floor = executable_glibc_floor(spec.output)
@@ -68,13 +68,6 @@ def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
             f"systems than that, although its runtime needs only 2.17 (above 2.17: {named}"
             + (f" and {len(above) - 8} more" if len(above) > 8 else "")
             + ")"
-        )
-    elif not runtime and not spec.target.chosen and floor.version > (2, 17):
-        here = spec.target.python
-        notes.append(
-            f"note: built with this machine's Python {here}; for any Linux with glibc 2.17 or "
-            f"later, build its runtime once (`ingot runtime build {here}`): later builds use it "
-            "(--python local: this machine's Python, quietly)"
         )
     return floor, notes, warnings
 

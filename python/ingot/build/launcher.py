@@ -138,6 +138,19 @@ def check_launcher(path: Path) -> Json:
             hint=f"run ingot with Python {embedded} (python{embedded} -m ingot "
             "build ...), or give a launcher built for Python " + here,
         )
+    release, running = facts.get("python_release"), sys.version.split()[0]
+    if release != running:
+        # The archive takes this interpreter's standard library and extension modules; the
+        # launcher's interpreter would run them: one release, or they may not fit (a module the
+        # other release lacks, a changed private API of a C module).
+        raise BuildError(
+            f"the launcher {path} embeds Python {release or 'of an unknown release'}, but this "
+            f"is Python {running}: the executable would run one release's interpreter with "
+            "the other's standard library",
+            hint="build for a runtime (--python " + here + ", the default), whose interpreter "
+            "and standard library are one build; or give a launcher built with this "
+            f"interpreter ({sys.executable})",
+        )
     if facts["bytecode_magic"] != magic:
         raise BuildError(
             f"the launcher {path} embeds a Python {here} with bytecode magic "

@@ -12,11 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingot.build.launcher import find_launcher
+from ingot._ingot import __version__
+from ingot.build.launcher import find_launcher, launcher_facts
 from ingot.build.settings import Request, Settings
+from ingot.errors import BuildError
 from ingot.runtime import store as runtimes
 from ingot.runtime.builder import build_runtime
 from ingot.runtime.store import RuntimeError_
+from ingot.runtime.wheel import install_runtime
 
 __all__ = [
     "RUNTIME_PLATFORMS",
@@ -52,7 +55,6 @@ class Target:
     platforms: tuple[str, ...] = ()  # the wheel platforms that pip takes (empty: this machine's)
     #: Platforms pip may take when no wheel of ``platforms`` exists (the floor rises, said).
     newer_platforms: tuple[str, ...] = ()
-    chosen: bool = True  # False: this machine's Python, by default (the build suggests a runtime)
 
 
 def this_python() -> str:
@@ -62,34 +64,64 @@ def this_python() -> str:
 
 def resolve_target(request: Request, settings: Settings, say: Say) -> Target:
     """The target ``request`` and ``settings`` ask for: ``--python``/``[tool.ingot] python``
-    names a runtime (built first if missing) or ``local``; by default, the runtime of this
-    Python's version if one is built, unless a launcher is given (``--launcher``,
-    ``$INGOT_LAUNCHER``: one built for a Python of this machine)."""
-    here = this_python()
+    names a runtime or ``local``; by default, the runtime of this Python's version (portable:
+    glibc 2.17), unless a launcher is given (``--launcher``, ``$INGOT_LAUNCHER``: one built for
+    a Python of this machine) or only an archive is asked for. A runtime the store lacks is installed from its wheel first
+    (:func:`ingot.runtime.wheel.install_runtime`), or built from the sources in
+    ``$INGOT_RUNTIME_SOURCES`` when that is set."""
     wanted = settings.python
     given_launcher = request.launcher or os.environ.get("INGOT_LAUNCHER")
-    if wanted is None and not given_launcher and runtimes.find_runtime(here) is not None:
-        wanted = here
+    if wanted is None and not given_launcher and not request.archive_only:
+        wanted = this_python()  # an archive alone is for this Python, which runs it
     if wanted is not None and wanted != "local":
         return runtime_target(wanted, request, say)
     launcher = None if request.archive_only else find_launcher(request.launcher)
-    return Target(python=here, launcher=launcher, chosen=wanted is not None or bool(given_launcher))
+    return Target(python=this_python(), launcher=launcher)
+
+
+def _stale(runtime: runtimes.Runtime) -> bool:
+    """Whether the runtime's launcher is another ingot's (a runtime installed from the wheel of
+    an earlier ingot, which an upgrade of ingot leaves in the store)."""
+    file = runtime.info.get("launcher", {}).get("file")
+    if not file:
+        return False  # said below
+    try:
+        return launcher_facts(runtime.path / file).get("ingot") != __version__
+    except BuildError:
+        return False  # said when the build reads it
+
+
+def _get_runtime(wanted: str, say: Say) -> runtimes.Runtime:
+    """The runtime of Python ``wanted`` from the store, else installed from its wheel, else
+    built from ``$INGOT_RUNTIME_SOURCES`` when that names source directories."""
+    found = runtimes.find_runtime(wanted)
+    if found is not None and not (_stale(found) and "wheel" in found.info):
+        return found
+    directories = [
+        Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(os.pathsep) if d
+    ]
+    if directories:
+        say(
+            f"no runtime for Python {wanted} in {runtimes.store()}: building it first (several "
+            f"minutes, once; sources from {', '.join(map(str, directories))} and ingot's pinned "
+            "upstream releases)"
+        )
+        return build_runtime({}, directories, wanted=wanted, say=say)
+    minor = ".".join(wanted.split(".")[:2])
+    installed = install_runtime(minor, say)
+    if installed.version != wanted and not installed.version.startswith(wanted + "."):
+        raise RuntimeError_(
+            f"the runtime wheel of Python {minor} holds CPython {installed.version}, not {wanted}",
+            hint=f"build that release from source: ingot runtime build {wanted}; or ask for "
+            f"--python {minor}",
+        )
+    return installed
 
 
 def runtime_target(wanted: str, request: Request, say: Say) -> Target:
-    """The target of the runtime of Python ``wanted``, built first if the store has none."""
-    found = runtimes.find_runtime(wanted)
-    if found is None:
-        directories = [
-            Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(os.pathsep) if d
-        ]
-        say(
-            f"no runtime for Python {wanted} in {runtimes.store()}: building it first (several "
-            "minutes, once; sources from "
-            + (", ".join(map(str, directories)) + " and " if directories else "")
-            + "ingot's pinned upstream releases)"
-        )
-        found = build_runtime({}, directories, wanted=wanted, say=say)
+    """The target of the runtime of Python ``wanted``, installed or built first if the store has
+    none."""
+    found = _get_runtime(wanted, say)
     launcher_file = found.info.get("launcher", {}).get("file")
     launcher = Path(request.launcher) if request.launcher else None
     if launcher is None and launcher_file:

@@ -304,12 +304,13 @@ _PREFIX_FILES = (
 )
 
 
-def relocate(prefix: Path, new: Path) -> None:
+def relocate(prefix: Path, new: Path, *, recorded: str | None = None) -> None:
     """Rewrites the prefix recorded in an installed CPython's text files (sysconfig's
-    ``LIBPL``, ``prefix``, ...) from ``prefix`` to ``new``, where the tree is about to be moved,
-    so that sysconfig (and the launcher's build, which asks it for ``libpython3.X.a``) finds its
-    files there. The interpreter itself finds its prefix from its own location."""
-    old_text, new_text = str(prefix), str(new)
+    ``LIBPL``, ``prefix``, ...) from ``prefix`` (or the ``recorded`` one, where the files were
+    moved already) to ``new``, where the tree is about to be moved, so that sysconfig (and the
+    launcher's build, which asks it for ``libpython3.X.a``) finds its files there. The
+    interpreter itself finds its prefix from its own location."""
+    old_text, new_text = recorded or str(prefix), str(new)
     for pattern in _PREFIX_FILES:
         for path in prefix.glob(pattern):
             if path.is_symlink() or not path.is_file():

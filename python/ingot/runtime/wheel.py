@@ -1,0 +1,301 @@
+"""Runtimes as wheels: how a runtime travels through the package indexes users already run (PyPI,
+a devpi or Artifactory mirror, a folder of wheels) instead of a download server of ingot's own.
+
+The runtime of CPython 3.X is the distribution ``ingot-runtime-cp3X``, one wheel per version of
+ingot (its launcher and ingot's extension module are that ingot's):
+
+    ingot_runtime_cp311-0.1.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+        ingot_runtime_cp311/runtime.json             what it is (runtime.json of the store)
+        ingot_runtime_cp311/python/bin/python3.11    the interpreter that runs a build's stages
+        ingot_runtime_cp311/python/lib/python3.11/   its standard library and lib-dynload
+        ingot_runtime_cp311/launcher/                ingot-launcher-3.11, _ingot.cpython-311-...so
+
+Its tag is ``py3-none``: it carries its own interpreter, so any Python ingot runs under installs
+it. It holds what builds and executables use and nothing else: no static libraries, headers or
+build log (``ingot runtime launcher`` cannot relink it), no ``__pycache__``, none of the standard
+library a build leaves out by default (:data:`ingot.build.collect.DEFAULT_STDLIB_EXCLUDES`: the
+test suites, idlelib, tkinter, ensurepip...), and its ELF files without debug sections.
+
+:func:`export_wheel` writes one from a runtime of the store, byte for byte the same each time
+(sorted entries, fixed times and modes). :func:`install_runtime` installs one into the store with
+pip (its configuration: index, ``--find-links``, ``PIP_*`` variables), checked by pip against the
+wheel's RECORD, then moved into place in one rename.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ingot._ingot import __version__
+from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
+from ingot.runtime.builder import relocate
+from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store
+from ingot.runtime.toolchain import ToolchainError, find_zig
+
+__all__ = ["WHEEL_PLATFORM", "distribution", "export_wheel", "install_runtime", "wheel_name"]
+
+#: The platform tags of a runtime's wheel: every ELF file in it needs at most glibc 2.17.
+WHEEL_PLATFORM = "manylinux_2_17_x86_64.manylinux2014_x86_64"
+
+#: The date of every entry of the wheels ingot writes (zip cannot say 1970), unless
+#: ``SOURCE_DATE_EPOCH`` says another.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+#: A runtime's name in the store (what a wheel's runtime.json must make).
+_NAME = re.compile(r"cpython-\d+\.\d+\.\d+[a-z0-9]*-[a-z0-9_]+-linux-gnu\.\d+\.\d+")
+
+
+def distribution(version: str) -> str:
+    """The distribution of the runtime of Python ``version`` ("3.11" or "3.11.2"):
+    ``ingot-runtime-cp311``."""
+    major, minor = version.split(".")[:2]
+    return f"ingot-runtime-cp{major}{minor}"
+
+
+def wheel_name(version: str, ingot_version: str = __version__) -> str:
+    return (
+        f"{distribution(version).replace('-', '_')}-{ingot_version}-py3-none-{WHEEL_PLATFORM}.whl"
+    )
+
+
+def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
+    """(name in the wheel's package, file) of what a runtime's wheel carries, sorted."""
+    minor = ".".join(runtime.version.split(".")[:2])
+    stdlib = runtime.path / "python" / "lib" / f"python{minor}"
+    found: list[tuple[str, Path]] = [("python/bin/" + runtime.python.name, runtime.python)]
+    for launcher in sorted((runtime.path / "launcher").iterdir()):
+        found.append((f"launcher/{launcher.name}", launcher))
+    for directory, subdirectories, files in os.walk(stdlib):
+        here = Path(directory)
+        relative = here.relative_to(stdlib)
+        module = ".".join(relative.parts)
+        kept = []
+        for name in sorted(subdirectories):
+            dotted = f"{module}.{name}" if module else name
+            if name == "__pycache__" or name == "site-packages" or name.startswith("config-"):
+                continue
+            if relative.parts[:1] != ("lib-dynload",) and is_excluded(
+                dotted, DEFAULT_STDLIB_EXCLUDES
+            ):
+                continue
+            kept.append(name)
+        subdirectories[:] = kept
+        for name in sorted(files):
+            stem = name.split(".")[0]
+            top = relative.parts[:1] in ((), ("lib-dynload",))
+            dotted = stem if top else f"{module}.{stem}"
+            if is_excluded(dotted, DEFAULT_STDLIB_EXCLUDES):
+                continue
+            path = here / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            found.append((f"python/lib/python{minor}/{(relative / name).as_posix()}", path))
+    return iter(sorted(found))
+
+
+def _strippers() -> list[list[str]]:
+    """Commands that copy an ELF file without its debug sections: binutils' or LLVM's objcopy,
+    then zig's (which refuses many files: "unimplemented")."""
+    found = [[tool, "--strip-debug"] for tool in ("objcopy", "llvm-objcopy") if shutil.which(tool)]
+    try:
+        found.append([str(find_zig()), "objcopy", "--strip-debug"])
+    except ToolchainError:
+        pass
+    return found
+
+
+def _strip_debug(path: Path, scratch: Path, strippers: list[list[str]]) -> bytes:
+    """The ELF file at ``path`` without its debug sections, else as it is (when no stripper
+    takes it)."""
+    data = path.read_bytes()
+    if not data.startswith(b"\x7fELF"):
+        return data
+    stripped = scratch / "stripped"
+    for command in strippers:
+        done = subprocess.run([*command, str(path), str(stripped)], capture_output=True)
+        if done.returncode == 0:
+            return stripped.read_bytes()
+    return data
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] = print) -> Path:
+    """Writes the wheel of ``runtime`` (from the store) into ``directory``; returns its path."""
+    if not (runtime.path / "launcher").is_dir() or not runtime.info.get("launcher"):
+        raise RuntimeError_(
+            f"the runtime {runtime.path} has no launcher to carry",
+            hint=f"link it first: ingot runtime launcher {runtime.version}",
+        )
+    package = distribution(runtime.version).replace("-", "_")
+    info = {
+        key: value
+        for key, value in runtime.info.items()
+        if key not in ("built", "build_seconds", "wheel")
+    }
+    # The prefix the runtime's sysconfig data records, rewritten where the wheel is installed.
+    info["wheel"] = {
+        "distribution": distribution(runtime.version),
+        "version": __version__,
+        "prefix": str(runtime.path / "python"),
+    }
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    stamp = _EPOCH
+    if epoch and epoch.isdigit():
+        stamp = max(_EPOCH, time.gmtime(int(epoch))[:6])
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / wheel_name(runtime.version)
+    partial = directory / f".{final.name}.{os.getpid()}.tmp"
+    record: list[str] = []
+
+    def add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) -> None:
+        entry = zipfile.ZipInfo(name, date_time=stamp)
+        entry.external_attr = (0o100000 | mode) << 16
+        entry.compress_type = zipfile.ZIP_DEFLATED
+        archive.writestr(entry, data, compresslevel=9)
+        record.append(f"{name},{_record_hash(data)},{len(data)}")
+
+    dist_info = f"{package}-{__version__}.dist-info"
+    try:
+        with tempfile.TemporaryDirectory() as scratch, zipfile.ZipFile(partial, "w") as archive:
+            count, strippers = 0, _strippers()
+            if not strippers:
+                say(
+                    "note: no objcopy (binutils, LLVM or zig): ELF files are carried with "
+                    "their debug sections"
+                )
+            for name, path in _carried(runtime):
+                executable = os.access(path, os.X_OK) and not name.endswith(".py")
+                add(
+                    archive,
+                    f"{package}/{name}",
+                    _strip_debug(path, Path(scratch), strippers),
+                    0o755 if executable else 0o644,
+                )
+                count += 1
+                if count % 500 == 0:
+                    say(f"  {count} files")
+            add(archive, f"{package}/runtime.json", (json.dumps(info, indent=2) + "\n").encode())
+            python = runtime.info["python"]["version"]
+            metadata = (
+                "Metadata-Version: 2.1\n"
+                f"Name: {distribution(runtime.version)}\n"
+                f"Version: {__version__}\n"
+                f"Summary: CPython {python} for glibc {info.get('glibc_floor', {}).get('target', '2.17')}"
+                f" and ingot {__version__}'s launcher: the runtime `ingot build --python "
+                f"{'.'.join(python.split('.')[:2])}` builds with\n"
+                "License: PSF-2.0 AND MIT OR Apache-2.0\n"
+            )
+            add(archive, f"{dist_info}/METADATA", metadata.encode())
+            wheel = (
+                "Wheel-Version: 1.0\nGenerator: ingot "
+                f"{__version__}\nRoot-Is-Purelib: false\n"
+                + "".join(f"Tag: py3-none-{tag}\n" for tag in WHEEL_PLATFORM.split("."))
+            )
+            add(archive, f"{dist_info}/WHEEL", wheel.encode())
+            record.append(f"{dist_info}/RECORD,,")
+            entry = zipfile.ZipInfo(f"{dist_info}/RECORD", date_time=stamp)
+            entry.external_attr = 0o100644 << 16
+            archive.writestr(entry, "\n".join(record) + "\n", zipfile.ZIP_DEFLATED, 9)
+        os.replace(partial, final)
+    finally:
+        partial.unlink(missing_ok=True)
+    say(f"wrote {final} ({count} files, {final.stat().st_size / 2**20:.1f} MiB)")
+    return final
+
+
+def install_runtime(version: str, say: Callable[[str], None] = print) -> Runtime:
+    """Installs the runtime of Python ``version`` ("3.11") from its wheel of this ingot's
+    version into the store, with pip and its configuration; returns it."""
+    requirement = f"{distribution(version)}=={__version__}"
+    if importlib.util.find_spec("pip") is None:
+        raise RuntimeError_(
+            f"no runtime for Python {version} in {store()}, and no pip in ingot's environment "
+            f"({sys.executable}) to install {requirement} with",
+            hint=f"`{sys.executable} -m ensurepip`, then build again; or `ingot runtime build "
+            f"{version}` (from source), or --python local",
+        )
+    root = store()
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
+    try:
+        say(f"installing the runtime for Python {version}: pip install {requirement}")
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--target",
+            str(work / "target"),
+            "--no-deps",
+            "--no-compile",
+            "--only-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "--no-warn-script-location",
+            "--progress-bar",
+            "off",
+            requirement,
+        ]
+        said: list[str] = []
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as pip:
+            assert pip.stdout is not None
+            for line in pip.stdout:  # pip's lines as they come: a download can take a while
+                if line.strip():
+                    said.append(line.strip())
+                    say(f"  pip: {line.strip()}")
+        if pip.returncode != 0:
+            raise RuntimeError_(
+                f"no runtime for Python {version} in {root}, and pip could not install "
+                f"{requirement}" + (": " + " / ".join(said[-2:]) if said else ""),
+                hint="give pip a folder or index that has it (PIP_FIND_LINKS=DIR, "
+                "find-links or index-url in pip.conf, PIP_INDEX_URL; ingot's scripts/wheels "
+                f"makes it); or build it from source: `ingot runtime build {version}`; or build "
+                "for this machine's Python: --python local",
+            )
+        package = work / "target" / distribution(version).replace("-", "_")
+        return _place(package, requirement)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _place(package: Path, requirement: str) -> Runtime:
+    """Moves the runtime pip installed at ``package`` into the store, its prefix rewritten."""
+    found = read_runtime(package)
+    if found is None:
+        raise RuntimeError_(f"{requirement} holds no runtime (no readable runtime.json)")
+    name = f"cpython-{found.version}-{found.info.get('target')}"
+    if not _NAME.fullmatch(name) or not found.python.is_file():
+        raise RuntimeError_(f"{requirement} holds no usable runtime ({name})")
+    final = store() / name
+    recorded = found.info.get("wheel", {}).get("prefix")
+    if isinstance(recorded, str) and recorded:
+        relocate(package / "python", final / "python", recorded=recorded)
+    found.info.setdefault("wheel", {})["installed"] = requirement
+    (package / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
+    if final.exists():
+        doomed = final.with_name(f".replaced-{final.name}-{os.getpid()}")
+        final.rename(doomed)
+        shutil.rmtree(doomed)
+    package.rename(final)
+    placed = read_runtime(final)
+    assert placed is not None
+    return placed

@@ -1,0 +1,147 @@
+"""Runtimes as wheels (python/ingot/runtime/wheel.py): a runtime of the store written as the wheel
+`ingot-runtime-cp3X`, byte for byte the same each time, and installed back into a store by pip
+(for real, from a folder of wheels). The runtime here is a small stand-in with a runtime's layout;
+tests/test_old_system.py does the same with the real runtime and runs what it builds."""
+
+import json
+import os
+import stat
+import zipfile
+
+import pytest
+
+import ingot
+from ingot import cli
+from ingot.runtime import store, wheel
+
+SYSCONFIG = "_sysconfigdata__linux_x86_64-linux-gnu.py"
+
+
+def stand_in_runtime(root, version="3.11.2", target="x86_64-linux-gnu.2.17"):
+    """A runtime's layout, with a few files of each kind a wheel carries or leaves out."""
+    minor = ".".join(version.split(".")[:2])
+    path = root / f"cpython-{version}-x86_64-linux-gnu.2.17"
+    prefix = path / "python"
+    lib = prefix / "lib" / f"python{minor}"
+    files = {
+        f"bin/python{minor}": "#!/bin/sh\necho stand-in\n",
+        "include/Python.h": "",
+        f"lib/libpython{minor}.a": "!<arch>\n",
+        f"lib/python{minor}/os.py": "# os\n",
+        f"lib/python{minor}/{SYSCONFIG}": f"build_time_vars = {{'prefix': '{prefix}'}}\n",
+        f"lib/python{minor}/json/__init__.py": "",
+        f"lib/python{minor}/ctypes/__init__.py": "",
+        f"lib/python{minor}/ctypes/test/test_x.py": "",
+        f"lib/python{minor}/test/test_os.py": "",
+        f"lib/python{minor}/idlelib/__init__.py": "",
+        f"lib/python{minor}/turtle.py": "",
+        f"lib/python{minor}/__pycache__/os.cpython-311.pyc": "",
+        f"lib/python{minor}/config-{minor}-x86_64-linux-gnu/libpython{minor}.a": "",
+        f"lib/python{minor}/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so": "not elf",
+        f"lib/python{minor}/lib-dynload/_testcapi.cpython-311-x86_64-linux-gnu.so": "",
+        f"lib/python{minor}/site-packages/README.txt": "",
+    }
+    for name, text in files.items():
+        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / name).write_text(text)
+    (prefix / "bin" / f"python{minor}").chmod(0o755)
+    (prefix / "bin" / "python3").symlink_to(f"python{minor}")
+    (path / "launcher").mkdir()
+    (path / "launcher" / f"ingot-launcher-{minor}").write_text("launcher")
+    (path / "launcher" / f"ingot-launcher-{minor}").chmod(0o755)
+    (path / "launcher" / "_ingot.cpython-311-x86_64-linux-gnu.so").write_text("importer")
+    (path / "build.log").write_text("log")
+    info = {
+        "format": 1,
+        "python": {"version": version, "implementation": "cpython"},
+        "target": target,
+        "glibc_floor": {"version": "2.17", "target": "2.17"},
+        "built": "2026-11-26T06:36:48+00:00",
+        "launcher": {"file": f"launcher/ingot-launcher-{minor}", "glibc_floor": "2.17"},
+    }
+    (path / "runtime.json").write_text(json.dumps(info))
+    return store.read_runtime(path), lib
+
+
+def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_path):
+    runtime, lib = stand_in_runtime(tmp_path / "store")
+    first = wheel.export_wheel(runtime, tmp_path / "a", say=lambda line: None)
+    os.utime(lib / "os.py", (1, 1))  # times of the files are not the wheel's
+    second = wheel.export_wheel(runtime, tmp_path / "b", say=lambda line: None)
+    assert first.read_bytes() == second.read_bytes()
+    assert first.name == (
+        f"ingot_runtime_cp311-{ingot.__version__}-py3-none-"
+        "manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    )
+    with zipfile.ZipFile(first) as archive:
+        names = archive.namelist()
+        modes = {
+            info.filename: stat.S_IMODE(info.external_attr >> 16) for info in archive.infolist()
+        }
+        info = json.loads(archive.read("ingot_runtime_cp311/runtime.json"))
+    package = "ingot_runtime_cp311/"
+    assert sorted(name.removeprefix(package) for name in names if name.startswith(package)) == [
+        "launcher/_ingot.cpython-311-x86_64-linux-gnu.so",
+        "launcher/ingot-launcher-3.11",
+        "python/bin/python3.11",
+        f"python/lib/python3.11/{SYSCONFIG}",
+        "python/lib/python3.11/ctypes/__init__.py",
+        "python/lib/python3.11/json/__init__.py",
+        "python/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so",
+        "python/lib/python3.11/os.py",
+        "runtime.json",
+    ]
+    dist_info = f"ingot_runtime_cp311-{ingot.__version__}.dist-info/"
+    assert {name for name in names if not name.startswith(package)} == {
+        dist_info + "METADATA",
+        dist_info + "WHEEL",
+        dist_info + "RECORD",
+    }
+    assert modes[package + "python/bin/python3.11"] == 0o755
+    assert modes[package + "launcher/ingot-launcher-3.11"] == 0o755
+    assert modes[package + "python/lib/python3.11/os.py"] == 0o644
+    assert "built" not in info and info["wheel"]["prefix"] == str(runtime.path / "python")
+
+
+def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch, capsys):
+    runtime, _ = stand_in_runtime(tmp_path / "built")
+    wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    assert cli.main(["runtime", "install", "3.11"]) == 0
+    out, err = capsys.readouterr()
+    installed = tmp_path / "store" / "cpython-3.11.2-x86_64-linux-gnu.2.17"
+    assert out.strip() == str(installed)
+    assert f"pip install ingot-runtime-cp311=={ingot.__version__}" in err
+    assert os.access(installed / "python" / "bin" / "python3.11", os.X_OK)
+    assert not os.access(installed / "python" / "lib" / "python3.11" / "os.py", os.X_OK)
+    # sysconfig's data names the prefix where the runtime now is, not where it was built.
+    data = (installed / "python" / "lib" / "python3.11" / SYSCONFIG).read_text()
+    assert data == f"build_time_vars = {{'prefix': '{installed / 'python'}'}}\n"
+    found = store.find_runtime("3.11")
+    assert found.path == installed
+    assert found.info["wheel"]["installed"] == f"ingot-runtime-cp311=={ingot.__version__}"
+    assert [entry.name for entry in (tmp_path / "store").iterdir()] == [installed.name]
+
+
+@pytest.mark.parametrize("target", ["../../escaped", "x86_64-linux-gnu.2.17/../../x"])
+def test_a_runtime_wheel_whose_runtime_json_names_another_place_is_refused(
+    tmp_path, monkeypatch, capsys, target
+):
+    runtime, _ = stand_in_runtime(tmp_path / "built", target=target)
+    wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    assert cli.main(["runtime", "install", "3.11"]) == 1
+    assert "holds no usable runtime" in capsys.readouterr().err
+    assert list((tmp_path / "store").iterdir()) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["built", "store", "wheels"]
+
+
+def test_exporting_a_runtime_the_store_lacks_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path))
+    assert cli.main(["runtime", "export", "3.12", "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"error: no runtime 3.12 in {tmp_path}" in err and "hint:" in err
