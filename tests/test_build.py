@@ -1062,3 +1062,39 @@ def test_a_damaged_module_of_the_start_is_named_with_a_hint(tmp_path, launcher_h
     assert run.returncode == 1
     assert f"ingot: {out}: the executable is damaged: entry `codecs`: " in run.stderr, run.stderr
     assert "hint: build or copy it again" in run.stderr
+
+
+def test_a_mistyped_option_shows_its_commands_usage_and_the_option_meant(capsys):
+    from ingot import cli
+
+    for argv, usage, said in (
+        (
+            ["build", "app.py", "--outptu", "x"],
+            "usage: ingot build",
+            "--outptu x (did you mean --output?)",
+        ),
+        (["runtime", "install", "3.13", "--forc"], "usage: ingot runtime install", "--forc"),
+        (["inspect", "x", "--sise"], "usage: ingot inspect", "--sise (did you mean --sizes?)"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            cli.main(argv)
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(usage), err
+        assert f"error: unrecognized arguments: {said}" in err, err
+
+
+def test_ingot_says_its_version_and_python(capsys):
+    import importlib.metadata
+
+    from ingot import cli
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"ingot {importlib.metadata.version('ingot')} (Python {sys.version.split()[0]} at "
+        f"{sys.executable})\n"
+    )
+    assert ingot.__version__ == importlib.metadata.version("ingot")

@@ -26,6 +26,7 @@ from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
 from ingot.runtime import builder, recipes, store
 from ingot.runtime import sources as runtime_sources
+from ingot.runtime.toolchain import Toolchain
 
 
 def extension_module(name):
@@ -450,3 +451,21 @@ def test_a_console_script_is_resolved_where_it_is_installed(tmp_path, build_with
     assert Spec.from_json(resolved.to_json()) == resolved
     with pytest.raises(IngotError, match="no console script 'other' is installed"):
         console_script_entry("other")
+
+
+def test_a_runtime_build_says_what_runs_while_a_step_takes_long(tmp_path, monkeypatch):
+    # A step (here: sh sleeping) that outlasts the progress period is reported as it runs, by
+    # component (its directory), step and time; its output goes to the log only.
+    monkeypatch.setattr(builder, "PROGRESS_SECONDS", 0.2)
+    said = []
+    log = tmp_path / "build.log"
+    work = tmp_path / "openssl-3.0.20"
+    work.mkdir()
+    run = builder._Builder(Toolchain(Path("/no/zig")), log, said.append).runner(work, tmp_path)
+    run(["sh", "-c", "echo compiling; sleep 0.7"], cwd=work)
+    assert len(said) >= 2, said
+    assert all(line.startswith("    openssl-3.0.20: sh -c, ") for line in said), said
+    assert said[-1].endswith(" s since the start)"), said
+    assert "compiling" in log.read_text()
+    with pytest.raises(IngotError, match="failed \\(exit 3\\)"):
+        run(["sh", "-c", "exit 3"], cwd=work)

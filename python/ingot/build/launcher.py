@@ -47,15 +47,23 @@ def read_launcher(path: Path | None) -> bytes:
 
 def find_launcher(option: str | None = None) -> Path:
     """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else ingot's own."""
+    version = "%d.%d" % sys.version_info[:2]
     if option:
         origin, path = "--launcher", Path(option)
     elif os.environ.get("INGOT_LAUNCHER"):
         origin, path = "INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])
     else:
-        version = "%d.%d" % sys.version_info[:2]
         origin, path = (
             "ingot's package",
             Path(__file__).parent.parent / "_launcher" / f"ingot-launcher-{version}",
+        )
+    if not path.is_file() and origin == "ingot's package" and not path.parent.is_dir():
+        raise BuildError(
+            f"this ingot carries no launcher for this machine's Python {version} (it was "
+            "installed from a release wheel, whose executables start with a runtime's launcher)",
+            hint="build for a runtime: leave out --python local (or name a version: --python "
+            f"{version}); for --python local, install ingot from its source (with Rust), or "
+            "give a launcher built for this Python: --launcher PATH",
         )
     if not path.is_file():
         raise BuildError(

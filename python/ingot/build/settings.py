@@ -272,14 +272,15 @@ class Settings:
     )
     python: str | None = setting(
         help="build with the runtime of this Python version, for any Linux with glibc 2.17 or "
-        "later (built first if there is none: ingot runtime build), or 'local': with the Python "
-        "ingot runs under (default: its version's runtime if one is built, else local)",
+        "later (installed from its wheel, ingot-runtime-cp3X, through pip's configuration if "
+        "missing), or 'local': with the Python ingot runs under and its launcher, for this "
+        "machine's glibc (default: the runtime of the Python ingot runs under)",
         flags=("--python",),
         metavar="VERSION",
-        expected="a string, a Python version such as '3.11', or 'local'",
+        expected="'local' or a Python version from 3.10 to 3.15, such as '3.11' or '3.13.5'",
         check=lambda value: (
             isinstance(value, str)
-            and (value == "local" or re.fullmatch(r"3\.\d+(\.\d+)?", value) is not None)
+            and (value == "local" or re.fullmatch(r"3\.1[0-5](\.\d+)?", value) is not None)
         ),
         doc_type="str",
     )

@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ingot.runtime.toolchain as toolchain_module
 from ingot.elf import GlibcFloor, glibc_floor
@@ -62,6 +62,7 @@ class _Builder:
         self.toolchain = toolchain
         self.log_path = log
         self.say = say
+        self.started = time.monotonic()
 
     def runner(self, build: Path, prefix: Path) -> Callable[..., None]:
         environment = self.toolchain.environment(build, prefix)
@@ -79,30 +80,44 @@ class _Builder:
                 log.flush()
                 started = time.monotonic()
                 try:
-                    done = subprocess.run(
-                        argv,
-                        cwd=cwd,
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                    )
+                    code = self._wait(argv, cwd, env, log)
                 except OSError as error:
                     raise RuntimeError_(
                         f"cannot run `{' '.join(argv)}` in {cwd}: {error}",
                         hint="is the source release complete (a release "
                         "tarball, not a repository snapshot)?",
                     ) from None
-                log.write(f"# exit {done.returncode} after {time.monotonic() - started:.1f} s\n")
-            if done.returncode != 0:
+                log.write(f"# exit {code} after {time.monotonic() - started:.1f} s\n")
+            if code != 0:
                 tail = self.log_path.read_text(errors="replace").splitlines()[-25:]
                 raise RuntimeError_(
-                    f"`{' '.join(argv)}` failed (exit {done.returncode}) in {cwd}:\n  "
-                    + "\n  ".join(tail),
+                    f"`{' '.join(argv)}` failed (exit {code}) in {cwd}:\n  " + "\n  ".join(tail),
                     hint=f"the whole log: {self.log_path}",
                 )
 
         return run
+
+    def _wait(self, argv: list[str], cwd: Path, env: dict[str, str], log: IO[str]) -> int:
+        """Runs ``argv``, its output to ``log``; says every :data:`PROGRESS_SECONDS` which
+        component and step is running, and for how long (a step can take minutes)."""
+        step = " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv[:2]))
+        with subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        ) as process:
+            started = time.monotonic()
+            while True:
+                try:
+                    return process.wait(timeout=PROGRESS_SECONDS)
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    self.say(
+                        f"    {cwd.name}: {step}, {now - started:.0f} s "
+                        f"({now - self.started:.0f} s since the start)"
+                    )
+
+
+#: How often a runtime build says what it is doing while one step runs.
+PROGRESS_SECONDS = 10.0
 
 
 def build_runtime(
