@@ -1,7 +1,8 @@
 """Runtimes as wheels (python/ingot/runtime/wheel.py): a runtime of the store written as the wheel
 `ingot-runtime-cp3X`, byte for byte the same each time, and installed back into a store by pip
-(for real, from a folder of wheels). The runtime here is a small stand-in with a runtime's layout;
-tests/test_old_system.py does the same with the real runtime and runs what it builds."""
+(for real, from a folder of wheels); and what a build checks of a runtime before it runs any of it
+(its files' hashes, who could have changed them). The runtime here is a small stand-in with a
+runtime's layout; tests/test_fresh_system.py installs the real ones and runs what they build."""
 
 import json
 import os
@@ -122,6 +123,13 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
     found = store.find_runtime("3.11")
     assert found.path == installed
     assert found.info["wheel"]["installed"] == f"ingot-runtime-cp311=={ingot.__version__}"
+    # It carries the hashes of its interpreter, launcher and extension module, which match.
+    assert sorted(found.info["hashes"]) == [
+        "launcher/_ingot.cpython-311-x86_64-linux-gnu.so",
+        "launcher/ingot-launcher-3.11",
+        "python/bin/python3.11",
+    ]
+    store.verify_runtime(found)
     assert [entry.name for entry in (tmp_path / "store").iterdir()] == [installed.name]
 
 
@@ -145,3 +153,66 @@ def test_exporting_a_runtime_the_store_lacks_is_a_clear_error(tmp_path, monkeypa
     assert cli.main(["runtime", "export", "3.12", "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert f"error: no runtime 3.12 in {tmp_path}" in err and "hint:" in err
+
+
+# --- what ingot build trusts of a runtime (issue 26, S4) -----------------------------------
+
+
+def planted_runtime(tmp_path, monkeypatch):
+    """A stand-in runtime in a store of its own whose interpreter, if ingot ever ran it, would
+    leave a marker file; its hashes recorded as when it was made."""
+    runtime, _ = stand_in_runtime(tmp_path / "store")
+    marker = tmp_path / "it-ran"
+    runtime.python.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    store.record_hashes(runtime)
+    (runtime.path / "runtime.json").write_text(json.dumps(runtime.info))
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    return runtime, marker, [str(script), "--python", "3.11", "-o", str(tmp_path / "app")]
+
+
+def test_a_runtime_file_changed_since_it_was_made_is_refused_and_not_run(
+    tmp_path, monkeypatch, capsys
+):
+    runtime, marker, build = planted_runtime(tmp_path, monkeypatch)
+    assert store.verify_runtime(runtime) is None
+    launcher = runtime.path / "launcher" / "ingot-launcher-3.11"
+    launcher.write_text("another launcher")
+    assert cli.main(["build", *build]) == 1
+    err = capsys.readouterr().err
+    assert f"error: the runtime's {launcher} is not the file it was made with" in err, err
+    assert "hint: remove the runtime and build or install it again" in err
+    assert not marker.exists()
+
+
+def test_a_runtime_without_recorded_hashes_is_refused(tmp_path, monkeypatch, capsys):
+    runtime, marker, build = planted_runtime(tmp_path, monkeypatch)
+    del runtime.info["hashes"]
+    (runtime.path / "runtime.json").write_text(json.dumps(runtime.info))
+    assert cli.main(["build", *build]) == 1
+    assert "records no hashes of its files" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_runtime_another_user_could_replace_is_refused_and_not_run(tmp_path, monkeypatch, capsys):
+    # A real other user (nobody, 65534) owning the interpreter, then the store directory; then
+    # the store writable by the group: each time the build stops before running anything.
+    runtime, marker, build = planted_runtime(tmp_path, monkeypatch)
+    os.chown(runtime.python, 65534, 65534)
+    assert cli.main(["build", *build]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"refusing the runtime at {runtime.python}: {runtime.python} is owned by uid 65534" in err
+    )
+    os.chown(runtime.python, 0, 0)
+    os.chown(tmp_path / "store", 65534, 65534)
+    assert cli.main(["build", *build]) == 1
+    assert f"{tmp_path / 'store'} is owned by uid 65534" in capsys.readouterr().err
+    os.chown(tmp_path / "store", 0, 0)
+    (tmp_path / "store").chmod(0o775)
+    assert cli.main(["build", *build]) == 1
+    assert f"{tmp_path / 'store'} is writable by others (mode 775)" in capsys.readouterr().err
+    assert not marker.exists()

@@ -122,6 +122,7 @@ def runtime_target(wanted: str, request: Request, say: Say) -> Target:
     """The target of the runtime of Python ``wanted``, installed or built first if the store has
     none."""
     found = _get_runtime(wanted, say)
+    runtimes.verify_runtime(found)  # nothing another user could have put there or changed
     launcher_file = found.info.get("launcher", {}).get("file")
     launcher = Path(request.launcher) if request.launcher else None
     if launcher is None and launcher_file:

@@ -31,6 +31,7 @@ from ingot.runtime.store import (
     RuntimeError_,
     find_runtime,
     read_runtime,
+    record_hashes,
     store,
 )
 from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_zig
@@ -200,6 +201,7 @@ def build_runtime(
             if launcher_floor.version
             else None,
         }
+        record_hashes(Runtime(stage, info))
         (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
         _install(stage, final)
         say(f"runtime {name}: {final} ({floor}; {info['build_seconds']['total']:.0f} s)")
@@ -445,6 +447,7 @@ def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime
             "file": f"launcher/{launcher.name}",
             "glibc_floor": ".".join(map(str, floor.version)) if floor.version else None,
         }
+        record_hashes(found)
         (found.path / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
         say(f"runtime {found.name}: launcher rebuilt ({floor})")
         return found

@@ -25,9 +25,11 @@ user vouches for (``--source NAME=URL#sha256=HEX``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +40,15 @@ __all__ = [
     "RUNTIME_FORMAT",
     "Runtime",
     "RuntimeError_",
+    "check_safe_path",
     "find_runtime",
     "list_runtimes",
     "read_runtime",
+    "record_hashes",
     "remove_runtime",
     "store",
+    "trusted_files",
+    "verify_runtime",
 ]
 #: runtime.json's format version.
 RUNTIME_FORMAT = 1
@@ -138,3 +144,81 @@ def remove_runtime(wanted: str) -> Runtime:
     runtime.path.rename(doomed)  # atomically out of the store, then deleted
     shutil.rmtree(doomed)
     return runtime
+
+
+def trusted_files(runtime: Runtime) -> list[Path]:
+    """The files of a runtime that ``ingot build`` runs or copies into every executable: its
+    interpreter, its launcher and ingot's extension module for it."""
+    files = [runtime.python]
+    launcher = runtime.info.get("launcher", {}).get("file")
+    if isinstance(launcher, str) and launcher:
+        files.append(runtime.path / launcher)
+    files.extend(sorted((runtime.path / "launcher").glob("_ingot.*.so")))
+    return files
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_hashes(runtime: Runtime) -> None:
+    """Records in ``runtime.info`` (``hashes``) the sha256 of its trusted files, as they are now:
+    when it is made (built, relinked, exported)."""
+    runtime.info["hashes"] = {
+        str(path.relative_to(runtime.path)): _sha256(path) for path in trusted_files(runtime)
+    }
+
+
+def check_safe_path(path: Path) -> None:
+    """RuntimeError_ unless ``path`` and every directory above it are owned by root or this user,
+    and not writable by others (group or world) unless sticky (``/tmp``): no one else can
+    replace what ``path`` names, as OpenSSH's StrictModes asks of ``~/.ssh``."""
+    user = os.geteuid()
+    current = Path(os.path.abspath(path))
+    for place in [current, *current.parents]:
+        try:
+            info = os.lstat(place)
+        except OSError as error:
+            raise RuntimeError_(f"cannot check {place}: {error.strerror}") from None
+        sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+        problem = None
+        if info.st_uid not in (0, user):
+            problem = f"is owned by uid {info.st_uid}, neither root nor this user ({user})"
+        elif stat.S_ISLNK(info.st_mode) and place == current:
+            problem = "is a symbolic link"
+        elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
+            problem = f"is writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+        if problem:
+            raise RuntimeError_(
+                f"refusing the runtime at {path}: {place} {problem}, so another user could "
+                "replace what ingot would run",
+                hint="keep runtimes where only you (or root) can write: unset INGOT_RUNTIMES "
+                "or XDG_CACHE_HOME, or fix the owner and mode of " + str(place),
+            )
+
+
+def verify_runtime(runtime: Runtime) -> None:
+    """RuntimeError_ unless no other user can change the runtime's trusted files and they are
+    those recorded when it was made (``hashes`` in runtime.json)."""
+    files = trusted_files(runtime)
+    for path in files:
+        check_safe_path(path)
+    recorded = runtime.info.get("hashes")
+    if not isinstance(recorded, dict):
+        raise RuntimeError_(
+            f"the runtime {runtime.path} records no hashes of its files (made by an earlier ingot)",
+            hint=f"remove it and build or install it again: ingot runtime remove {runtime.version}",
+        )
+    for path in files:
+        name = str(path.relative_to(runtime.path))
+        if recorded.get(name) != _sha256(path):
+            raise RuntimeError_(
+                f"the runtime's {path} is not the file it was made with (its sha256 differs "
+                "from runtime.json's)",
+                hint=f"remove the runtime and build or install it again: ingot runtime remove "
+                f"{runtime.version}",
+            )

@@ -42,7 +42,7 @@ from pathlib import Path
 from ingot._ingot import __version__
 from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.runtime.builder import relocate
-from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store
+from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store, trusted_files
 from ingot.runtime.toolchain import ToolchainError, find_zig
 
 __all__ = ["WHEEL_PLATFORM", "distribution", "export_wheel", "install_runtime", "wheel_name"]
@@ -147,7 +147,7 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
     info = {
         key: value
         for key, value in runtime.info.items()
-        if key not in ("built", "build_seconds", "wheel")
+        if key not in ("built", "build_seconds", "wheel", "hashes")
     }
     # The prefix the runtime's sysconfig data records, rewritten where the wheel is installed.
     info["wheel"] = {
@@ -174,7 +174,8 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
     dist_info = f"{package}-{__version__}.dist-info"
     try:
         with tempfile.TemporaryDirectory() as scratch, zipfile.ZipFile(partial, "w") as archive:
-            count, strippers = 0, _strippers()
+            count, strippers, hashes = 0, _strippers(), {}
+            trusted = {str(path.relative_to(runtime.path)) for path in trusted_files(runtime)}
             if not strippers:
                 say(
                     "note: no objcopy (binutils, LLVM or zig): ELF files are carried with "
@@ -182,15 +183,14 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
                 )
             for name, path in _carried(runtime):
                 executable = os.access(path, os.X_OK) and not name.endswith(".py")
-                add(
-                    archive,
-                    f"{package}/{name}",
-                    _strip_debug(path, Path(scratch), strippers),
-                    0o755 if executable else 0o644,
-                )
+                data = _strip_debug(path, Path(scratch), strippers)
+                add(archive, f"{package}/{name}", data, 0o755 if executable else 0o644)
+                if name in trusted:  # what the installed runtime is checked against
+                    hashes[name] = hashlib.sha256(data).hexdigest()
                 count += 1
                 if count % 500 == 0:
                     say(f"  {count} files")
+            info["hashes"] = hashes
             add(archive, f"{package}/runtime.json", (json.dumps(info, indent=2) + "\n").encode())
             python = runtime.info["python"]["version"]
             metadata = (
