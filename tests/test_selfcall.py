@@ -11,6 +11,7 @@ regression in self-calls fails a test instead of filling the machine with proces
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -138,6 +139,19 @@ def app(tmp_path_factory, launcher, launcher_python):
     )
 
 
+@pytest.fixture(scope="module")
+def app_without_python_mode(tmp_path_factory, launcher, launcher_python):
+    """The same application, built with --no-python-mode (`"python_mode": false`)."""
+    return make_app(
+        tmp_path_factory.mktemp("no-python-mode"),
+        launcher,
+        launcher_python,
+        {**LAUNCH, "python_mode": False},
+        name="selfapp",
+        files=APP,
+    )
+
+
 # --- python command lines -------------------------------------------------------------------------
 
 
@@ -160,9 +174,23 @@ def test_the_parent_variable_reaches_children_not_os_environ(app):
     child = call(app, ["-c", code])
     assert child["code"] == 0, child["err"]
     variables, in_os_environ, parent = child["out"].rsplit(" ", 2)
-    assert variables == f"['INGOT_PARENT={parent.strip()}:0:{os.getuid()}']"
+    # <pid>:<depth>:<uid>:<the parent's secret>, 16 random bytes in hex.
+    assert re.fullmatch(
+        rf"\['INGOT_PARENT={parent.strip()}:0:{os.getuid()}:[0-9a-f]{{32}}'\]", variables
+    ), variables
     assert in_os_environ == "None"
     assert "INGOT_PARENT" not in json.loads(run(app).stdout)["environ"]
+
+
+def test_a_child_given_an_environment_of_the_apps_making_is_a_self_call(app):
+    # env= replaces the environment: the variable is added for a start of sys.executable (and
+    # taken out again before the child's Python sees it).
+    code = "import json, os; print(json.dumps(sorted(os.environ)))"
+    for env in ({}, {"PATH": os.environ["PATH"], "X": "1"}):
+        child = call(app, ["-c", code], env=env)
+        assert (child["code"], child["err"]) == (0, ""), env
+        # Python's: what it was given (and LC_CTYPE, which its C locale coercion sets).
+        assert set(json.loads(child["out"])) - {"LC_CTYPE"} == set(env), child
 
 
 def test_interpreter_options_before_the_command(app):
@@ -269,9 +297,10 @@ def test_a_person_gets_the_app_whatever_the_arguments(app, tmp_path):
 
 def test_a_forged_parent_variable_is_not_enough(app, tmp_path):
     marker = tmp_path / "ran"
-    env = {"PATH": os.environ["PATH"], "INGOT_PARENT": f"{os.getpid()}:0:{os.getuid()}"}
-    result = run(app, "-c", f"open({str(marker)!r}, 'w').write('x')", env=env)
-    assert result.returncode == 1 and not marker.exists()
+    for forged in (f"{os.getpid()}:0:{os.getuid()}", f"{os.getpid()}:0:{os.getuid()}:{'5e' * 16}"):
+        env = {"PATH": os.environ["PATH"], "INGOT_PARENT": forged}
+        result = run(app, "-c", f"open({str(marker)!r}, 'w').write('x')", env=env)
+        assert result.returncode == 1 and not marker.exists(), forged
 
 
 def test_a_script_the_app_runs_gets_the_app(app):
@@ -384,3 +413,14 @@ def test_a_failed_flush_of_stdout_is_reported_and_exits_120(app):
         "Exception ignored in: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>\n"
         "OSError: [Errno 28] No space left on device\n"
     ), done.stderr
+
+
+def test_without_python_mode_even_the_apps_own_children_get_the_app(app_without_python_mode):
+    # A privilege boundary: -c, -m and multiprocessing's frozen form run the application too.
+    for args in (["-c", "print('python')"], ["-m", "json.tool"], ["--multiprocessing-fork"]):
+        child = call(app_without_python_mode, args)
+        assert child == {"code": 1, "out": "", "err": f"unknown {args[0]}\n"}, args
+    # A start with no arguments runs the application, as ever.
+    child = call(app_without_python_mode, [])
+    assert child["code"] == 0, child
+    assert len(json.loads(child["out"])["app"]) == 1, child

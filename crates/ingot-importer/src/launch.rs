@@ -24,6 +24,12 @@ pub struct LaunchConfig {
     /// Absent: yes ([`LaunchConfig::filesystem_imports`]).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub filesystem_imports: Option<bool>,
+    /// Let a process the application started from its own executable run a python command line
+    /// (`-c`, `-m`, multiprocessing's spawn; see the launcher's README, "Self-calls"). `false`
+    /// (`--no-python-mode`, for an executable that is a privilege boundary): never, every start
+    /// runs the application. Absent: yes ([`LaunchConfig::python_mode`]).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub python_mode: Option<bool>,
     /// Which runtime the executable carries (`ingot inspect` shows it). The launcher ignores it,
     /// whatever it is (anything but a string reads as absent, and the build refuses it).
     #[serde(
@@ -104,6 +110,11 @@ impl LaunchConfig {
     /// Whether to exit without finalizing the interpreter (absent: yes).
     pub fn fast_exit(&self) -> bool {
         self.fast_exit.unwrap_or(true)
+    }
+
+    /// Whether self-calls may run python command lines (absent: yes).
+    pub fn python_mode(&self) -> bool {
+        self.python_mode.unwrap_or(true)
     }
 
     /// Whether the application may import from directories on `sys.path` (absent: yes).
@@ -328,13 +339,15 @@ mod tests {
         assert_eq!(config.run, Run::Function { module: "app.cli".into(), function: "main".into() });
         assert!(config.fast_exit());
         assert!(config.filesystem_imports());
+        assert!(config.python_mode());
         let config = LaunchConfig::parse(
-            br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false, "filesystem_imports": false}"#,
+            br#"{"version": 1, "run": {"kind": "module", "module": "app"}, "fast_exit": false, "filesystem_imports": false, "python_mode": false}"#,
         )
         .unwrap();
         assert_eq!(config.run, Run::Module { module: "app".into() });
         assert!(!config.fast_exit());
         assert!(!config.filesystem_imports());
+        assert!(!config.python_mode());
         assert!(LaunchConfig::parse(
             br#"{"version": 2, "run": {"kind": "module", "module": "app"}}"#
         )
@@ -363,6 +376,7 @@ mod tests {
         // `null` is not a boolean.
         assert!(parse(r#", "fast_exit": null"#).is_err());
         assert!(parse(r#", "filesystem_imports": null"#).is_err());
+        assert!(parse(r#", "python_mode": null"#).is_err());
         assert!(parse(r#", "fast_exit": 1"#).is_err());
     }
 
@@ -376,6 +390,7 @@ mod tests {
                 "run": {"kind": "module", "module": "caf\u{e9}.\u{1d49c}"},
                 "fast_exit": false,
                 "filesystem_imports": false,
+                "python_mode": false,
                 "runtime": "cpython-3.11 \"glibc\"\t\u{7f}",
             }),
         ];

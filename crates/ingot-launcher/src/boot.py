@@ -77,16 +77,74 @@ def _main_spec(name):
     return spec
 
 
-def mark_forked_children(variable, depth, uid):
-    """A forked child names itself, not its parent, in the variable that tells the processes it
-    starts that the application started them (`<pid>:<depth>:<uid>`, as selfcall.rs writes it;
-    read where /proc cannot tell)."""
+def mark_forked_children(variable, renew_proof):
+    """A forked child makes its own proof for the processes it starts (selfcall.rs: its pid is
+    another) and names itself in the variable they get."""
     import posix  # built in and imported already, unlike os; putenv leaves os.environ alone
 
     def mark():
-        posix.putenv(variable, f"{posix.getpid()}:{depth}:{uid}")
+        posix.putenv(variable, renew_proof())
 
     posix.register_at_fork(after_in_child=mark)
+
+
+def prepare_spawns(variable, drain_proof, current_value, executable):
+    """Before each start of a process (`os.fork`, and `_posixsubprocess.fork_exec`, which
+    `subprocess`, multiprocessing and loky use): the connections children's checks left in this
+    process's listener are closed (its queue would fill up), and a start of this executable with
+    an environment of the application's making (`env=`) gets the variable that proves the
+    application started it (the launcher takes it out before the application sees it). The
+    module is wrapped when first used, not imported here: an application that starts no process
+    pays nothing, and one whose archive lacks it fails as it would have."""
+    import posix
+    import sys
+
+    posix.register_at_fork(before=drain_proof)
+    name = "_posixsubprocess"
+    prefix = variable.encode() + b"="
+    target = executable.encode("utf-8", "surrogateescape")  # the launcher requires a UTF-8 path
+
+    def wrap(module):
+        fork_exec = module.fork_exec
+
+        def drained_fork_exec(*args):
+            drain_proof()
+            environment = args[5] if len(args) > 5 else None
+            if environment is not None and target in (args[1] or ()):
+                ours = prefix + current_value().encode()
+                args = (
+                    *args[:5],
+                    [e for e in environment if not e.startswith(prefix)] + [ours],
+                    *args[6:],
+                )
+            return fork_exec(*args)
+
+        module.fork_exec = drained_fork_exec
+
+    if name in sys.modules:
+        wrap(sys.modules[name])
+        return
+    # Stands for the module in sys.modules until an attribute of it is asked for (a module's
+    # own __getattr__, PEP 562: no class to make at every start).
+    pending = type(sys)(name)
+
+    def load(attribute):
+        if sys.modules.get(name) is pending:
+            del sys.modules[name]
+        try:
+            module = __import__(name)
+        finally:
+            sys.modules.setdefault(name, pending)
+        if getattr(module.fork_exec, "__name__", "") != "drained_fork_exec":
+            wrap(module)
+        vars(pending).update(vars(module))
+        del pending.__getattr__
+        return getattr(module, attribute)
+
+    for attribute in ("__spec__", "__loader__", "__package__", "__doc__"):
+        del vars(pending)[attribute]
+    pending.__getattr__ = load
+    sys.modules[name] = pending
 
 
 def module_is_missing(name):

@@ -7,12 +7,14 @@ use std::mem::MaybeUninit;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 use ingot_format::{chain, Archive, Namespace, Role};
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyCFunction, PyDict, PyList, PyString};
 
 pub mod castore;
 pub mod error;
@@ -233,14 +235,26 @@ pub fn main() -> ! {
         .to_str()
         .unwrap_or_else(|| fail(&exe.display().to_string(), "the path is not UTF-8"))
         .to_string();
-    let call = selfcall::self_call(&selfcall::ThisProcess::new(&exe));
+    let this = selfcall::ThisProcess::new(&exe);
+    let call = selfcall::self_call(&this);
     let depth = call.map_or(0, |call| call.depth);
     if depth > selfcall::MAX_DEPTH {
         too_deep(&exe_str, &argv, depth);
     }
+
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    let variable = selfcall::Variable { pid: std::process::id(), depth, uid };
+    // The secret the processes this one starts get, and the listener that proves it gave it.
+    let secret = selfcall::new_secret();
+    if let (Some(identity), Some(secret)) = (this.identity(), secret) {
+        PROOF.offer(identity, depth, secret);
+    }
+    let variable = selfcall::Variable {
+        pid: std::process::id(),
+        depth,
+        uid,
+        secret: secret.unwrap_or_default(),
+    };
     // The parent's variable is not the application's business: out of the environment the
     // interpreter copies into os.environ (ours is set for the children in `prepare`).
     // SAFETY: no other thread exists yet (the read-ahead threads start with the interpreter).
@@ -249,7 +263,14 @@ pub fn main() -> ! {
     let mode = match call.map(|call| call.started) {
         Some(selfcall::Started::Child) => selfcall::read_command_line(&argv, names_this),
         Some(selfcall::Started::Replaced) => selfcall::read_restart(&argv, names_this),
-        None => Mode::App { argv: argv.clone() },
+        Some(selfcall::Started::Descendant) | None => Mode::App { argv: argv.clone() },
+    };
+    // Built with --no-python-mode (a privilege boundary): every start runs the application.
+    let mode = match mode {
+        Mode::Python | Mode::FrozenFork if !config.python_mode() => {
+            Mode::App { argv: argv.clone() }
+        }
+        mode => mode,
     };
     // SAFETY: called once, on the main thread, before anything else touches Python.
     unsafe { initialize(&exe, &argv, &mode) };
@@ -269,6 +290,46 @@ pub fn main() -> ! {
             Outcome::Code(1)
         });
     finish(py, boot, outcome, config.fast_exit())
+}
+
+/// This process's proof for the processes it starts ([`selfcall::offer`]): the listener, and
+/// what renews it in a forked child.
+struct Proof {
+    listener: AtomicI32,
+    depth: AtomicU32,
+    made: OnceLock<((u64, u64), selfcall::Secret)>,
+}
+
+static PROOF: Proof =
+    Proof { listener: AtomicI32::new(-1), depth: AtomicU32::new(0), made: OnceLock::new() };
+
+impl Proof {
+    fn offer(&self, identity: (u64, u64), depth: u32, secret: selfcall::Secret) {
+        let _ = self.made.set((identity, secret));
+        self.depth.store(depth, Ordering::Relaxed);
+        let fd = selfcall::offer(identity, depth, &secret).unwrap_or(-1);
+        self.listener.store(fd, Ordering::Relaxed);
+    }
+
+    /// In a forked child: the parent's listener closed here (the parent keeps it), and one of
+    /// this process's own (its pid is another), with the same secret.
+    fn renew(&self) {
+        let old = self.listener.swap(-1, Ordering::Relaxed);
+        if old >= 0 {
+            // SAFETY: the inherited copy of the parent's listener, which nothing else uses.
+            unsafe { libc::close(old) };
+        }
+        if let Some((identity, secret)) = self.made.get() {
+            self.offer(*identity, self.depth.load(Ordering::Relaxed), *secret);
+        }
+    }
+
+    fn drain(&self) {
+        let fd = self.listener.load(Ordering::Relaxed);
+        if fd >= 0 {
+            selfcall::drain(fd);
+        }
+    }
 }
 
 /// Whether the command `name` (a path, or a name `PATH` finds) is the executable `exe`.
@@ -606,18 +667,33 @@ fn prepare<'py>(
     let finder = archive_finder(py)?;
     boot.get_item("seal_import_system")?.expect("boot.py").call1((&finder, filesystem_imports))?;
     boot.get_item("serve_archive_paths")?.expect("boot.py").call1((&finder,))?;
-    let (depth, uid) = (variable.depth, variable.uid);
-    boot.get_item("mark_forked_children")?.expect("boot.py").call1((
+    // A forked child makes its own proof (its pid is another) and names itself in the variable;
+    // the listener's queue is drained before the application starts a process, and a process
+    // started from this executable with an environment of the application's making gets the
+    // variable too.
+    let renew = PyCFunction::new_closure(py, Some(c"renew_proof"), None, move |_, _| {
+        PROOF.renew();
+        selfcall::variable_value(&selfcall::Variable { pid: std::process::id(), ..variable })
+    })?;
+    let drain = PyCFunction::new_closure(py, Some(c"drain_proof"), None, |_, _| PROOF.drain())?;
+    boot.get_item("mark_forked_children")?
+        .expect("boot.py")
+        .call1((selfcall::PARENT_VARIABLE, renew))?;
+    let current = PyCFunction::new_closure(py, Some(c"parent_variable"), None, |_, _| {
+        std::env::var(selfcall::PARENT_VARIABLE).unwrap_or_default()
+    })?;
+    boot.get_item("prepare_spawns")?.expect("boot.py").call1((
         selfcall::PARENT_VARIABLE,
-        depth,
-        uid,
+        drain,
+        current,
+        exe,
     ))?;
     py.import("sys")?.setattr("executable", exe)?;
     // For the children, in the C environment they inherit, after `posix.environ` (hence
     // os.environ) was copied from it: the application sees the environment it was given.
     // SAFETY: the other threads (read-ahead) read the environment only through Rust's std, which
     // serializes with this.
-    std::env::set_var(selfcall::PARENT_VARIABLE, selfcall::variable_value(variable));
+    std::env::set_var(selfcall::PARENT_VARIABLE, selfcall::variable_value(&variable));
     castore::point_openssl_at_the_systems_bundle();
     Ok(())
 }

@@ -1,33 +1,42 @@
 //! Self-calls: a process the application started from its own executable (`sys.executable`, by
 //! `subprocess`, `multiprocessing`, joblib's loky, a reloader, `os.execv`) reads its command line
 //! as python would; any other start of the executable runs the application, whatever its
-//! arguments. See README.md, "Self-calls", for the rules and why they are safe.
+//! arguments. See README.md, "Self-calls", and docs/security.md for the rules and why they hold.
 //!
-//! Whether the parent is the application is decided from what the parent process is, not from
-//! the command line: the parent's `/proc/<ppid>/exe` is the same file as this process's
-//! executable, or, where /proc cannot tell, the variable [`PARENT_VARIABLE`] that every process
-//! of the executable sets for its children names the parent's pid. A person's shell, a script or
-//! `sudo` is the parent of what they start, so none of them gets Python mode; a set-user-ID or
-//! file-capability start never does.
+//! Every process of the executable makes, at its start, a secret of 16 random bytes, gives it
+//! to the processes it starts in the variable [`PARENT_VARIABLE`] (`<pid>:<depth>:<uid>:<secret>`)
+//! and listens on an abstract Unix socket named after the executable file, its pid, its depth
+//! and the SHA-256 of the secret ([`offer`]). A child is a self-call when the variable names its
+//! parent and the socket that variable names exists, made (so the kernel says, `SO_PEERCRED`) by
+//! that pid as this user. Only processes the application started after it began have the
+//! secret: a child forked before its parent became the application (`exec` after `fork`), a
+//! forged variable, a person's shell or `sudo` gets the application. Nothing of /proc is read. A
+//! set-user-ID or file-capability start never gets Python mode.
 //!
-//! The same variable carries how deep the chain of self-calls is, so that an application that
-//! starts itself unconditionally stops at [`MAX_DEPTH`] instead of filling the machine with
-//! processes; where a parent dropped the environment, the depth is counted on /proc instead.
+//! The same variable, checked the same way, carries the depth of the chain of self-calls through
+//! programs in between (`sh -c`), so that an application that starts itself unconditionally
+//! stops at [`MAX_DEPTH`] instead of filling the machine with processes.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// The environment variable a process of the executable sets for its children:
-/// `<pid>:<depth>:<uid>`, its own pid, how many self-calls deep it is (0 when a person, a script
-/// or another program started it) and its user id.
+use sha2::{Digest, Sha256};
+
+/// The environment variable a process of the executable gives the processes it starts:
+/// `<pid>:<depth>:<uid>:<secret>`, its own pid, how many self-calls deep it is (0 when a person,
+/// a script or another program started it), its user id and its secret (32 hex digits).
 pub const PARENT_VARIABLE: &str = "INGOT_PARENT";
 
 /// The deepest chain of self-calls allowed: a process deeper than this exits with an error.
 /// multiprocessing's and loky's workers are 1 deep, their helpers (resource tracker,
 /// forkserver) 1 or 2; a reloader's child restarted by it stays at 1.
 pub const MAX_DEPTH: u32 = 8;
+
+/// A process's secret, which the processes it starts get in [`PARENT_VARIABLE`].
+pub type Secret = [u8; 16];
 
 /// What this process is asked to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,10 +53,13 @@ pub enum Mode {
 /// How the application started this process.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Started {
-    /// As a child: its parent process runs this executable, as this user.
+    /// As a child: its parent process is the application (or a self-call of it), as this user.
     Child,
     /// The application replaced itself with it (`os.execv(sys.executable, ...)`): same pid.
     Replaced,
+    /// Through another program (`sh -c`, a script): it runs the application, never Python, but
+    /// counts in the chain of self-calls.
+    Descendant,
 }
 
 /// A self-call: started by the application (or by a self-call of it) from the same executable.
@@ -64,6 +76,7 @@ pub struct Variable {
     pub pid: u32,
     pub depth: u32,
     pub uid: u32,
+    pub secret: Secret,
 }
 
 /// Where the facts about the process come from (the real ones in [`ThisProcess`]; tests give
@@ -75,80 +88,134 @@ pub trait Process {
     fn uids(&self) -> (u32, u32);
     /// [`PARENT_VARIABLE`], if it is set and well formed.
     fn variable(&self) -> Option<Variable>;
-    /// Whether process `pid` runs the executable this process runs, as which (effective) user:
-    /// `None` when that cannot be told (no /proc, no permission, the process is gone).
-    fn runs_this_executable(&self, pid: u32) -> Option<(bool, u32)>;
-    /// The parent of process `pid`, from /proc.
-    fn parent_of(&self, pid: u32) -> Option<u32>;
+    /// Whether process `pid`, as this user, listens for this executable at `depth` with
+    /// `secret` ([`offer`]).
+    fn proves(&self, pid: u32, depth: u32, secret: &Secret) -> bool;
     /// A set-user-ID, set-group-ID or file-capability start (`AT_SECURE`).
     fn secure(&self) -> bool;
 }
 
 /// Was this process started by the application? `None` for a start by anything else.
 ///
-/// A child is a self-call when its parent process runs the same executable file as the same
-/// user (both of this process's user ids); where /proc cannot tell, when the variable names the
-/// parent and this user. The variable alone never makes a child a self-call where /proc can
-/// tell, so a variable that leaked (a hook script the app ran, `sudo -E`) or was forged does
-/// nothing. A process that replaced itself is recognized by the variable (its own pid), and only
-/// restarts the application (see [`read_restart`]): the variable is all there is to tell.
+/// The variable must be this user's, and the process it names must prove it gave it (its
+/// listener): then this process is a self-call if that process is its parent, one started
+/// through a program in between if not. A process whose pid the variable names replaced itself
+/// (`os.execv`): the variable is all there is to tell, so it only restarts the application (see
+/// [`read_restart`]).
 pub fn self_call(process: &dyn Process) -> Option<SelfCall> {
     if process.secure() {
         return None;
     }
     let (real, effective) = process.uids();
-    let variable = process.variable().filter(|variable| real == effective && variable.uid == real);
-    let (pid, parent) = (process.pid(), process.parent());
-    if let Some(variable) = variable.filter(|variable| variable.pid == pid) {
-        return Some(SelfCall {
-            started: Started::Replaced,
-            depth: variable.depth.saturating_add(1),
-        });
-    }
-    let is_app = |pid: u32| {
-        process
-            .runs_this_executable(pid)
-            .map(|(same, owner)| same && owner == real && owner == effective)
-    };
-    let parent_is_app = match is_app(parent) {
-        Some(answer) => answer,
-        None => variable.is_some_and(|variable| variable.pid == parent),
-    };
-    if !parent_is_app {
+    if real != effective {
         return None;
     }
-    let depth = match variable {
-        Some(variable) if variable.pid == parent => variable.depth.saturating_add(1),
-        // The parent started this process with an environment of its own making: count the
-        // ancestors that run this executable instead.
-        _ => {
-            let mut depth = 1;
-            let mut ancestor = parent;
-            while depth <= MAX_DEPTH {
-                match process.parent_of(ancestor) {
-                    Some(next) if next > 1 && is_app(next) == Some(true) => {
-                        depth += 1;
-                        ancestor = next;
-                    }
-                    _ => break,
-                }
-            }
-            depth
-        }
-    };
-    Some(SelfCall { started: Started::Child, depth })
+    let variable = process.variable().filter(|variable| variable.uid == real)?;
+    let depth = variable.depth.saturating_add(1);
+    if variable.pid == process.pid() {
+        return Some(SelfCall { started: Started::Replaced, depth });
+    }
+    if variable.pid <= 1 || !process.proves(variable.pid, variable.depth, &variable.secret) {
+        return None;
+    }
+    let started =
+        if variable.pid == process.parent() { Started::Child } else { Started::Descendant };
+    Some(SelfCall { started, depth })
 }
 
-/// The value of [`PARENT_VARIABLE`] for the children of this process.
-pub fn variable_value(variable: Variable) -> String {
-    format!("{}:{}:{}", variable.pid, variable.depth, variable.uid)
+/// The value of [`PARENT_VARIABLE`] for the processes this one starts.
+pub fn variable_value(variable: &Variable) -> String {
+    let secret: String = variable.secret.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{}:{}:{}:{secret}", variable.pid, variable.depth, variable.uid)
 }
 
 fn parse_variable(value: &OsStr) -> Option<Variable> {
     let text = std::str::from_utf8(value.as_bytes()).ok()?;
-    let mut fields = text.split(':').map(str::parse::<u32>);
-    let (pid, depth, uid) = (fields.next()?.ok()?, fields.next()?.ok()?, fields.next()?.ok()?);
-    fields.next().is_none().then_some(Variable { pid, depth, uid })
+    let mut fields = text.split(':');
+    let mut number = || fields.next()?.parse::<u32>().ok();
+    let (pid, depth, uid) = (number()?, number()?, number()?);
+    let hex = fields.next()?;
+    if fields.next().is_some() || hex.len() != 32 {
+        return None;
+    }
+    let mut secret = [0u8; 16];
+    for (index, byte) in secret.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * index..2 * index + 2)?, 16).ok()?;
+    }
+    Some(Variable { pid, depth, uid, secret })
+}
+
+/// A new secret, from the kernel's random numbers (`None` if it has none to give).
+pub fn new_secret() -> Option<Secret> {
+    let mut secret = [0u8; 16];
+    // SAFETY: getrandom writes at most `secret.len()` bytes into it.
+    let got = unsafe { libc::getrandom(secret.as_mut_ptr().cast(), secret.len(), 0) };
+    (got == secret.len() as isize).then_some(secret)
+}
+
+/// The abstract socket address where process `pid` of the executable `identity` (device, inode)
+/// at `depth` with `secret` listens: the secret's SHA-256, not the secret (/proc/net/unix shows
+/// every name to every user).
+fn address(
+    identity: (u64, u64),
+    pid: u32,
+    depth: u32,
+    secret: &Secret,
+) -> (libc::sockaddr_un, libc::socklen_t) {
+    let digest = Sha256::digest(secret);
+    let hashed: String = digest[..20].iter().map(|byte| format!("{byte:02x}")).collect();
+    let name = format!("ingot-self/{:x}:{:x}/{pid}/{depth}/{hashed}", identity.0, identity.1);
+    // SAFETY: an all-zero sockaddr_un is valid.
+    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    // sun_path[0] stays 0: the abstract namespace (no file; gone with the socket).
+    let room = address.sun_path.len() - 1;
+    for (slot, byte) in address.sun_path[1..].iter_mut().zip(name.bytes()) {
+        *slot = byte as libc::c_char;
+    }
+    let length = size_of::<libc::sa_family_t>() + 1 + name.len().min(room);
+    (address, length as libc::socklen_t)
+}
+
+/// Listens, for the processes this one starts, on the address of this executable, this pid,
+/// `depth` and `secret`: the proof that the application started them ([`self_call`]). Never
+/// accepted, only drained ([`drain`]); closed at `exec` (a program this process becomes is not
+/// the application). `None` when the kernel refuses (the children then run the application).
+pub fn offer(identity: (u64, u64), depth: u32, secret: &Secret) -> Option<RawFd> {
+    // SAFETY: plain system calls on a socket this function owns.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        );
+        if fd < 0 {
+            return None;
+        }
+        let (address, length) = address(identity, std::process::id(), depth, secret);
+        let bound = libc::bind(fd, (&raw const address).cast(), length) == 0;
+        if !bound || libc::listen(fd, libc::SOMAXCONN) != 0 {
+            libc::close(fd);
+            return None;
+        }
+        Some(fd)
+    }
+}
+
+/// Closes the connections children made to the listener `fd` (each check leaves one in its
+/// queue, which would fill up): called before the application starts a process.
+pub fn drain(fd: RawFd) {
+    loop {
+        // SAFETY: accept4 on the listener this process made; the connection is closed at once.
+        let connection = unsafe {
+            libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
+        };
+        if connection < 0 {
+            return;
+        }
+        // SAFETY: the fd accept4 just returned.
+        unsafe { libc::close(connection) };
+    }
 }
 
 /// This process, as the kernel describes it.
@@ -165,6 +232,11 @@ impl ThisProcess {
             .ok()
             .map(|metadata| (metadata.dev(), metadata.ino()));
         ThisProcess { identity }
+    }
+
+    /// The executable's device and inode, which name its processes' listeners.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        self.identity
     }
 }
 
@@ -187,21 +259,36 @@ impl Process for ThisProcess {
         parse_variable(&std::env::var_os(PARENT_VARIABLE)?)
     }
 
-    fn runs_this_executable(&self, pid: u32) -> Option<(bool, u32)> {
-        let identity = self.identity?;
-        // The link resolves to the file the process runs even if it was deleted or replaced.
-        let metadata = std::fs::metadata(format!("/proc/{pid}/exe")).ok()?;
-        // /proc/<pid> belongs to the process's effective user.
-        let owner = std::fs::metadata(format!("/proc/{pid}")).ok()?.uid();
-        Some(((metadata.dev(), metadata.ino()) == identity, owner))
-    }
-
-    fn parent_of(&self, pid: u32) -> Option<u32> {
-        let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses; the last `)` ends it.
-        let end = stat.iter().rposition(|&byte| byte == b')')?;
-        let rest = std::str::from_utf8(&stat[end + 1..]).ok()?;
-        rest.split_ascii_whitespace().nth(1)?.parse().ok()
+    fn proves(&self, pid: u32, depth: u32, secret: &Secret) -> bool {
+        let Some(identity) = self.identity else {
+            return false;
+        };
+        let (address, length) = address(identity, pid, depth, secret);
+        // SAFETY: a socket of this function's own, closed below; valid buffers.
+        unsafe {
+            let fd = libc::socket(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                0,
+            );
+            if fd < 0 {
+                return false;
+            }
+            let mut credentials: libc::ucred = std::mem::zeroed();
+            let mut size = size_of::<libc::ucred>() as libc::socklen_t;
+            let proved = libc::connect(fd, (&raw const address).cast(), length) == 0
+                && libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_PEERCRED,
+                    (&raw mut credentials).cast(),
+                    &raw mut size,
+                ) == 0
+                && credentials.pid as u32 == pid
+                && credentials.uid == libc::getuid();
+            libc::close(fd);
+            proved
+        }
     }
 
     fn secure(&self) -> bool {
@@ -333,13 +420,16 @@ pub fn read_restart(argv: &[OsString], names_this_executable: impl Fn(&OsStr) ->
 mod tests {
     use super::*;
 
+    const SECRET: Secret = [7; 16];
+    const OTHER: Secret = [8; 16];
+
     struct Fake {
         pid: u32,
         parent: u32,
         uids: (u32, u32),
         variable: Option<Variable>,
-        /// (pid, parent, runs the executable, owner); pids not listed: unknown (no /proc).
-        tree: Vec<(u32, u32, bool, u32)>,
+        /// (pid, depth, secret) of the processes that listen as this user.
+        listeners: Vec<(u32, u32, Secret)>,
         secure: bool,
     }
 
@@ -356,11 +446,8 @@ mod tests {
         fn variable(&self) -> Option<Variable> {
             self.variable
         }
-        fn runs_this_executable(&self, pid: u32) -> Option<(bool, u32)> {
-            self.tree.iter().find(|entry| entry.0 == pid).map(|entry| (entry.2, entry.3))
-        }
-        fn parent_of(&self, pid: u32) -> Option<u32> {
-            self.tree.iter().find(|entry| entry.0 == pid).map(|entry| entry.1)
+        fn proves(&self, pid: u32, depth: u32, secret: &Secret) -> bool {
+            self.listeners.contains(&(pid, depth, *secret))
         }
         fn secure(&self) -> bool {
             self.secure
@@ -369,90 +456,119 @@ mod tests {
 
     const USER: u32 = 1000;
 
-    fn variable(pid: u32, depth: u32) -> Option<Variable> {
-        Some(Variable { pid, depth, uid: USER })
+    fn variable(pid: u32, depth: u32, secret: Secret) -> Option<Variable> {
+        Some(Variable { pid, depth, uid: USER, secret })
     }
 
-    /// Process 500 of USER, child of `parent`; `tree` entries are (pid, parent, runs the app).
-    fn fake(parent: u32, variable: Option<Variable>, tree: &[(u32, u32, bool)]) -> Fake {
-        let tree = tree.iter().map(|&(pid, parent, app)| (pid, parent, app, USER)).collect();
-        Fake { pid: 500, parent, uids: (USER, USER), variable, tree, secure: false }
+    /// Process 500 of USER, child of `parent`.
+    fn fake(parent: u32, variable: Option<Variable>, listeners: &[(u32, u32, Secret)]) -> Fake {
+        let listeners = listeners.to_vec();
+        Fake { pid: 500, parent, uids: (USER, USER), variable, listeners, secure: false }
     }
 
-    fn child(depth: u32) -> Option<SelfCall> {
-        Some(SelfCall { started: Started::Child, depth })
+    fn started(started: Started, depth: u32) -> Option<SelfCall> {
+        Some(SelfCall { started, depth })
     }
 
     #[test]
-    fn a_shell_or_sudo_parent_is_not_a_self_call() {
-        // bash (100) started the executable; the variable leaked from an app further up.
+    fn a_child_with_its_parents_secret_is_a_self_call_one_deeper() {
+        let parent = [(100, 0, SECRET)];
         assert_eq!(
-            self_call(&fake(100, variable(50, 0), &[(100, 50, false), (50, 1, true)])),
-            None
+            self_call(&fake(100, variable(100, 0, SECRET), &parent)),
+            started(Started::Child, 1)
         );
-        // sudo kept the variable (sudo -E) and is the parent.
-        assert_eq!(self_call(&fake(100, variable(100, 0), &[(100, 50, false)])), None);
-        assert_eq!(self_call(&fake(100, None, &[(100, 1, false)])), None);
+        let parent = [(100, 3, SECRET)];
+        assert_eq!(
+            self_call(&fake(100, variable(100, 3, SECRET), &parent)),
+            started(Started::Child, 4)
+        );
     }
 
     #[test]
-    fn the_app_as_parent_is_a_self_call_with_its_depth_plus_one() {
-        assert_eq!(self_call(&fake(100, variable(100, 0), &[(100, 1, true)])), child(1));
-        assert_eq!(self_call(&fake(100, variable(100, 3), &[(100, 1, true)])), child(4));
-    }
-
-    #[test]
-    fn the_app_of_another_user_as_parent_is_not_a_self_call() {
-        // A sudo that does not fork: the app (user 1000) is the parent of a root process.
-        let mut process = fake(100, None, &[(100, 1, true)]);
-        process.uids = (0, 0);
+    fn without_the_secret_the_parent_proves_nothing() {
+        // The parent is the application (it listens), but the child never got its secret: it was
+        // forked before the parent became the application, or the variable is forged.
+        let parent = [(100, 0, SECRET)];
+        assert_eq!(self_call(&fake(100, None, &parent)), None);
+        assert_eq!(self_call(&fake(100, variable(100, 0, OTHER), &parent)), None);
+        assert_eq!(self_call(&fake(100, variable(100, 1, SECRET), &parent)), None);
+        // No listener at all (a parent that is not the application, ppid 0 or 1).
+        assert_eq!(self_call(&fake(100, variable(100, 0, SECRET), &[])), None);
+        assert_eq!(self_call(&fake(0, variable(0, 0, SECRET), &[(0, 0, SECRET)])), None);
+        // A variable of another user, or a process whose real and effective users differ.
+        let mut process =
+            fake(100, Some(Variable { pid: 100, depth: 0, uid: 7, secret: SECRET }), &parent);
         assert_eq!(self_call(&process), None);
-        process.uids = (USER, 0);
-        assert_eq!(self_call(&process), None);
-        // Without /proc, the variable must name this user.
-        let mut process = fake(100, variable(100, 0), &[]);
-        process.uids = (0, 0);
+        process.variable = variable(100, 0, SECRET);
+        process.uids = (0, USER);
         assert_eq!(self_call(&process), None);
     }
 
     #[test]
-    fn without_the_variable_the_depth_is_counted_on_proc() {
-        let tree = [(100, 90, true), (90, 80, true), (80, 70, false), (70, 1, true)];
-        assert_eq!(self_call(&fake(100, None, &tree)), child(2));
-        // A forked child of the app (pid 100) with the variable of its parent (90).
-        assert_eq!(self_call(&fake(100, variable(90, 1), &tree)), child(2));
-        // A long chain stops counting past the limit.
-        let chain: Vec<(u32, u32, bool)> = (2..40).map(|pid| (pid, pid - 1, true)).collect();
-        assert_eq!(self_call(&fake(39, None, &chain)).unwrap().depth, MAX_DEPTH + 1);
-    }
-
-    #[test]
-    fn without_proc_the_variable_must_name_the_parent() {
-        assert_eq!(self_call(&fake(100, variable(100, 0), &[])), child(1));
-        assert_eq!(self_call(&fake(100, variable(99, 0), &[])), None);
-        assert_eq!(self_call(&fake(100, None, &[])), None);
+    fn through_a_program_in_between_the_chain_still_counts() {
+        // The app (50, depth 2) ran `sh -c` (100), which ran the executable.
+        let process = fake(100, variable(50, 2, SECRET), &[(50, 2, SECRET)]);
+        assert_eq!(self_call(&process), started(Started::Descendant, 3));
+        assert_eq!(self_call(&fake(100, variable(50, 2, OTHER), &[(50, 2, SECRET)])), None);
     }
 
     #[test]
     fn a_process_that_replaced_itself_is_a_restart() {
-        let replaced = self_call(&fake(100, variable(500, 2), &[(100, 1, false)]));
-        assert_eq!(replaced, Some(SelfCall { started: Started::Replaced, depth: 3 }));
+        let replaced = self_call(&fake(100, variable(500, 2, SECRET), &[]));
+        assert_eq!(replaced, started(Started::Replaced, 3));
     }
 
     #[test]
     fn a_secure_start_is_never_a_self_call() {
-        let mut process = fake(100, variable(100, 0), &[(100, 1, true)]);
+        let mut process = fake(100, variable(100, 0, SECRET), &[(100, 0, SECRET)]);
         process.secure = true;
         assert_eq!(self_call(&process), None);
     }
 
     #[test]
-    fn variable_values() {
-        let value = Variable { pid: 42, depth: 3, uid: 7 };
-        assert_eq!(parse_variable(OsStr::new(&variable_value(value))), Some(value));
-        for bad in ["", "42", "42:1", "x:1:1", "1:y:1", "1:2:3:4", "-1:0:0"] {
-            assert_eq!(parse_variable(OsStr::new(bad)), None, "{bad}");
+    fn a_listener_proves_its_own_process_depth_and_secret_only() {
+        // The real kernel: this test process listens at depth 2 with SECRET.
+        let identity = (0x1234, u64::from(std::process::id()) + 0x5678_0000);
+        let fd = offer(identity, 2, &SECRET).expect("a listener");
+        let this = ThisProcess { identity: Some(identity) };
+        let me = std::process::id();
+        assert!(this.proves(me, 2, &SECRET));
+        assert!(!this.proves(me, 1, &SECRET));
+        assert!(!this.proves(me, 2, &OTHER));
+        assert!(!this.proves(me + 1, 2, &SECRET));
+        let other = ThisProcess { identity: Some((identity.0, identity.1 + 1)) };
+        assert!(!other.proves(me, 2, &SECRET));
+        // Many checks in a row, drained: the queue never fills.
+        for _ in 0..3 {
+            for _ in 0..500 {
+                assert!(this.proves(me, 2, &SECRET));
+            }
+            drain(fd);
         }
+        // The address is taken while the listener lives, and free once it is closed.
+        assert_eq!(offer(identity, 2, &SECRET), None);
+        // SAFETY: the listener made above.
+        unsafe { libc::close(fd) };
+        assert!(!this.proves(me, 2, &SECRET));
+    }
+
+    #[test]
+    fn variable_values() {
+        let value = Variable { pid: 42, depth: 3, uid: 7, secret: SECRET };
+        assert_eq!(parse_variable(OsStr::new(&variable_value(&value))), Some(value));
+        let hex = "07".repeat(16);
+        for bad in [
+            "".to_string(),
+            "42:1:1".to_string(),
+            format!("x:1:1:{hex}"),
+            format!("1:2:3:{hex}:4"),
+            format!("1:2:3:{}", &hex[1..]),
+            format!("1:2:3:{}zz", &hex[2..]),
+            format!("-1:0:0:{hex}"),
+        ] {
+            assert_eq!(parse_variable(OsStr::new(&bad)), None, "{bad}");
+        }
+        assert!(new_secret().is_some_and(|secret| secret != new_secret().unwrap()));
     }
 
     fn read(args: &[&str]) -> Mode {

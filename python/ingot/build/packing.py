@@ -55,6 +55,8 @@ def launch_config(spec: Spec) -> bytes:
         launch["runtime"] = spec.target.runtime
     if spec.settings.fast_exit is not None:
         launch["fast_exit"] = spec.settings.fast_exit
+    if spec.settings.python_mode is False:
+        launch["python_mode"] = False  # self-calls run the application too
     if spec.settings.filesystem_imports is False:
         launch["filesystem_imports"] = False  # sealed: the archive alone
     return launch_config_json(launch)  # the launcher's own struct checks and writes it

@@ -205,6 +205,17 @@ class Settings:
         check=_BOOL[1],
         doc_type="bool",
     )
+    python_mode: bool | None = setting(
+        help="let the processes the application starts from its own executable run python "
+        "command lines (-c, -m, multiprocessing's spawn; the default); --no-python-mode: never, "
+        "every start runs the application, for an executable that is a privilege boundary "
+        "(a sudo or doas rule, set-user-ID; docs/security.md)",
+        flags=("--python-mode",),
+        form="switch",
+        expected=_BOOL[0],
+        check=_BOOL[1],
+        doc_type="bool",
+    )
     filesystem_imports: bool | None = setting(
         help="import from directories the application adds to sys.path, after the archive "
         "(the default; --no-filesystem-imports: from the archive alone)",

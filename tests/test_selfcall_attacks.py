@@ -1,0 +1,223 @@
+"""Attacks on self-calls (crates/ingot-launcher/README.md, "Self-calls"): only a process the
+running application started from its own executable gets python mode. A parent process that
+merely runs the executable now, or an `INGOT_PARENT` variable that anyone can set, is not the
+application having started it: a child forked before its parent exec'd the app, or a forged
+variable where /proc cannot tell who the parent is, gets the application, not Python. And a
+chain of starts that never ends stops at the depth limit even where it is not a chain of
+self-calls: through a shell, or with the environment dropped where /proc is absent.
+
+Every executable here runs under a process-count limit (tests/proclimit.py) and a timeout.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import proclimit
+from test_launcher import (  # noqa: F401 (launcher and launcher_python are fixtures)
+    launcher,
+    launcher_python,
+    make_app,
+)
+
+APP = {
+    "attackapp/__init__.py": "",
+    "attackapp/cli.py": """
+        import json
+        import os
+        import shlex
+        import subprocess
+        import sys
+
+        def main():
+            what = sys.argv[1] if len(sys.argv) > 1 else ""
+            if what == "reap":  # reap READY: creates READY, then waits for any child of its own
+                open(sys.argv[2], "w").close()
+                _pid, status = os.wait()
+                print(json.dumps({"child": os.waitstatus_to_exitcode(status)}))
+            elif what == "chain":  # a shell that stays the parent starts the executable, again
+                command = f"{shlex.quote(sys.executable)} chain; exit $?"
+                sys.exit(subprocess.run(command, shell=True).returncode)
+            elif what == "again-scrubbed":  # starts itself without an environment, unconditionally
+                sys.exit(subprocess.run([sys.executable, "again-scrubbed"], env={}).returncode)
+            else:
+                raise SystemExit(f"unknown {what}")
+    """,
+}
+
+LAUNCH = {"version": 1, "run": {"kind": "function", "module": "attackapp.cli", "function": "main"}}
+
+# `python -c NOT_DUMPABLE_PARENT UID GID SUFFIX ARGS...`: a parent that is not dumpable
+# (prctl(PR_SET_DUMPABLE, 0)), so that its /proc/<pid>/exe is unreadable to its child, starts
+# ARGS with a variable that names it. Started as root, it first becomes the user UID:GID (root
+# may read the exe of a process that is not dumpable).
+NOT_DUMPABLE_PARENT = """
+import ctypes, os, subprocess, sys
+uid, gid, suffix = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+if os.getuid() != uid:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+assert ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE, 0
+env = {"PATH": os.environ["PATH"], "INGOT_PARENT": f"{os.getpid()}:0:{uid}{suffix}"}
+sys.exit(subprocess.run(sys.argv[4:], env=env).returncode)
+"""
+
+USER = "ingot-attack"
+
+#: Forged variables end with no secret (as launchers before issue 26 wrote them), or a made-up
+#: one: neither proves anything.
+FORGED = pytest.mark.parametrize(
+    "suffix", ["", ":" + "5e" * 16], ids=["without-secret", "made-up-secret"]
+)
+
+# Runs the rest of the command line in a mount namespace where /proc is an empty tmpfs.
+NO_PROC = ["unshare", "--mount", "--fork", "sh", "-c", 'mount -t tmpfs none /proc && exec "$@"']
+
+
+def require(available, what):
+    """Skips the test if `what` is not available here; fails it under INGOT_REQUIRE_PYTHONS."""
+    if not available:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail(f"{what} (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip(what)
+
+
+def run(args, max_processes=16, timeout=60, **options):
+    """Runs `args` under the process limit; fails the test if the limit was hit or it timed out."""
+    result = proclimit.run(args, max_processes=max_processes, timeout=timeout, **options)
+    assert not result.timed_out, f"timed out after {timeout} s: {result.stderr[-2000:]}"
+    assert result.limit_hit == 0, (
+        f"hit the limit of {max_processes} processes: {result.stderr[-2000:]}"
+    )
+    return result
+
+
+def writes(marker):
+    """Python code that creates `marker`: proof that Python ran it."""
+    return f"open({str(marker)!r}, 'w').write('x')"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, launcher, launcher_python):
+    return make_app(
+        tmp_path_factory.mktemp("attacks"),
+        launcher,
+        launcher_python,
+        LAUNCH,
+        name="attackapp",
+        files=APP,
+    )
+
+
+@pytest.fixture
+def shared(app):
+    """A copy of the app that any user may run, in a directory any user may write (the test's
+    tmp_path is private to its user)."""
+    directory = Path(tempfile.mkdtemp(prefix="ingot-attack-"))
+    try:
+        directory.chmod(0o777)
+        copy = directory / app.name
+        shutil.copyfile(app, copy)
+        copy.chmod(0o755)
+        yield copy
+    finally:
+        shutil.rmtree(directory)
+
+
+@pytest.fixture(scope="module")
+def user():
+    """(uid, gid) of an unprivileged user: this one, or as root the user `ingot-attack` (made if
+    missing)."""
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid()
+    require(shutil.which("useradd"), "useradd is needed to make an unprivileged user")
+    try:
+        entry = pwd.getpwnam(USER)
+    except KeyError:
+        command = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER]
+        subprocess.run(command, capture_output=True, timeout=60)  # another run may make it too
+        entry = pwd.getpwnam(USER)
+    return entry.pw_uid, entry.pw_gid
+
+
+# --- a parent that runs the executable but did not start the child -------------------------------
+
+
+def test_a_child_forked_before_its_parent_became_the_app_gets_the_app(app, tmp_path):
+    # The shell forks a subshell, then replaces itself with the app; the subshell, still its
+    # child, waits until the app runs, then replaces itself with `app -c CODE`. Its parent runs
+    # the executable, as the same user, but never started it.
+    ready, marker = tmp_path / "ready", tmp_path / "ran"
+    script = '( until [ -e "$1" ]; do sleep 0.05; done; exec "$0" -c "$2" ) & exec "$0" reap "$1"'
+    result = run(["sh", "-c", script, app, ready, writes(marker)])
+    assert not marker.exists(), "the child ran Python"
+    assert (result.returncode, result.stderr) == (0, "unknown -c\n")
+    assert json.loads(result.stdout) == {"child": 1}
+
+
+# --- a forged variable where /proc cannot tell who the parent is ----------------------------------
+
+
+@FORGED
+def test_a_forged_variable_naming_a_parent_outside_the_pid_namespace_gets_the_app(
+    app, tmp_path, suffix
+):
+    # The first process of a new pid namespace has parent 0, which has no /proc entry.
+    require(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
+    marker = tmp_path / "ran"
+    new_pid_namespace = ["unshare", "--pid", "--fork", "--mount-proc"]
+    forged = ["env", f"INGOT_PARENT=0:0:{os.getuid()}{suffix}"]
+    result = run([*new_pid_namespace, *forged, app, "-c", writes(marker)])
+    assert not marker.exists(), "the child ran Python"
+    assert (result.returncode, result.stderr) == (1, "unknown -c\n")
+
+
+@FORGED
+def test_a_forged_variable_from_a_parent_that_is_not_dumpable_gets_the_app(shared, user, suffix):
+    uid, gid = user
+    marker = shared.parent / "ran"
+    parent = [sys.executable, "-I", "-c", NOT_DUMPABLE_PARENT, str(uid), str(gid), suffix]
+    result = run([*parent, shared, "-c", writes(marker)], cwd=shared.parent)
+    assert not marker.exists(), "the child ran Python"
+    assert (result.returncode, result.stderr) == (1, "unknown -c\n")
+
+
+@FORGED
+def test_a_forged_variable_from_a_parent_of_another_user_gets_the_app(shared, user, suffix):
+    # Root (this test) starts the app as the user, with a variable that names root's process and
+    # the user: the user's process may not read its parent's /proc/<pid>/exe.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    uid, gid = user
+    marker = shared.parent / "ran"
+    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    env = {"PATH": os.environ["PATH"], "INGOT_PARENT": f"{os.getpid()}:0:{uid}{suffix}"}
+    result = run([*as_user, shared, "-c", writes(marker)], env=env, cwd=shared.parent)
+    assert not marker.exists(), "the child ran Python"
+    assert (result.returncode, result.stderr) == (1, "unknown -c\n")
+
+
+# --- chains that are not chains of self-calls ------------------------------------------------------
+
+
+def test_a_chain_through_shells_stops_at_the_depth_limit(app):
+    # app -> sh -> app -> sh ...: no app is the parent of the next one, so no process is a
+    # self-call, yet the chain must end as a chain of self-calls does.
+    result = run([app, "chain"], max_processes=40)
+    assert "too many nested self-calls" in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1
+
+
+def test_a_chain_without_environment_or_proc_stops_at_the_depth_limit(app):
+    # The app starts itself with env={}: neither the variable nor /proc tells the child anything.
+    require(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
+    result = run([*NO_PROC, "sh", app, "again-scrubbed"], max_processes=40)
+    assert "too many nested self-calls" in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1
