@@ -18,6 +18,8 @@ pub enum Error {
     NotAnArchive,
     #[error("the file is cut short: the archive after the executable's launcher starts at byte {start} but the file ends at byte {size}, before the archive's end (an interrupted copy or download?)")]
     CutShort { start: u64, size: u64 },
+    #[error("the file has {} bytes after its archive, which ends at byte {end}: something was appended to it after it was built", size - end)]
+    Appended { end: u64, size: u64 },
     #[error("archive truncated: {what} needs bytes {start}..{end} but the archive has {size}")]
     Truncated { what: String, start: u64, end: u64, size: u64 },
     #[error("bad archive header magic at offset {offset}: found {found:02x?}")]

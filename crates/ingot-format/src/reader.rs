@@ -798,6 +798,18 @@ fn elf_image_end(bytes: &[u8]) -> Option<usize> {
     Some(end)
 }
 
+/// Where the archive that starts at `start` ends, by its header (its data region is last, then
+/// the trailer), if a trailer naming an archive of that size is there.
+fn archive_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let header = bytes.get(start..start.checked_add(layout::HEADER_SIZE)?)?;
+    let data_end = read_u64(header, H::DATA_OFFSET).checked_add(read_u64(header, H::DATA_SIZE))?;
+    let size = usize::try_from(data_end).ok()?.checked_add(layout::TRAILER_SIZE)?;
+    let end = start.checked_add(size)?;
+    let trailer = bytes.get(end - layout::TRAILER_SIZE..end)?;
+    let named = read_u64(trailer, T::ARCHIVE_SIZE) == size as u64;
+    (named && trailer[layout::TRAILER_SIZE - 8..] == layout::TRAILER_MAGIC).then_some(end)
+}
+
 /// Finds the archive in `bytes`: through the trailer at the end, the way it is found when appended
 /// to an executable. Returns (start, size).
 fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
@@ -813,11 +825,15 @@ fn locate(bytes: &[u8]) -> Result<(usize, usize)> {
                 size: length as u64,
             });
         }
-        // An executable cut short: an archive starts right after the ELF image, but the file ends
-        // before its trailer.
+        // An archive starts right after the ELF image, but the file does not end with its
+        // trailer: bytes appended after it (its header says where it ends, and a trailer is
+        // there), or an executable cut short.
         if let Some(start) = elf_image_end(bytes).filter(|&end| {
             bytes.get(end..).is_some_and(|rest| rest.starts_with(&layout::HEADER_MAGIC))
         }) {
+            if let Some(end) = archive_end(bytes, start).filter(|&end| end < length) {
+                return Err(Error::Appended { end: end as u64, size: length as u64 });
+            }
             return Err(Error::CutShort { start: start as u64, size: length as u64 });
         }
         return Err(Error::NotAnArchive);

@@ -701,3 +701,29 @@ fn an_executable_cut_short_says_so() {
     };
     assert!(message.starts_with("the file is cut short"), "{message}");
 }
+
+#[test]
+fn bytes_appended_to_an_executable_are_told_from_a_cut() {
+    // A whole executable with bytes after its archive (a signature tool, a careless `cat >>`):
+    // not "cut short", which would send the user after a download that was fine.
+    let archive = small(None);
+    let mut whole = tiny_elf();
+    whole.extend_from_slice(&archive);
+    let end = whole.len() as u64;
+    for junk in [&b"x"[..], b"some junk appended", &[0u8; 4096]] {
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(junk);
+        match Archive::from_vec(bytes) {
+            Err(error @ Error::Appended { .. }) => {
+                let Error::Appended { end: found, size } = error else { unreachable!() };
+                assert_eq!((found, size), (end, end + junk.len() as u64));
+                assert!(error.to_string().starts_with(&format!(
+                    "the file has {} bytes after its archive, which ends at byte {end}",
+                    junk.len()
+                )));
+            }
+            Err(other) => panic!("{} appended: expected Appended, got {other:?}", junk.len()),
+            Ok(_) => panic!("{} appended: opened", junk.len()),
+        }
+    }
+}

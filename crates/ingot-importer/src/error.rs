@@ -25,6 +25,9 @@ pub fn archive_error(path: &str, error: ingot_format::Error) -> PyErr {
     ) {
         message.push_str("\nhint: the file is damaged: build or copy it again (`ingot inspect --verify FILE` checks a file)");
     }
+    if matches!(error, E::Appended { .. }) {
+        message.push_str("\nhint: ingot executables cannot carry anything after their archive: build or copy it again, and sign or stamp it some other way");
+    }
     ArchiveError::new_err(message)
 }
 

@@ -106,10 +106,12 @@ pub fn finish(py: Python<'_>, boot: Bound<'_, PyDict>, outcome: Outcome, fast_ex
             error.print(py);
         }
         drop(boot);
-        let mut failed = !flush_std_files(py);
+        let failed = flush_std_files(py, [false, false]);
         finalize_live_objects(py);
-        failed |= !flush_std_files(py);
-        if failed {
+        // Again (finalizers may print), but not a stream that failed already: as CPython, which
+        // has no sys.stdout to flush again by then, it says so once.
+        let failed_again = flush_std_files(py, failed);
+        if failed.contains(&true) || failed_again.contains(&true) {
             code = 120;
         }
         // SAFETY: flushing C stdio for extension modules that wrote with it.
@@ -134,13 +136,17 @@ pub fn finish(py: Python<'_>, boot: Bound<'_, PyDict>, outcome: Outcome, fast_ex
 
 /// Flushes `sys.stdout` and `sys.stderr` as CPython's `flush_std_files` does: a failure to flush
 /// stdout is reported as an unraisable exception (`Exception ignored in: <... '<stdout>' ...>`,
-/// then the error), one of stderr is not; either makes the exit status 120. False on failure.
-fn flush_std_files(py: Python<'_>) -> bool {
+/// then the error), one of stderr is not; either makes the exit status 120. Streams whose entry
+/// in `skip` is true are left alone. Returns which of the two failed.
+fn flush_std_files(py: Python<'_>, skip: [bool; 2]) -> [bool; 2] {
+    let mut failed = [false, false];
     let Ok(sys) = py.import("sys") else {
-        return false;
+        return [true, true];
     };
-    let mut flushed = true;
-    for name in ["stdout", "stderr"] {
+    for (index, name) in ["stdout", "stderr"].into_iter().enumerate() {
+        if skip[index] {
+            continue;
+        }
         let Ok(stream) = sys.getattr(name) else {
             let _ = PyErr::take(py);
             continue;
@@ -154,10 +160,10 @@ fn flush_std_files(py: Python<'_>) -> bool {
             if name == "stdout" {
                 error.write_unraisable(py, Some(&stream));
             }
-            flushed = false;
+            failed[index] = true;
         }
     }
-    flushed
+    failed
 }
 
 /// The most objects looked at, per finalizable object, to find the finalizable objects it holds.
