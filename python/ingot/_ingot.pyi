@@ -41,6 +41,7 @@ __all__ = [
     "IngotFinder",
     "IngotPathEntryFinder",
     "PrecompiledRegexes",
+    "__version__",
     "cache_root",
     "content_hash",
     "elf_dynamic",
