@@ -87,7 +87,11 @@ with open(here / "data" / "notes.txt", "rb") as file:
     out["fstat_size"] = os.fstat(file.fileno()).st_size
     out["mmap"] = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)[:5].decode()
 fd = os.open(here / "data" / "notes.txt", os.O_RDONLY)
-out["os_open"] = os.read(fd, 5).decode(); os.close(fd)
+out["os_open"] = os.read(fd, 5).decode()
+# What was opened for reading cannot be written through, nor cut (a sealed memory file).
+attempt("os_open_then_write", lambda: os.write(fd, b"changed"))
+attempt("os_open_then_truncate", lambda: os.ftruncate(fd, 0))
+os.close(fd)
 # The functions keep their names for introspection, and os.DirEntry's interface.
 out["names"] = [os.stat.__name__, os.listdir.__name__, open.__name__]
 entry = next(iter(os.scandir(here / "data")))
@@ -193,6 +197,8 @@ def test_writing_and_c_code_get_the_systems_answer(reader_app):
         "fstat_size": len(FILES["reader/data/notes.txt"].encode()),
         "mmap": "first",
         "os_open": "first",
+        "os_open_then_write": ["PermissionError", 1],
+        "os_open_then_truncate": ["PermissionError", 1],
         "names": ["stat", "listdir", "open"],
         "entry": [True, True],
     }

@@ -1098,3 +1098,67 @@ def test_ingot_says_its_version_and_python(capsys):
         f"{sys.executable})\n"
     )
     assert ingot.__version__ == importlib.metadata.version("ingot")
+
+
+def test_an_output_directory_it_cannot_write_is_refused_before_any_work(tmp_path):
+    # A read-only directory (a read-only bind mount: root writes anywhere else): refused at once,
+    # with what and where, not after the build with a traceback; nothing is left in it.
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("needs root and unshare (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip("needs root and unshare (a mount namespace)")
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    build = [sys.executable, "-m", "ingot", "build", str(script), "--archive-only"]
+    # sh -c COMMAND DIR BUILD...: $0 is the directory made read-only, "$@" the build.
+    command = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    done = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "sh",
+            "-c",
+            command,
+            str(out),
+            *build,
+            "-o",
+            str(out / "app.ingot"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(
+        f"error: cannot write {out / 'app.ingot'}: Read-only file system (in {out})\n"
+    ), done.stderr
+    assert "Traceback" not in done.stderr and "collected" not in done.stderr
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("moment", ["made", "written"])
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, moment):
+    # ^C just after the temporary file is made (before anything could note its name), or while
+    # it is written: it goes too.
+    from ingot.build import assemble
+
+    real_open, real_fsync = os.open, os.fsync
+
+    def made_then_interrupted(*args, **kwargs):
+        real_open(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    if moment == "made":
+        monkeypatch.setattr(assemble.os, "open", made_then_interrupted)
+    else:
+        monkeypatch.setattr(assemble.os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        assemble._write(tmp_path / "app", [b"launcher", b"archive"], 0o755)
+    monkeypatch.setattr(assemble.os, "open", real_open)
+    monkeypatch.setattr(assemble.os, "fsync", real_fsync)
+    assert list(tmp_path.iterdir()) == []

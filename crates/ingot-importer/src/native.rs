@@ -249,15 +249,18 @@ fn cached_bytes(label: &str, image: &[u8]) -> Result<String, CacheError> {
 }
 
 /// A new close-on-exec memory file named `label` holding `bytes`, positioned at its start (a data
-/// file, not executable). By system call, as for images; where the kernel has no memory files
-/// (before 3.17, e.g. RHEL 7's 3.10), an unlinked file in `/dev/shm`, which is memory too.
+/// file, not executable), sealed against writes: what it answers (`open(<exe>/path)`) reads as a
+/// file of the archive does, and cannot be changed through it. By system call, as for images;
+/// where the kernel has no memory files (before 3.17, e.g. RHEL 7's 3.10), an unlinked file in
+/// `/dev/shm`, which is memory too (and cannot be sealed).
 pub(crate) fn data_memory_file(label: &str, bytes: &[u8]) -> std::io::Result<i32> {
     use std::io::{Seek, Write};
-    use std::os::fd::{FromRawFd, IntoRawFd};
+    use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 
     let name = CString::new(format!("ingot:{label}")).unwrap_or_else(|_| c"ingot".to_owned());
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    let fd = unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) };
     let mut file = if fd >= 0 {
         // SAFETY: `fd` is the memory file just created, owned by this File from here on.
         unsafe { std::fs::File::from_raw_fd(fd as libc::c_int) }
@@ -268,6 +271,14 @@ pub(crate) fn data_memory_file(label: &str, bytes: &[u8]) -> std::io::Result<i32
     };
     file.write_all(bytes)?;
     file.rewind()?;
+    if fd >= 0 {
+        let seals =
+            libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on the memory file this function owns.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
     Ok(file.into_raw_fd())
 }
 

@@ -4,7 +4,7 @@ executable written atomically, launcher then archive (:func:`assemble`)."""
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 from ingot.build.launcher import is_ingot_file
@@ -90,12 +90,25 @@ def _check_output(output: Path, force: bool) -> None:
             f"cannot write {output}: directory {output.parent} does not exist",
             hint=f"create it first (mkdir -p {output.parent})",
         )
+    # Tried now, not after minutes of work: a read-only or someone else's directory.
+    probe = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        raise BuildError(
+            f"cannot write {output}: {error.strerror} (in {output.parent})",
+            hint="choose another -o/--output, in a directory you can write",
+        ) from None
 
 
 def _write(output: Path, parts: list[bytes], mode: int) -> int:
-    """Writes the concatenation of ``parts`` to ``output`` atomically (temp file + rename)."""
-    fd, temp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+    """Writes the concatenation of ``parts`` to ``output`` atomically (temp file + rename). The
+    temporary file's name is chosen before it is made, so that an interrupt at any point leaves
+    nothing behind."""
+    temp = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as file:
             for part in parts:
                 file.write(part)
@@ -103,8 +116,20 @@ def _write(output: Path, parts: list[bytes], mode: int) -> int:
             os.fsync(file.fileno())
         os.chmod(temp, mode)
         os.replace(temp, output)
+    except OSError as error:
+        _remove(temp)
+        raise BuildError(
+            f"cannot write {output}: {error.strerror or error}",
+            hint="free some space, or choose another -o/--output",
+        ) from None
     except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        _remove(temp)
         raise
     return sum(map(len, parts))
+
+
+def _remove(temp: Path) -> None:
+    try:
+        os.unlink(temp)
+    except FileNotFoundError:
+        pass
