@@ -640,3 +640,39 @@ def test_legacy_resources_path_gives_the_real_file(archives, tmp_path):
     )
     (tree,) = trees(cache)
     assert result.stdout.strip() == str(cache / "trees" / tree / "fpkg" / "__init__.py")
+
+
+def test_a_cache_another_user_could_swap_is_refused_or_passed_over(archives, tmp_path):
+    # Issue 26, S3: the cache root itself private, but a directory above it writable by others
+    # (not sticky) or another user's: they could rename the root away after its check and put a
+    # tree of theirs, extension modules included, where the app loads it. Named: refused, with
+    # the directory at fault; found by the XDG rules: passed over for the next place.
+    files, _ = archives
+    parents = [(tmp_path / "open", 0o777, None)]
+    if os.geteuid() == 0:
+        parents.append((tmp_path / "nobodys", 0o755, 65534))
+    for parent, mode, owner in parents:
+        parent.mkdir()
+        os.chmod(parent, mode)
+        if owner is not None:
+            os.chown(parent, owner, owner)
+        cache = parent / "cache"
+        cache.mkdir(mode=0o700)
+        result = run_python(sys.executable, PROBE, files, env=cache_env(cache), check=False)
+        assert result.returncode == 1, result.stderr
+        assert f"could be replaced by another user: `{parent}`" in result.stderr, result.stderr
+        assert not (cache / "trees").exists()
+        home, runtime = parent / "home", tmp_path / f"run-{parent.name}"
+        home.mkdir()
+        runtime.mkdir(mode=0o700)
+        env = cache_env("", HOME=str(home), XDG_RUNTIME_DIR=str(runtime))
+        env.pop("XDG_CACHE_HOME", None)
+        result = run_python(sys.executable, PROBE, files, env=env, check=False)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["file"].startswith(str(runtime / "ingot"))
+    # Sticky and world-writable, as /tmp: nobody else can rename what is ours in it.
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    result = run_python(sys.executable, PROBE, files, env=cache_env(sticky / "cache"), check=False)
+    assert result.returncode == 0, result.stderr

@@ -80,6 +80,8 @@ pub enum CacheError {
         /// The permission bits (`mode & 0o777`).
         mode: u32,
     },
+    #[error("cache directory `{path}` could be replaced by another user: `{ancestor}` {reason}; set {var} to a directory that only you (and root) can write, and whose parents too", var = CACHE_DIR_VAR)]
+    UnsafeAncestor { path: PathBuf, ancestor: PathBuf, reason: String },
     #[error("unsafe path `{path}` in a cache tree manifest")]
     UnsafePath { path: String },
     #[error("path `{path}` contains NUL")]
@@ -182,8 +184,42 @@ pub fn root() -> PathBuf {
     candidates.iter().find(|path| usable(path, uid)).unwrap_or(&candidates[0]).clone()
 }
 
+/// Checks that no other user can replace `path` or what it holds: every directory above it (and
+/// it, if it exists), symbolic links resolved, is owned by root or `uid` and not writable by
+/// group or others unless sticky (`/tmp`), as OpenSSH's StrictModes asks of `~/.ssh`. Without
+/// it, a user who can write a parent could rename the cache away after its check and put
+/// another tree, with its own extension modules, where this process loads them.
+fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
+    let Some(existing) = path.ancestors().find(|ancestor| ancestor.exists()) else {
+        return Ok(());
+    };
+    let resolved = fs::canonicalize(existing)
+        .map_err(|source| CacheError::UseDir { path: existing.to_path_buf(), source })?;
+    for ancestor in resolved.ancestors() {
+        let metadata = fs::symlink_metadata(ancestor)
+            .map_err(|source| CacheError::UseDir { path: ancestor.to_path_buf(), source })?;
+        let sticky = metadata.mode() & 0o1000 != 0;
+        let reason = if metadata.uid() != 0 && metadata.uid() != uid {
+            format!("belongs to user {}", metadata.uid())
+        } else if metadata.mode() & 0o022 != 0 && !sticky {
+            format!("is writable by other users (mode {:o})", metadata.mode() & 0o777)
+        } else {
+            continue;
+        };
+        return Err(CacheError::UnsafeAncestor {
+            path: path.to_path_buf(),
+            ancestor: ancestor.to_path_buf(),
+            reason,
+        });
+    }
+    Ok(())
+}
+
 /// Whether `path` is, or could be created as, a private cache directory of user `uid`.
 fn usable(path: &Path, uid: u32) -> bool {
+    if safe_ancestors(path, uid).is_err() {
+        return false;
+    }
     let writable = |path: &Path| {
         let Ok(text) = CString::new(path.as_os_str().as_encoded_bytes()) else {
             return false;
@@ -306,6 +342,8 @@ where
     }
     check_relative(id)?;
     let strategy = Strategy::from_env()?;
+    // SAFETY: no preconditions.
+    safe_ancestors(root, unsafe { libc::geteuid() })?;
     private_dir(root)?;
     let parent = root.join(section);
     private_dir(&parent)?;
@@ -350,6 +388,7 @@ pub fn existing_tree(root: &Path, section: &str, id: &str, files: &[TreeFile]) -
     }
     // SAFETY: no preconditions.
     let uid = unsafe { libc::geteuid() };
+    safe_ancestors(root, uid).ok()?;
     for directory in [root.to_path_buf(), root.join(section)] {
         let metadata = fs::symlink_metadata(&directory).ok()?;
         if !metadata.is_dir() || metadata.uid() != uid || metadata.mode() & 0o022 != 0 {
