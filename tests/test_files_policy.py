@@ -9,14 +9,17 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 import ingot
 from ingot.build.pack import pack
 
+import proclimit
 from conftest import run_python, strace_calls
 
 DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
@@ -676,3 +679,56 @@ def test_a_cache_another_user_could_swap_is_refused_or_passed_over(archives, tmp
     os.chmod(sticky, 0o1777)
     result = run_python(sys.executable, PROBE, files, env=cache_env(sticky / "cache"), check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_squatted_last_fallback_is_the_directory_the_error_names(tmp_path):
+    # Issue 26: no usable place for the cache (no home, no runtime directory) and /tmp/ingot-<uid>
+    # taken by another user: the error names that directory and its owner, not the home.
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("needs root and setpriv (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip("needs root and setpriv (another user)")
+    nobody = 65534
+    squatted = f"/tmp/ingot-{nobody}"
+    if os.path.lexists(squatted):
+        pytest.skip(f"{squatted} exists already")
+    launcher = _launcher_or_skip()
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "data.txt").write_text("data\n")
+    (tmp_path / "app.py").write_text("import mypkg\nprint(mypkg.__file__)\n")
+    # Where the other user can run it (pytest's directories are private to root).
+    shared = Path(tempfile.mkdtemp(prefix="ingot-squatted-"))
+    shared.chmod(0o755)
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ingot",
+            "build",
+            str(tmp_path / "app.py"),
+            "--files",
+            "mypkg",
+            "--python",
+            "local",
+            "--launcher",
+            str(launcher),
+            "-o",
+            str(shared / "app"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    os.mkdir(squatted, 0o700)  # root's, where nobody's cache would go
+    try:
+        as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups"]
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        result = proclimit.run([*as_nobody, str(shared / "app")], env=env, timeout=60)
+    finally:
+        os.rmdir(squatted)
+        shutil.rmtree(shared)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"cache directory `{squatted}` belongs to user 0, not to this user" in result.stderr
+    assert "/nonexistent" not in result.stderr, result.stderr

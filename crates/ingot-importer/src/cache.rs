@@ -162,8 +162,9 @@ impl Strategy {
 /// ignored, as the XDG specification says of its variables); else the first usable of
 /// `$XDG_CACHE_HOME/ingot`, `$HOME/.cache/ingot`, `$XDG_RUNTIME_DIR/ingot` and
 /// `/tmp/ingot-<uid>` (a read-only home falls back to the others). Usable: a private directory of
-/// this user that it can write, or one it can create. With none usable, the first candidate (whose
-/// use then fails with a message that names it).
+/// this user that it can write, or one it can create, with no other user able to replace it. With
+/// none usable, the last place tried, `/tmp/ingot-<uid>` (whose use then fails with a message that
+/// names it and why: another user's directory squatting the name, say).
 pub fn root() -> PathBuf {
     let absolute =
         |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
@@ -181,7 +182,8 @@ pub fn root() -> PathBuf {
     .into_iter()
     .flatten()
     .collect();
-    candidates.iter().find(|path| usable(path, uid)).unwrap_or(&candidates[0]).clone()
+    let last = candidates.last().expect("the /tmp candidate is always there");
+    candidates.iter().find(|path| usable(path, uid)).unwrap_or(last).clone()
 }
 
 /// Checks that no other user can replace `path` or what it holds: every directory above it (and
