@@ -858,19 +858,37 @@ def test_warnings_in_an_executables_script_show_their_source_lines(tmp_path, lau
     )
 
 
-def test_a_module_level_import_the_build_does_not_carry_is_a_warning(tmp_path, capsys):
+def test_a_module_level_import_the_build_does_not_carry_stops_it_unless_allowed(tmp_path, capsys):
+    # Issue 27: the executable would die at start with ModuleNotFoundError: the build says so
+    # (file and line) and fails, unless --allow-missing names the module. Optional imports (in
+    # try, under if, in functions) are none of its business.
     script = tmp_path / "tool.py"
     script.write_text(
         "import json, notinstalled.sub\n"
         "try:\n    import optional_thing\nexcept ImportError:\n    pass\n"
+        "if False:\n    import guarded_thing\n"
         "def later():\n    import lazy_thing\n"
+        "from also_missing import x\n"
     )
     out = tmp_path / "tool.ingot"
-    assert cli.main(["build", str(script), "--archive-only", "-o", str(out)]) == 0
+    assert cli.main(["build", str(script), "--archive-only", "-o", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "warning: tool.py imports `notinstalled`, which the build does not carry" in err, err
+    assert err.startswith(
+        "error: the application's own code imports what the build cannot carry:\n"
+        "  tool.py:10 imports `also_missing`, which the build does not carry: the executable "
+        "would stop there with ModuleNotFoundError\n"
+        "  tool.py:1 imports `notinstalled`, which the build does not carry"
+    ), err
     assert "hint: add the distribution that provides it" in err
-    assert "optional_thing" not in err and "lazy_thing" not in err and "`json`" not in err
+    assert "--allow-missing also_missing --allow-missing notinstalled" in err
+    for optional in ("optional_thing", "guarded_thing", "lazy_thing", "`json`"):
+        assert optional not in err, optional
+    assert not out.exists()
+    allowed = ["--allow-missing", "notinstalled", "--allow-missing", "also_missing"]
+    assert cli.main(["build", str(script), "--archive-only", "-o", str(out), *allowed]) == 0
+    err = capsys.readouterr().err
+    assert "warning: tool.py:1 imports `notinstalled`, which the build does not carry" in err
+    assert "(allowed: --allow-missing notinstalled)" in err
 
 
 def test_the_output_is_never_an_input_or_inside_what_is_packed(tmp_path, capsys):

@@ -16,6 +16,7 @@ from ingot.build.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.settings import Settings
 from ingot.build.spec import Spec
 from ingot.build.target import Say
+from ingot.errors import BuildError
 
 __all__ = ["Selection", "select"]
 
@@ -35,7 +36,7 @@ def select(spec: Spec, roots: list[Path], say: Say) -> Selection:
     files_packages, warnings = _file_policy(
         spec.settings, roots, say, executable=not spec.archive_only
     )
-    warnings += _missing_imports(roots)
+    warnings += _missing_imports(roots, spec.settings.allow_missing)
     warnings += _prepare(files_packages, roots, say)
     return Selection(files_packages, warnings)
 
@@ -86,10 +87,12 @@ def _file_policy(
     return sorted(decision.files), warnings
 
 
-def _missing_imports(roots: list[Path]) -> list[str]:
-    """Warnings for the modules the application's own code (``roots[0]``) imports at module
-    level, unconditionally, that neither the build nor the standard library has: the executable
-    would stop at that import. (Imports in ``try`` blocks or functions may be optional.)"""
+def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
+    """The modules the application's own code (``roots[0]``) imports at module level,
+    unconditionally, that neither the build nor the standard library has: the executable would
+    stop at that import. BuildError naming each (file and line), unless ``allowed`` names it:
+    then a warning. (Imports in ``try`` blocks, under ``if`` (a platform, ``TYPE_CHECKING``) or
+    in functions may be optional.)"""
 
     present = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
     for root in roots:
@@ -102,24 +105,40 @@ def _missing_imports(roots: list[Path]) -> list[str]:
             tree = ast.parse(file.read_bytes(), str(file))
         except (OSError, SyntaxError, ValueError):
             continue
-        names = [
-            alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names
+        imported = [
+            (alias.name, node.lineno)
+            for node in tree.body
+            if isinstance(node, ast.Import)
+            for alias in node.names
         ]
-        names += [
-            node.module
+        imported += [
+            (node.module, node.lineno)
             for node in tree.body
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
         ]
-        for name in names:
+        for name, line in imported:
             top = name.split(".")[0]
             if top not in present and top != "__future__":
-                missing.setdefault(top, relative.as_posix())
-    return [
-        f"{where} imports `{name}`, which the build does not carry: the executable will stop "
-        f"there with ModuleNotFoundError (hint: add the distribution that provides it to the "
-        f"dependencies: a script's `# /// script` block, [project] dependencies, or "
-        f"--dependency)"
+                missing.setdefault(top, f"{relative.as_posix()}:{line}")
+    said = [
+        f"{where} imports `{name}`, which the build does not carry: the executable would stop "
+        "there with ModuleNotFoundError"
         for name, where in sorted(missing.items())
+    ]
+    refused = [text for text, name in zip(said, sorted(missing)) if name not in allowed]
+    if refused:
+        names = [name for name in sorted(missing) if name not in allowed]
+        raise BuildError(
+            "\n  ".join(
+                ["the application's own code imports what the build cannot carry:", *refused]
+            ),
+            hint="add the distribution that provides it to the dependencies (a script's "
+            "`# /// script` block, [project] dependencies, or --dependency); or, if the "
+            "executable never reaches that import, --allow-missing "
+            + " --allow-missing ".join(names),
+        )
+    return [
+        f"{text} (allowed: --allow-missing {name})" for text, name in zip(said, sorted(missing))
     ]
 
 

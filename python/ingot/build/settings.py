@@ -271,6 +271,16 @@ class Settings:
         **_strings("top-level package names"),
         doc_type="list[str]",
     )
+    allow_missing: list[str] = setting(
+        [],
+        help="build although the application's own code imports this module at module level "
+        "and the build does not carry it (a warning instead of an error; repeatable)",
+        flags=("--allow-missing",),
+        form="list",
+        metavar="MODULE",
+        **_strings("top-level module names"),
+        doc_type="list[str]",
+    )
     memory: list[str] = setting(
         [],
         help="keep this package in memory although the built-in table would materialize it "
