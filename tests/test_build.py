@@ -532,8 +532,13 @@ def test_output_safety(tmp_path, capsys):
     precious.write_text("mine")
     assert cli.main(["build", hello, "--archive-only", "-o", str(precious)]) == 1
     assert "--force" in capsys.readouterr().err and precious.read_text() == "mine"
-    assert cli.main(["build", hello, "--archive-only", "-o", str(tmp_path / "no" / "x")]) == 1
-    assert "does not exist" in capsys.readouterr().err
+    # A missing directory is made (issue 27); one that is a file is an error.
+    assert cli.main(["build", hello, "--archive-only", "-o", str(tmp_path / "no" / "x")]) == 0
+    assert (tmp_path / "no" / "x").is_file()
+    shutil.rmtree(tmp_path / "no")
+    capsys.readouterr()
+    assert cli.main(["build", hello, "--archive-only", "-o", str(precious / "x")]) == 1
+    assert f"{precious} is not a directory" in capsys.readouterr().err
     with pytest.raises(BuildError, match="module to run, 'nosuch', is not in the archive"):
         build(
             resolve(
@@ -748,7 +753,12 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
     (site / "shared" / "__init__.py").unlink(missing_ok=True)
     (site / "shared" / "constants.py").write_text("")
     (site / "shared.py").write_text("VALUE = 'shared module wins over the namespace'\n")
-    (site / "helper.py").write_text("def greet():\n    return 'hi from helper'\n")
+    (site / "helper.py").write_text(
+        "import os\nNOTES = os.path.join(os.path.dirname(__file__), 'notes')\n"
+        "def greet():\n    return 'hi from helper'\n"
+    )
+    (site / "photos").mkdir()  # data the code never names: left alone
+    (site / "photos" / "cat.jpg").write_bytes(b"not really")
     (site / "unused.py").write_text("raise SystemExit('not imported, not collected')\n")
     (site / "notes").mkdir()  # not a package: a data directory, collected as files
     (site / "notes" / "todo.txt").write_text("")
@@ -784,6 +794,7 @@ def test_a_script_build_collects_the_code_beside_it(tmp_path, capsys):
         "dist/old.ingot",
         "scripts.tool",
         "scripts/tool.py",
+        "photos/cat.jpg",
     }
     run = run_archive(out)
     assert run.returncode == 0, run.stderr
@@ -1180,3 +1191,24 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, mo
     monkeypatch.setattr(assemble.os, "open", real_open)
     monkeypatch.setattr(assemble.os, "fsync", real_fsync)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_of_scripts_builds_into_one_out_directory(tmp_path, capsys):
+    # Issue 27: out/ is made; each build neither refuses out/ (inside what it packs) nor carries
+    # the earlier outputs, even for a script that names out/ (ingot's outputs are never data).
+    (tmp_path / "a.py").write_text("print('a')\n")
+    (tmp_path / "b.py").write_text("print('b')\n")
+    (tmp_path / "c.py").write_text("open('out/report.txt', 'w').write('c')\n")
+    (tmp_path / "photos").mkdir()  # nobody names it
+    (tmp_path / "photos" / "cat.jpg").write_bytes(b"not really")
+    out = tmp_path / "out"
+    for name in ("a", "b", "c"):
+        target = out / f"{name}.ingot"
+        assert (
+            cli.main(["build", str(tmp_path / f"{name}.py"), "--archive-only", "-o", str(target)])
+            == 0
+        )
+        names = {entry for _, entry, _ in ingot.IngotFinder(str(target)).entries()}
+        assert not {entry for entry in names if entry.startswith(("out/", "photos/"))}, names
+    assert sorted(path.name for path in out.iterdir()) == ["a.ingot", "b.ingot", "c.ingot"]
+    assert "collected beside the script" not in capsys.readouterr().err

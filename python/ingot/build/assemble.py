@@ -18,11 +18,18 @@ __all__ = ["assemble", "prepare_output"]
 def prepare_output(spec: Spec) -> None:
     """Checks, before any work, that the build may write its output: not one of its inputs, not
     inside what it packs, not a directory, not someone else's file (unless ``force``); makes
-    ``dist/`` when it is the default output's directory."""
+    its directory if missing."""
     output = spec.output
-    if output.parent == Path("dist") and not output.parent.exists() and spec.default_output:
-        output.parent.mkdir()
     _check_not_an_input(output, spec)
+    if not output.parent.exists() and not output.parent.is_symlink():
+        # `-o out/app` (or the default dist/): made, as PyInstaller makes dist/.
+        try:
+            output.parent.mkdir(parents=True)
+        except OSError as error:
+            raise BuildError(
+                f"cannot make the output's directory {output.parent}: {error.strerror}",
+                hint="choose another -o/--output",
+            ) from None
     _check_output(output, spec.force)
 
 
@@ -87,8 +94,8 @@ def _check_output(output: Path, force: bool) -> None:
         )
     if not output.parent.is_dir():
         raise BuildError(
-            f"cannot write {output}: directory {output.parent} does not exist",
-            hint=f"create it first (mkdir -p {output.parent})",
+            f"cannot write {output}: {output.parent} is not a directory",
+            hint="choose another -o/--output",
         )
     # Tried now, not after minutes of work: a read-only or someone else's directory.
     probe = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.probe"

@@ -11,6 +11,7 @@ copy or pip-install, where to write. Nothing is installed or written here;
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingot.build.firstuse import imports_in_source
+from ingot.build.launcher import is_ingot_file
 from ingot.build.project import load_project
 from ingot.build.settings import (
     ConfigError,
@@ -132,8 +134,11 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
     directory: every regular package there (a directory with ``__init__.py``; Django names its
     project and apps in strings, not imports), and the modules and namespace packages that the
     script or that code imports. Names the standard library has are left alone. And the data
-    directories beside it (see :func:`_data_directory`), which the executable serves at the
-    paths the script builds from its ``__file__``."""
+    directories beside it (see :func:`_data_directory`) that this code names, in a string
+    (``"templates/mail.txt"``, ``Path(__file__).parent / "data"``) or by a convention of a
+    package it imports (:data:`CONVENTIONAL_DATA`), which the executable serves at the paths the
+    script builds from its ``__file__``: not every directory beside it (a folder of scripts
+    built into ``out/`` does not pack the earlier executables)."""
     directory = script.resolve().parent
     found: dict[str, Path] = {}
     for entry in sorted(directory.iterdir()):
@@ -149,6 +154,7 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
         *(file for package in found.values() for file in sorted(package.rglob("*.py"))),
     ]
     scanned: set[Path] = set()
+    named: set[str] = set()  # path components in the code's strings, and its imports' names
     while queue:
         file = queue.pop()
         if file in scanned:
@@ -158,13 +164,16 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
             source = file.read_bytes()
         except OSError:
             continue
+        named |= _names_in_strings(source)
         module = (
             ".".join(file.relative_to(directory).with_suffix("").parts)
             if file.is_relative_to(directory)
             else file.stem
         )
         imports = imports_in_source(source, module, file.name == "__init__.py")
-        for name in {imported.split(".")[0] for names in imports.values() for imported in names}:
+        tops = {imported.split(".")[0] for names in imports.values() for imported in names}
+        named |= {directory for top in tops for directory in CONVENTIONAL_DATA.get(top, ())}
+        for name in tops:
             if name in found or name in sys.stdlib_module_names or not name.isidentifier():
                 continue
             module_file, package = directory / f"{name}.py", directory / name
@@ -174,11 +183,36 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
             elif package.is_dir() and any(package.rglob("*.py")):  # a namespace package
                 found[name] = package
                 queue += sorted(package.rglob("*.py"))
-    data = {entry.name: entry for entry in sorted(directory.iterdir()) if _data_directory(entry)}
+    data = {
+        entry.name: entry
+        for entry in sorted(directory.iterdir())
+        if entry.name in named and _data_directory(entry)
+    }
     found.update((name, path) for name, path in data.items() if name not in found)
     return [
         (name + (".py" if path.is_file() else ""), path) for name, path in sorted(found.items())
     ]
+
+
+#: Data directories a package's conventions name without the code naming them: Flask looks for
+#: ``templates/`` and ``static/`` beside the application's module.
+CONVENTIONAL_DATA = {"flask": ("templates", "static")}
+
+
+def _names_in_strings(source: bytes) -> set[str]:
+    """The path components of the string constants in ``source`` (``"templates/mail.txt"``,
+    ``Path(__file__).parent / "data"``): the directories beside a script its code may name."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {
+        part
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 512
+        for part in re.split(r"[/\\]", node.value)
+        if part and part not in (".", "..")
+    }
 
 
 #: The most a data directory beside a script may hold to be collected (files, bytes).
@@ -188,8 +222,8 @@ DATA_DIRECTORY_LIMITS = (2000, 64 << 20)
 def _data_directory(entry: Path) -> bool:
     """Whether ``entry``, beside a script, is a directory of data the script may read next to
     its ``__file__`` (Flask's ``templates/`` and ``static/``, ``locale/``, ``data/``): no Python
-    code in it, not hidden, not a virtual environment or a build's output, and small (see
-    :data:`DATA_DIRECTORY_LIMITS`)."""
+    code in it, not hidden, not a virtual environment or a build's output (ingot's executables
+    and archives among them), and small (see :data:`DATA_DIRECTORY_LIMITS`)."""
     if (
         not entry.is_dir()
         or entry.is_symlink()
@@ -203,6 +237,8 @@ def _data_directory(entry: Path) -> bool:
         directories[:] = [name for name in directories if not name.startswith(".")]
         for name in names:
             if name.endswith((".py", ".pyc")) or name == "pyvenv.cfg":
+                return False
+            if is_ingot_file(Path(top, name)):  # an earlier build's output
                 return False
             count += 1
             try:
