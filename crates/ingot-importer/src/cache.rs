@@ -186,8 +186,8 @@ pub fn root() -> PathBuf {
     candidates.iter().find(|path| usable(path, uid)).unwrap_or(last).clone()
 }
 
-/// Checks that no other user can replace `path` or what it holds: every directory above it (and
-/// it, if it exists), symbolic links resolved, is owned by root or `uid` and not writable by
+/// Checks that no other user can replace `path` or what it holds: every directory above it,
+/// symbolic links resolved, is owned by root or `uid` and not writable by
 /// group or others unless sticky (`/tmp`), as OpenSSH's StrictModes asks of `~/.ssh`. Without
 /// it, a user who can write a parent could rename the cache away after its check and put
 /// another tree, with its own extension modules, where this process loads them.
@@ -197,7 +197,9 @@ fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
     };
     let resolved = fs::canonicalize(existing)
         .map_err(|source| CacheError::UseDir { path: existing.to_path_buf(), source })?;
-    for ancestor in resolved.ancestors() {
+    // `path` itself, when it exists, is checked by `private_dir` (and `usable`).
+    let skip = usize::from(existing == path);
+    for ancestor in resolved.ancestors().skip(skip) {
         let metadata = fs::symlink_metadata(ancestor)
             .map_err(|source| CacheError::UseDir { path: ancestor.to_path_buf(), source })?;
         let sticky = metadata.mode() & 0o1000 != 0;
