@@ -79,6 +79,24 @@ def test_as_file_gives_a_real_temporary_file(app, install):
         assert path.read_bytes() == b"\x00\x01\x02"
 
 
+def test_as_file_of_a_directory_gives_a_real_directory(app, install):
+    # Issue 27: gettext's localedir and the like. Python 3.12 copies a directory itself; 3.10
+    # and 3.11 only files, so ingot does it for its archive's directories there.
+    import os
+
+    install(app)
+    with resources.as_file(resources.files("assets") / "templates") as path:
+        assert path.is_dir()
+        assert sorted(os.listdir(path)) == ["base.html", "deep"]
+        assert (path / "base.html").read_text() == "<html>{{ x }}</html>"
+        assert (path / "deep" / "inner.html").read_text() == "inner"
+        copy = path
+    assert not copy.exists()  # a temporary copy, removed afterwards
+    with resources.as_file(resources.files("assets")) as path:  # a package directory
+        assert (path / "readme.txt").read_text(encoding="utf-8") == "héllo\n"
+        assert (path / "code.py").is_file() and (path / "nested").is_dir()
+
+
 def test_legacy_resource_functions(app, install):
     install(app)
     with warnings.catch_warnings():

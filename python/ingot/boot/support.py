@@ -141,7 +141,47 @@ def _traversable_resources() -> "type[TraversableResources]":
     return base  # type: ignore[no-any-return, unused-ignore]  # Any: the module 3.10 lacks
 
 
+def _register_as_file() -> None:
+    """``importlib.resources.as_file`` of a directory of the archive: a temporary copy of it, as
+    Python 3.12 and later make for any directory (3.10 and 3.11 read it as a file and fail)."""
+    import sys
+
+    if sys.version_info >= (3, 12):
+        return
+    import contextlib
+    import importlib.resources
+
+    # A functools.singledispatch function (typeshed types it as a plain one).
+    dispatcher: Any = importlib.resources.as_file
+
+    @contextlib.contextmanager
+    def as_file(path: IngotTraversable) -> "Iterator[Any]":
+        if not path.is_dir():
+            with dispatcher.dispatch(object)(path) as file:
+                yield file
+            return
+        import pathlib
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as directory:
+            copy = pathlib.Path(directory) / (path.name or "archive")
+            _copy_tree(path, copy)
+            yield copy
+
+    dispatcher.register(IngotTraversable)(as_file)
+
+
+def _copy_tree(source: IngotTraversable, destination: "Any") -> None:
+    destination.mkdir()
+    for child in source.iterdir():
+        if child.is_dir():
+            _copy_tree(child, destination / child.name)
+        else:
+            (destination / child.name).write_bytes(child.read_bytes())
+
+
 _register_traversable()
+_register_as_file()
 
 if TYPE_CHECKING:
     _TraversableResources = TraversableResources
