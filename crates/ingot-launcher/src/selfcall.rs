@@ -145,12 +145,15 @@ fn parse_variable(value: &OsStr) -> Option<Variable> {
     Some(Variable { pid, depth, uid, secret })
 }
 
-/// A new secret, from the kernel's random numbers (`None` if it has none to give).
+/// A new secret, from the kernel's random numbers (`None` if it has none to give). By system
+/// call: glibc's `getrandom` wrapper is 2.25's, above the launcher's floor (2.17).
 pub fn new_secret() -> Option<Secret> {
     let mut secret = [0u8; 16];
-    // SAFETY: getrandom writes at most `secret.len()` bytes into it.
-    let got = unsafe { libc::getrandom(secret.as_mut_ptr().cast(), secret.len(), 0) };
-    (got == secret.len() as isize).then_some(secret)
+    // SAFETY: getrandom(2) writes at most `secret.len()` bytes into it.
+    let got = unsafe {
+        libc::syscall(libc::SYS_getrandom, secret.as_mut_ptr(), secret.len(), 0 as libc::c_uint)
+    };
+    (got == secret.len() as libc::c_long).then_some(secret)
 }
 
 /// The abstract socket address where process `pid` of the executable `identity` (device, inode)
