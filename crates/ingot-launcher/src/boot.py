@@ -124,11 +124,22 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
     if name in sys.modules:
         wrap(sys.modules[name])
         return
-    # Stands for the module in sys.modules until an attribute of it is asked for (a module's
-    # own __getattr__, PEP 562: no class to make at every start).
+    # Only where it can be imported: asked of the finders that need no file system (built-in,
+    # frozen, the archive's; importlib's path finder, which would stat sys.path, is not asked).
+    if not any(
+        type(finder).__name__ != "PathFinder" and finder.find_spec(name, None) is not None
+        for finder in sys.meta_path
+        if hasattr(finder, "find_spec")
+    ):
+        return
+    # Stands for the module in sys.modules until one of its functions is asked for (a module's
+    # own __getattr__, PEP 562: no class to make at every start). Its dunder attributes stay
+    # those of an empty module (no __spec__), so that code walking sys.modules loads nothing.
     pending = type(sys)(name)
 
     def load(attribute):
+        if attribute.startswith("__") and attribute.endswith("__"):
+            raise AttributeError(attribute)
         if sys.modules.get(name) is pending:
             del sys.modules[name]
         try:
@@ -141,8 +152,6 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
         del pending.__getattr__
         return getattr(module, attribute)
 
-    for attribute in ("__spec__", "__loader__", "__package__", "__doc__"):
-        del vars(pending)[attribute]
     pending.__getattr__ = load
     sys.modules[name] = pending
 
