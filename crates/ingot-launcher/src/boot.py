@@ -121,6 +121,15 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
 
         module.fork_exec = drained_fork_exec
 
+    # os.posix_spawn, which subprocess takes instead on Python 3.13 when it can (glibc 2.34+).
+    for spawn in ("posix_spawn", "posix_spawnp"):
+        original = getattr(posix, spawn, None)
+        if original is not None:
+            drained = _drained_spawn(original, drain_proof, variable, current_value, executable)
+            setattr(posix, spawn, drained)
+            if "os" in sys.modules:
+                setattr(sys.modules["os"], spawn, drained)
+
     if name in sys.modules:
         wrap(sys.modules[name])
         return
@@ -154,6 +163,23 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
 
     pending.__getattr__ = load
     sys.modules[name] = pending
+
+
+def _drained_spawn(original, drain_proof, variable, current_value, executable):
+    """``os.posix_spawn`` (or ``posix_spawnp``) that drains the listener first, and gives a start
+    of this executable with an environment of the application's making the variable."""
+
+    def spawn(path, argv, env, *args, **kwargs):
+        drain_proof()
+        if env is not None and path in (executable, executable.encode("utf-8", "surrogateescape")):
+            env = dict(env)
+            key = variable.encode() if env and isinstance(next(iter(env)), bytes) else variable
+            value = current_value()
+            env[key] = value.encode() if isinstance(key, bytes) else value
+        return original(path, argv, env, *args, **kwargs)
+
+    spawn.__name__ = original.__name__
+    return spawn
 
 
 def module_is_missing(name):
