@@ -136,7 +136,8 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
     # Only where it can be imported: asked of the finders that need no file system (built-in,
     # frozen, the archive's; importlib's path finder, which would stat sys.path, is not asked).
     if not any(
-        type(finder).__name__ != "PathFinder" and finder.find_spec(name, None) is not None
+        getattr(finder, "__name__", type(finder).__name__) != "PathFinder"  # a class, or not
+        and finder.find_spec(name, None) is not None
         for finder in sys.meta_path
         if hasattr(finder, "find_spec")
     ):

@@ -7,7 +7,6 @@ what is pinned, or an URL with the sha256 the user vouches for.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 import shutil
 import tarfile
@@ -18,20 +17,12 @@ from pathlib import Path
 
 from ingot import toml
 from ingot.runtime import recipes
-from ingot.runtime.store import RuntimeError_
+from ingot.runtime.store import RuntimeError_, sha256_of
 
 __all__ = ["PINNED_SOURCES", "pinned_sources", "resolve_sources", "sha256_of", "unpack"]
 
 
 _URL = re.compile(r"^(https?://[^#]+)#sha256=([0-9a-fA-F]{64})$")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fetch(url: str, sha256: str, downloads: Path) -> Path:

@@ -46,6 +46,7 @@ __all__ = [
     "read_runtime",
     "record_hashes",
     "remove_runtime",
+    "sha256_of",
     "store",
     "trusted_files",
     "verify_runtime",
@@ -157,7 +158,8 @@ def trusted_files(runtime: Runtime) -> list[Path]:
     return files
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The sha256 of the file at ``path``, in hex."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -169,7 +171,7 @@ def record_hashes(runtime: Runtime) -> None:
     """Records in ``runtime.info`` (``hashes``) the sha256 of its trusted files, as they are now:
     when it is made (built, relinked, exported)."""
     runtime.info["hashes"] = {
-        str(path.relative_to(runtime.path)): _sha256(path) for path in trusted_files(runtime)
+        str(path.relative_to(runtime.path)): sha256_of(path) for path in trusted_files(runtime)
     }
 
 
@@ -215,7 +217,7 @@ def verify_runtime(runtime: Runtime) -> None:
         )
     for path in files:
         name = str(path.relative_to(runtime.path))
-        if recorded.get(name) != _sha256(path):
+        if recorded.get(name) != sha256_of(path):
             raise RuntimeError_(
                 f"the runtime's {path} is not the file it was made with (its sha256 differs "
                 "from runtime.json's)",
