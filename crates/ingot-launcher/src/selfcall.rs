@@ -180,21 +180,22 @@ fn address(
     (address, length as libc::socklen_t)
 }
 
+/// A non-blocking, close-on-exec Unix stream socket of the caller's (`None` if refused).
+fn unix_socket() -> Option<RawFd> {
+    let flags = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: socket(2) with constant arguments.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
+    (fd >= 0).then_some(fd)
+}
+
 /// Listens, for the processes this one starts, on the address of this executable, this pid,
 /// `depth` and `secret`: the proof that the application started them ([`self_call`]). Never
 /// accepted, only drained ([`drain`]); closed at `exec` (a program this process becomes is not
 /// the application). `None` when the kernel refuses (the children then run the application).
 pub fn offer(identity: (u64, u64), depth: u32, secret: &Secret) -> Option<RawFd> {
-    // SAFETY: plain system calls on a socket this function owns.
+    let fd = unix_socket()?;
+    // SAFETY: plain system calls on the socket this function owns.
     unsafe {
-        let fd = libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            0,
-        );
-        if fd < 0 {
-            return None;
-        }
         let (address, length) = address(identity, std::process::id(), depth, secret);
         let bound = libc::bind(fd, (&raw const address).cast(), length) == 0;
         if !bound || libc::listen(fd, libc::SOMAXCONN) != 0 {
@@ -267,16 +268,11 @@ impl Process for ThisProcess {
             return false;
         };
         let (address, length) = address(identity, pid, depth, secret);
-        // SAFETY: a socket of this function's own, closed below; valid buffers.
+        let Some(fd) = unix_socket() else {
+            return false;
+        };
+        // SAFETY: the socket made above, closed below; valid buffers.
         unsafe {
-            let fd = libc::socket(
-                libc::AF_UNIX,
-                libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                0,
-            );
-            if fd < 0 {
-                return false;
-            }
             let mut credentials: libc::ucred = std::mem::zeroed();
             let mut size = size_of::<libc::ucred>() as libc::socklen_t;
             let proved = libc::connect(fd, (&raw const address).cast(), length) == 0
