@@ -47,6 +47,12 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
     stat = stats[0][1]  # the wrapper of posix.stat, which scandir's entries call
     wrappers = stats + _archive_read_wrappers(inside, tree, stat)
     open_file = _archive_open(inside, tree)
+    if sys.version_info < (3, 11):
+        # 3.10's pathlib keeps os's functions and io.open as class attributes (_NormalAccessor):
+        # a Python function there would be bound as a method and get the accessor as its first
+        # argument, as builtin functions never do. A staticmethod (callable since 3.10) is not.
+        wrappers = [(name, staticmethod(function), real) for name, function, real in wrappers]
+        open_file = staticmethod(open_file)
     os_module = sys.modules.get("os")
     for name, function, real in wrappers:
         setattr(posix, name, function)
