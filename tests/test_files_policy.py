@@ -360,13 +360,24 @@ def test_pack_refuses_a_files_package_it_does_not_hold(tmp_path):
 # --- native code through the cache ---------------------------------------------------------------
 
 NATIVE_PROBE = """
-    import json, sys, ingot
+    import json, os, sys, ingot
     ingot.install(sys.argv[1])
     import _sqlite3, _queue
+    def held(prefix):
+        # The files this process holds open below prefix (the listing's own descriptor is gone
+        # when it is read: skipped).
+        targets = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                pass
+        return sorted(target for target in targets if target.startswith(prefix))
     maps = {line.split(None, 5)[5].strip() for line in open("/proc/self/maps") if len(line.split()) > 5}
     print(json.dumps({
         "memfds": sorted(m for m in maps if "memfd:ingot" in m),
         "cached": sorted(m for m in maps if m.startswith(sys.argv[2])),
+        "held": held(sys.argv[2]),
         "sqlite": _sqlite3.sqlite_version,
         "queue": _queue.SimpleQueue().empty(),
     }))
@@ -393,6 +404,9 @@ def test_native_code_through_the_cache_when_asked(native_archive, tmp_path):
     assert report["memfds"] == []
     assert any("libsqlite3" in path for path in report["cached"]), report["cached"]
     assert any("_sqlite3" in path for path in report["cached"])
+    # The loader was given the descriptor that was checked (a swap of the path after the check
+    # changes nothing), and the process holds it.
+    assert set(report["cached"]) <= set(report["held"]), report
     assert report["sqlite"] and report["queue"] is True
     before = tree_files(cache)
     run_python(sys.executable, NATIVE_PROBE, native_archive, cache, env=env)

@@ -127,6 +127,10 @@ pub enum CacheError {
     Content(Box<dyn std::error::Error + Send + Sync>),
     #[error("a cache writer panicked")]
     WriterPanicked,
+    /// The file opened after the tree's check is not the one checked (a swap, or a link put in
+    /// its place).
+    #[error("cache file `{path}` changed after it was checked; is another program writing there?")]
+    ChangedAfterCheck { path: PathBuf },
 }
 
 /// One file of a tree: its path relative to the tree, its size and the XXH3-64 of its bytes.
@@ -289,6 +293,37 @@ fn private_dir(path: &Path) -> Result<(), CacheError> {
         });
     }
     Ok(())
+}
+
+/// `path`, a file of a checked tree, opened without following a link and checked again through
+/// the descriptor: a regular file of this user holding exactly `expected`. What is then used
+/// through the descriptor (`/proc/self/fd/N`) is what was checked, whatever is renamed or linked
+/// into the path afterwards.
+pub fn open_checked(path: &Path, expected: &[u8]) -> Result<File, CacheError> {
+    let changed = || CacheError::ChangedAfterCheck { path: path.to_path_buf() };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|source| match source.raw_os_error() {
+            Some(libc::ELOOP) => changed(),
+            _ => CacheError::UseDir { path: path.to_path_buf(), source },
+        })?;
+    let metadata = file
+        .metadata()
+        .map_err(|source| CacheError::UseDir { path: path.to_path_buf(), source })?;
+    // SAFETY: no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if !metadata.is_file() || metadata.uid() != uid || metadata.len() != expected.len() as u64 {
+        return Err(changed());
+    }
+    let mut held = Vec::with_capacity(expected.len());
+    file.read_to_end(&mut held)
+        .map_err(|source| CacheError::UseDir { path: path.to_path_buf(), source })?;
+    if held != expected {
+        return Err(changed());
+    }
+    Ok(file)
 }
 
 /// Checks a tree-relative path from an archive: relative, no `.`/`..`/empty components, no NUL.
@@ -808,6 +843,30 @@ mod tests {
 
     const CONTENTS: &[(&str, &[u8])] =
         &[("pkg/__init__.py", b"x = 1\n"), ("pkg/data/a.txt", b"alpha"), ("pkg/empty", b"")];
+
+    #[test]
+    fn a_checked_file_is_held_only_when_it_is_the_bytes_expected() {
+        let dir = scratch("open-checked");
+        let file = dir.join("lib.so");
+        fs::write(&file, b"image").unwrap();
+        let mut held = open_checked(&file, b"image").unwrap();
+        // What the descriptor holds stays what was checked when the path is swapped.
+        fs::rename(&file, dir.join("moved")).unwrap();
+        fs::write(&file, b"other").unwrap();
+        let mut read = Vec::new();
+        std::io::Seek::rewind(&mut held).unwrap();
+        held.read_to_end(&mut read).unwrap();
+        assert_eq!(read, b"image");
+        let changed = |result: Result<File, CacheError>| {
+            matches!(result, Err(CacheError::ChangedAfterCheck { .. }))
+        };
+        assert!(changed(open_checked(&file, b"image")), "other bytes, same size");
+        assert!(changed(open_checked(&file, b"longer image")), "another size");
+        fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(dir.join("moved"), &file).unwrap();
+        assert!(changed(open_checked(&file, b"image")), "a link is not followed");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn writes_a_missing_tree_then_reuses_it() {

@@ -242,9 +242,18 @@ fn cached_bytes(label: &str, image: &[u8]) -> Result<String, CacheError> {
         Ok::<_, std::convert::Infallible>(std::borrow::Cow::Borrowed(image))
     })?;
     let path = tree.join(label);
-    match path.to_str() {
-        Some(path) => Ok(path.to_string()),
-        None => Err(CacheError::NotUtf8 { path }),
+    let Some(text) = path.to_str() else {
+        return Err(CacheError::NotUtf8 { path });
+    };
+    // The loader gets the descriptor that was checked, not the path: a swap after the check
+    // changes nothing. Kept open for the life of the process, as memory files are. Without
+    // /proc, only the path can be given (its directories were checked: see cache::root).
+    let file = cache::open_checked(&path, image)?;
+    let held = format!("/proc/self/fd/{}", std::os::fd::IntoRawFd::into_raw_fd(file));
+    if std::path::Path::new(&held).exists() {
+        Ok(held)
+    } else {
+        Ok(text.to_string())
     }
 }
 
@@ -406,13 +415,21 @@ fn dlopen_with(path: &str, flags: libc::c_int) -> Result<(), LoadError> {
 /// The loader's message, with a hint when native code in the extraction cache cannot be mapped
 /// executable: the cache is on a file system mounted `noexec`.
 pub fn explain_load_error(message: String, path: &str) -> String {
-    if !message.contains("failed to map segment from shared object")
-        || path.starts_with("/proc/")
-        || path.starts_with("/memfd:")
-    {
+    if !message.contains("failed to map segment from shared object") {
         return message;
     }
-    let directory = std::path::Path::new(path)
+    // A cache file is given to the loader through its descriptor: name the file it holds.
+    let path = match path.strip_prefix("/proc/self/fd/") {
+        Some(_) => match std::fs::read_link(path) {
+            Ok(target) => target.to_string_lossy().into_owned(),
+            Err(_) => return message,
+        },
+        None => path.to_string(),
+    };
+    if path.starts_with("/proc/") || path.starts_with("/memfd:") {
+        return message;
+    }
+    let directory = std::path::Path::new(&path)
         .parent()
         .map_or_else(String::new, |dir| dir.display().to_string());
     format!(
