@@ -875,6 +875,43 @@ def check_regex(app: App):
     }
 
 
+# --- issue 27: data outside packages, libraries loaded by path ------------------------------------
+
+
+@case("nbconvert")
+def check_nbconvert(app: App):
+    """A notebook rendered to HTML with the `lab` template and to Markdown: nbconvert finds its
+    templates under sys.prefix/share/jupyter, where its wheel installs them (the data scheme),
+    and the executable answers them from the archive, as sys.prefix (jupyter_core also lists a
+    directory under $HOME, which must exist as a value)."""
+    seen = app.json(app.room(dirs=["/home"]).run(env={"HOME": "/home"}))
+    assert seen == {
+        "doctype": True,
+        "heading": True,
+        "lab_css": True,
+        "highlighted": True,
+        "output": True,
+        "markdown": ["# Report", "Some *text*."],
+        "prefix_is_executable": True,
+        "searched": True,
+        "templates": [
+            "asciidoc",
+            "base",
+            "basic",
+            "classic",
+            "compatibility",
+            "lab",
+            "latex",
+            "markdown",
+            "python",
+            "reveal",
+            "rst",
+            "script",
+            "webpdf",
+        ],
+    }, seen
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = [
@@ -909,6 +946,7 @@ ORDER = [
     "attrs",
     "typer",
     "regex",
+    "nbconvert",
 ]
 assert (
     sorted(ORDER)

@@ -32,6 +32,13 @@ pub const FILES_MANIFEST_DIR: &str = "__ingot__/files/";
 /// carried copy is loaded only otherwise.
 pub const SYSTEM_FIRST: &str = "__ingot__/system-first.json";
 
+/// The files the archive carries that distributions install outside their packages (the wheel's
+/// `data` scheme, named relative to the installation prefix: `share/x`), by distribution (JSON:
+/// `*.dist-info` directory -> the sorted top directories of its files). When present, the
+/// executable is `sys.prefix` (and `exec_prefix`, `base_prefix`, `base_exec_prefix`), so that
+/// `sys.prefix/share/x` is answered from the archive.
+pub const PREFIX_DATA: &str = "__ingot__/prefix-data.json";
+
 /// The zstd dictionary of the blobs stored with [`crate::layout::compression::ZSTD_DICTIONARY`].
 pub const ZSTD_DICTIONARY: &str = "__ingot__/zstd-dictionary";
 
@@ -44,9 +51,10 @@ pub const REGEX_MAGIC: &str = "__ingot__/re/magic";
 pub const REGEX_MODULE: &str = "__ingot__/re/module";
 
 /// Every fixed name above, and each prefix (ending in `/`), as docs/format.md lists them.
-pub const RESERVED: [&str; 8] = [
+pub const RESERVED: [&str; 9] = [
     LAUNCH_CONFIG,
     SYSTEM_FIRST,
+    PREFIX_DATA,
     FIRST_USE,
     FILES_MANIFEST_DIR,
     ZSTD_DICTIONARY,

@@ -78,6 +78,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add("FIRST_USE_LIBRARY", tag(FIRST_USE_LIBRARY))?;
         module.add("FILES_MANIFEST_DIR", FILES_MANIFEST_DIR)?;
         module.add("SYSTEM_FIRST", SYSTEM_FIRST)?;
+        module.add("PREFIX_DATA", PREFIX_DATA)?;
         module.add("ZSTD_DICTIONARY", ZSTD_DICTIONARY)?;
         module.add("REGEX_DIR", REGEX_DIR)?;
         module.add("REGEX_MAGIC", REGEX_MAGIC)?;

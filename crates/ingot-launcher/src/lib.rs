@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use ingot_format::{chain, Archive, Namespace, Role};
@@ -151,10 +151,28 @@ pub fn read_archive(exe: &Path) -> Result<LaunchConfig, LaunchError> {
         LaunchConfig::parse(&bytes)
             .map_err(|source| LaunchError::Config { exe: exe.to_path_buf(), source })?
     };
+    if let Ok(Some(_)) = archive.find(Namespace::Files, ingot_format::names::PREFIX_DATA) {
+        PREFIX_IS_EXECUTABLE.store(true, Ordering::Relaxed);
+    }
     if let Ok(mut slot) = OPENED.lock() {
         *slot = Some(archive);
     }
     Ok(config)
+}
+
+/// Whether the archive carries files installed outside packages (`__ingot__/prefix-data.json`):
+/// then `sys.prefix` is the executable itself, where they are answered (`<exe>/share/...`),
+/// not its directory.
+static PREFIX_IS_EXECUTABLE: AtomicBool = AtomicBool::new(false);
+
+/// `sys.prefix`, `exec_prefix` and their `base_` forms: the executable, whose archive answers
+/// `<exe>/share/...` (set after the initialization, which would derive paths from them).
+fn set_prefixes(py: Python<'_>, exe: &str) -> PyResult<()> {
+    let sys = py.import("sys")?;
+    for name in ["prefix", "exec_prefix", "base_prefix", "base_exec_prefix"] {
+        sys.setattr(name, exe)?;
+    }
+    Ok(())
 }
 
 /// The executable file this process runs: `/proc/self/exe`, or, where /proc is not mounted (a
@@ -280,6 +298,12 @@ pub fn main() -> ! {
         error.print(py);
         fail(&exe_str, "cannot load the launcher's Python code")
     });
+    if PREFIX_IS_EXECUTABLE.load(Ordering::Relaxed) {
+        set_prefixes(py, &exe_str).unwrap_or_else(|error| {
+            error.print(py);
+            fail(&exe_str, "cannot set sys.prefix")
+        });
+    }
     if mode == Mode::Python {
         run_python(py, boot, &exe_str, &argv, variable);
     }

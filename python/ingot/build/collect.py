@@ -72,6 +72,52 @@ class Item:
     path: Path | None = None
     relpath: str | None = None
     source: Path | None = None
+    #: For a file a wheel installs outside its packages (the ``data`` scheme, e.g.
+    #: ``share/<tool>/...``, named relative to the installation prefix): the ``*.dist-info``
+    #: directory of its distribution, which it is carried with.
+    dist: str | None = None
+
+
+#: The parts of the ``data`` scheme left out: the environment's scripts (console scripts name
+#: the interpreter that installed them; an executable runs its own entry) and C headers (for
+#: builds, not runs).
+PREFIX_DATA_SKIPPED = ("bin", "Scripts", "include")
+
+
+_TOP_LEVEL_MODULE_KINDS = (
+    "module",
+    "package",
+    "extension-module",
+    "extension-package",
+    "namespace-package",
+)
+
+
+def _prefix_listed(root: Path) -> list[tuple[str, str, str]]:
+    """What the ``RECORD`` of each distribution in ``root`` lists outside it, in the ``data``
+    scheme less :data:`PREFIX_DATA_SKIPPED`: ``(dist-info directory, name relative to the
+    prefix, path as listed)``. A record's paths are relative to the directory the
+    distribution's packages went to; the ones that leave it (``../../share/x`` from a
+    ``--target`` directory, ``../../../share/x`` from a site-packages) went to the prefix."""
+    listed = []
+    for record in sorted(root.glob("*.dist-info/RECORD")):
+        try:
+            lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue  # the dist-info files are collected, and read, on their own
+        for line in lines:
+            path = line.split(",", 1)[0].strip().strip('"')
+            if not path.startswith("../"):
+                continue
+            parts = [part for part in path.split("/") if part not in ("", ".")]
+            ups = len(parts) - len(parts[[part == ".." for part in parts].index(False) :])
+            names = parts[ups:]
+            if not names or ".." in names or names[0] in PREFIX_DATA_SKIPPED:
+                continue
+            if names[-1].endswith((".pyc", ".pyo")):
+                continue
+            listed.append((record.parent.name, "/".join(names), path))
+    return listed
 
 
 @dataclass
@@ -273,6 +319,33 @@ class _Walker:
             elif entry.is_file():
                 self.add(kind, self.relative(entry.path), Path(entry.path))
 
+    def prefix_data(self, listed: list[tuple[str, str, str]]) -> None:
+        """The files each distribution's ``RECORD`` lists outside the import root (the wheel's
+        ``.data/data/`` scheme), as ``(dist-info directory, name, path as listed)`` from
+        :func:`_prefix_listed`: carried as data files named relative to the installation
+        prefix (``share/x``), which an executable answers at ``sys.prefix/share/x``. Found
+        where pip put them: beside the root's packages (``--target`` moves them there) or where
+        the record points (an environment's prefix)."""
+        seen = {item.name for item in self.collection.items if item.kind == "data-file"}
+        modules = {
+            item.name for item in self.collection.items if item.kind in _TOP_LEVEL_MODULE_KINDS
+        }
+        for dist, name, path in listed:
+            if name in seen:
+                continue
+            top = name.split("/")[0]
+            if top in modules:
+                self.warn(
+                    f"{dist}: {name} is installed outside the packages, but {top!r} is a "
+                    "module the archive holds: left out"
+                )
+                continue
+            candidates = [self.root / name, Path(os.path.normpath(self.root / path))]
+            found = next((file for file in candidates if file.is_file()), None)
+            if found is not None:  # (else removed since, or named twice by the record)
+                seen.add(name)
+                self.collection.items.append(Item("data-file", name, found, dist=dist))
+
     def libraries(self, directory: Path) -> None:
         """Shared libraries a wheel ships (``numpy.libs/``, ``pkg/.libs/``), by file name."""
         for entry in _entries(directory):
@@ -344,8 +417,17 @@ def collect_directory(
             f"as top-level modules; did you mean its parent, {root.resolve().parent}?"
         )
 
+    prefix_listed = _prefix_listed(root)
+    prefix_tops = {name.split("/")[0] for _, name, _ in prefix_listed}
+
     def top_level(entry: os.DirEntry[str]) -> bool:
         name = entry.name
+        if (
+            entry.is_dir()
+            and name in prefix_tops
+            and not (Path(entry.path) / "__init__.py").exists()
+        ):
+            return True  # the data scheme's `share/`...: carried by prefix_data
         if entry.is_dir():
             if name.endswith((".dist-info", ".egg-info")):
                 walker.files("dist-info-file", Path(entry.path))
@@ -361,4 +443,5 @@ def collect_directory(
         return not name.endswith(_SOURCE_SUFFIX) and _extension_module(entry) is None
 
     walker.package(root, "", top_level)
+    walker.prefix_data(prefix_listed)
     return collection

@@ -35,6 +35,7 @@ from ingot._ingot import (
     FIRST_USE_MODULE,
     KIND_NAMESPACES,
     KINDS,
+    PREFIX_DATA,
     RESERVED_PREFIX,
     SYSTEM_FIRST,
     ArchiveWriter,
@@ -209,6 +210,21 @@ def _prune(
 #: (the launcher itself links libgcc_s), and the build machine's copies would set the
 #: executable's glibc floor to the build machine's.
 SYSTEM_FIRST_LIBRARIES = ("libgcc_s.so.1", "libstdc++.so.6")
+
+
+def _prefix_data(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
+    """The distributions whose files installed outside their packages (``share/x``) are
+    carried: ``*.dist-info`` directory -> the top directories of those files."""
+    tops: dict[str, set[str]] = {}
+    for item in plan.values():
+        if item.dist is not None:
+            tops.setdefault(item.dist, set()).add(item.name.split("/")[0])
+    return {dist: sorted(names) for dist, names in sorted(tops.items())}
+
+
+def _dist_name(directory: str) -> str:
+    """``nbconvert-7.1.0.dist-info``: ``nbconvert``."""
+    return directory.removesuffix(".dist-info").rpartition("-")[0] or directory
 
 
 def system_first_table(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
@@ -694,6 +710,16 @@ def pack(
     system_first = system_first_table(plan)
     if system_first:
         extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
+    prefix_data = _prefix_data(plan)
+    if prefix_data:
+        extra_files[PREFIX_DATA] = json.dumps(prefix_data, sort_keys=True).encode()
+        say(
+            "carrying files installed outside packages, answered at sys.prefix (the "
+            "executable): "
+            + ", ".join(
+                f"{_dist_name(dist)} ({', '.join(tops)})" for dist, tops in prefix_data.items()
+            )
+        )
     _add_extra_files(writer, extra_files, result)
     table = _add_regexes(writer, scan, result, say)
     if entry_modules is not None:

@@ -645,8 +645,9 @@ class _Walk:
                 carried = True
             elif namespace == _MODULE_NAMESPACE:
                 carried = name in self.reached
-            elif item.kind == "dist-info-file":
-                directory = name.split("/")[0]
+            elif item.kind == "dist-info-file" or item.dist is not None:
+                # (files installed outside the packages go with their distribution too)
+                directory = item.dist or name.split("/")[0]
                 owned = self.dist_tops.get(directory)
                 carried = directory in self.dists or (
                     bool(owned & kept_tops) if owned else _dist_name(directory) in kept_tops
@@ -658,7 +659,9 @@ class _Walk:
                 self.result.kept.add(key)
                 continue
             group = (
-                name.split("/")[0] if item.kind == "dist-info-file" else (_top(key, item) or name)
+                item.dist or name.split("/")[0]
+                if item.kind == "dist-info-file" or item.dist is not None
+                else (_top(key, item) or name)
             )
             count, size = self.result.left_out.get(group, (where, 0, 0))[1:]
             self.result.left_out[group] = (where, count + 1, size + _size(item))
