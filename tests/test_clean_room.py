@@ -141,6 +141,75 @@ def test_hello_in_the_room(build_executable, room):
     assert run.stdout == "Hello from memory! (hello 1.0.0 from /app/hello/__init__.py)\n"
 
 
+CTYPES_APP = {
+    "base.c": "int base_value(void) { return 40; }\n",
+    "greet.c": textwrap.dedent("""
+        int base_value(void);
+        int answer(void) { return base_value() + 2; }
+        int threads(void) {
+            int n = 0;
+        #pragma omp parallel reduction(+:n)
+            n += 1;
+            return n;
+        }
+    """),
+    "greeter/__init__.py": textwrap.dedent("""
+        import ctypes, os
+        _here = os.path.join(os.path.dirname(__file__), "lib")
+        _lib = ctypes.CDLL(os.path.join(_here, "libgreet.so"))
+        def report():
+            again = ctypes.CDLL(os.path.join(_here, "libgreet.so"))
+            return {"answer": _lib.answer(), "threads": _lib.threads() > 0,
+                    "same_handle": again._handle == _lib._handle}
+    """),
+    "app.py": textwrap.dedent("""
+        import json, greeter
+        maps = sorted({line.split(None, 5)[5].strip() for line in open("/proc/self/maps")
+                       if len(line.split(None, 5)) == 6})
+        print(json.dumps({**greeter.report(), "maps": maps}))
+    """),
+}
+
+
+def test_a_library_loaded_by_path_comes_from_memory_with_what_it_needs(
+    build_executable, room, tmp_path
+):
+    # A package's own library loaded by `ctypes.CDLL(<dir of __file__>/lib/libgreet.so)`: it
+    # needs a library beside it (RUNPATH $ORIGIN) and one of the build machine's (GCC's OpenMP
+    # runtime, libgomp.so.1), which the room (glibc only) does not have. All three load from
+    # memory; loading the path again gives the same library.
+    from cleanroom import require_or_skip
+
+    if shutil.which("gcc") is None:
+        require_or_skip("gcc is not installed (the test compiles the libraries it loads)")
+    for name, text in CTYPES_APP.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    lib = tmp_path / "greeter" / "lib"
+    lib.mkdir()
+    compile = ["gcc", "-shared", "-fPIC", "-O1"]
+    subprocess.run(
+        [*compile, "-Wl,-soname,libbase.so", "-o", lib / "libbase.so", tmp_path / "base.c"],
+        check=True,
+    )
+    linking = ["-L", lib, "-lbase", "-Wl,-rpath,$ORIGIN"]
+    made = subprocess.run(
+        [*compile, "-fopenmp", "-o", lib / "libgreet.so", tmp_path / "greet.c", *linking],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        require_or_skip(f"gcc cannot build an OpenMP library here (libgomp):\n{made.stderr}")
+    run = room(build_executable("ctypes-by-path", tmp_path / "app.py")).run()
+    assert (run.returncode, run.stderr) == (0, ""), run.stderr
+    seen = json.loads(run.stdout)
+    assert (seen["answer"], seen["threads"], seen["same_handle"]) == (42, True, True)
+    for library in ("libgreet.so", "libbase.so", "libgomp.so.1"):
+        assert any(f"/memfd:ingot:{library} " in line for line in seen["maps"]), seen["maps"]
+    on_disk = [line for line in seen["maps"] if not line.startswith("/memfd:")]
+    assert not [line for line in on_disk if "greet" in line or "gomp" in line], on_disk
+
+
 def test_cli_app_in_the_room(build_executable, room):
     run = room(build_executable("cli-app", EXAMPLES / "cli-app")).run(
         "--title", "clean room", "--width", "120"

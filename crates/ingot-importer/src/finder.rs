@@ -734,14 +734,25 @@ impl IngotFinder {
         let mut needs = Vec::new();
         for entry in self.view.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;
-            let Some(kind @ (Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)) =
-                entry.kind()
-            else {
+            let Some(kind) = entry.kind() else {
                 continue;
             };
+            // Data files too, when they are shared objects (loaded by path: `ctypes.CDLL`).
+            let library_file = kind == Kind::DataFile && {
+                let file = entry.name().rsplit('/').next().unwrap_or_default();
+                file.ends_with(".so") || file.contains(".so.")
+            };
+            if !matches!(kind, Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
+                && !library_file
+            {
+                continue;
+            }
             let Some(image) = entry.data(Role::Content).map_err(|error| self.error(error))? else {
                 continue;
             };
+            if library_file && !image.starts_with(b"\x7fELF") {
+                continue;
+            }
             let versions = crate::elf::elf_version_needs(&image)
                 .map_err(|error| PyValueError::new_err(format!("{}: {error}", entry.name())))?;
             needs.push((kind.label().to_string(), entry.name().to_string(), versions));

@@ -23,6 +23,8 @@ mod writer;
 use pyo3::prelude::*;
 
 pub use finder::IngotFinder;
+pub use native::library_by_path;
+pub use view::ArchiveView;
 
 /// The module `ingot._ingot`.
 #[pymodule(gil_used = true)]

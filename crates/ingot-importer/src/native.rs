@@ -187,6 +187,41 @@ pub fn native_file(
     }
 }
 
+/// Libraries of the archive loaded by their path under the executable, by archive-relative path:
+/// the path the loader was given (the same one each time, so that a second load of a library
+/// finds the first, as glibc matches loaded objects by path).
+static BY_PATH: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+/// For `dlopen(path)` of a shared library the archive carries as a data file below its path
+/// (`ctypes.CDLL(os.path.join(os.path.dirname(__file__), "lib", "lib_x.so"))`, cffi's
+/// `ffi.dlopen`): a path the dynamic loader can open holding it, from memory as extension modules
+/// are, after the libraries it needs that the archive carries. None when `path` is not such a
+/// file (the system's loader then answers as it would; inside the executable: ENOTDIR) or it
+/// cannot be brought into memory.
+pub fn library_by_path(view: &crate::view::ArchiveView, path: &str) -> Option<String> {
+    let relative = view.relative(path)?;
+    let mut guard = BY_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let known = guard.get_or_insert_with(HashMap::new);
+    if let Some(loaded) = known.get(&relative) {
+        return Some(loaded.clone());
+    }
+    let archive = &view.archive;
+    let entry = archive.find(Namespace::Files, &relative).ok()??;
+    let blob = entry.blob(Role::Content).ok()??;
+    let image = archive.data(&blob).ok()?;
+    let elf = goblin::elf::Elf::parse(&image).ok()?;
+    let needed: Vec<String> = elf.libraries.iter().map(|name| name.to_string()).collect();
+    drop(elf);
+    crate::pages::release(archive, &image);
+    // Its needs first, as for extension modules; a need the archive does not carry is the
+    // system's (glibc) and left to the loader.
+    let label = relative.rsplit('/').next().unwrap_or(&relative).to_string();
+    load_needed(archive, &label, &needed).ok()?;
+    let loadable = native_file(archive, &label, Image::Blob(blob)).ok()?;
+    known.insert(relative, loadable.clone());
+    Some(loadable)
+}
+
 /// Why native code could not be brought into memory. Shown through [`chain`].
 #[derive(Debug, thiserror::Error)]
 pub enum NativeError {

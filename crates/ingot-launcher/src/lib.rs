@@ -19,6 +19,7 @@ use pyo3::types::{PyCFunction, PyDict, PyList, PyString};
 pub mod castore;
 pub mod error;
 pub mod exit;
+pub mod interpose;
 pub mod selfcall;
 pub use error::{ConfigError, ExecutableError, LaunchError};
 use exit::{exit_code, finish, print_exception, Outcome};
@@ -643,6 +644,8 @@ fn install_finder(py: Python<'_>, exe: &Path) -> PyResult<()> {
         Some(archive) => {
             let finder =
                 Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?;
+            // Libraries loaded by their path inside the executable: from the archive.
+            interpose::serve(finder.get().view.clone());
             // Read what a start reads, and check the files tree (if the archive has one), while
             // the interpreter starts: on another CPU, if the process may use more than one (on
             // one, the threads would only take turns with the interpreter).

@@ -145,11 +145,16 @@ PATH_METHOD_SINKS = frozenset(
 )
 
 #: The sinks an executable answers for paths under its own path (read-only, from the archive:
-#: the launcher's ``serve_archive_paths``): reading, listing and testing files. The others
-#: (writing, handing the path to C code or to another process) need the ``files`` policy.
+#: the launcher's ``serve_archive_paths``): reading, listing and testing files, and loading a
+#: shared library by path through ``ctypes`` (the launcher's ``dlopen``, from memory). The others
+#: (writing, handing the path to other C code or to another process) need the ``files`` policy.
 _NOT_SERVED_CALLS = frozenset(
     {
-        *(name for name in CALL_SINKS if name.startswith(("ctypes.", "subprocess.", "imp."))),
+        *(name for name in CALL_SINKS if name.startswith(("subprocess.", "imp."))),
+        "ctypes.WinDLL",
+        "ctypes.OleDLL",
+        "ctypes.windll.LoadLibrary",
+        "ctypes.oledll.LoadLibrary",
         "importlib.machinery.ExtensionFileLoader",
         "importlib.machinery.SourceFileLoader",
         "importlib.util.spec_from_file_location",

@@ -133,13 +133,22 @@ def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple
 def _add_libraries(
     plan: dict[tuple[str, str], Item], warnings: list[str], *, only_needed: bool = False
 ) -> None:
-    """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`);
-    with ``only_needed``, the collected libraries no extension module needs go."""
+    """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`),
+    and those that shared libraries stored as data files need (a package's ``lib/lib_x.so``, which
+    its code loads by path through ``ctypes``: the executable loads it from memory, after them);
+    with ``only_needed``, the collected libraries nothing needs go."""
     roots: list[elf.ElfObject] = []
     known: list[elf.ElfObject] = []
     owner: dict[str, str] = {}
     for item in plan.values():
-        if item.kind in ("extension-module", "extension-package", "shared-library"):
+        if item.kind == "data-file" and _is_shared_object(item):
+            try:
+                obj = elf.read_elf(str(item.path))
+            except (OSError, ValueError):
+                continue
+            roots.append(obj)
+            owner[obj.path] = f"the library {item.name} (a data file: loaded by its path)"
+        elif item.kind in ("extension-module", "extension-package", "shared-library"):
             try:
                 obj = elf.read_elf(str(item.path))
             except (OSError, ValueError) as error:
@@ -165,6 +174,14 @@ def _add_libraries(
         )
     for name, kept, other in sorted(set(resolution.conflicts)):
         warnings.append(f"{name}: {kept} collected; some object would load {other} instead")
+
+
+def _is_shared_object(item: Item) -> bool:
+    """Whether a data file is a shared library for this machine (``lib_x.so``, ``libx.so.1``)."""
+    name = item.name.rsplit("/", 1)[-1]
+    if item.path is None or not (name.endswith(".so") or ".so." in name):
+        return False
+    return elf.elf_class(str(item.path)) == elf.elf_class(sys.executable)
 
 
 def _prune(
