@@ -912,6 +912,19 @@ def check_nbconvert(app: App):
     }, seen
 
 
+@case("lightgbm")
+def check_lightgbm(app: App):
+    """A model trained by lib_lightgbm.so, which lightgbm loads by path through ctypes from its
+    package directory, with GCC's OpenMP runtime, which the room (glibc only) does not have:
+    both from memory."""
+    seen = app.json(app.room().run())
+    assert (seen["trees"], seen["fits"], seen["version"]) == (40, True, "4.7.0"), seen
+    assert seen["libraries"] == [
+        "/memfd:ingot:lib_lightgbm.so (deleted)",
+        "/memfd:ingot:libgomp.so.1 (deleted)",
+    ], seen["libraries"]
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = [
@@ -947,6 +960,7 @@ ORDER = [
     "typer",
     "regex",
     "nbconvert",
+    "lightgbm",
 ]
 assert (
     sorted(ORDER)
