@@ -925,6 +925,151 @@ def check_lightgbm(app: App):
     ], seen["libraries"]
 
 
+# --- issue 27: the kinds of applications tried as a new user would --------------------------------
+
+
+@case("scipy")
+def check_scipy(app: App):
+    """LAPACK through OpenBLAS, a BFGS minimization, a quadrature, a special function, a sparse
+    solve: Fortran and C++ libraries of scipy.libs (and numpy.libs) from memory."""
+    assert app.json(app.room().run()) == {
+        "solve": [1.0, -2.0, -2.0],
+        "rosen": [1.0, 1.0, 1.0],
+        "quad": 2.0,
+        "gamma": 24.0,
+        "sparse": [2.5, 4.0, 4.5, 4.0, 2.5],
+        "eigvals": [0.267949, 1.0],
+    }
+
+
+@case("polars")
+def check_polars(app: App):
+    """A Rust dataframe engine: group-by, join, SQL and a lazy query."""
+    assert app.json(app.room().run()) == {
+        "totals": [["a", 40], ["b", 70], ["c", 40]],
+        "cities": ["Lima", "Oslo", "Pune"],
+        "sql": [["a", 2], ["b", 2], ["c", 1]],
+        "lazy": 3,
+    }
+
+
+@case("duckdb")
+def check_duckdb(app: App):
+    """A C++ SQL engine: aggregates, a window function, a query over a Python list."""
+    assert app.json(app.room().run()) == {
+        "grouped": [["a", 4], ["b", 2], ["c", 4]],
+        "ranked": [["a", 1, 2], ["a", 3, 1], ["b", 2, 1], ["c", 4, 1]],
+        "squares": 14,
+        "version": "1.2.2",
+    }
+
+
+@case("mypy")
+def check_mypy(app: App):
+    """A type checker compiled by mypyc, reading typeshed's stubs next to its modules."""
+    assert app.json(app.room().run()) == {
+        "status": 1,
+        "lines": [
+            'error: Incompatible types in assignment (expression has type "str", variable has '
+            'type "int")  [assignment]',
+            'note: Revealed type is "str"',
+        ],
+        "stderr": "",
+        "compiled": True,
+    }
+
+
+@case("sphinx")
+def check_sphinx(app: App):
+    """A documentation generator: the alabaster theme's templates and static files, Sphinx's
+    French catalogs, Pygments' highlighting; the site written to a temporary directory."""
+    seen = app.json(app.room(dirs=["/tmp"]).run())
+    assert seen == {
+        "status": 0,
+        "french": True,
+        "note": True,
+        "highlighted": True,
+        "theme_css": True,
+    }
+
+
+@case("gevent")
+def check_gevent(app: App):
+    """Greenlets on libev, and a StreamServer answering a gevent socket."""
+    assert app.json(app.room().run()) == {
+        "order": ["a", "b"],
+        "values": ["B", "A"],
+        "reply": "echo:ping",
+        "hub": "gevent.libev.corecext",
+    }
+
+
+@case("aiohttp")
+def check_aiohttp(app: App):
+    """An asyncio web server and client with aiohttp's C parser."""
+    assert app.json(app.room().run()) == {
+        "status": 200,
+        "body": {"hello": "ingot", "q": "1"},
+        "c_parser": "aiohttp._http_parser",
+    }
+
+
+@case("grpcio")
+def check_grpcio(app: App):
+    """gRPC's C core: a server with the health service and a client over loopback."""
+    assert app.json(app.room().run()) == {
+        "status": "SERVING",
+        "missing": "NOT_FOUND",
+        "version": "1.85.3",
+    }
+
+
+@case("gunicorn")
+def check_gunicorn(app: App):
+    """A forking WSGI server: the arbiter and two workers are forks of the executable (no
+    exec); a request is served by a worker, then SIGTERM stops them gracefully."""
+    seen = app.json(app.room(dirs=["/tmp"]).run(max_processes=16))
+    assert seen == {"body": "/ingot", "worker_is_child": True, "arbiter_exit": 0}
+
+
+@case("numba")
+def check_numba(app: App):
+    """A JIT compiler: llvmlite's LLVM library, which it loads by path through ctypes, from
+    memory; functions compiled and run on NumPy arrays."""
+    assert app.json(app.room().run()) == {
+        "total": 285.0,
+        "hypot": [5.0, 13.0],
+        "compiled": 1,
+        "llvm": True,
+        "version": "0.67.0",
+    }
+
+
+@case("boto3")
+def check_boto3(app: App):
+    """An AWS SDK offline: botocore's service models (JSON next to its modules) for S3 and
+    DynamoDB, a presigned URL."""
+    assert app.json(app.room().run()) == {
+        "url": "https://bucket.s3.amazonaws.com/key.txt",
+        "signed": True,
+        "services": True,
+        "has": [True, True, True],
+        "operation": True,
+    }
+
+
+@case("humanize")
+def check_humanize(app: App):
+    """gettext catalogs through importlib.resources.as_file on a package directory."""
+    assert app.json(app.room().run()) == {
+        "english": "3 hours",
+        "french": "3 heures",
+        "ordinal": "2e",
+        "intcomma": "1,234,567",
+        "size": "3.0 MB",
+    }
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = [
@@ -961,6 +1106,18 @@ ORDER = [
     "regex",
     "nbconvert",
     "lightgbm",
+    "scipy",
+    "polars",
+    "duckdb",
+    "mypy",
+    "sphinx",
+    "gevent",
+    "aiohttp",
+    "grpcio",
+    "gunicorn",
+    "numba",
+    "boto3",
+    "humanize",
 ]
 assert (
     sorted(ORDER)

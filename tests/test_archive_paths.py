@@ -50,6 +50,17 @@ attempt("pathlib_glob", lambda: sorted(rel(path) for path in data.glob("*.txt"))
 attempt("gzip", lambda: gzip.open(data / "compressed.gz").read().decode())
 attempt("realpath", lambda: rel(os.path.realpath(data / "sub" / ".." / "notes.txt")))
 
+
+def directory_as_file():
+    # As humanize finds its locale directory: the path, kept after the block.
+    import importlib.resources
+    with importlib.resources.as_file(importlib.resources.files("reader") / "data") as directory:
+        kept = directory
+    return [sorted(os.listdir(kept)), (kept / "notes.txt").read_text(encoding="utf-8")]
+
+
+attempt("as_file_directory", directory_as_file)
+
 with tempfile.TemporaryDirectory() as scratch:
     attempt("copyfile", lambda: open(shutil.copyfile(data / "sub" / "blob.bin", os.path.join(scratch, "b")), "rb").read().hex())
     attempt("copytree", lambda: sorted(os.listdir(shutil.copytree(data, os.path.join(scratch, "tree")))))

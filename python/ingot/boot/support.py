@@ -142,25 +142,36 @@ def _traversable_resources() -> "type[TraversableResources]":
 
 
 def _register_as_file() -> None:
-    """``importlib.resources.as_file`` of a directory of the archive: a temporary copy of it, as
-    Python 3.12 and later make for any directory (3.10 and 3.11 read it as a file and fail)."""
-    import sys
-
-    if sys.version_info >= (3, 12):
-        return
+    """``importlib.resources.as_file`` of a directory of the archive. Where the archive's paths
+    are answered (an executable: ``serve_archive_paths``), the directory's own path below the
+    archive, as for a package on disk: reads through it work, and it stays valid after the
+    ``with`` block, as code that returns it from there expects (humanize's locale directory).
+    Elsewhere, a temporary copy, as Python 3.12 and later make for any directory (3.10 and 3.11
+    read it as a file and fail). Files are copied, as always: what asks for one may be C code."""
     import contextlib
     import importlib.resources
+    import os
+    import sys
 
     # A functools.singledispatch function (typeshed types it as a plain one).
     dispatcher: Any = importlib.resources.as_file
+    fallback = dispatcher.dispatch(object)
 
     @contextlib.contextmanager
     def as_file(path: IngotTraversable) -> "Iterator[Any]":
         if not path.is_dir():
-            with dispatcher.dispatch(object)(path) as file:
+            with fallback(path) as file:
                 yield file
             return
         import pathlib
+
+        if os.path.isdir(str(path)):  # answered from the archive
+            yield pathlib.Path(str(path))
+            return
+        if sys.version_info >= (3, 12):
+            with fallback(path) as copy:
+                yield copy
+            return
         import tempfile
 
         with tempfile.TemporaryDirectory() as directory:
