@@ -27,6 +27,7 @@ from ingot.build import pipeline, settings, under
 from ingot.build.check import newest_versions
 from ingot.build.inspection import describe
 from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackResult, pack
+from ingot.build.progress import Ticker
 from ingot.build.spec import Spec, resolve
 from ingot.errors import IngotError
 from ingot.runtime import builder, store, wheel
@@ -342,16 +343,27 @@ def _build(args: argparse.Namespace) -> int:
     spec = resolve(settings.from_args(args), say)
     if spec.target.runtime_python is not None:
         return under.build_under(spec, quiet=args.quiet)
-    return _build_spec(spec, say)
+    return _build_with_progress(spec, quiet=args.quiet)
 
 
 def build_spec(path: str, *, quiet: bool) -> int:
     """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
     under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`)."""
     try:
-        return _build_spec(Spec.from_json(Path(path).read_text()), _say(quiet))
+        return _build_with_progress(Spec.from_json(Path(path).read_text()), quiet=quiet)
     except IngotError as error:
         return _report(error)
+
+
+def _build_with_progress(spec: Spec, *, quiet: bool) -> int:
+    """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
+    if quiet:
+        return _build_spec(spec, _say(quiet))
+    ticker = Ticker(sys.stderr)
+    try:
+        return _build_spec(spec, ticker.say, ticker)
+    finally:
+        ticker.close()
 
 
 def _say(quiet: bool) -> Callable[[str], None]:
@@ -362,10 +374,12 @@ def _say(quiet: bool) -> Callable[[str], None]:
     return say
 
 
-def _build_spec(spec: Spec, say: Callable[[str], None]) -> int:
-    result = pipeline.build(spec, say)
+def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None) -> int:
+    result = pipeline.build(spec, say, ticker)
+    # (warnings are shown with --quiet too; through the ticker, off its status line)
+    warn = ticker.say if ticker else lambda text: print(text, file=sys.stderr)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        warn(f"warning: {warning}")
     _summary(result.pack, say)
     run = result.run
     runs = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")

@@ -200,11 +200,11 @@ static BY_PATH: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 /// cannot be brought into memory.
 pub fn library_by_path(view: &crate::view::ArchiveView, path: &str) -> Option<String> {
     let relative = view.relative(path)?;
-    let mut guard = BY_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let known = guard.get_or_insert_with(HashMap::new);
-    if let Some(loaded) = known.get(&relative) {
+    let known = || BY_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(loaded) = known().get_or_insert_with(HashMap::new).get(&relative) {
         return Some(loaded.clone());
     }
+    // Not locked while loading: a library's constructor may load another by path.
     let archive = &view.archive;
     let entry = archive.find(Namespace::Files, &relative).ok()??;
     let blob = entry.blob(Role::Content).ok()??;
@@ -218,8 +218,9 @@ pub fn library_by_path(view: &crate::view::ArchiveView, path: &str) -> Option<St
     let label = relative.rsplit('/').next().unwrap_or(&relative).to_string();
     load_needed(archive, &label, &needed).ok()?;
     let loadable = native_file(archive, &label, Image::Blob(blob)).ok()?;
-    known.insert(relative, loadable.clone());
-    Some(loadable)
+    // Another thread may have loaded it meanwhile: the first path is the one kept and used.
+    let mut guard = known();
+    Some(guard.get_or_insert_with(HashMap::new).entry(relative).or_insert(loadable).clone())
 }
 
 /// Why native code could not be brought into memory. Shown through [`chain`].

@@ -52,6 +52,7 @@ from ingot.build.collect import (
     collect_stdlib,
 )
 from ingot.build.firstuse import BOOT_MODULES, first_use_order, imports_in_source
+from ingot.build.progress import Ticker
 from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
 from ingot.build.regexes import (
     MAGIC_ENTRY,
@@ -516,6 +517,8 @@ class PackOptions:
     keep: Iterable[str] = ()
     #: Receives one line per step.
     progress: Callable[[str], None] | None = None
+    #: Shows the long phases as they go (:mod:`ingot.build.progress`).
+    ticker: Ticker | None = None
 
 
 def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) -> list[Collection]:
@@ -568,8 +571,10 @@ def _add_items(
     Raises CompileError for a module of the application's own code that does not compile."""
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
     strict = [Path(directory).resolve() for directory in options.strict_directories]
+    advance = options.ticker.advance if options.ticker else lambda count=1: None
     for key in sorted(plan):
         item = plan[key]
+        advance()
         try:
             size, tree_bytes = _add(
                 writer, item, levels, options.include_source, options.keep_debug_info, scan
@@ -663,13 +668,16 @@ def _write(
     compression_level: int | None,
     result: PackResult,
     say: Callable[[str], None],
+    phase: Callable[..., None] = lambda name, total=None: None,
 ) -> None:
     """Trains the compression dictionary (when compressing) and writes the archive."""
     if compression_level is not None:
+        phase("training the zstd dictionary")
         trained = writer.train_dictionary(DICTIONARY_SIZE)
         if trained:
             say(f"trained a {trained}-byte zstd dictionary for the small modules' blobs")
     say(f"writing {len(writer)} entries to {output}")
+    phase(f"writing {len(writer)} entries")
     try:
         result.size = writer.write(str(output))
     except (OSError, RuntimeError) as error:
@@ -694,12 +702,16 @@ def pack(
     entry_modules = None if options.entry_modules is None else list(options.entry_modules)
     result = PackResult(output, 0)
     own = {os.path.realpath(directory) for directory in options.strict_directories}
+    ticker = options.ticker
+    phase = ticker.phase if ticker else lambda name, total=None: None
+    phase("collecting modules")
     collections = _collect(options, own, say)
     for collection in collections:
         result.warnings += collection.warnings
     plan = _merge(collections, result.warnings)
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
     if options.prune:
+        phase("finding what the application can reach")
         prefilled_imports = _prune(
             plan, collections, options.stdlib, own, entry_modules, options.keep, result
         )
@@ -712,6 +724,7 @@ def pack(
         patterns={} if options.precompile_regexes else None,
         imports=dict(prefilled_imports) if entry_modules is not None else None,
     )
+    phase("resolving shared libraries")
     _add_libraries(plan, result.warnings, only_needed=options.prune)
     say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
     writer = ArchiveWriter(
@@ -719,7 +732,9 @@ def pack(
         python_version=sys.version_info[:2],
         compression_level=options.compression_level,
     )
+    phase("compiling, scanning and compressing entries", len(plan))
     trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
+    phase("adding ingot's tables")
     extra_files = dict(options.extra_files or {})
     for package, tree in trees.items():
         # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
@@ -741,6 +756,8 @@ def pack(
     table = _add_regexes(writer, scan, result, say)
     if entry_modules is not None:
         _add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)
-    _write(writer, output, options.compression_level, result, say)
+    _write(writer, output, options.compression_level, result, say, phase)
+    if ticker:
+        ticker.done()
     result.seconds = time.perf_counter() - started
     return result

@@ -10,6 +10,7 @@ from pathlib import Path
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.build.pack import PackOptions, PackResult, pack
+from ingot.build.progress import Ticker
 from ingot.build.selection import Selection
 from ingot.build.settings import DEFAULT_COMPRESSION, Settings
 from ingot.build.spec import Spec
@@ -20,7 +21,12 @@ __all__ = ["launch_config", "pack_archive", "stdlib_excludes"]
 
 
 def pack_archive(
-    spec: Spec, roots: list[Path], selection: Selection, archive: Path, say: Say
+    spec: Spec,
+    roots: list[Path],
+    selection: Selection,
+    archive: Path,
+    say: Say,
+    ticker: Ticker | None = None,
 ) -> PackResult:
     """Packs what the app can reach from ``roots`` into ``archive``."""
     settings = spec.settings
@@ -38,6 +44,7 @@ def pack_archive(
         prune=True,
         keep=tuple(settings.include),
         progress=say,
+        ticker=ticker,
     )
     try:
         result = pack(archive, options)

@@ -36,6 +36,7 @@ from ingot.build.check import check_archive, glibc_verdict
 from ingot.build.launcher import read_launcher
 from ingot.build.pack import PackResult
 from ingot.build.packing import pack_archive
+from ingot.build.progress import Ticker
 from ingot.build.selection import select
 from ingot.build.spec import Spec
 from ingot.build.stage import stage
@@ -59,8 +60,9 @@ class BuildResult:
     notes: list[str] = field(default_factory=list)  # what to tell the user at the end
 
 
-def build(spec: Spec, say: Say = lambda message: None) -> BuildResult:
-    """Builds ``spec``; raises IngotError subclasses on problems to fix."""
+def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = None) -> BuildResult:
+    """Builds ``spec``; raises IngotError subclasses on problems to fix. ``ticker`` shows the
+    long phases as they go (:mod:`ingot.build.progress`)."""
     started = time.perf_counter()
     for note in spec.notes:
         say(note)
@@ -68,10 +70,14 @@ def build(spec: Spec, say: Say = lambda message: None) -> BuildResult:
     head = read_launcher(spec.target.launcher)
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
+        if ticker:
+            ticker.phase("installing with pip")
         roots = stage(spec, staging, say)
+        if ticker:
+            ticker.done()
         selection = select(spec, roots, say)
         archive = staging / "app.ingot"
-        packed = pack_archive(spec, roots, selection, archive, say)
+        packed = pack_archive(spec, roots, selection, archive, say, ticker)
         check_archive(spec, packed, archive)
         size = assemble(spec, head, archive, say)
     floor, notes, warnings = glibc_verdict(spec)
