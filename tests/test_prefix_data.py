@@ -39,6 +39,16 @@ def make_wheel(directory, name, files, data):
     return wheel
 
 
+def orphan_wheel(directory):
+    """A distribution with a file outside its package that nothing imports."""
+    return make_wheel(
+        directory,
+        "orphan_pkg",
+        {"orphan_pkg/__init__.py": ""},
+        {"data/share/orphan-pkg/note.txt": "never imported\n"},
+    )
+
+
 APP = textwrap.dedent("""
     import json, os, pathlib, sys, sysconfig
     import demo_data
@@ -71,12 +81,7 @@ def test_files_installed_outside_packages_are_answered_at_sys_prefix(tmp_path, l
             "scripts/demo-tool": "#!python\nprint('tool')\n",
         },
     )
-    unused = make_wheel(
-        wheels,
-        "orphan_pkg",
-        {"orphan_pkg/__init__.py": ""},
-        {"data/share/orphan-pkg/note.txt": "never imported\n"},
-    )
+    unused = orphan_wheel(wheels)
     app = tmp_path / "app.py"
     app.write_text(APP)
     out = tmp_path / "out" / "app"
@@ -113,12 +118,7 @@ def test_without_such_files_sys_prefix_stays_the_executables_directory(tmp_path,
     # orphan_pkg's files outside its package go with it, and nothing imports it.
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    orphan = make_wheel(
-        wheels,
-        "orphan_pkg",
-        {"orphan_pkg/__init__.py": ""},
-        {"data/share/orphan-pkg/note.txt": "never imported\n"},
-    )
+    orphan = orphan_wheel(wheels)
     app = tmp_path / "app.py"
     app.write_text("import sys\nprint(sys.prefix)\n")
     out = tmp_path / "out" / "app"
@@ -126,3 +126,18 @@ def test_without_such_files_sys_prefix_stays_the_executables_directory(tmp_path,
     assert "installed outside packages" not in built.stdout + built.stderr
     run = proclimit.run([str(out)], max_processes=8, timeout=120, cwd=tmp_path)
     assert (run.returncode, run.stdout) == (0, f"{out.parent}\n"), run.stderr
+
+
+def test_a_records_paths_outside_the_prefix_or_its_scripts_are_not_carried(tmp_path):
+    from ingot.build.collect import _prefix_listed
+
+    (tmp_path / "x-1.dist-info").mkdir()
+    (tmp_path / "x-1.dist-info" / "RECORD").write_text(
+        "../..,,\n"  # nothing below the prefix
+        "../../share/x/a.txt,sha256=AAAA,1\n"
+        "../../bin/tool,,\n"  # a script
+        "../../include/x.h,,\n"  # a header
+        "../../share/../../etc/passwd,,\n"  # climbs out again
+        "x/__init__.py,,\n"  # inside the root
+    )
+    assert _prefix_listed(tmp_path) == [("x-1.dist-info", "share/x/a.txt", "../../share/x/a.txt")]

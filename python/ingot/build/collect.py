@@ -110,7 +110,7 @@ def _prefix_listed(root: Path) -> list[tuple[str, str, str]]:
             if not path.startswith("../"):
                 continue
             parts = [part for part in path.split("/") if part not in ("", ".")]
-            ups = len(parts) - len(parts[[part == ".." for part in parts].index(False) :])
+            ups = next((index for index, part in enumerate(parts) if part != ".."), len(parts))
             names = parts[ups:]
             if not names or ".." in names or names[0] in PREFIX_DATA_SKIPPED:
                 continue
