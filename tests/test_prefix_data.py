@@ -7,6 +7,8 @@ import base64
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import zipfile
 
@@ -112,6 +114,15 @@ def test_files_installed_outside_packages_are_answered_at_sys_prefix(tmp_path, l
     assert seen["package"] == "demo"
     # Nothing is written beside the executable.
     assert sorted(os.listdir(out.parent)) == ["app"]
+    inspected = subprocess.run(
+        [sys.executable, "-m", "ingot", "inspect", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert inspected.returncode == 0, inspected.stderr
+    shown = "sys.prefix: the executable, which carries files installed outside packages: "
+    assert shown + "demo_data-1.0 (share)\n" in inspected.stdout, inspected.stdout
 
 
 def test_without_such_files_sys_prefix_stays_the_executables_directory(tmp_path, launcher_here):

@@ -441,6 +441,14 @@ def _inspect(args: argparse.Namespace) -> int:
             "carried copy" + (f" (glibc {carried})" if carried else "")
         )
     print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
+    if info["prefix_data"]:
+        carried = ", ".join(
+            f"{directory.removesuffix('.dist-info')} ({', '.join(tops)})"
+            for directory, tops in info["prefix_data"].items()
+        )
+        print(
+            f"sys.prefix: the executable, which carries files installed outside packages: {carried}"
+        )
     if args.sizes:
         _sizes(info["entries"])
         return 0

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ingot._ingot import LAUNCH_CONFIG, SYSTEM_FIRST, IngotFinder
+from ingot._ingot import LAUNCH_CONFIG, PREFIX_DATA, SYSTEM_FIRST, IngotFinder
 from ingot.elf import GlibcFloor, glibc_floor
 from ingot.errors import BuildError
 
@@ -82,6 +82,10 @@ def describe(path: str | os.PathLike[str]) -> Json:
     except (OSError, ImportError, ValueError, KeyError):
         launch = None
     floor = executable_glibc_floor(path, finder, path.stat().st_size - archive_size)
+    try:
+        prefix_data = json.loads(finder._read(PREFIX_DATA))
+    except (OSError, ImportError, ValueError, KeyError):
+        prefix_data = {}  # (none carried: sys.prefix is the executable's directory)
     return {
         "path": str(path),
         "size": path.stat().st_size,
@@ -100,6 +104,9 @@ def describe(path: str | os.PathLike[str]) -> Json:
         },
         "runtime": runtime_facts((launch or {}).get("runtime")),
         "files_packages": finder._files_packages(),
+        # Distributions whose files installed outside their packages are carried (``*.dist-info``
+        # -> top directories): then the executable is sys.prefix.
+        "prefix_data": prefix_data,
         "entries": [
             {"kind": kind, "name": name, "size": size, "stored": stored}
             for kind, name, size, stored in entries
