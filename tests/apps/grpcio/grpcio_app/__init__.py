@@ -5,6 +5,11 @@ from concurrent import futures
 
 
 def main():
+    import os
+
+    # gRPC's C core logs a connection's GOAWAY at shutdown (INFO, on stderr) when the timing
+    # makes one: only errors, as a service would configure it.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     import grpc
     from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
