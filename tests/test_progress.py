@@ -81,6 +81,7 @@ def build_on_a_terminal(tmp_path, *options):
     script.write_text("print('hi')\n")
     main, secondary = pty.openpty()
     build = ["build", str(script), "--archive-only", "--python", "local", "--include", "*"]
+    build.append("--no-cache")  # (the session's cache would make it too quick to show)
     process = subprocess.Popen(
         [sys.executable, "-m", "ingot", *build, "-o", str(tmp_path / "app.ingot"), *options],
         stdin=subprocess.DEVNULL,

@@ -8,6 +8,10 @@ directory, which the importer sets when it renames a tree into place) that no ru
 uses (has mapped or open, as ``/proc/<pid>/maps`` and ``/proc/<pid>/fd`` show for this user's
 processes), and the temporary directories killed writers left. A pruned tree an executable needs
 again is written again at its next start.
+
+The build cache (:mod:`ingot.build.buildcache`, ``<root>/build``) is listed and pruned with it:
+each directory of installed dependencies (``deps``), and the store of the build's entries as one
+(``build``), whose files are pruned one by one; both go by the time they were last used.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 from ingot._ingot import cache_root
 from ingot.errors import IngotError
 
-__all__ = ["CacheEntry", "CacheError", "in_use", "list_cache", "prune", "root"]
+__all__ = ["CacheEntry", "CacheError", "check_private", "in_use", "list_cache", "prune", "root"]
 
 SECTIONS = ("trees", "native")
 _ID = re.compile(r"[0-9a-f]{16,32}(?:-[0-9a-f]+)?\Z")
@@ -55,7 +59,7 @@ class CacheError(IngotError):
 @dataclass
 class CacheEntry:
     path: Path
-    section: str
+    section: str  # trees, native, deps (installed dependencies), build (the build's entries)
     size: int  # bytes of its regular files
     files: int
     age: float  # seconds since the directory was made (renamed into place)
@@ -71,13 +75,17 @@ def root() -> Path:
         raise CacheError(str(error), hint="set INGOT_CACHE_DIR to an absolute path") from None
 
 
-def _check_private(path: Path) -> None:
+def check_private(
+    path: Path,
+    what: str = "the cache",
+    fallback: str = "the importer refuses such a cache too",
+) -> None:
+    """CacheError unless ``path`` is a directory of this user that others cannot write."""
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
         raise CacheError(
-            f"{path} is not a private directory of this user",
-            hint="the importer refuses such a cache too; fix its owner and mode "
-            "(chmod 700) or set INGOT_CACHE_DIR",
+            f"{path} ({what}) is not a private directory of this user",
+            hint=f"fix its owner and mode (chmod 700) or set INGOT_CACHE_DIR; or {fallback}",
         )
 
 
@@ -128,7 +136,7 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
     cache = cache or root()
     if not cache.exists():
         return []
-    _check_private(cache)
+    check_private(cache)
     used = in_use(cache)
     now = time.time()
     entries = []
@@ -136,7 +144,7 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
         parent = cache / section
         if not parent.is_dir():
             continue
-        _check_private(parent)
+        check_private(parent)
         for child in sorted(parent.iterdir()):
             temporary = bool(_TEMPORARY.match(child.name))
             if not (temporary or _ID.match(child.name)) or child.is_symlink() or not child.is_dir():
@@ -153,7 +161,67 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
                     any(path == child or child in path.parents for path in used),
                 )
             )
+    entries += _build_entries(cache, now)
     return sorted(entries, key=lambda entry: -entry.age)
+
+
+def _build_entries(cache: Path, now: float, older_than: float | None = None) -> list[CacheEntry]:
+    """The build cache (:mod:`ingot.build.buildcache`): each directory of installed
+    dependencies, and the entries store as one; with ``older_than`` (seconds), only what was not
+    used for that long (of the store, the entries themselves, with temporary files a writer
+    left), found for removal."""
+    build = cache / "build"
+    found: list[CacheEntry] = []
+    deps = build / "deps"
+    if deps.is_dir():
+        check_private(deps)
+        for child in sorted(deps.iterdir()):
+            if child.is_symlink() or not child.is_dir():
+                continue
+            temporary = not _ID.match(child.name)
+            age = now - child.lstat().st_mtime
+            limit = max(older_than or 0.0, TEMPORARY_GRACE if temporary else 0.0)
+            if older_than is None or age >= limit:
+                size, files = _measure(child)
+                found.append(CacheEntry(child, "deps", size, files, age, temporary, False))
+    entries = build / "entries"
+    if entries.is_dir():
+        check_private(entries)
+        size = files = 0
+        oldest = 0.0
+        for shard in sorted(entries.iterdir()):
+            if shard.is_symlink() or not shard.is_dir():
+                continue
+            for file in shard.iterdir():
+                try:
+                    info = file.lstat()
+                except OSError:
+                    continue
+                age = now - info.st_mtime
+                cutoff = TEMPORARY_GRACE if file.name.startswith(".tmp-") else older_than
+                if stat.S_ISREG(info.st_mode) and (cutoff is None or age >= cutoff):
+                    size += info.st_size
+                    files += 1
+                    oldest = max(oldest, age)
+        if files or older_than is None:
+            found.append(CacheEntry(entries, "build", size, files, oldest, False, False))
+    return found
+
+
+def _prune_entries(entries: Path, older_than: float) -> None:
+    """Removes the entries store's files not used for ``older_than`` seconds."""
+    now = time.time()
+    for shard in entries.iterdir():
+        if shard.is_symlink() or not shard.is_dir():
+            continue
+        for file in shard.iterdir():
+            try:
+                info = file.lstat()
+                limit = TEMPORARY_GRACE if file.name.startswith(".tmp-") else older_than
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime >= limit:
+                    file.unlink()
+            except OSError:
+                continue
 
 
 def prune(
@@ -165,7 +233,17 @@ def prune(
     if older_than_days < 0:
         raise CacheError(f"--older-than {older_than_days} is negative")
     removed = []
+    cache = cache or root()
+    for entry in _build_entries(cache, time.time(), older_than_days * 86400.0):
+        if not dry_run:
+            if entry.section == "build":
+                _prune_entries(entry.path, older_than_days * 86400.0)
+            else:
+                shutil.rmtree(entry.path)
+        removed.append(entry)
     for entry in list_cache(cache):
+        if entry.section in ("deps", "build"):
+            continue
         limit = TEMPORARY_GRACE if entry.temporary else older_than_days * 86400.0
         if entry.temporary and entry.age > WRITER_GONE_GRACE and _writer_gone(entry.path.name):
             limit = 0.0

@@ -161,10 +161,12 @@ def _inspect_parser(commands: _Commands) -> None:
 def _cache_parser(commands: _Commands) -> None:
     cache = commands.add_parser(
         "cache",
-        help="list or prune the extraction cache",
+        help="list or prune the extraction cache and the build cache",
         description="The extraction cache holds the files trees (and, where memory files cannot "
-        "be used, the native code) of the executables run by this user. List it, or "
-        "remove what old builds left that no running process uses.",
+        "be used, the native code) of the executables run by this user; the build cache, what "
+        "ingot build derived from inputs that did not change (installed dependencies, "
+        "bytecode, compressed blobs). List them, or remove what no build or running process "
+        "has used for a while.",
     )
     actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("dir", help="print the cache directory")
@@ -172,7 +174,8 @@ def _cache_parser(commands: _Commands) -> None:
     prune = actions.add_parser(
         "prune",
         help="remove trees older than --older-than days that no "
-        "running process uses (and dead writers' leftovers)",
+        "running process uses, build cache entries not used for as long (and dead writers' "
+        "leftovers)",
     )
     prune.add_argument(
         "--older-than",
@@ -531,7 +534,8 @@ def _cache(args: argparse.Namespace) -> int:
     removed = cachedir.prune(args.older_than, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for entry in removed:
-        print(f"{verb} {entry.path} ({_size(entry.size)})")
+        what = f"{entry.files} build cache entries in " if entry.section == "build" else ""
+        print(f"{verb} {what}{entry.path} ({_size(entry.size)})")
     print(f"{verb} {len(removed)} entries, {_size(sum(e.size for e in removed))}")
     return 0
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
 use crate::layout::{self, blob as B, entry as E, header as H, trailer as T};
 use crate::{names, Error, Kind, Namespace, Result, Role};
@@ -24,6 +24,37 @@ pub struct WriterOptions {
     pub zstd_level: Option<i32>,
 }
 
+/// Where a writer keeps what it computed, for a later writer to take instead of computing it
+/// again (`ingot build`'s build cache): compressed blobs and trained dictionaries, each under a
+/// 128-bit key that covers everything its value depends on (the zstd version, the level, the
+/// dictionary, the input). A store returns only what was put under a key, or nothing: it
+/// checks its entries, since a damaged one would be written into archives.
+pub trait WriterCache: Send + Sync {
+    fn get(&self, key: u128) -> Option<Vec<u8>>;
+    fn put(&self, key: u128, value: &[u8]);
+}
+
+/// Changes when the writer's way of compressing changes (parameters beyond the level): keys made
+/// by another recipe miss.
+const CACHE_RECIPE: &[u8] = b"ingot-writer-cache-1\0";
+
+fn zstd_version() -> u32 {
+    zstd::zstd_safe::version_number()
+}
+
+/// The key of `bytes` compressed at `level` with the dictionary whose hash is `dictionary`.
+fn compressed_key(level: i32, dictionary: Option<u128>, bytes: &[u8]) -> u128 {
+    let mut hasher = Xxh3::new();
+    hasher.update(CACHE_RECIPE);
+    hasher.update(b"blob\0");
+    hasher.update(&zstd_version().to_le_bytes());
+    hasher.update(&level.to_le_bytes());
+    hasher.update(&dictionary.unwrap_or(0).to_le_bytes());
+    hasher.update(&[u8::from(dictionary.is_some())]);
+    hasher.update(bytes);
+    hasher.digest128()
+}
+
 struct PendingEntry {
     kind: Kind,
     blobs: Vec<(Role, Vec<u8>)>,
@@ -37,6 +68,10 @@ pub struct ArchiveWriter {
     first_use: BTreeMap<(Namespace, String), u32>,
     /// The zstd dictionary of small module blobs ([`ArchiveWriter::train_dictionary`]).
     dictionary: Option<Vec<u8>>,
+    /// Entries whose blobs the dictionary is not trained on (they are still compressed with it).
+    untrained: std::collections::BTreeSet<(Namespace, String)>,
+    /// Where compressed blobs and dictionaries are looked up first, and kept.
+    cache: Option<std::sync::Arc<dyn WriterCache>>,
 }
 
 /// The largest blob compressed with the dictionary: past this size a blob's own history
@@ -142,15 +177,17 @@ struct StoredBlob<'a> {
 
 /// Compresses `blobs` with zstd at `level`, each only if that makes it smaller, with the
 /// archive's dictionary where it applies ([`uses_dictionary`]), and never one that a start reads
-/// ([`read_at_start`] of a first-use entry): those stay zero-copy.
+/// ([`read_at_start`] of a first-use entry): those stay zero-copy. `dictionary` comes with its
+/// hash; a blob's compressed bytes come from `cache` when it has them.
 fn compress_blobs(
     blobs: &mut [StoredBlob<'_>],
     level: i32,
-    dictionary: Option<&[u8]>,
+    dictionary: Option<(&[u8], u128)>,
+    cache: Option<&dyn WriterCache>,
 ) -> Result<()> {
     let mut plain = zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
     let mut with_dictionary = match dictionary {
-        Some(dictionary) => {
+        Some((dictionary, _)) => {
             Some(zstd::bulk::Compressor::with_dictionary(level, dictionary).map_err(Error::Write)?)
         }
         None => None,
@@ -162,12 +199,35 @@ fn compress_blobs(
             // on one CPU.
             continue;
         }
-        let (tag, packed) = match with_dictionary.as_mut() {
-            Some(compressor) if uses_dictionary(blob.kind, blob.role, blob.bytes.len()) => (
-                layout::compression::ZSTD_DICTIONARY,
-                compressor.compress(&blob.bytes).map_err(Error::Write)?,
-            ),
-            _ => (layout::compression::ZSTD, plain.compress(&blob.bytes).map_err(Error::Write)?),
+        let dictionary_used =
+            with_dictionary.is_some() && uses_dictionary(blob.kind, blob.role, blob.bytes.len());
+        let tag = if dictionary_used {
+            layout::compression::ZSTD_DICTIONARY
+        } else {
+            layout::compression::ZSTD
+        };
+        let key = cache.map(|_| {
+            compressed_key(level, dictionary.filter(|_| dictionary_used).map(|d| d.1), &blob.bytes)
+        });
+        // A cached blob is taken only if it gives back these bytes: a wrong one would be written
+        // into the archive.
+        let cached = cache
+            .zip(key)
+            .and_then(|(cache, key)| cache.get(key))
+            .filter(|packed| decompresses_to(packed, &blob.bytes, dictionary_used, dictionary));
+        let packed = match cached {
+            Some(packed) => packed,
+            None => {
+                let packed = match with_dictionary.as_mut() {
+                    Some(compressor) if dictionary_used => compressor.compress(&blob.bytes),
+                    _ => plain.compress(&blob.bytes),
+                }
+                .map_err(Error::Write)?;
+                if let Some((cache, key)) = cache.zip(key) {
+                    cache.put(key, &packed);
+                }
+                packed
+            }
         };
         if packed.len() < blob.bytes.len() {
             blob.compression = tag;
@@ -175,6 +235,22 @@ fn compress_blobs(
         }
     }
     Ok(())
+}
+
+/// Whether `packed` decompresses to `bytes` (with the dictionary when `dictionary_used`).
+fn decompresses_to(
+    packed: &[u8],
+    bytes: &[u8],
+    dictionary_used: bool,
+    dictionary: Option<(&[u8], u128)>,
+) -> bool {
+    let decompressor = match dictionary.filter(|_| dictionary_used) {
+        Some((dictionary, _)) => zstd::bulk::Decompressor::with_dictionary(dictionary),
+        None => zstd::bulk::Decompressor::new(),
+    };
+    decompressor
+        .and_then(|mut decompressor| decompressor.decompress(packed, bytes.len()))
+        .is_ok_and(|unpacked| unpacked == bytes)
 }
 
 /// Where the header says the index's regions are.
@@ -243,6 +319,8 @@ impl ArchiveWriter {
             entries: BTreeMap::new(),
             first_use: BTreeMap::new(),
             dictionary: None,
+            untrained: std::collections::BTreeSet::new(),
+            cache: None,
         }
     }
 
@@ -297,8 +375,22 @@ impl ArchiveWriter {
         }
     }
 
+    /// Takes compressed blobs and dictionaries from `cache` when it has them, and puts there
+    /// those computed ([`WriterCache`]). The archive is the same bytes either way.
+    pub fn set_cache(&mut self, cache: std::sync::Arc<dyn WriterCache>) {
+        self.cache = Some(cache);
+    }
+
+    /// Leaves these entries' blobs out of the dictionary's training samples (they are compressed
+    /// with it all the same): an application's own modules, which change from one build to the
+    /// next, so that the dictionary, and every blob compressed with it, stays the same.
+    pub fn set_untrained(&mut self, entries: impl IntoIterator<Item = (Namespace, String)>) {
+        self.untrained = entries.into_iter().collect();
+    }
+
     /// Trains a zstd dictionary of at most `max_size` bytes on the module blobs that will be
-    /// compressed (not those a start reads, see [`ArchiveWriter::set_first_use`]), adds it as the
+    /// compressed (not those a start reads, see [`ArchiveWriter::set_first_use`], nor those of
+    /// [`ArchiveWriter::set_untrained`]), adds it as the
     /// data file [`names::ZSTD_DICTIONARY`], and compresses those blobs with it. Returns the
     /// dictionary's size, or `None` when compression is off or there are too few such blobs for a
     /// dictionary to pay for itself (it is then not added). Call it after `set_first_use`.
@@ -308,6 +400,9 @@ impl ArchiveWriter {
         }
         let mut samples: Vec<&[u8]> = Vec::new();
         for (key, entry) in &self.entries {
+            if self.untrained.contains(key) {
+                continue;
+            }
             let first = self.first_use.contains_key(key);
             for (role, bytes) in &entry.blobs {
                 if uses_dictionary(entry.kind, *role, bytes.len())
@@ -323,12 +418,34 @@ impl ArchiveWriter {
         if samples.len() < 64 || total < max_size.saturating_mul(8) {
             return Ok(None);
         }
-        let dictionary = zstd::dict::from_continuous(
-            &samples.concat(),
-            &samples.iter().map(|sample| sample.len()).collect::<Vec<_>>(),
-            max_size,
-        )
-        .map_err(Error::Write)?;
+        let mut hasher = Xxh3::new();
+        hasher.update(CACHE_RECIPE);
+        hasher.update(b"dictionary\0");
+        hasher.update(&zstd_version().to_le_bytes());
+        hasher.update(&(max_size as u64).to_le_bytes());
+        for sample in &samples {
+            hasher.update(&(sample.len() as u64).to_le_bytes());
+            hasher.update(sample);
+        }
+        let key = hasher.digest128();
+        let cached = self.cache.as_ref().and_then(|cache| cache.get(key));
+        let dictionary = match cached {
+            Some(dictionary) if !dictionary.is_empty() && dictionary.len() <= max_size => {
+                dictionary
+            }
+            _ => {
+                let dictionary = zstd::dict::from_continuous(
+                    &samples.concat(),
+                    &samples.iter().map(|sample| sample.len()).collect::<Vec<_>>(),
+                    max_size,
+                )
+                .map_err(Error::Write)?;
+                if let Some(cache) = &self.cache {
+                    cache.put(key, &dictionary);
+                }
+                dictionary
+            }
+        };
         let size = dictionary.len();
         self.add(
             Kind::DataFile,
@@ -395,11 +512,12 @@ impl ArchiveWriter {
     fn compress(&self, blobs: &mut [StoredBlob<'_>], level: i32) -> Result<()> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
         let chunk = blobs.len().div_ceil(threads).max(1);
-        let dictionary = self.dictionary.as_deref();
+        let dictionary = self.dictionary.as_deref().map(|bytes| (bytes, xxh3_128(bytes)));
+        let cache = self.cache.as_deref();
         std::thread::scope(|scope| -> Result<()> {
             let workers: Vec<_> = blobs
                 .chunks_mut(chunk)
-                .map(|blobs| scope.spawn(move || compress_blobs(blobs, level, dictionary)))
+                .map(|blobs| scope.spawn(move || compress_blobs(blobs, level, dictionary, cache)))
                 .collect();
             workers.into_iter().try_for_each(|worker| {
                 worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))

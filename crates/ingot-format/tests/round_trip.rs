@@ -1046,3 +1046,78 @@ fn reserved_files_table_in_format_md_lists_every_reserved_name() {
         assert!(name.starts_with(names::RESERVED_PREFIX), "{name}");
     }
 }
+
+/// A `WriterCache` in memory, counting what it is asked and given.
+#[derive(Default)]
+struct MemoryCache {
+    values: std::sync::Mutex<std::collections::HashMap<u128, Vec<u8>>>,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+impl ingot_format::WriterCache for MemoryCache {
+    fn get(&self, key: u128) -> Option<Vec<u8>> {
+        let found = self.values.lock().unwrap().get(&key).cloned();
+        if found.is_some() {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        found
+    }
+
+    fn put(&self, key: u128, value: &[u8]) {
+        self.values.lock().unwrap().insert(key, value.to_vec());
+    }
+}
+
+fn archive_of(
+    modules: &[(String, Vec<u8>, Vec<u8>)],
+    cache: Option<std::sync::Arc<MemoryCache>>,
+    untrained: &[&str],
+) -> Vec<u8> {
+    let mut writer = ArchiveWriter::new(options(Some(3)));
+    for (name, source, bytecode) in modules {
+        let blobs = vec![(Role::Source, source.clone()), (Role::Bytecode(0), bytecode.clone())];
+        writer.add(Kind::Module, name, blobs).unwrap();
+    }
+    if let Some(cache) = cache {
+        writer.set_cache(cache);
+    }
+    writer.set_untrained(untrained.iter().map(|name| (Namespace::Modules, name.to_string())));
+    writer.set_first_use([(Namespace::Modules, "pkg.module_0".to_string())]);
+    writer.train_dictionary(16 << 10).unwrap().expect("a dictionary");
+    writer.to_vec().unwrap()
+}
+
+#[test]
+fn a_cache_gives_the_same_archive_and_a_wrong_cached_blob_is_not_used() {
+    let modules = small_modules(300);
+    let plain = archive_of(&modules, None, &[]);
+    let cache = std::sync::Arc::new(MemoryCache::default());
+    assert_eq!(archive_of(&modules, Some(cache.clone()), &[]), plain);
+    let stored = cache.values.lock().unwrap().len();
+    assert!(stored > 300, "{stored} values kept");
+    assert_eq!(archive_of(&modules, Some(cache.clone()), &[]), plain);
+    assert!(cache.hits.load(std::sync::atomic::Ordering::Relaxed) >= stored);
+    // Every value replaced by another's (valid zstd data, the wrong bytes): none is taken.
+    {
+        let mut values = cache.values.lock().unwrap();
+        let other = values.values().max_by_key(|value| value.len()).unwrap().clone();
+        for value in values.values_mut() {
+            *value = other.clone();
+        }
+    }
+    assert_eq!(archive_of(&modules, Some(cache), &[]), plain);
+}
+
+#[test]
+fn modules_left_out_of_training_change_without_changing_the_dictionary() {
+    let mut modules = small_modules(300);
+    let dictionary = |archive: Vec<u8>| {
+        let archive = Archive::from_vec(archive).unwrap();
+        let entry = archive.find(Namespace::Files, names::ZSTD_DICTIONARY).unwrap().unwrap();
+        archive.data(&entry.blob(Role::Content).unwrap().unwrap()).unwrap().into_owned()
+    };
+    let before = dictionary(archive_of(&modules, None, &["pkg.module_7"]));
+    modules[7].1 = b"an edit of the application's own module\n".repeat(20);
+    assert_eq!(dictionary(archive_of(&modules, None, &["pkg.module_7"])), before);
+    assert_ne!(dictionary(archive_of(&modules, None, &[])), before);
+}

@@ -4,6 +4,8 @@
 //! Built twice: as the extension module `ingot._ingot` (for an ordinary Python, and for the
 //! tests) and as a library the launcher links and registers as a built-in module.
 
+#[cfg(feature = "writer")]
+mod buildcache;
 mod cache;
 mod decompressed;
 mod elf;
@@ -35,6 +37,8 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<finder::IngotPathEntryFinder>()?;
     #[cfg(feature = "writer")]
     module.add_class::<writer::ArchiveWriter>()?;
+    #[cfg(feature = "writer")]
+    module.add_class::<buildcache::BuildCache>()?;
     module.add_class::<regexes::PrecompiledRegexes>()?;
     // The build's tools (ELF readers, tree writing): the launcher's `_ingot` leaves them out.
     #[cfg(feature = "writer")]

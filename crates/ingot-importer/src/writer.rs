@@ -141,19 +141,21 @@ impl ArchiveWriter {
     /// pairs, the name space being `"modules"`, `"files"` or `"libraries"`. Their blobs go first
     /// in the data region (see `ingot_format::ArchiveWriter::set_first_use`).
     fn set_first_use(&mut self, order: Vec<(String, String)>) -> PyResult<()> {
-        let mut keys = Vec::with_capacity(order.len());
-        for (namespace, name) in order {
-            let namespace = match namespace.as_str() {
-                "modules" => Namespace::Modules,
-                "files" => Namespace::Files,
-                "libraries" => Namespace::Libraries,
-                other => {
-                    return Err(PyValueError::new_err(format!("unknown name space `{other}`")))
-                }
-            };
-            keys.push((namespace, name));
-        }
-        self.inner.set_first_use(keys);
+        self.inner.set_first_use(namespaced(order)?);
+        Ok(())
+    }
+
+    /// Takes compressed blobs and the dictionary from `cache` (an `ingot._ingot.BuildCache`)
+    /// when it has them, and keeps there those computed; the archive is the same either way.
+    fn set_cache(&mut self, cache: &crate::buildcache::BuildCache) {
+        self.inner.set_cache(cache.store.clone());
+    }
+
+    /// Leaves these entries (`(name space, name)` pairs) out of the dictionary's training: the
+    /// application's own modules, which change between builds (they are compressed with it all
+    /// the same).
+    fn set_untrained(&mut self, entries: Vec<(String, String)>) -> PyResult<()> {
+        self.inner.set_untrained(namespaced(entries)?);
         Ok(())
     }
 
@@ -178,6 +180,24 @@ impl ArchiveWriter {
     fn to_bytes(&self) -> PyResult<std::borrow::Cow<'static, [u8]>> {
         self.inner.to_vec().map(std::borrow::Cow::Owned).map_err(value_error)
     }
+}
+
+/// `(name space, name)` pairs with the name space by its label.
+fn namespaced(pairs: Vec<(String, String)>) -> PyResult<Vec<(Namespace, String)>> {
+    pairs
+        .into_iter()
+        .map(|(namespace, name)| {
+            let namespace = match namespace.as_str() {
+                "modules" => Namespace::Modules,
+                "files" => Namespace::Files,
+                "libraries" => Namespace::Libraries,
+                other => {
+                    return Err(PyValueError::new_err(format!("unknown name space `{other}`")))
+                }
+            };
+            Ok((namespace, name))
+        })
+        .collect()
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

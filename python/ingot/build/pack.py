@@ -43,6 +43,7 @@ from ingot._ingot import (
     files_manifest,
     loadable_image,
 )
+from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports
 from ingot.build.bytecode import compile_module
 from ingot.build.collect import (
     DEFAULT_STDLIB_EXCLUDES,
@@ -51,7 +52,7 @@ from ingot.build.collect import (
     collect_directory,
     collect_stdlib,
 )
-from ingot.build.firstuse import BOOT_MODULES, first_use_order, imports_in_source
+from ingot.build.firstuse import BOOT_MODULES, first_use_order
 from ingot.build.progress import Ticker
 from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
 from ingot.build.regexes import (
@@ -193,6 +194,7 @@ def _prune(
     entry_modules: list[str] | None,
     keep: Iterable[str],
     result: PackResult,
+    memo: BuildMemo = NO_CACHE,
 ) -> dict[str, dict[str, list[str]]]:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.reach.reach`);
     returns the imports read on the way."""
@@ -215,7 +217,7 @@ def _prune(
         for index, collection in enumerate(collections)
         if not (stdlib and index == 0)
     ]
-    decided = reach(plan, origin, roots, keep=keep, probe=import_probe(paths))
+    decided = reach(plan, origin, roots, keep=keep, probe=import_probe(paths), memo=memo)
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
     result.left_out = decided.left_out
@@ -335,17 +337,18 @@ class _Scan:
     patterns: dict[str, set[tuple[str | bytes, int]]] | None = field(default_factory=dict)
     imports: dict[str, dict[str, list[str]]] | None = field(default_factory=dict)
     needed: dict[str, list[str]] = field(default_factory=dict)
+    memo: BuildMemo = NO_CACHE
 
     def wants_sources(self) -> bool:
         return self.patterns is not None or self.imports is not None
 
     def source(self, name: str, source: bytes, is_package: bool) -> None:
         if self.patterns is not None:
-            found = patterns_in_source(source)
+            found = self.memo.remember("patterns", [source], lambda: patterns_in_source(source))
             if found:
                 self.patterns[name] = found
         if self.imports is not None and name not in self.imports:
-            self.imports[name] = imports_in_source(source, name, is_package)
+            self.imports[name] = cached_imports(self.memo, source, name, is_package)
 
 
 def _add(
@@ -355,6 +358,7 @@ def _add(
     include_source: bool,
     keep_debug_info: bool = False,
     scan: _Scan | None = None,
+    memo: BuildMemo = NO_CACHE,
 ) -> tuple[int, bytes | None]:
     """Adds one item to ``writer``; returns its size and the bytes a file of its package's tree
     would hold (None: no file). Raises OSError, ValueError, SyntaxError. What the item compiles,
@@ -368,7 +372,12 @@ def _add(
         return 0, None
     content = _read(item)
     if item.kind in ("module", "package"):
-        bytecode = compile_module(content, item.relpath or item.name, levels)
+        filename = item.relpath or item.name
+        bytecode = memo.remember(
+            "bytecode",
+            [filename, ",".join(map(str, levels)), content],
+            lambda: compile_module(content, filename, levels),
+        )
         source = content if include_source else None
         writer.add_module(
             item.name, source=source, bytecode=bytecode or None, is_package=item.kind == "package"
@@ -519,6 +528,8 @@ class PackOptions:
     progress: Callable[[str], None] | None = None
     #: Shows the long phases as they go (:mod:`ingot.build.progress`).
     ticker: Ticker | None = None
+    #: What earlier builds derived from the same inputs (:mod:`ingot.build.buildcache`).
+    cache: BuildMemo = NO_CACHE
 
 
 def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) -> list[Collection]:
@@ -541,6 +552,24 @@ def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) ->
         collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude)))
         say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
     return collections
+
+
+def _own_modules(
+    plan: dict[tuple[str, str], Item], collections: list[Collection], own: set[str]
+) -> list[tuple[str, str]]:
+    """The plan's modules from the application's own directories: left out of the dictionary's
+    training, so that an edit of them leaves the dictionary as it was (ingot.build.buildcache)."""
+    mine = {
+        id(item)
+        for collection in collections
+        if os.path.realpath(collection.root) in own
+        for item in collection.items
+    }
+    return [
+        key
+        for key, item in sorted(plan.items())
+        if id(item) in mine and key[0] == _namespace("module")
+    ]
 
 
 def _files_packages(names: Iterable[str], plan: dict[tuple[str, str], Item]) -> list[str]:
@@ -577,7 +606,13 @@ def _add_items(
         advance()
         try:
             size, tree_bytes = _add(
-                writer, item, levels, options.include_source, options.keep_debug_info, scan
+                writer,
+                item,
+                levels,
+                options.include_source,
+                options.keep_debug_info,
+                scan,
+                options.cache,
             )
         except SyntaxError as error:
             path = item.path
@@ -713,7 +748,14 @@ def pack(
     if options.prune:
         phase("finding what the application can reach")
         prefilled_imports = _prune(
-            plan, collections, options.stdlib, own, entry_modules, options.keep, result
+            plan,
+            collections,
+            options.stdlib,
+            own,
+            entry_modules,
+            options.keep,
+            result,
+            options.cache,
         )
         say(
             f"carrying {len(plan)} entries that the application can use; left out "
@@ -723,6 +765,7 @@ def pack(
     scan = _Scan(
         patterns={} if options.precompile_regexes else None,
         imports=dict(prefilled_imports) if entry_modules is not None else None,
+        memo=options.cache,
     )
     phase("resolving shared libraries")
     _add_libraries(plan, result.warnings, only_needed=options.prune)
@@ -732,6 +775,9 @@ def pack(
         python_version=sys.version_info[:2],
         compression_level=options.compression_level,
     )
+    if options.cache.store is not None:
+        writer.set_cache(options.cache.store)
+    writer.set_untrained(_own_modules(plan, collections, own))
     phase("compiling, scanning and compressing entries", len(plan))
     trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
     phase("adding ingot's tables")

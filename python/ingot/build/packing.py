@@ -8,6 +8,7 @@ import traceback
 from pathlib import Path
 
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
+from ingot.build.buildcache import NO_CACHE, BuildMemo
 from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.build.pack import PackOptions, PackResult, pack
 from ingot.build.progress import Ticker
@@ -27,6 +28,7 @@ def pack_archive(
     archive: Path,
     say: Say,
     ticker: Ticker | None = None,
+    memo: BuildMemo = NO_CACHE,
 ) -> PackResult:
     """Packs what the app can reach from ``roots`` into ``archive``."""
     settings = spec.settings
@@ -45,6 +47,7 @@ def pack_archive(
         keep=tuple(settings.include),
         progress=say,
         ticker=ticker,
+        cache=memo,
     )
     try:
         result = pack(archive, options)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build.assemble import assemble, prepare_output
+from ingot.build.buildcache import open_memo
 from ingot.build.check import check_archive, glibc_verdict
 from ingot.build.launcher import read_launcher
 from ingot.build.pack import PackResult
@@ -68,19 +69,21 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
         say(note)
     prepare_output(spec)
     head = read_launcher(spec.target.launcher)
+    memo = open_memo(spec.cache)
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
         if ticker:
             ticker.phase("installing with pip")
-        roots = stage(spec, staging, say)
+        roots = stage(spec, staging, say, memo)
         if ticker:
             ticker.done()
         selection = select(spec, roots, say)
         archive = staging / "app.ingot"
-        packed = pack_archive(spec, roots, selection, archive, say, ticker)
+        packed = pack_archive(spec, roots, selection, archive, say, ticker, memo)
         check_archive(spec, packed, archive)
         size = assemble(spec, head, archive, say)
     floor, notes, warnings = glibc_verdict(spec)
+    _say_cache(memo.stats(), say)
     return BuildResult(
         output=spec.output,
         size=size,
@@ -93,3 +96,16 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
         floor=floor,
         notes=notes,
     )
+
+
+def _say_cache(stats: dict[str, int], say: Say) -> None:
+    """One line on what the build cache gave (and any damaged entry it found)."""
+    if not stats:
+        return
+    looked = stats["hits"] + stats["misses"]
+    line = f"build cache: {stats['hits']} of {looked} results reused"
+    if stats["damaged"]:
+        line += f"; {stats['damaged']} damaged entries found, removed and computed again"
+    if stats["failed"]:
+        line += f"; {stats['failed']} could not be written"
+    say(line)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import functools
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -43,8 +44,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from ingot._ingot import loadable_image
+from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports
 from ingot.build.collect import Item
-from ingot.build.firstuse import SKIPPED, imports_in_source
+from ingot.build.firstuse import SKIPPED
 
 __all__ = [
     "BINARY_NAMES_NOT_IMPORTS",
@@ -460,6 +462,7 @@ def reach(
     *,
     keep: Iterable[str] = (),
     probe: Callable[[list[str]], set[str]] | None = None,
+    memo: BuildMemo = NO_CACHE,
 ) -> Reach:
     """Decides what of ``plan`` (keys as :func:`ingot.pack._merge` makes them) to carry.
     ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
@@ -469,7 +472,7 @@ def reach(
     native code, whose binaries may not show what they import, and returns module names they
     imported: those are reached too."""
     keep = tuple(keep)
-    walk = _Walk(plan, origin)
+    walk = _Walk(plan, origin, memo)
     for name in roots:
         walk.visit(name)
     for key in plan:
@@ -499,9 +502,13 @@ class _Walk:
     read, the packages carried whole, the distributions reached through entry points."""
 
     def __init__(
-        self, plan: Mapping[tuple[str, str], Item], origin: Mapping[tuple[str, str], str]
+        self,
+        plan: Mapping[tuple[str, str], Item],
+        origin: Mapping[tuple[str, str], str],
+        memo: BuildMemo = NO_CACHE,
     ) -> None:
         self.plan = plan
+        self.memo = memo
         self.origin = origin
         self.modules = {
             name: key for key in plan if (name := key[1]) and key[0] == _MODULE_NAMESPACE
@@ -614,10 +621,15 @@ class _Walk:
             if source is None:
                 continue
             is_package = item.kind in ("package", "extension-package")
-            found_imports = imports_in_source(source, name, is_package)
+            found_imports = cached_imports(self.memo, source, name, is_package)
             self.result.imports[name] = found_imports
             precise = (
-                stdlib_imports(source, name, is_package, self.present)
+                self.memo.with_present(
+                    "stdlib-imports",
+                    [name, "package" if is_package else "module", source],
+                    self.present,
+                    functools.partial(stdlib_imports, source, name, is_package),
+                )
                 if self.origin.get(key) == "stdlib" and item.kind in ("module", "package")
                 else None
             )

@@ -345,6 +345,22 @@ class Request:
         form="flag",
         toml=False,
     )
+    no_cache: bool = setting(
+        False,
+        help="neither take from nor add to the build cache (what earlier builds derived from "
+        "the same inputs: installed dependencies, bytecode, compressed blobs)",
+        flags=("--no-cache",),
+        form="flag",
+        toml=False,
+    )
+    refresh: bool = setting(
+        False,
+        help="resolve and install the dependencies again, even if the build cache has them for "
+        "the same requirements (a newer release of an unpinned one)",
+        flags=("--refresh",),
+        form="flag",
+        toml=False,
+    )
     settings: Settings = field(default_factory=Settings)
 
 

@@ -45,6 +45,8 @@ class Spec:
     requirement_files: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()  # what the build should tell the user
     force: bool = False  # replace an output that ingot did not write
+    cache: bool = True  # use the build cache (:mod:`ingot.build.buildcache`)
+    refresh: bool = False  # install the dependencies again, not from the build cache
 
     @property
     def archive_only(self) -> bool:
@@ -136,4 +138,6 @@ def resolve(request: Request, say: Say = lambda message: None) -> Spec:
         requirement_files=tuple(plan.requirement_files),
         notes=tuple(plan.notes),
         force=request.force,
+        cache=not request.no_cache,
+        refresh=request.refresh,
     )

@@ -3,13 +3,16 @@ only) into a staging directory, giving the import roots the later stages collect
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from ingot.build.buildcache import DEPS, NO_CACHE, BuildMemo, build_cache_root, tree_digest
 from ingot.build.spec import Spec
 from ingot.build.target import Say
 from ingot.errors import BuildError
@@ -106,7 +109,7 @@ def _copy_project(project: Path, destination: Path) -> Path:
     return destination
 
 
-def stage(spec: Spec, staging: Path, say: Say) -> list[Path]:
+def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> list[Path]:
     """Installs the application and its dependencies under ``staging``; returns the import
     roots to collect, the application's first."""
     app, deps = staging / "app", staging / "deps"
@@ -150,11 +153,123 @@ def stage(spec: Spec, staging: Path, say: Say) -> list[Path]:
                     )
                 )
     if spec.requirements or spec.requirement_files:
-        deps.mkdir()
-        args = ["--only-binary", ":all:", *spec.requirements]
-        for path in spec.requirement_files:
-            args += ["-r", str(path)]
-        what = ", ".join([*spec.requirements, *[f"-r {path}" for path in spec.requirement_files]])
-        _pip(spec, deps, args, say, what)
-        roots.append(deps)
+        roots.append(_dependencies(spec, deps, say, memo))
     return roots
+
+
+def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
+    """The directory pip installed the requirements into: ``deps``, or the build cache's
+    directory of an earlier install for the same inputs (:func:`_deps_key`), checked first."""
+    args = ["--only-binary", ":all:", *spec.requirements]
+    for path in spec.requirement_files:
+        args += ["-r", str(path)]
+    what = ", ".join([*spec.requirements, *[f"-r {path}" for path in spec.requirement_files]])
+    key = _deps_key(spec, memo)
+    if key is None:
+        deps.mkdir()
+        _pip(spec, deps, args, say, what)
+        return deps
+    cached = build_cache_root() / DEPS / key
+    if cached.is_dir() and not spec.refresh:
+        installed = _intact(cached)
+        if installed is not None:
+            os.utime(cached)  # used now: `ingot cache prune` goes by this time
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(installed))
+            say(
+                f"pip: {what} installed as on {when}, from the build cache "
+                "(--refresh installs them again)"
+            )
+            return cached / "site"
+        say(f"build cache: the dependencies installed for {what} were damaged: installing again")
+    partial = cached.with_name(f".tmp-{key}-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    (partial / "site").mkdir(parents=True)
+    try:
+        _pip(spec, partial / "site", args, say, what)
+        files = tree_digest(partial / "site")
+        (partial / "files.json").write_text(json.dumps({"installed": time.time(), "files": files}))
+        if cached.exists():
+            stale = cached.with_name(f".old-{key}-{os.getpid()}")
+            os.rename(cached, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.rename(partial, cached)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return cached / "site"
+
+
+def _intact(cached: Path) -> float | None:
+    """When a cached install was made, if it holds exactly the files it held then (else None)."""
+    try:
+        recorded = json.loads((cached / "files.json").read_text())
+        intact = recorded["files"] == tree_digest(cached / "site")
+        return float(recorded["installed"]) if intact else None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+#: Pip options in a requirements file that keep the install out of the build cache: they name
+#: files or directories whose contents the key does not cover.
+_UNCACHED_OPTIONS = re.compile(
+    r"^\s*(-r|-c|-e|-f|--requirement|--constraint|--editable|--find-links)\b"
+)
+#: A requirement that is a path or URL rather than a name from an index.
+_LOCAL_REQUIREMENT = re.compile(r"[/\\]|^\s*\.|@|://|\.(whl|zip|tar\.gz)\s*$")
+
+
+def _pip_configuration() -> list[str]:
+    """What of pip's configuration a resolution depends on: ``PIP_*`` variables, the contents
+    of its configuration files, and of local ``PIP_FIND_LINKS`` directories, their listing."""
+    parts = [
+        f"{name}={value}" for name, value in sorted(os.environ.items()) if name.startswith("PIP_")
+    ]
+    home = Path.home()
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [
+        os.environ.get("PIP_CONFIG_FILE", ""),
+        "/etc/pip.conf",
+        "/etc/xdg/pip/pip.conf",
+        str(home / ".pip" / "pip.conf"),
+        str(config / "pip" / "pip.conf"),
+        os.path.join(os.environ.get("VIRTUAL_ENV", ""), "pip.conf"),
+    ]
+    for name in files:
+        if name and os.path.isfile(name):
+            parts.append(f"{name}:{Path(name).read_text(errors='replace')}")
+    for link in os.environ.get("PIP_FIND_LINKS", "").split():
+        if os.path.isdir(link):
+            for entry in sorted(os.scandir(link), key=lambda entry: entry.name):
+                info = entry.stat()
+                parts.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
+    return parts
+
+
+def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
+    """The build cache's key of the install of ``spec``'s requirements: the requirements and
+    requirement files' text, the target Python and platforms, the pip that installs and its
+    configuration. None (not cached) without the cache, or for requirements that are paths,
+    URLs or options naming other files."""
+    if memo.store is None:
+        return None
+    parts = [spec.target.python, *spec.target.platforms, "|", *spec.target.newer_platforms]
+    parts.append(spec.target.pip_python or sys.executable)
+    for requirement in spec.requirements:
+        if _LOCAL_REQUIREMENT.search(requirement):
+            return None
+        parts.append(requirement)
+    for path in spec.requirement_files:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return None  # (pip says what is wrong with it)
+        for line in text.splitlines():
+            line = line.split(" #")[0].strip()
+            if line and not line.startswith("#"):
+                requirement = line.split(";")[0].split("--hash")[0]
+                if _UNCACHED_OPTIONS.match(line) or (
+                    not line.startswith("-") and _LOCAL_REQUIREMENT.search(requirement)
+                ):
+                    return None
+        parts.append(text)
+    return memo.key("deps", *parts, *_pip_configuration())

@@ -1,0 +1,175 @@
+"""The build cache (ingot.build.buildcache): a rebuild after an edit of the application's own code
+takes what earlier builds derived from unchanged inputs, and writes the bytes a build without
+the cache writes; a damaged entry is found and computed again; `ingot cache` lists and prunes
+it. Dependencies come from wheels made here, installed by the build's real pip from a local
+folder (PIP_FIND_LINKS, no index)."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+from test_prefix_data import make_wheel
+
+APP = """\
+import json
+import demo_dep
+print(json.dumps({"greeting": demo_dep.GREETING, "version": VERSION}))
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """An app script needing demo_dep==1.0 from a local wheel folder, and a cache of its own."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    make_wheel(
+        wheels,
+        "demo_dep",
+        {
+            "demo_dep/__init__.py": "import email.message, textwrap\nGREETING = 'hi'\n",
+            "demo_dep/data.txt": "some data\n",
+        },
+        {},
+    )
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("INGOT_CACHE_DIR", str(cache))
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    app = tmp_path / "app.py"
+    app.write_text("VERSION = 1\n" + APP)
+    return app
+
+
+def build(app, out, *options, check=True):
+    command = [sys.executable, "-m", "ingot", "build", str(app), "--archive-only", "-o", str(out)]
+    command += ["--dependency", "demo_dep==1.0", *options]
+    run = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        cwd=app.parent,
+        timeout=600,
+    )
+    if check:
+        assert run.returncode == 0, run.stderr
+    return run
+
+
+def reused(run):
+    """(results reused, results looked up) from the build's cache line."""
+    found = re.search(r"build cache: (\d+) of (\d+) results reused", run.stdout + run.stderr)
+    assert found, run.stdout + run.stderr
+    return int(found.group(1)), int(found.group(2))
+
+
+def entry_files(cache):
+    return [
+        path
+        for path in (cache / "build" / "entries").rglob("*")
+        if path.is_file() and not path.name.startswith(".")
+    ]
+
+
+def test_a_rebuild_after_an_edit_takes_the_cache_and_writes_what_a_clean_build_writes(project):
+    first = build(project, project.parent / "first.ingot")
+    hits, looked = reused(first)
+    assert looked > 500 and hits < looked / 10  # a cold cache
+    assert "pip: installing demo_dep==1.0" in first.stderr + first.stdout
+
+    # The app's own code changes (what it imports stays: a new import of a module not carried
+    # before changes the dictionary's training, and with it every blob compressed with it).
+    project.write_text("VERSION = 2\ndef unused():\n    return 3\n" + APP)
+    again = build(project, project.parent / "again.ingot")
+    hits, looked = reused(again)
+    assert hits >= 0.9 * looked, (hits, looked)
+    output = again.stdout + again.stderr
+    assert "demo_dep==1.0 installed as on" in output and "from the build cache" in output
+    assert "pip: installing" not in output
+
+    clean = build(project, project.parent / "clean.ingot", "--no-cache")
+    assert "build cache:" not in clean.stdout + clean.stderr
+    rebuilt = (project.parent / "again.ingot").read_bytes()
+    assert rebuilt == (project.parent / "clean.ingot").read_bytes()
+    assert rebuilt != (project.parent / "first.ingot").read_bytes()
+
+
+def test_a_damaged_entry_is_found_and_computed_again(project):
+    build(project, project.parent / "first.ingot")
+    cache = project.parent / "cache"
+    files = entry_files(cache)
+    assert len(files) > 500
+    for path in files[::3]:  # one in three: a changed byte of the value
+        data = bytearray(path.read_bytes())
+        data[-1] ^= 0x01
+        path.write_bytes(bytes(data))
+    for path in files[1::3]:  # one in three: cut short
+        path.write_bytes(path.read_bytes()[:-1])
+    (site,) = (cache / "build" / "deps").glob("*/site")
+    (site / "demo_dep" / "__init__.py").write_text("GREETING = 'tampered'\n")
+
+    again = build(project, project.parent / "again.ingot")
+    output = again.stdout + again.stderr
+    damaged = re.search(r"(\d+) damaged entries found, removed and computed again", output)
+    assert damaged and int(damaged.group(1)) >= len(files[::3]) + len(files[1::3]) - 5, output
+    assert "were damaged: installing again" in output and "pip: installing" in output
+    clean = build(project, project.parent / "clean.ingot", "--no-cache")
+    assert clean.returncode == 0
+    assert (project.parent / "again.ingot").read_bytes() == (
+        project.parent / "clean.ingot"
+    ).read_bytes()
+    # Put right: the next build finds nothing damaged.
+    third = build(project, project.parent / "third.ingot")
+    output = third.stdout + third.stderr
+    assert "damaged entries" not in output and "were damaged" not in output
+
+
+def test_refresh_installs_the_dependencies_again(project):
+    build(project, project.parent / "first.ingot")
+    refreshed = build(project, project.parent / "again.ingot", "--refresh")
+    assert "pip: installing demo_dep==1.0" in refreshed.stdout + refreshed.stderr
+    (site,) = (project.parent / "cache" / "build" / "deps").glob("*/site")
+    assert (site / "demo_dep" / "data.txt").read_text() == "some data\n"
+
+
+def test_cache_list_and_prune_cover_the_build_cache(project):
+    build(project, project.parent / "first.ingot")
+
+    def cache(*args):
+        run = subprocess.run(
+            [sys.executable, "-m", "ingot", "cache", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout + run.stderr
+
+    listed = cache("list")
+    assert re.search(r"^build\s.*\b\d{3,} files\s.*entries$", listed, re.M), listed
+    assert re.search(r"^deps\s.*\b[0-9a-f]{32}$", listed, re.M), listed
+    # Used just now: a prune by age leaves it.
+    assert "removed 0 entries" in cache("prune")
+    pruned = cache("prune", "--older-than", "0")
+    assert "build cache entries in" in pruned and "/build/deps/" in pruned
+    assert entry_files(project.parent / "cache") == []
+    assert not list((project.parent / "cache" / "build" / "deps").iterdir())
+    # And a build after it fills it again, giving the same archive.
+    again = build(project, project.parent / "again.ingot")
+    assert reused(again)[0] < 50
+    assert (project.parent / "again.ingot").read_bytes() == (
+        project.parent / "first.ingot"
+    ).read_bytes()
+
+
+def test_a_build_cache_others_can_write_is_refused(project):
+    build(project, project.parent / "first.ingot")
+    entries = project.parent / "cache" / "build" / "entries"
+    entries.chmod(0o777)
+    refused = build(project, project.parent / "again.ingot", check=False)
+    assert refused.returncode != 0
+    assert f"{entries} (the build cache) is not a private directory of this user" in refused.stderr
+    assert "hint:" in refused.stderr and "--no-cache" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert build(project, project.parent / "again.ingot", "--no-cache").returncode == 0
