@@ -109,8 +109,12 @@ def open_memo(enabled: bool) -> BuildMemo:
 
     root = build_cache_root()
     try:
-        os.makedirs(root / ENTRIES, mode=0o700, exist_ok=True)
-        os.makedirs(root / DEPS, mode=0o700, exist_ok=True)
+        root.parent.parent.mkdir(parents=True, exist_ok=True)  # ~/.cache
+        for path in (root.parent, root, root / ENTRIES, root / DEPS):
+            # One by one: os.makedirs gives the parents it makes the umask's mode (0775 under
+            # umask 002), which the check below would refuse.
+            if not path.is_dir():
+                path.mkdir(mode=0o700, exist_ok=True)
     except OSError as error:
         raise CacheError(
             f"cannot create the build cache {root}: {error}",
