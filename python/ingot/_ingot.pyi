@@ -39,11 +39,13 @@ __all__ = [
     "ZSTD_DICTIONARY",
     "ArchiveError",
     "ArchiveWriter",
+    "BuildCache",
     "IngotFinder",
     "IngotPathEntryFinder",
     "PrecompiledRegexes",
     "__version__",
     "cache_root",
+    "canonical_marshal",
     "content_hash",
     "elf_dynamic",
     "elf_section",
@@ -215,3 +217,6 @@ def regex_entry_name(pattern: str | bytes, flags: int) -> str: ...
 def launch_config_json(config: dict[str, object]) -> bytes: ...
 def write_tree(root: str | os.PathLike[str], id: str, files: list[tuple[str, bytes]]) -> str: ...
 def cache_root() -> str: ...
+def canonical_marshal(
+    data: bytes, code: tuple[int, int, int, int], name_tuples: list[int], name: int
+) -> bytes | None: ...

@@ -14,6 +14,8 @@ pub mod files;
 mod finder;
 mod hooks;
 pub mod launch;
+#[cfg(feature = "writer")]
+mod marshal;
 mod native;
 mod pages;
 pub mod readahead;
@@ -47,6 +49,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
         module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
         module.add_function(wrap_pyfunction!(content_hash, module)?)?;
+        module.add_function(wrap_pyfunction!(marshal::canonical_marshal, module)?)?;
         module.add_function(wrap_pyfunction!(write_tree, module)?)?;
         module.add_function(wrap_pyfunction!(regexes::regex_key, module)?)?;
         module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
