@@ -159,6 +159,7 @@ class ArchiveWriter:
         bytecode_magic: bytes,
         python_version: tuple[int, int],
         compression_level: int | None = None,
+        large_compression_level: int | None = None,
     ) -> Self: ...
     def add_module(
         self,

@@ -22,7 +22,15 @@ pub struct WriterOptions {
     /// metadata, contents; see [`ArchiveWriter::set_first_use`]): those stay zero-copy. `None`
     /// stores everything as is (and bytecode is then read without a copy).
     pub zstd_level: Option<i32>,
+    /// The zstd level of blobs larger than [`LARGE_BLOB`] (native code, data files, large
+    /// modules), when compressing; `None`: `zstd_level`. A lower level builds faster, for a few
+    /// percent of size (docs/benchmarks.md).
+    pub large_zstd_level: Option<i32>,
 }
+
+/// Blobs above this size are "large" ([`WriterOptions::large_zstd_level`]): those the dictionary
+/// does not serve.
+pub const LARGE_BLOB: usize = DICTIONARY_BLOB_LIMIT;
 
 /// Where a writer keeps what it computed, for a later writer to take instead of computing it
 /// again (`ingot build`'s build cache): compressed blobs and trained dictionaries, each under a
@@ -181,11 +189,12 @@ struct StoredBlob<'a> {
 /// hash; a blob's compressed bytes come from `cache` when it has them.
 fn compress_blobs(
     blobs: &mut [StoredBlob<'_>],
-    level: i32,
+    (level, large_level): (i32, i32),
     dictionary: Option<(&[u8], u128)>,
     cache: Option<&dyn WriterCache>,
 ) -> Result<()> {
     let mut plain = zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
+    let mut large = zstd::bulk::Compressor::new(large_level).map_err(Error::Write)?;
     let mut with_dictionary = match dictionary {
         Some((dictionary, _)) => {
             Some(zstd::bulk::Compressor::with_dictionary(level, dictionary).map_err(Error::Write)?)
@@ -206,8 +215,11 @@ fn compress_blobs(
         } else {
             layout::compression::ZSTD
         };
+        let is_large = !dictionary_used && blob.bytes.len() > LARGE_BLOB;
+        let blob_level = if is_large { large_level } else { level };
         let key = cache.map(|_| {
-            compressed_key(level, dictionary.filter(|_| dictionary_used).map(|d| d.1), &blob.bytes)
+            let dictionary = dictionary.filter(|_| dictionary_used).map(|d| d.1);
+            compressed_key(blob_level, dictionary, &blob.bytes)
         });
         // A cached blob is taken only if it gives back these bytes: a wrong one would be written
         // into the archive.
@@ -220,6 +232,7 @@ fn compress_blobs(
             None => {
                 let packed = match with_dictionary.as_mut() {
                     Some(compressor) if dictionary_used => compressor.compress(&blob.bytes),
+                    _ if is_large => large.compress(&blob.bytes),
                     _ => plain.compress(&blob.bytes),
                 }
                 .map_err(Error::Write)?;
@@ -461,7 +474,8 @@ impl ArchiveWriter {
         let (entry_count, blob_count) = self.counts()?;
         let mut blobs = self.stored_blobs();
         if let Some(level) = self.options.zstd_level {
-            self.compress(&mut blobs, level)?;
+            let large = self.options.large_zstd_level.unwrap_or(level);
+            self.compress(&mut blobs, (level, large))?;
         }
         let regions = self.regions(entry_count, blob_count)?;
         let data = DataLayout::of(&blobs);
@@ -509,7 +523,7 @@ impl ArchiveWriter {
 
     /// Compresses the blobs with zstd at `level` where that pays (see [`compress_blobs`]). Blobs
     /// are compressed independently: spread over the CPUs.
-    fn compress(&self, blobs: &mut [StoredBlob<'_>], level: i32) -> Result<()> {
+    fn compress(&self, blobs: &mut [StoredBlob<'_>], levels: (i32, i32)) -> Result<()> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
         let chunk = blobs.len().div_ceil(threads).max(1);
         let dictionary = self.dictionary.as_deref().map(|bytes| (bytes, xxh3_128(bytes)));
@@ -517,7 +531,7 @@ impl ArchiveWriter {
         std::thread::scope(|scope| -> Result<()> {
             let workers: Vec<_> = blobs
                 .chunks_mut(chunk)
-                .map(|blobs| scope.spawn(move || compress_blobs(blobs, level, dictionary, cache)))
+                .map(|blobs| scope.spawn(move || compress_blobs(blobs, levels, dictionary, cache)))
                 .collect();
             workers.into_iter().try_for_each(|worker| {
                 worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))

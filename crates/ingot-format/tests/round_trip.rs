@@ -1121,3 +1121,35 @@ fn modules_left_out_of_training_change_without_changing_the_dictionary() {
     assert_eq!(dictionary(archive_of(&modules, None, &["pkg.module_7"])), before);
     assert_ne!(dictionary(archive_of(&modules, None, &[])), before);
 }
+
+#[test]
+fn large_blobs_are_compressed_at_their_own_level_and_read_back() {
+    let text: Vec<u8> =
+        (0..40_000).flat_map(|n: u32| format!("line {n} of a data file\n").into_bytes()).collect();
+    let archive_with = |large: Option<i32>| {
+        let mut options = options(Some(19));
+        options.large_zstd_level = large;
+        let mut writer = ArchiveWriter::new(options);
+        writer.add(Kind::DataFile, "pkg/data.txt", vec![(Role::Content, text.clone())]).unwrap();
+        writer
+            .add(Kind::DataFile, "pkg/small.txt", vec![(Role::Content, text[..1000].to_vec())])
+            .unwrap();
+        writer.to_vec().unwrap()
+    };
+    let (slow, fast) = (archive_with(None), archive_with(Some(1)));
+    assert_ne!(slow, fast);
+    for bytes in [slow, fast] {
+        let archive = Archive::from_vec(bytes).unwrap();
+        let entry = archive.find(Namespace::Files, "pkg/data.txt").unwrap().unwrap();
+        let blob = entry.blob(Role::Content).unwrap().unwrap();
+        assert_eq!(blob.compression(), layout::compression::ZSTD);
+        assert_eq!(archive.data(&blob).unwrap().as_ref(), &text[..]);
+    }
+    // A small blob is compressed at the level given for all.
+    let small_of = |bytes: Vec<u8>| {
+        let archive = Archive::from_vec(bytes).unwrap();
+        let entry = archive.find(Namespace::Files, "pkg/small.txt").unwrap().unwrap();
+        archive.data(&entry.blob(Role::Content).unwrap().unwrap()).unwrap().into_owned()
+    };
+    assert_eq!(small_of(archive_with(Some(1))), &text[..1000]);
+}

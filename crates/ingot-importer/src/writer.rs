@@ -13,7 +13,9 @@ fn value_error(error: ingot_format::Error) -> PyErr {
 /// Collects entries and writes an ingot archive.
 ///
 /// `ArchiveWriter(*, bytecode_magic: bytes, python_version: tuple[int, int],
-/// compression_level: int | None = None)`
+/// compression_level: int | None = None, large_compression_level: int | None = None)`: blobs
+/// over 64 KiB that no dictionary serves are compressed at `large_compression_level` (default:
+/// `compression_level`).
 #[pyclass(module = "ingot._ingot")]
 pub struct ArchiveWriter {
     inner: ingot_format::ArchiveWriter,
@@ -28,17 +30,24 @@ impl ArchiveWriter {
 #[pymethods]
 impl ArchiveWriter {
     #[new]
-    #[pyo3(signature = (*, bytecode_magic, python_version, compression_level = None))]
+    #[pyo3(signature = (
+        *, bytecode_magic, python_version, compression_level = None, large_compression_level = None
+    ))]
     fn new(
         bytecode_magic: &[u8],
         python_version: (u8, u8),
         compression_level: Option<i32>,
+        large_compression_level: Option<i32>,
     ) -> PyResult<Self> {
         let bytecode_magic: [u8; 4] = bytecode_magic.try_into().map_err(|_| {
             PyValueError::new_err("bytecode_magic is 4 bytes (importlib.util.MAGIC_NUMBER)")
         })?;
-        let options =
-            WriterOptions { bytecode_magic, python_version, zstd_level: compression_level };
+        let options = WriterOptions {
+            bytecode_magic,
+            python_version,
+            zstd_level: compression_level,
+            large_zstd_level: large_compression_level,
+        };
         Ok(ArchiveWriter { inner: ingot_format::ArchiveWriter::new(options) })
     }
 

@@ -499,6 +499,8 @@ class PackOptions:
     include_source: bool = True
     #: zstd level of the blobs a start does not read (None: everything stored as is).
     compression_level: int | None = None
+    #: zstd level of those over 64 KiB the dictionary does not serve (None: the same).
+    large_compression_level: int | None = None
     #: Extension modules and shared libraries keep their debug sections.
     keep_debug_info: bool = False
     #: Globs on dotted names: modules and packages of ``directories`` left out.
@@ -774,6 +776,7 @@ def pack(
         bytecode_magic=importlib.util.MAGIC_NUMBER,
         python_version=sys.version_info[:2],
         compression_level=options.compression_level,
+        large_compression_level=options.large_compression_level,
     )
     if options.cache.store is not None:
         writer.set_cache(options.cache.store)

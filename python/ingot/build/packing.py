@@ -13,7 +13,7 @@ from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.build.pack import PackOptions, PackResult, pack
 from ingot.build.progress import Ticker
 from ingot.build.selection import Selection
-from ingot.build.settings import DEFAULT_COMPRESSION, Settings
+from ingot.build.settings import DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, Settings
 from ingot.build.spec import Spec
 from ingot.build.target import Say
 from ingot.errors import BuildError, CompileError
@@ -38,6 +38,7 @@ def pack_archive(
         exclude=tuple(settings.exclude),
         optimize_levels=tuple(settings.optimize or (0,)),
         compression_level=_compression(settings.compress),
+        large_compression_level=(DEFAULT_LARGE_COMPRESSION if settings.compress is None else None),
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
         precompile_regexes=settings.precompile_regexes is not False,

@@ -10,7 +10,12 @@ use ingot_format::{ArchiveWriter, Kind, Role, WriterOptions};
 pub const MAGIC: [u8; 4] = [0xa7, 0x0d, 0x0d, 0x0a];
 
 pub fn options(zstd_level: Option<i32>) -> WriterOptions {
-    WriterOptions { bytecode_magic: MAGIC, python_version: (3, 11), zstd_level }
+    WriterOptions {
+        bytecode_magic: MAGIC,
+        python_version: (3, 11),
+        zstd_level,
+        large_zstd_level: None,
+    }
 }
 
 /// Bytes that zstd shrinks well, distinct per seed.
