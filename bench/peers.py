@@ -102,6 +102,8 @@ def build(args, app: str, tool: str, state: dict) -> None:
         return
     cwd = v["dir"]
     os.makedirs(cwd, exist_ok=True)
+    if p.get("fresh_build_cache"):  # a first build: nothing from an earlier one
+        shutil.rmtree(expand(p["fresh_build_cache"], v), ignore_errors=True)
     if os.path.isdir(output):
         shutil.rmtree(output)
     elif os.path.exists(output):

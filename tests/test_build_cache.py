@@ -4,6 +4,7 @@ the cache writes; a damaged entry is found and computed again; `ingot cache` lis
 it. Dependencies come from wheels made here, installed by the build's real pip from a local
 folder (PIP_FIND_LINKS, no index)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -77,6 +78,8 @@ def test_a_rebuild_after_an_edit_takes_the_cache_and_writes_what_a_clean_build_w
     hits, looked = reused(first)
     assert looked > 500 and hits < looked / 10  # a cold cache
     assert "pip: installing demo_dep==1.0" in first.stderr + first.stdout
+    if len(os.sched_getaffinity(0)) > 1:  # a pool compiled the modules (ingot.build.prefetch)
+        assert re.search(r"compiled and scanned \d+ modules in \d+ process", first.stderr)
 
     # The app's own code changes (what it imports stays: a new import of a module not carried
     # before changes the dictionary's training, and with it every blob compressed with it).

@@ -157,7 +157,8 @@ impl ArchiveWriter {
     /// Takes compressed blobs and the dictionary from `cache` (an `ingot._ingot.BuildCache`)
     /// when it has them, and keeps there those computed; the archive is the same either way.
     fn set_cache(&mut self, cache: &crate::buildcache::BuildCache) {
-        self.inner.set_cache(cache.store.clone());
+        self.inner
+            .set_cache(std::sync::Arc::new(crate::buildcache::WriterStore(cache.store.clone())));
     }
 
     /// Leaves these entries (`(name space, name)` pairs) out of the dictionary's training: the

@@ -83,10 +83,10 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 def tree_digest(root: Path) -> dict[str, str]:
     """Relative path -> :func:`file_digest` of each regular file under ``root`` (symbolic links
-    as ``->target``)."""
+    as ``->target``), less ``__pycache__`` directories (which a build never reads)."""
     found: dict[str, str] = {}
     for directory, dirs, names in os.walk(root):
-        dirs.sort()
+        dirs[:] = sorted(name for name in dirs if name != "__pycache__")
         for name in sorted(
             [*names, *(d for d in dirs if os.path.islink(os.path.join(directory, d)))]
         ):
@@ -145,6 +145,9 @@ class BuildMemo:
 
     def __init__(self, store: BuildCache | None, salt: bytes | None = None) -> None:
         self.store = store
+        #: The counts of the build's other processes (ingot.build.prefetch): what they put in
+        #: the store is a hit when the packer reads it, but nothing was reused.
+        self.elsewhere: dict[str, int] = {}
         self.salt = salt if salt is not None else (_salt() if store is not None else b"")
 
     @classmethod
@@ -214,7 +217,26 @@ class BuildMemo:
         return value
 
     def stats(self) -> dict[str, int]:
-        return dict(self.store.stats()) if self.store is not None else {}
+        """The store's counts, with the build's other processes' damaged entries and failed
+        writes; ``reused`` of ``looked`` (up): the hits on entries earlier builds wrote, of the
+        lookups, by any of this build's processes."""
+        if self.store is None:
+            return {}
+        counts = dict(self.store.stats())
+        other = self.elsewhere
+        counts["reused"] = counts["hits"] - counts["fresh"]
+        counts["reused"] += other.get("hits", 0) - other.get("fresh", 0)
+        counts["looked"] = counts["hits"] + counts["misses"]
+        counts["looked"] += other.get("hits", 0) + other.get("misses", 0)
+        for name in ("damaged", "failed"):
+            counts[name] += other.get(name, 0)
+        return counts
+
+    def flush(self) -> None:
+        """Waits until the store has written every entry put so far (a thread of its own
+        writes them)."""
+        if self.store is not None:
+            self.store.flush()
 
 
 _MISSING = object()

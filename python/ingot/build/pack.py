@@ -44,7 +44,6 @@ from ingot._ingot import (
     loadable_image,
 )
 from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports
-from ingot.build.bytecode import compile_module
 from ingot.build.collect import (
     DEFAULT_STDLIB_EXCLUDES,
     Collection,
@@ -53,13 +52,13 @@ from ingot.build.collect import (
     collect_stdlib,
 )
 from ingot.build.firstuse import BOOT_MODULES, first_use_order
+from ingot.build.prefetch import Prefetch, compiled, patterns
 from ingot.build.progress import Ticker
 from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
 from ingot.build.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
     entry_name,
-    patterns_in_source,
     precompiled_entries,
 )
 from ingot.errors import CompileError, PackError
@@ -344,7 +343,7 @@ class _Scan:
 
     def source(self, name: str, source: bytes, is_package: bool) -> None:
         if self.patterns is not None:
-            found = self.memo.remember("patterns", [source], lambda: patterns_in_source(source))
+            found = patterns(self.memo, source)
             if found:
                 self.patterns[name] = found
         if self.imports is not None and name not in self.imports:
@@ -372,12 +371,7 @@ def _add(
         return 0, None
     content = _read(item)
     if item.kind in ("module", "package"):
-        filename = item.relpath or item.name
-        bytecode = memo.remember(
-            "bytecode",
-            [filename, ",".join(map(str, levels)), content],
-            lambda: compile_module(content, filename, levels),
-        )
+        bytecode = compiled(memo, content, item.relpath or item.name, levels)
         source = content if include_source else None
         writer.add_module(
             item.name, source=source, bytecode=bytecode or None, is_package=item.kind == "package"
@@ -747,66 +741,85 @@ def pack(
         result.warnings += collection.warnings
     plan = _merge(collections, result.warnings)
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
-    if options.prune:
-        phase("finding what the application can reach")
-        prefilled_imports = _prune(
-            plan,
-            collections,
-            options.stdlib,
-            own,
-            entry_modules,
-            options.keep,
-            result,
-            options.cache,
-        )
-        say(
-            f"carrying {len(plan)} entries that the application can use; left out "
-            f"{sum(count for _, count, _ in result.left_out.values())}"
-        )
-    files_packages = _files_packages(options.files_packages, plan)
-    scan = _Scan(
-        patterns={} if options.precompile_regexes else None,
-        imports=dict(prefilled_imports) if entry_modules is not None else None,
-        memo=options.cache,
+    # A pool compiles and scans the modules meanwhile, the application's and its packages'
+    # first: pruning leaves out mostly standard-library modules (ingot.build.prefetch).
+    stdlib_items = {id(item) for item in collections[0].items} if options.stdlib else set()
+    prefetching = Prefetch.start(
+        sorted(plan.values(), key=lambda item: id(item) in stdlib_items),
+        options.cache,
+        levels,
+        (options.precompile_regexes, entry_modules is not None),
+        busy=1 if options.prune else 0,
     )
-    phase("resolving shared libraries")
-    _add_libraries(plan, result.warnings, only_needed=options.prune)
-    say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
-    writer = ArchiveWriter(
-        bytecode_magic=importlib.util.MAGIC_NUMBER,
-        python_version=sys.version_info[:2],
-        compression_level=options.compression_level,
-        large_compression_level=options.large_compression_level,
-    )
-    if options.cache.store is not None:
-        writer.set_cache(options.cache.store)
-    writer.set_untrained(_own_modules(plan, collections, own))
-    phase("compiling, scanning and compressing entries", len(plan))
-    trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
-    phase("adding ingot's tables")
-    extra_files = dict(options.extra_files or {})
-    for package, tree in trees.items():
-        # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
-        extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
-    system_first = system_first_table(plan)
-    if system_first:
-        extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
-    prefix_data = _prefix_data(plan)
-    if prefix_data:
-        extra_files[PREFIX_DATA] = json.dumps(prefix_data, sort_keys=True).encode()
-        say(
-            "carrying files installed outside packages, answered at sys.prefix (the "
-            "executable): "
-            + ", ".join(
-                f"{_dist_name(dist)} ({', '.join(tops)})" for dist, tops in prefix_data.items()
+    try:
+        if options.prune:
+            phase("finding what the application can reach")
+            prefilled_imports = _prune(
+                plan,
+                collections,
+                options.stdlib,
+                own,
+                entry_modules,
+                options.keep,
+                result,
+                options.cache,
             )
+            say(
+                f"carrying {len(plan)} entries that the application can use; left out "
+                f"{sum(count for _, count, _ in result.left_out.values())}"
+            )
+        files_packages = _files_packages(options.files_packages, plan)
+        scan = _Scan(
+            patterns={} if options.precompile_regexes else None,
+            imports=dict(prefilled_imports) if entry_modules is not None else None,
+            memo=options.cache,
         )
-    _add_extra_files(writer, extra_files, result)
-    table = _add_regexes(writer, scan, result, say)
-    if entry_modules is not None:
-        _add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)
-    _write(writer, output, options.compression_level, result, say, phase)
-    if ticker:
-        ticker.done()
+        phase("resolving shared libraries")
+        _add_libraries(plan, result.warnings, only_needed=options.prune)
+        say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
+        writer = ArchiveWriter(
+            bytecode_magic=importlib.util.MAGIC_NUMBER,
+            python_version=sys.version_info[:2],
+            compression_level=options.compression_level,
+            large_compression_level=options.large_compression_level,
+        )
+        if options.cache.store is not None:
+            writer.set_cache(options.cache.store)
+        writer.set_untrained(_own_modules(plan, collections, own))
+        phase("compiling and scanning modules", prefetching.jobs)
+        workers = prefetching.wait(ticker.advance) if ticker else prefetching.wait()
+        options.cache.elsewhere = prefetching.stats
+        if workers:
+            processes = "process" if workers == 1 else "processes"
+            say(f"compiled and scanned {prefetching.jobs} modules in {workers} {processes}")
+        phase("compiling, scanning and compressing entries", len(plan))
+        trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
+        phase("adding ingot's tables")
+        extra_files = dict(options.extra_files or {})
+        for package, tree in trees.items():
+            # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
+            extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
+        system_first = system_first_table(plan)
+        if system_first:
+            extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
+        prefix_data = _prefix_data(plan)
+        if prefix_data:
+            extra_files[PREFIX_DATA] = json.dumps(prefix_data, sort_keys=True).encode()
+            say(
+                "carrying files installed outside packages, answered at sys.prefix (the "
+                "executable): "
+                + ", ".join(
+                    f"{_dist_name(dist)} ({', '.join(tops)})" for dist, tops in prefix_data.items()
+                )
+            )
+        _add_extra_files(writer, extra_files, result)
+        table = _add_regexes(writer, scan, result, say)
+        if entry_modules is not None:
+            _add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)
+        _write(writer, output, options.compression_level, result, say, phase)
+        if ticker:
+            ticker.done()
+    finally:
+        prefetching.stop()  # (ended already, unless something failed)
     result.seconds = time.perf_counter() - started
     return result

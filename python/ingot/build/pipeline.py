@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build.assemble import assemble, prepare_output
-from ingot.build.buildcache import open_memo
+from ingot.build.buildcache import BuildMemo, open_memo
 from ingot.build.check import check_archive, glibc_verdict
 from ingot.build.launcher import read_launcher
 from ingot.build.pack import PackResult
@@ -70,6 +70,15 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
     prepare_output(spec)
     head = read_launcher(spec.target.launcher)
     memo = open_memo(spec.cache)
+    try:
+        return _build(spec, head, memo, started, say, ticker)
+    finally:
+        memo.flush()  # what the build derived is kept, even when it failed later
+
+
+def _build(
+    spec: Spec, head: bytes, memo: BuildMemo, started: float, say: Say, ticker: Ticker | None
+) -> BuildResult:
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
         if ticker:
@@ -83,6 +92,7 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
         check_archive(spec, packed, archive)
         size = assemble(spec, head, archive, say)
     floor, notes, warnings = glibc_verdict(spec)
+    memo.flush()
     _say_cache(memo.stats(), say)
     return BuildResult(
         output=spec.output,
@@ -102,8 +112,7 @@ def _say_cache(stats: dict[str, int], say: Say) -> None:
     """One line on what the build cache gave (and any damaged entry it found)."""
     if not stats:
         return
-    looked = stats["hits"] + stats["misses"]
-    line = f"build cache: {stats['hits']} of {looked} results reused"
+    line = f"build cache: {stats['reused']} of {stats['looked']} results reused"
     if stats["damaged"]:
         line += f"; {stats['damaged']} damaged entries found, removed and computed again"
     if stats["failed"]:

@@ -694,7 +694,8 @@ sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
 
 def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str]], set[str]]:
     """A ``probe`` for :func:`reach`: imports the given top-level packages in a child of this
-    interpreter (``-I -S``, ``paths`` first on its ``sys.path``, a scratch home and working
+    interpreter (``-I -S -B``: no bytecode written into ``paths``, the build cache's among them;
+    ``paths`` first on its ``sys.path``, a scratch home and working
     directory) and returns the names of the modules it then had. Native code that imports by
     names its binary does not show (Cython 3 compresses its strings) shows it here. Nothing is
     returned if the child fails or takes longer than ``timeout`` seconds."""
@@ -715,7 +716,7 @@ def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str
             )
             try:
                 done = subprocess.run(
-                    [sys.executable, "-I", "-S", "-c", _PROBE, json.dumps(paths), *tops],
+                    [sys.executable, "-I", "-S", "-B", "-c", _PROBE, json.dumps(paths), *tops],
                     cwd=scratch,
                     env=env,
                     stdin=subprocess.DEVNULL,

@@ -1,0 +1,192 @@
+"""The modules' bytecode and scans, computed by several processes ahead of the packer.
+
+Compiling a module, and scanning its source for imports and regular expressions, is Python
+work under one GIL: on a machine with several CPUs, :class:`Prefetch` has a pool of processes do
+it for the modules a build carries, each putting its results in the build cache under the keys
+the packer then looks up (:func:`compiled`, :func:`patterns` and
+:func:`ingot.build.buildcache.cached_imports`, shared by both). The packer then takes them from
+the cache as it would a previous build's; the archive is the same bytes. Without the cache
+(``--no-cache``) or with one CPU, nothing is done here.
+
+The pool's processes are fresh interpreters (not forks of the builder, whose progress thread
+may hold locks, nor multiprocessing's children, which import the caller's ``__main__`` again):
+each gets its share of the modules as JSON and shares nothing with the builder but the cache's
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ingot.build.buildcache import BuildMemo, cached_imports
+from ingot.build.bytecode import compile_module
+from ingot.build.collect import Item
+from ingot.build.regexes import patterns_in_source
+
+__all__ = ["Prefetch", "compiled", "patterns"]
+
+#: Fewer modules than this are compiled in the builder itself: a pool costs a fraction of a
+#: second to start.
+MINIMUM = 150
+
+
+def compiled(memo: BuildMemo, content: bytes, filename: str, levels: tuple[int, ...]) -> Any:
+    """:func:`ingot.build.bytecode.compile_module`, through the build cache."""
+    return memo.remember(
+        "bytecode",
+        [filename, ",".join(map(str, levels)), content],
+        lambda: compile_module(content, filename, levels),
+    )
+
+
+def patterns(memo: BuildMemo, source: bytes) -> Any:
+    """:func:`ingot.build.regexes.patterns_in_source`, through the build cache."""
+    return memo.remember("patterns", [source], lambda: patterns_in_source(source))
+
+
+#: What each process runs: this ingot's code from the directory given, then :func:`serve`.
+_CHILD = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from ingot.build.prefetch import serve; serve()"
+)
+
+
+def serve() -> None:
+    """A process of the pool: compiles and scans the jobs given as JSON on stdin into the build
+    cache, writing a line per job done."""
+    from ingot._ingot import BuildCache
+
+    given = json.load(sys.stdin)
+    memo = BuildMemo(BuildCache(given["root"]), bytes.fromhex(given["salt"]))
+    levels = tuple(given["levels"])
+    want_patterns, want_imports = given["scans"]
+    warnings.simplefilter("ignore")
+    for path, filename, name, is_package in given["jobs"]:
+        try:
+            with open(path, "rb") as file:
+                content = file.read()
+            compiled(memo, content, filename, levels)
+            if want_patterns:
+                patterns(memo, content)
+            if want_imports:
+                cached_imports(memo, content, name, is_package)
+        except (OSError, SyntaxError, ValueError):
+            pass  # the packer meets it again, and says so
+        sys.stdout.write("1\n")
+        sys.stdout.flush()
+    memo.flush()
+    sys.stdout.write("stats " + json.dumps(memo.stats()) + "\n")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class Prefetch:
+    """A pool at work (:meth:`start`), for :meth:`wait` to see through."""
+
+    def __init__(self, children: list[subprocess.Popen[bytes]], jobs: int) -> None:
+        self.children = children
+        self.jobs = jobs
+        self.stats: dict[str, int] = {}  # the pool's processes' (BuildCache.stats), summed
+
+    @classmethod
+    def start(
+        cls,
+        items: Iterable[Item],
+        memo: BuildMemo,
+        levels: tuple[int, ...],
+        scans: tuple[bool, bool],
+        busy: int = 0,
+    ) -> Prefetch:
+        """Starts compiling and scanning ``items``' modules (``scans``: for regular
+        expressions, for imports), in their order, in one process per CPU (less ``busy``, the
+        CPUs the caller keeps using meanwhile; at least one), into ``memo``'s cache. No process
+        without the cache, with one CPU or few modules."""
+        jobs = [
+            (str(item.path), item.relpath or item.name, item.name, item.kind == "package")
+            for item in items
+            if item.kind in ("module", "package") and item.path is not None
+        ]
+        cpus = _cpus()
+        if memo.store is None or cpus < 2 or len(jobs) < MINIMUM:
+            return cls([], 0)
+        workers = max(1, min(cpus - busy, 8))
+        here = str(Path(__file__).resolve().parents[2])  # the directory holding ingot
+        children: list[subprocess.Popen[bytes]] = []
+        try:
+            for share in range(workers):
+                child = subprocess.Popen(
+                    [sys.executable, "-I", "-c", _CHILD, here],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+                children.append(child)
+                given = {
+                    "root": str(memo.store.root),
+                    "salt": memo.salt.hex(),
+                    "levels": list(levels),
+                    "scans": list(scans),
+                    "jobs": jobs[share::workers],
+                }
+                assert child.stdin is not None
+                with child.stdin:
+                    child.stdin.write(json.dumps(given).encode())
+        except OSError:
+            cls(children, 0).stop()
+            return cls([], 0)
+        return cls(children, len(jobs))
+
+    def wait(self, advance: Callable[[int], None] = lambda count: None) -> int:
+        """Waits for the pool to finish (``advance`` counts the jobs done); returns how many
+        processes worked (0: none, the packer does it all)."""
+        finished = False
+        try:
+            with selectors.DefaultSelector() as selector:
+                for child in self.children:
+                    assert child.stdout is not None
+                    selector.register(child.stdout, selectors.EVENT_READ)
+                open_outputs = len(self.children)
+                partial: dict[int, bytes] = {}
+                while open_outputs:
+                    for key, _ in selector.select():
+                        chunk = os.read(key.fd, 4096)
+                        if not chunk:
+                            selector.unregister(key.fileobj)
+                            open_outputs -= 1
+                            continue
+                        *lines, partial[key.fd] = (partial.get(key.fd, b"") + chunk).split(b"\n")
+                        advance(lines.count(b"1"))
+                        for line in lines:
+                            if line.startswith(b"stats "):
+                                for name, count in json.loads(line[6:]).items():
+                                    self.stats[name] = self.stats.get(name, 0) + count
+            finished = True
+        except OSError:
+            pass  # (the packer does what was not done)
+        finally:
+            self.stop(wait=finished)
+        return len(self.children) if finished else 0
+
+    def stop(self, wait: bool = False) -> None:
+        """Ends the pool's processes (killed unless ``wait``: what a killed process half-wrote
+        is never read)."""
+        for child in self.children:
+            try:
+                child.wait(timeout=None if wait else 0)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
