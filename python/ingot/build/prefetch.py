@@ -122,7 +122,9 @@ class Prefetch:
         if memo.store is None or cpus < 2 or len(jobs) < MINIMUM:
             return cls([], 0)
         workers = max(1, min(cpus - busy, 8))
-        here = str(Path(__file__).resolve().parents[2])  # the directory holding ingot
+        # The directory holding this ingot package, not resolved: a build under a runtime has a
+        # directory of links with the runtime's extension module (ingot.build.under).
+        here = str(Path(os.path.abspath(__file__)).parents[2])
         children: list[subprocess.Popen[bytes]] = []
         try:
             for share in range(workers):
