@@ -140,6 +140,8 @@ def test_ingot_installs_without_a_compiler_and_builds_portable_executables(
         # For the note (pytest -s shows it); not a timed assertion.
         print(f"\npip install --no-index --find-links wheels ingot: {seconds:.1f} s")
         pip = f"PIP_NO_INDEX=1 PIP_FIND_LINKS={place}/wheels INGOT_RUNTIMES={place}/runtimes"
+        # The build cache goes with the rest of this run, not into the kept root's home.
+        pip += f" INGOT_CACHE_DIR={place}/cache"
         built = in_root(
             debian12,
             f"cd {place} && env {pip} venv/bin/ingot build app.py -o app-default && "

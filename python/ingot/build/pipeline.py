@@ -40,7 +40,7 @@ from ingot.build.packing import pack_archive
 from ingot.build.progress import Ticker
 from ingot.build.selection import select
 from ingot.build.spec import Spec
-from ingot.build.stage import stage
+from ingot.build.stage import reseal, stage
 from ingot.build.target import Say
 from ingot.elf import GlibcFloor
 
@@ -87,6 +87,7 @@ def _build(
         if ticker:
             ticker.done()
         selection = select(spec, roots, say)
+        reseal(selection.prepared)
         archive = staging / "app.ingot"
         packed = pack_archive(spec, roots, selection, archive, say, ticker, memo)
         check_archive(spec, packed, archive)

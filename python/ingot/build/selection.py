@@ -8,7 +8,7 @@ import ast
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build import filescan
@@ -27,6 +27,7 @@ class Selection:
 
     files_packages: list[str]
     warnings: list[str]
+    prepared: list[Path] = field(default_factory=list)  # roots a preparation wrote into
 
 
 def select(spec: Spec, roots: list[Path], say: Say) -> Selection:
@@ -37,8 +38,9 @@ def select(spec: Spec, roots: list[Path], say: Say) -> Selection:
         spec.settings, roots, say, executable=not spec.archive_only
     )
     warnings += _missing_imports(roots, spec.settings.allow_missing)
-    warnings += _prepare(files_packages, roots, say)
-    return Selection(files_packages, warnings)
+    prepared: list[Path] = []
+    warnings += _prepare(files_packages, roots, say, prepared)
+    return Selection(files_packages, warnings, prepared)
 
 
 def _file_policy(
@@ -148,10 +150,13 @@ def _in_tests(path: str) -> bool:
     return any(part in ("tests", "test", "testing") for part in path.split("/")[1:-1])
 
 
-def _prepare(files_packages: list[str], roots: list[Path], say: Say) -> list[str]:
+def _prepare(
+    files_packages: list[str], roots: list[Path], say: Say, prepared: list[Path]
+) -> list[str]:
     """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
-    packages in their staged directories; returns warnings for those that failed (the package
-    still works, as it would without the files the step makes)."""
+    packages in their staged directories (each added to ``prepared``); returns warnings for
+    those that failed (the package still works, as it would without the files the step
+    makes)."""
 
     warnings = []
     for package in files_packages:
@@ -177,6 +182,7 @@ def _prepare(files_packages: list[str], roots: list[Path], say: Say) -> list[str
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             failure = str(error)
+        prepared.append(root)
         if failure is None:
             say(f"prepared {package}: {preparation.why}")
         else:

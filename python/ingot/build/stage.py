@@ -17,7 +17,7 @@ from ingot.build.spec import Spec
 from ingot.build.target import Say
 from ingot.errors import BuildError
 
-__all__ = ["PROJECT_COPY_IGNORES", "stage"]
+__all__ = ["PROJECT_COPY_IGNORES", "reseal", "stage"]
 
 
 def _run_pip(
@@ -197,6 +197,28 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return cached / "site"
+
+
+def reseal(roots: list[Path]) -> None:
+    """Records again the files of the build cache's dependency directories among ``roots``,
+    which a build-time preparation of a ``files`` package wrote into (black's grammar pickles:
+    made the same from the same files), so that the next build does not take them for
+    damage."""
+    for root in roots:
+        cached = root.parent
+        record = cached / "files.json"
+        if (
+            root.name != "site"
+            or cached.parent != build_cache_root() / DEPS
+            or not record.is_file()
+        ):
+            continue
+        try:
+            installed = json.loads(record.read_text())["installed"]
+            files = tree_digest(root)
+            record.write_text(json.dumps({"installed": installed, "files": files}))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # (the next build reinstalls them)
 
 
 def _intact(cached: Path) -> float | None:
