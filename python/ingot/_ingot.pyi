@@ -188,6 +188,7 @@ class ArchiveWriter:
     def write(self, path: str | os.PathLike[str]) -> int: ...
     def to_bytes(self) -> bytes: ...
 
+@final
 class BuildCache:
     """The build cache's store (crates/ingot-importer/src/buildcache.rs)."""
 
