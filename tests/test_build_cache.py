@@ -73,6 +73,23 @@ def entry_files(cache):
     ]
 
 
+def records(cache):
+    """The entries store's newest record of each key, as (segment, value offset, value size), in
+    the segments' format (crates/ingot-importer/src/buildcache.rs: magic, then key, size,
+    checksum and value per record; a later record of a key wins)."""
+    newest = {}
+    for segment in sorted((cache / "build" / "entries").glob("*.seg")):
+        data = segment.read_bytes()
+        assert data[:8] == b"ingotsg1"
+        at = 8
+        while at + 32 <= len(data):
+            key, size = data[at : at + 16], int.from_bytes(data[at + 16 : at + 24], "little")
+            newest[key] = (segment, at + 32, size)
+            at += 32 + size
+        assert at == len(data), segment
+    return list(newest.values())
+
+
 def test_a_rebuild_after_an_edit_takes_the_cache_and_writes_what_a_clean_build_writes(project):
     first = build(project, project.parent / "first.ingot")
     hits, looked = reused(first)
@@ -101,31 +118,40 @@ def test_a_rebuild_after_an_edit_takes_the_cache_and_writes_what_a_clean_build_w
 def test_a_damaged_entry_is_found_and_computed_again(project):
     build(project, project.parent / "first.ingot")
     cache = project.parent / "cache"
-    files = entry_files(cache)
-    assert len(files) > 500
-    for path in files[::3]:  # one in three: a changed byte of the value
-        data = bytearray(path.read_bytes())
-        data[-1] ^= 0x01
-        path.write_bytes(bytes(data))
-    for path in files[1::3]:  # one in three: cut short
-        path.write_bytes(path.read_bytes()[:-1])
+    found = [record for record in records(cache) if record[2] > 0]
+    assert len(found) > 500
+    flipped = found[::3]  # one in three: a changed byte of the value
+    for segment, offset, size in flipped:
+        with open(segment, "r+b") as file:
+            file.seek(offset + size // 2)
+            byte = file.read(1)[0]
+            file.seek(offset + size // 2)
+            file.write(bytes([byte ^ 0x01]))
+    # and the largest segment cut short in the middle of a record
+    largest = max({segment for segment, _, _ in found}, key=lambda path: path.stat().st_size)
+    cut_at = max(offset + size // 2 for segment, offset, size in found if segment == largest)
+    os.truncate(largest, cut_at)
+    lost = [record for record in flipped if record[0] == largest and record[1] + record[2] > cut_at]
     (site,) = (cache / "build" / "deps").glob("*/site")
     (site / "demo_dep" / "__init__.py").write_text("GREETING = 'tampered'\n")
 
     again = build(project, project.parent / "again.ingot")
     output = again.stdout + again.stderr
-    damaged = re.search(r"(\d+) damaged entries found, removed and computed again", output)
-    assert damaged and int(damaged.group(1)) >= len(files[::3]) + len(files[1::3]) - 5, output
+    damaged = re.search(r"(\d+) damaged entries found and computed again", output)
+    # (the pool's processes and the builder may both look up an entry)
+    assert damaged and int(damaged.group(1)) >= len(flipped) - len(lost), output
     assert "were damaged: installing again" in output and "pip: installing" in output
     clean = build(project, project.parent / "clean.ingot", "--no-cache")
     assert clean.returncode == 0
     assert (project.parent / "again.ingot").read_bytes() == (
         project.parent / "clean.ingot"
     ).read_bytes()
-    # Put right: the next build finds nothing damaged.
+    # Put right: the next build finds nothing damaged, and reuses what it computed again.
     third = build(project, project.parent / "third.ingot")
     output = third.stdout + third.stderr
     assert "damaged entries" not in output and "were damaged" not in output
+    hits, looked = reused(third)
+    assert hits >= 0.9 * looked, (hits, looked)
 
 
 def test_refresh_installs_the_dependencies_again(project):
@@ -150,12 +176,12 @@ def test_cache_list_and_prune_cover_the_build_cache(project):
         return run.stdout + run.stderr
 
     listed = cache("list")
-    assert re.search(r"^build\s.*\b\d{3,} files\s.*entries$", listed, re.M), listed
+    assert re.search(r"^build\s.*\b\d+ files?\s.*entries$", listed, re.M), listed
     assert re.search(r"^deps\s.*\b[0-9a-f]{32}$", listed, re.M), listed
     # Used just now: a prune by age leaves it.
     assert "removed 0 entries" in cache("prune")
     pruned = cache("prune", "--older-than", "0")
-    assert "build cache entries in" in pruned and "/build/deps/" in pruned
+    assert "build cache segments in" in pruned and "/build/deps/" in pruned
     assert entry_files(project.parent / "cache") == []
     assert not list((project.parent / "cache" / "build" / "deps").iterdir())
     # And a build after it fills it again, giving the same archive.

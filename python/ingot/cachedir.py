@@ -11,7 +11,7 @@ again is written again at its next start.
 
 The build cache (:mod:`ingot.build.buildcache`, ``<root>/build``) is listed and pruned with it:
 each directory of installed dependencies (``deps``), and the store of the build's entries as one
-(``build``), whose files are pruned one by one; both go by the time they were last used.
+(``build``), whose segment files are pruned one by one; both go by the time they were last used.
 """
 
 from __future__ import annotations
@@ -189,39 +189,52 @@ def _build_entries(cache: Path, now: float, older_than: float | None = None) -> 
         check_private(entries)
         size = files = 0
         oldest = 0.0
-        for shard in sorted(entries.iterdir()):
-            if shard.is_symlink() or not shard.is_dir():
-                continue
-            for file in shard.iterdir():
-                try:
-                    info = file.lstat()
-                except OSError:
-                    continue
-                age = now - info.st_mtime
-                cutoff = TEMPORARY_GRACE if file.name.startswith(".tmp-") else older_than
-                if stat.S_ISREG(info.st_mode) and (cutoff is None or age >= cutoff):
-                    size += info.st_size
-                    files += 1
-                    oldest = max(oldest, age)
+        for path, info in _entry_files(entries):
+            age = now - info.st_mtime
+            if older_than is None or age >= older_than or _legacy(entries, path):
+                size += info.st_size
+                files += 1
+                oldest = max(oldest, age)
         if files or older_than is None:
             found.append(CacheEntry(entries, "build", size, files, oldest, False, False))
     return found
 
 
-def _prune_entries(entries: Path, older_than: float) -> None:
-    """Removes the entries store's files not used for ``older_than`` seconds."""
-    now = time.time()
-    for shard in entries.iterdir():
-        if shard.is_symlink() or not shard.is_dir():
-            continue
-        for file in shard.iterdir():
+def _legacy(entries: Path, path: Path) -> bool:
+    """Whether ``path`` is a file of an earlier ingot's store (a file per entry, in
+    subdirectories), which no build reads now."""
+    return path.parent != entries
+
+
+def _entry_files(entries: Path) -> list[tuple[Path, os.stat_result]]:
+    """The entries store's files: its segments (``*.seg``: crates/ingot-importer/src/
+    buildcache.rs), and what an earlier ingot's store left in subdirectories."""
+    found = []
+    for path in sorted(entries.iterdir()):
+        inner = sorted(path.iterdir()) if path.is_dir() and not path.is_symlink() else [path]
+        for file in inner:
             try:
                 info = file.lstat()
-                limit = TEMPORARY_GRACE if file.name.startswith(".tmp-") else older_than
-                if stat.S_ISREG(info.st_mode) and now - info.st_mtime >= limit:
-                    file.unlink()
             except OSError:
                 continue
+            if stat.S_ISREG(info.st_mode):
+                found.append((file, info))
+    return found
+
+
+def _prune_entries(entries: Path, older_than: float) -> None:
+    """Removes the entries store's segments not used for ``older_than`` seconds, and an earlier
+    ingot's store."""
+    now = time.time()
+    for path, info in _entry_files(entries):
+        if now - info.st_mtime >= older_than or _legacy(entries, path):
+            try:
+                path.unlink()
+            except OSError:
+                continue
+    for path in entries.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def prune(

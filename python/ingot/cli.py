@@ -534,7 +534,7 @@ def _cache(args: argparse.Namespace) -> int:
     removed = cachedir.prune(args.older_than, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for entry in removed:
-        what = f"{entry.files} build cache entries in " if entry.section == "build" else ""
+        what = f"{entry.files} build cache segments in " if entry.section == "build" else ""
         print(f"{verb} {what}{entry.path} ({_size(entry.size)})")
     print(f"{verb} {len(removed)} entries, {_size(sum(e.size for e in removed))}")
     return 0

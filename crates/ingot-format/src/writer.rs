@@ -86,6 +86,9 @@ pub struct ArchiveWriter {
 /// compresses it as well as a dictionary would.
 const DICTIONARY_BLOB_LIMIT: usize = 64 << 10;
 
+/// The samples a dictionary is trained on: at most this many times its size (zstd's advice).
+const SAMPLES_PER_DICTIONARY_BYTE: usize = 100;
+
 /// Whether a blob of an entry of `kind` is compressed with the archive's dictionary (when there
 /// is one and it is compressed at all): the sources and bytecode of modules, which share most of
 /// their vocabulary, and which are small.
@@ -427,9 +430,16 @@ impl ArchiveWriter {
             }
         }
         let total: usize = samples.iter().map(|sample| sample.len()).sum();
-        // zstd's trainer wants about 100 times the dictionary's size in samples.
+        // Too few samples, or too little of them, for a dictionary to pay for itself.
         if samples.len() < 64 || total < max_size.saturating_mul(8) {
             return Ok(None);
+        }
+        // More than that slows the trainer without a better dictionary: httpie's 33 MB of
+        // samples trained in 2.1 s, every sixth of them (5.5 MB) in 0.4 s, for an archive 0.14%
+        // larger. Every n-th sample, in entry order: the same inputs give the same dictionary.
+        let enough = max_size.saturating_mul(SAMPLES_PER_DICTIONARY_BYTE);
+        if total > enough {
+            samples = samples.into_iter().step_by(total.div_ceil(enough)).collect();
         }
         let mut hasher = Xxh3::new();
         hasher.update(CACHE_RECIPE);

@@ -15,8 +15,9 @@ bytes as a build without it (tested):
   trained dictionary, which is trained without the application's own modules so that editing
   them leaves it, and every blob compressed with it, as it was.
 
-Entries live under ``<cache>/build/entries`` (``ingot._ingot.BuildCache``: one checked file
-per entry; a damaged one is removed and computed again, never used). Keys start from a salt:
+Entries live under ``<cache>/build/entries`` (``ingot._ingot.BuildCache``: records appended to
+a segment file per process that writes, each with its checksum; a damaged one is computed again,
+never used). Keys start from a salt:
 the interpreter's version and bytecode magic, ingot's version and the source of the build's own
 modules, so a change of any of them misses every entry. ``ingot cache list`` shows the build
 cache's size, ``ingot cache prune`` removes entries not used for ``--older-than`` days.

@@ -749,7 +749,6 @@ def pack(
         options.cache,
         levels,
         (options.precompile_regexes, entry_modules is not None),
-        busy=1 if options.prune else 0,
     )
     try:
         if options.prune:
@@ -789,6 +788,8 @@ def pack(
         phase("compiling and scanning modules", prefetching.jobs)
         workers = prefetching.wait(ticker.advance) if ticker else prefetching.wait()
         options.cache.elsewhere = prefetching.stats
+        if options.cache.store is not None:
+            options.cache.store.refresh()  # (what the pool appended since)
         if workers:
             processes = "process" if workers == 1 else "processes"
             say(f"compiled and scanned {prefetching.jobs} modules in {workers} {processes}")

@@ -115,7 +115,7 @@ def _say_cache(stats: dict[str, int], say: Say) -> None:
         return
     line = f"build cache: {stats['reused']} of {stats['looked']} results reused"
     if stats["damaged"]:
-        line += f"; {stats['damaged']} damaged entries found, removed and computed again"
+        line += f"; {stats['damaged']} damaged entries found and computed again"
     if stats["failed"]:
         line += f"; {stats['failed']} could not be written"
     say(line)

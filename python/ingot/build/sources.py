@@ -67,6 +67,9 @@ class Plan:
     pip_project: Path | None = None  # pip install --no-deps this directory
     requirements: list[str] = field(default_factory=list)
     requirement_files: list[Path] = field(default_factory=list)
+    #: The requirements pin every distribution needed, as this Python resolved them (a console
+    #: script's, from the running environment): pip installs them without resolving again.
+    pinned: bool = False
     notes: list[str] = field(default_factory=list)  # what the build should tell the user
 
 
@@ -478,4 +481,5 @@ def console_script_plan(name: str, request: Request) -> Plan:
     plan.requirements = (
         requirements if settings.dependencies is None else list(settings.dependencies)
     )
+    plan.pinned = settings.dependencies is None
     return finish(plan, request)

@@ -43,6 +43,7 @@ class Spec:
     pip_project: Path | None = None  # pip install --no-deps this directory
     requirements: tuple[str, ...] = ()
     requirement_files: tuple[Path, ...] = ()
+    pinned: bool = False  # the requirements pin every distribution needed (Plan.pinned)
     notes: tuple[str, ...] = ()  # what the build should tell the user
     force: bool = False  # replace an output that ingot did not write
     cache: bool = True  # use the build cache (:mod:`ingot.build.buildcache`)
@@ -136,6 +137,7 @@ def resolve(request: Request, say: Say = lambda message: None) -> Spec:
         pip_project=plan.pip_project,
         requirements=tuple(plan.requirements),
         requirement_files=tuple(plan.requirement_files),
+        pinned=plan.pinned,
         notes=tuple(plan.notes),
         force=request.force,
         cache=not request.no_cache,

@@ -14,21 +14,21 @@ from pathlib import Path
 
 from ingot.build.buildcache import DEPS, NO_CACHE, BuildMemo, build_cache_root, tree_digest
 from ingot.build.spec import Spec
-from ingot.build.target import Say
+from ingot.build.target import Say, this_python
 from ingot.errors import BuildError
 
 __all__ = ["PROJECT_COPY_IGNORES", "reseal", "stage"]
 
 
 def _run_pip(
-    spec: Spec, target: Path, args: list[str], platforms: tuple[str, ...]
+    spec: Spec, target: Path, args: list[str], platforms: tuple[str, ...], project: bool
 ) -> subprocess.CompletedProcess[str]:
     pip = spec.target.pip_python or sys.executable
     platform: list[str] = []
-    if platforms and "--no-deps" not in args:
+    if platforms and not project:
         # For another Python (a runtime's, which has no pip): wheels for its version and for the
-        # platforms it runs on, the first preferred. The project itself (--no-deps) is built
-        # from its directory.
+        # platforms it runs on, the first preferred. The project itself is built from its
+        # directory.
         platform = ["--python-version", spec.target.python, "--implementation", "cp"]
         platform += ["--only-binary=:all:"]
         platform += [option for name in platforms for option in ("--platform", name)]
@@ -42,22 +42,25 @@ def _no_wheel(run: subprocess.CompletedProcess[str]) -> bool:
     return "No matching distribution found" in run.stderr + run.stdout
 
 
-def _pip(spec: Spec, target: Path, args: list[str], say: Say, what: str) -> None:
+def _pip(
+    spec: Spec, target: Path, args: list[str], say: Say, what: str, project: bool = False
+) -> None:
     say(f"pip: installing {what}")
-    run = _run_pip(spec, target, args, spec.target.platforms)
+    run = _run_pip(spec, target, args, spec.target.platforms, project)
     if run.returncode != 0 and spec.target.newer_platforms and _no_wheel(run):
         # No wheel of what is asked runs on the runtime's glibc: the newest manylinux tags the
         # build machine's glibc allows are tried next; the check stage then names the files
         # that raise the executable's floor.
         say(f"pip: no wheel for glibc 2.17 among {what}: trying newer manylinux platforms")
-        run = _run_pip(spec, target, args, spec.target.platforms + spec.target.newer_platforms)
+        platforms = spec.target.platforms + spec.target.newer_platforms
+        run = _run_pip(spec, target, args, platforms, project)
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-12:])
         hint = (
             "is the requirement spelled right, and is there a wheel for this platform and "
             "Python? (dependencies are installed from wheels only: --only-binary :all:)"
         )
-        if what.startswith("the project") and re.search(
+        if project and re.search(
             r"setuptools[-_]scm|hatch-vcs|versioningit", run.stderr + run.stdout, re.I
         ):
             hint = (
@@ -137,7 +140,8 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
         # pip builds a project directory in place, and setuptools leaves build/ and *.egg-info
         # there: pip gets a copy instead, so the user's project is left as it was.
         source = _copy_project(spec.pip_project, staging / "project")
-        _pip(spec, app, ["--no-deps", str(source)], say, f"the project {spec.pip_project}")
+        what = f"the project {spec.pip_project}"
+        _pip(spec, app, ["--no-deps", str(source)], say, what, project=True)
         for direct_url in app.glob("*.dist-info/direct_url.json"):
             direct_url.unlink()  # the project's absolute path: the archive would depend on it
             record = direct_url.with_name("RECORD")
@@ -160,7 +164,7 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
 def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
     """The directory pip installed the requirements into: ``deps``, or the build cache's
     directory of an earlier install for the same inputs (:func:`_deps_key`), checked first."""
-    args = ["--only-binary", ":all:", *spec.requirements]
+    args = ["--only-binary", ":all:", *_no_deps(spec), *spec.requirements]
     for path in spec.requirement_files:
         args += ["-r", str(path)]
     what = ", ".join([*spec.requirements, *[f"-r {path}" for path in spec.requirement_files]])
@@ -197,6 +201,13 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return cached / "site"
+
+
+def _no_deps(spec: Spec) -> list[str]:
+    """``--no-deps`` when the requirements already pin every distribution needed, for the
+    target's Python version (markers were evaluated by this Python): pip's resolution, which
+    reads every version each index page lists, took a quarter of httpie's install."""
+    return ["--no-deps"] if spec.pinned and spec.target.python == this_python() else []
 
 
 def reseal(roots: list[Path]) -> None:
@@ -275,6 +286,7 @@ def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
     if memo.store is None:
         return None
     parts = [spec.target.python, *spec.target.platforms, "|", *spec.target.newer_platforms]
+    parts += _no_deps(spec)
     parts.append(spec.target.pip_python or sys.executable)
     for requirement in spec.requirements:
         if _LOCAL_REQUIREMENT.search(requirement):
