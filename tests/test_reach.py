@@ -364,3 +364,34 @@ def test_optional_documentation_that_its_module_does_without_stays_out(tmp_path)
     modules = _modules(reach(plan, origin, ["main"]))
     assert {"pydoc", "textwrap"} <= modules and "pydoc_data.topics" not in modules
     assert "pydoc_data.topics" in _modules(reach(plan, origin, ["main"], keep=["pydoc_data"]))
+
+
+def test_the_names_in_native_images_are_what_the_documented_patterns_find():
+    """ingot._ingot's scans of native images (Rust) against the patterns reach.py documents, on
+    this Python's extension modules, its ingot extension (Rust strings, without NULs) and the
+    edges of the patterns."""
+    import sysconfig
+
+    import ingot._ingot
+    from ingot.build import reach as module
+
+    images = [path.read_bytes() for path in Path(sysconfig.get_path("platstdlib")).rglob("*.so")]
+    images.append(Path(ingot._ingot.__file__).read_bytes())
+    images += [
+        b"\0numbers\0" + b"a" * 121 + b"\0\0" + b"b" * 122 + b"\0x\0",
+        b"\0readline($self)\0readline\0close()\0open(\0_p(*a)\0x9(y)\0",
+        b"run" * 100 + b".a..b\0\0" + b"\0" * 3,
+        b"",
+        b"a",
+    ]
+    assert len(images) > 20
+    for image in images:
+        documented = set(module._SIGNATURE.findall(image))
+        expected = {
+            match.decode()
+            for match in module._BINARY_NAME.findall(image)
+            if match not in documented
+        }
+        assert module.binary_names(image) == expected
+        loose = {match.decode() for match in module._IDENTIFIER_RUN.findall(image)}
+        assert module.loose_binary_names(image) == loose

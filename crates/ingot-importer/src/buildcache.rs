@@ -38,14 +38,14 @@ const RECORD_HEADER: usize = 32;
 /// A hit whose segment is older than this touches it, so that pruning by age spares it.
 const TOUCH_AFTER: Duration = Duration::from_secs(86_400);
 /// How often a miss looks for what other processes appended since.
-const RESCAN_EVERY: Duration = Duration::from_millis(200);
+const RESCAN_EVERY: Duration = Duration::from_millis(50);
 /// What the writing thread buffers before it appends.
 const WRITE_BUFFER: usize = 256 * 1024;
 
 #[derive(Default)]
 struct Counts {
     hits: AtomicU64,
-    /// Hits on entries written since the store was opened (by this build's processes).
+    /// Hits on entries written since the build began (by its processes).
     fresh: AtomicU64,
     misses: AtomicU64,
     damaged: AtomicU64,
@@ -57,7 +57,7 @@ struct Counts {
 struct Segment {
     file: fs::File,
     indexed: u64,
-    /// Made since the store was opened (its name's time is later).
+    /// Made since the build began (its name's time is later).
     fresh: bool,
     touched: bool,
 }
@@ -81,8 +81,8 @@ struct Index {
 
 pub struct Store {
     root: PathBuf,
-    /// When this store was opened (nanoseconds since the epoch): later segments are this build's.
-    opened: u64,
+    /// When the build began (nanoseconds since the epoch): later segments are this build's.
+    since: u64,
     /// The segment this process appends to.
     own: PathBuf,
     counts: Counts,
@@ -112,12 +112,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Store {
-    fn new(root: PathBuf) -> Arc<Store> {
+    fn new(root: PathBuf, since: Option<u64>) -> Arc<Store> {
         let opened = now_nanos();
         let own = root.join(format!("{opened:016x}-{}.seg", std::process::id()));
         Arc::new(Store {
             root,
-            opened,
+            since: since.unwrap_or(opened),
             own,
             counts: Counts::default(),
             index: Mutex::new(Index::default()),
@@ -168,7 +168,7 @@ impl Store {
                 Some(&number) => number,
                 None => {
                     let Ok(file) = fs::File::open(&path) else { continue };
-                    let fresh = segment_time(&name).is_some_and(|made| made >= self.opened);
+                    let fresh = segment_time(&name).is_some_and(|made| made >= self.since);
                     let segment = Segment { file, indexed: 0, fresh, touched: false };
                     index.segments.push(segment);
                     index.by_name.insert(path, index.segments.len() - 1);
@@ -192,10 +192,25 @@ impl Store {
             let (sender, receiver) = std::sync::mpsc::channel::<(u128, Vec<u8>)>();
             let store = Arc::downgrade(self);
             let thread = std::thread::spawn(move || {
-                let mut appender = None;
-                for (key, value) in receiver {
+                let mut appender: Option<Option<std::io::BufWriter<fs::File>>> = None;
+                loop {
+                    // Whatever waits is appended; when nothing does, what was appended is
+                    // written out, for other processes to see (the builder, of its pool's).
+                    let next = match receiver.try_recv() {
+                        Ok(next) => next,
+                        Err(std::sync::mpsc::TryRecvError::Empty) => {
+                            if let Some(Some(appender)) = appender.as_mut() {
+                                let _ = appender.flush();
+                            }
+                            match receiver.recv() {
+                                Ok(next) => next,
+                                Err(_) => break,
+                            }
+                        }
+                        Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                    };
                     let Some(store) = store.upgrade() else { break };
-                    store.append(&mut appender, key, &value);
+                    store.append(&mut appender, next.0, &next.1);
                 }
                 if let Some(Some(mut appender)) = appender.take() {
                     let _ = appender.flush();
@@ -336,8 +351,9 @@ pub struct BuildCache {
 #[pymethods]
 impl BuildCache {
     #[new]
-    fn new(root: PathBuf) -> BuildCache {
-        BuildCache { store: Store::new(root) }
+    #[pyo3(signature = (root, since = None))]
+    fn new(root: PathBuf, since: Option<u64>) -> BuildCache {
+        BuildCache { store: Store::new(root, since) }
     }
 
     /// The value put under `key`, or None (never there, or damaged: then counted).
@@ -384,6 +400,13 @@ impl BuildCache {
     fn root(&self) -> PathBuf {
         self.store.root.clone()
     }
+
+    /// When the build began (nanoseconds since the epoch): hits on entries written since are
+    /// `fresh`. A build's other processes are given their builder's.
+    #[getter]
+    fn since(&self) -> u64 {
+        self.store.since
+    }
 }
 
 #[cfg(test)]
@@ -403,7 +426,7 @@ mod tests {
     #[test]
     fn a_value_put_is_got_back_by_this_store_and_the_next() {
         let root = scratch("roundtrip");
-        let store = Store::new(root.clone());
+        let store = Store::new(root.clone(), None);
         assert_eq!(store.read(7), None);
         store.put(7, b"compressed bytes".to_vec());
         store.put(8, Vec::new());
@@ -411,7 +434,7 @@ mod tests {
         assert_eq!(store.read(7).as_deref(), Some(&b"compressed bytes"[..]));
         assert_eq!((count(&store, |c| &c.hits), count(&store, |c| &c.fresh)), (1, 1));
         assert_eq!(count(&store, |c| &c.misses), 1);
-        let next = Store::new(root.clone());
+        let next = Store::new(root.clone(), None);
         assert_eq!(next.read(8).as_deref(), Some(&b""[..]));
         assert_eq!(next.read(7).as_deref(), Some(&b"compressed bytes"[..]));
         assert_eq!(count(&next, |c| &c.fresh), 0, "an earlier store's entries are reused");
@@ -423,9 +446,9 @@ mod tests {
     #[test]
     fn what_another_store_appends_is_seen_on_refresh() {
         let root = scratch("refresh");
-        let reader = Store::new(root.clone());
+        let reader = Store::new(root.clone(), None);
         assert_eq!(reader.read(1), None);
-        let writer = Store::new(root.clone());
+        let writer = Store::new(root.clone(), None);
         writer.put(1, b"one".to_vec());
         writer.flush();
         reader.refresh();
@@ -445,7 +468,7 @@ mod tests {
     #[test]
     fn a_damaged_value_is_counted_not_returned_and_its_new_value_wins() {
         let root = scratch("damaged");
-        let store = Store::new(root.clone());
+        let store = Store::new(root.clone(), None);
         for key in 1..=3u128 {
             store.put(key, format!("value number {key} of some length").into_bytes());
         }
@@ -455,7 +478,7 @@ mod tests {
         let second = SEGMENT_MAGIC.len() + 2 * RECORD_HEADER + 29 + 5; // in the second value
         bytes[second] ^= 0x55;
         fs::write(&path, &bytes[..bytes.len() - 3]).unwrap(); // and the third cut short
-        let reader = Store::new(root.clone());
+        let reader = Store::new(root.clone(), None);
         assert_eq!(reader.read(1).as_deref(), Some(&b"value number 1 of some length"[..]));
         assert_eq!(reader.read(2), None);
         assert_eq!(reader.read(3), None);
@@ -463,7 +486,7 @@ mod tests {
         assert_eq!(count(&reader, |c| &c.misses), 1, "a record cut short is not indexed");
         reader.put(2, b"value number 2, again".to_vec());
         reader.flush();
-        let next = Store::new(root.clone());
+        let next = Store::new(root.clone(), None);
         assert_eq!(next.read(2).as_deref(), Some(&b"value number 2, again"[..]));
         assert_eq!(count(&next, |c| &c.damaged), 0);
         let _ = fs::remove_dir_all(&root);
@@ -475,7 +498,7 @@ mod tests {
         create_private_dir(&root.join("ab")).unwrap();
         fs::write(root.join("0000000000000001-1.seg"), b"not a segment at all").unwrap();
         fs::write(root.join("notes.txt"), b"x").unwrap();
-        let store = Store::new(root.clone());
+        let store = Store::new(root.clone(), None);
         assert_eq!(store.read(5), None);
         assert_eq!(count(&store, |c| &c.damaged), 0);
         let _ = fs::remove_dir_all(&root);

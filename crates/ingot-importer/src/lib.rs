@@ -5,6 +5,8 @@
 //! tests) and as a library the launcher links and registers as a built-in module.
 
 #[cfg(feature = "writer")]
+mod binstrings;
+#[cfg(feature = "writer")]
 mod buildcache;
 mod cache;
 mod decompressed;
@@ -48,6 +50,8 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
         module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
         module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
+        module.add_function(wrap_pyfunction!(binstrings::binary_names, module)?)?;
+        module.add_function(wrap_pyfunction!(binstrings::loose_binary_names, module)?)?;
         module.add_function(wrap_pyfunction!(content_hash, module)?)?;
         module.add_function(wrap_pyfunction!(marshal::canonical_marshal, module)?)?;
         module.add_function(wrap_pyfunction!(write_tree, module)?)?;

@@ -54,7 +54,7 @@ from ingot.build.collect import (
 from ingot.build.firstuse import BOOT_MODULES, first_use_order
 from ingot.build.prefetch import Prefetch, compiled, patterns
 from ingot.build.progress import Ticker
-from ingot.build.reach import NATIVE_IMPORTS, import_probe, reach
+from ingot.build.reach import NATIVE_IMPORTS, import_probe, present_modules, reach
 from ingot.build.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
@@ -526,6 +526,36 @@ class PackOptions:
     ticker: Ticker | None = None
     #: What earlier builds derived from the same inputs (:mod:`ingot.build.buildcache`).
     cache: BuildMemo = NO_CACHE
+    #: A pool already at work on the standard library's modules (started while pip installed:
+    #: :func:`stdlib_pool`); this pack's own pool leaves them to it.
+    stdlib_pool: Prefetch | None = None
+
+
+def _scans(options: PackOptions) -> tuple[bool, bool]:
+    """What a pool scans modules for (:meth:`Prefetch.start`): regular expressions, imports."""
+    return (options.precompile_regexes, options.entry_modules is not None)
+
+
+def stdlib_pool(options: PackOptions) -> Prefetch:
+    """Starts a pool on the standard library's modules that :func:`pack` with ``options`` will
+    collect, for a build to start before pip runs (pip leaves a CPU idle): what the reach
+    analysis reads first, taking the standard library's and the built-in modules as the ones
+    present (a fact that asked about another is computed again by the packer), then the
+    bytecode. One process fewer than CPUs. :func:`pack` waits for it (given as
+    ``options.stdlib_pool``); the caller stops it if the build fails before."""
+    if not options.stdlib or options.cache.store is None:
+        return Prefetch([], 0)
+    collection = collect_stdlib(tuple(options.stdlib_exclude))
+    levels = tuple(sorted(set(options.optimize_levels)))
+    present = present_modules((_namespace(item.kind), item.name) for item in collection.items)
+    return Prefetch.start(
+        collection.items,
+        options.cache,
+        levels,
+        _scans(options),
+        (present, lambda item: True) if options.prune else None,
+        spare=1,
+    )
 
 
 def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) -> list[Collection]:
@@ -744,11 +774,16 @@ def pack(
     # A pool compiles and scans the modules meanwhile, the application's and its packages'
     # first: pruning leaves out mostly standard-library modules (ingot.build.prefetch).
     stdlib_items = {id(item) for item in collections[0].items} if options.stdlib else set()
+    early = options.stdlib_pool or Prefetch([], 0)
     prefetching = Prefetch.start(
-        sorted(plan.values(), key=lambda item: id(item) in stdlib_items),
+        sorted(
+            (item for item in plan.values() if not (early.jobs and id(item) in stdlib_items)),
+            key=lambda item: id(item) in stdlib_items,
+        ),
         options.cache,
         levels,
-        (options.precompile_regexes, entry_modules is not None),
+        _scans(options),
+        (present_modules(plan), lambda item: id(item) in stdlib_items) if options.prune else None,
     )
     try:
         if options.prune:
@@ -763,6 +798,8 @@ def pack(
                 result,
                 options.cache,
             )
+            for pool in (early, prefetching):
+                pool.carry({item.name for item in plan.values()})
             say(
                 f"carrying {len(plan)} entries that the application can use; left out "
                 f"{sum(count for _, count, _ in result.left_out.values())}"
@@ -785,14 +822,18 @@ def pack(
         if options.cache.store is not None:
             writer.set_cache(options.cache.store)
         writer.set_untrained(_own_modules(plan, collections, own))
-        phase("compiling and scanning modules", prefetching.jobs)
-        workers = prefetching.wait(ticker.advance) if ticker else prefetching.wait()
-        options.cache.elsewhere = prefetching.stats
+        phase("compiling and scanning modules", prefetching.jobs + early.jobs)
+        workers = 0
+        for pool in (early, prefetching):
+            workers += pool.wait(ticker.advance) if ticker else pool.wait()
+            for name, count in pool.stats.items():
+                options.cache.elsewhere[name] = options.cache.elsewhere.get(name, 0) + count
         if options.cache.store is not None:
-            options.cache.store.refresh()  # (what the pool appended since)
+            options.cache.store.refresh()  # (what the pools appended since)
         if workers:
             processes = "process" if workers == 1 else "processes"
-            say(f"compiled and scanned {prefetching.jobs} modules in {workers} {processes}")
+            jobs = prefetching.jobs + early.jobs
+            say(f"compiled and scanned {jobs} modules in {workers} {processes}")
         phase("compiling, scanning and compressing entries", len(plan))
         trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
         phase("adding ingot's tables")

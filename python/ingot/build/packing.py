@@ -4,13 +4,15 @@ user wrote it."""
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from pathlib import Path
 
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.buildcache import NO_CACHE, BuildMemo
 from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
-from ingot.build.pack import PackOptions, PackResult, pack
+from ingot.build.pack import PackOptions, PackResult, pack, stdlib_pool
+from ingot.build.prefetch import Prefetch
 from ingot.build.progress import Ticker
 from ingot.build.selection import Selection
 from ingot.build.settings import DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, Settings
@@ -18,7 +20,7 @@ from ingot.build.spec import Spec
 from ingot.build.target import Say
 from ingot.errors import BuildError, CompileError
 
-__all__ = ["launch_config", "pack_archive", "stdlib_excludes"]
+__all__ = ["launch_config", "pack_archive", "start_stdlib_pool", "stdlib_excludes"]
 
 
 def pack_archive(
@@ -29,26 +31,24 @@ def pack_archive(
     say: Say,
     ticker: Ticker | None = None,
     memo: BuildMemo = NO_CACHE,
+    early: Prefetch | None = None,
 ) -> PackResult:
-    """Packs what the app can reach from ``roots`` into ``archive``."""
+    """Packs what the app can reach from ``roots`` into ``archive`` (``early``: the pool
+    :func:`start_stdlib_pool` started)."""
     settings = spec.settings
-    options = PackOptions(
+    options = dataclasses.replace(
+        _options(spec, memo),
         directories=roots,
-        stdlib_exclude=stdlib_excludes(settings),
         exclude=tuple(settings.exclude),
-        optimize_levels=tuple(settings.optimize or (0,)),
         compression_level=_compression(settings.compress),
         large_compression_level=(DEFAULT_LARGE_COMPRESSION if settings.compress is None else None),
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
-        precompile_regexes=settings.precompile_regexes is not False,
-        entry_modules=[spec.run["module"]],
         strict_directories=roots[:1],
-        prune=True,
         keep=tuple(settings.include),
         progress=say,
         ticker=ticker,
-        cache=memo,
+        stdlib_pool=early,
     )
     try:
         result = pack(archive, options)
@@ -56,6 +56,26 @@ def pack_archive(
         raise _compile_error(error, archive.parent / "app", spec) from None
     result.warnings[:0] = selection.warnings
     return result
+
+
+def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
+    """The pack options that depend on the spec's settings alone (what the stdlib pool needs)."""
+    settings = spec.settings
+    return PackOptions(
+        directories=[],
+        stdlib_exclude=stdlib_excludes(settings),
+        optimize_levels=tuple(settings.optimize or (0,)),
+        precompile_regexes=settings.precompile_regexes is not False,
+        entry_modules=[spec.run["module"]],
+        prune=True,
+        cache=memo,
+    )
+
+
+def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
+    """A pool on the standard library's modules (:func:`ingot.build.pack.stdlib_pool`), started
+    before pip runs."""
+    return stdlib_pool(_options(spec, memo))
 
 
 def launch_config(spec: Spec) -> bytes:

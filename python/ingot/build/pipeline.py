@@ -36,7 +36,7 @@ from ingot.build.buildcache import BuildMemo, open_memo
 from ingot.build.check import check_archive, glibc_verdict
 from ingot.build.launcher import read_launcher
 from ingot.build.pack import PackResult
-from ingot.build.packing import pack_archive
+from ingot.build.packing import pack_archive, start_stdlib_pool
 from ingot.build.progress import Ticker
 from ingot.build.selection import select
 from ingot.build.spec import Spec
@@ -81,15 +81,20 @@ def _build(
 ) -> BuildResult:
     with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
         staging = Path(staging_name)
-        if ticker:
-            ticker.phase("installing with pip")
-        roots = stage(spec, staging, say, memo)
-        if ticker:
-            ticker.done()
-        selection = select(spec, roots, say)
-        reseal(selection.prepared)
-        archive = staging / "app.ingot"
-        packed = pack_archive(spec, roots, selection, archive, say, ticker, memo)
+        # The standard library's modules are compiled and scanned meanwhile (pip uses one CPU).
+        early = start_stdlib_pool(spec, memo)
+        try:
+            if ticker:
+                ticker.phase("installing with pip")
+            roots = stage(spec, staging, say, memo)
+            if ticker:
+                ticker.done()
+            selection = select(spec, roots, say)
+            reseal(selection.prepared)
+            archive = staging / "app.ingot"
+            packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
+        finally:
+            early.stop()  # (ended already, unless something failed)
         check_archive(spec, packed, archive)
         size = assemble(spec, head, archive, say)
     floor, notes, warnings = glibc_verdict(spec)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import selectors
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from typing import Any
 from ingot.build.buildcache import BuildMemo, cached_imports
 from ingot.build.bytecode import compile_module
 from ingot.build.collect import Item
+from ingot.build.reach import stdlib_facts
 from ingot.build.regexes import patterns_in_source
 
 __all__ = ["Prefetch", "compiled", "patterns"]
@@ -59,30 +61,80 @@ _CHILD = (
 
 
 def serve() -> None:
-    """A process of the pool: compiles and scans the jobs given as JSON on stdin into the build
-    cache, writing a line per job done."""
+    """A process of the pool: computes the jobs given as JSON (a line on stdin) into the build
+    cache. First, when the builder is to find what the application reaches (``present``
+    given), what that reads of each module (its imports; of a standard-library module, its
+    syntax tree's facts), ahead of the builder, which takes them from the cache as it gets there;
+    then the bytecode and the other scans, writing a line per job done. A second line, once the
+    builder knows what it carries, names the modules left out: their jobs are skipped (and the
+    first part ends)."""
     from ingot._ingot import BuildCache
 
-    given = json.load(sys.stdin)
-    memo = BuildMemo(BuildCache(given["root"]), bytes.fromhex(given["salt"]))
+    told = _Told()
+    given = json.loads(told.line(wait=True) or b"{}")
+    store = BuildCache(given["root"], since=given["since"])
+    memo = BuildMemo(store, bytes.fromhex(given["salt"]))
     levels = tuple(given["levels"])
     want_patterns, want_imports = given["scans"]
+    present = None if given["present"] is None else set(given["present"])
     warnings.simplefilter("ignore")
-    for path, filename, name, is_package in given["jobs"]:
-        try:
-            with open(path, "rb") as file:
-                content = file.read()
-            compiled(memo, content, filename, levels)
-            if want_patterns:
-                patterns(memo, content)
-            if want_imports:
+    if present is not None:
+        for path, _, name, is_package, stdlib in given["jobs"]:
+            if told.skipped() is not None:
+                break
+            try:
+                content = Path(path).read_bytes()
                 cached_imports(memo, content, name, is_package)
+                if stdlib:
+                    stdlib_facts(memo, content, name, is_package, present)
+            except (OSError, SyntaxError, ValueError):
+                pass
+    for path, filename, name, is_package, _ in given["jobs"]:
+        try:
+            if name not in (told.skipped() or ()):
+                content = Path(path).read_bytes()
+                compiled(memo, content, filename, levels)
+                if want_patterns:
+                    patterns(memo, content)
+                if want_imports:
+                    cached_imports(memo, content, name, is_package)
         except (OSError, SyntaxError, ValueError):
             pass  # the packer meets it again, and says so
         sys.stdout.write("1\n")
         sys.stdout.flush()
     memo.flush()
     sys.stdout.write("stats " + json.dumps(memo.stats()) + "\n")
+
+
+class _Told:
+    """What the builder tells a process of the pool on its stdin (read unbuffered, so that
+    ``select`` sees what is left): a line of jobs, then a line of the modules to skip."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+        self.skip: set[str] | None = None
+
+    def line(self, wait: bool) -> bytes | None:
+        """The next line (``b""`` at the end of stdin); None if ``wait`` is false and it has
+        not come whole yet."""
+        while b"\n" not in self.pending:
+            if not wait and not select.select([0], [], [], 0)[0]:
+                return None
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                line, self.pending = self.pending, b""
+                return line
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+    def skipped(self) -> set[str] | None:
+        """The modules to skip, once told (None before)."""
+        if self.skip is None:
+            line = self.line(wait=False)
+            if line is not None:
+                self.skip = set(json.loads(line)["skip"]) if line.strip() else set()
+        return self.skip
 
 
 def _cpus() -> int:
@@ -95,10 +147,34 @@ def _cpus() -> int:
 class Prefetch:
     """A pool at work (:meth:`start`), for :meth:`wait` to see through."""
 
-    def __init__(self, children: list[subprocess.Popen[bytes]], jobs: int) -> None:
+    def __init__(
+        self,
+        children: list[subprocess.Popen[bytes]],
+        jobs: int,
+        shares: list[set[str]] | None = None,
+    ) -> None:
         self.children = children
         self.jobs = jobs
+        self.shares = shares or []  # the modules each process was given
         self.stats: dict[str, int] = {}  # the pool's processes' (BuildCache.stats), summed
+
+    def carry(self, carried: set[str]) -> None:
+        """Tells the pool which modules the build carries (once the reach analysis has decided):
+        the others are skipped."""
+        for child, share in zip(self.children, self.shares):
+            message = {"skip": sorted(share - carried)}
+            self._tell(child, json.dumps(message).encode() + b"\n")
+
+    @staticmethod
+    def _tell(child: subprocess.Popen[bytes], line: bytes) -> None:
+        """Writes ``line`` to ``child``'s stdin, then closes it (a child that ended is let be)."""
+        if child.stdin is None or child.stdin.closed:
+            return
+        try:
+            child.stdin.write(line)
+            child.stdin.close()
+        except OSError:
+            pass
 
     @classmethod
     def start(
@@ -107,27 +183,40 @@ class Prefetch:
         memo: BuildMemo,
         levels: tuple[int, ...],
         scans: tuple[bool, bool],
+        reach: tuple[set[str], Callable[[Item], bool]] | None = None,
+        spare: int = 0,
     ) -> Prefetch:
         """Starts compiling and scanning ``items``' modules (``scans``: for regular
         expressions, for imports), in their order, in one process per CPU (up to 8) into
-        ``memo``'s cache. No process without the cache, with one CPU or few modules.
+        ``memo``'s cache. No process without the cache, with one CPU or few modules. With
+        ``reach`` (the modules present, and which items are the standard library's), what the
+        reach analysis reads is computed first (:func:`serve`). ``spare``: CPUs left to other
+        work (at least one process remains).
 
         One per CPU although the builder works on meanwhile: with one CPU left to the builder,
         the pool was still at work after it (httpie on 2 CPUs: 2.7 s waited for it, the build
         0.9 s longer)."""
+        stdlib = reach[1] if reach else lambda item: False
         jobs = [
-            (str(item.path), item.relpath or item.name, item.name, item.kind == "package")
+            (
+                str(item.path),
+                item.relpath or item.name,
+                item.name,
+                item.kind == "package",
+                stdlib(item),
+            )
             for item in items
             if item.kind in ("module", "package") and item.path is not None
         ]
         cpus = _cpus()
         if memo.store is None or cpus < 2 or len(jobs) < MINIMUM:
             return cls([], 0)
-        workers = min(cpus, 8)
+        workers = max(1, min(cpus - spare, 8))
         # The directory holding this ingot package, not resolved: a build under a runtime has a
         # directory of links with the runtime's extension module (ingot.build.under).
         here = str(Path(os.path.abspath(__file__)).parents[2])
         children: list[subprocess.Popen[bytes]] = []
+        shares: list[set[str]] = []  # each process's modules
         try:
             for share in range(workers):
                 child = subprocess.Popen(
@@ -137,25 +226,31 @@ class Prefetch:
                     stderr=subprocess.DEVNULL,
                 )
                 children.append(child)
+                mine = jobs[share::workers]
                 given = {
                     "root": str(memo.store.root),
                     "salt": memo.salt.hex(),
+                    "since": memo.store.since,  # (hits on what this build wrote: not reused)
                     "levels": list(levels),
                     "scans": list(scans),
-                    "jobs": jobs[share::workers],
+                    "present": sorted(reach[0]) if reach else None,
+                    "jobs": mine,
                 }
                 assert child.stdin is not None
-                with child.stdin:
-                    child.stdin.write(json.dumps(given).encode())
+                child.stdin.write(json.dumps(given).encode() + b"\n")
+                child.stdin.flush()
+                shares.append({job[2] for job in mine})
         except OSError:
             cls(children, 0).stop()
             return cls([], 0)
-        return cls(children, len(jobs))
+        return cls(children, len(jobs), shares)
 
     def wait(self, advance: Callable[[int], None] = lambda count: None) -> int:
         """Waits for the pool to finish (``advance`` counts the jobs done); returns how many
         processes worked (0: none, the packer does it all)."""
         finished = False
+        for child in self.children:
+            self._tell(child, b"")  # (nothing to skip, if not told)
         try:
             with selectors.DefaultSelector() as selector:
                 for child in self.children:
@@ -192,5 +287,9 @@ class Prefetch:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
-            if child.stdout is not None:
-                child.stdout.close()
+            for pipe in (child.stdin, child.stdout):
+                if pipe is not None and not pipe.closed:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
+from ingot import _ingot
 from ingot._ingot import loadable_image
 from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports
 from ingot.build.collect import Item
@@ -175,17 +176,19 @@ _MODULE_NAMESPACE = "modules"
 
 def loose_binary_names(image: bytes) -> set[str]:
     """Every run of identifier characters (and dots) in a native image, however delimited: Rust
-    and Cython 3 keep their strings in pools without NUL terminators."""
-    return {match.decode() for match in _IDENTIFIER_RUN.findall(image)}
+    and Cython 3 keep their strings in pools without NUL terminators. (What
+    ``_IDENTIFIER_RUN.findall`` finds, scanned in Rust: ``ingot._ingot.loose_binary_names``.)"""
+    return _ingot.loose_binary_names(image)
 
 
 def binary_names(image: bytes) -> set[str]:
     """The NUL-terminated strings of a native image that look like module names (C code imports
     by name: ``numbers``, ``_strptime``, ``xml.etree.ElementPath``), less the names the image
     documents as its own functions or methods (an Argument Clinic signature, ``readline($self,
-    ...``): a method that happens to share a module's name is not an import of it."""
-    documented = set(_SIGNATURE.findall(image))
-    return {match.decode() for match in _BINARY_NAME.findall(image) if match not in documented}
+    ...``): a method that happens to share a module's name is not an import of it. (What
+    ``_BINARY_NAME.findall`` finds less ``_SIGNATURE.findall``'s, scanned in Rust:
+    ``ingot._ingot.binary_names``.)"""
+    return _ingot.binary_names(image)
 
 
 def _loaded_part(image: bytes) -> bytes:
@@ -269,6 +272,26 @@ def stdlib_imports(
     )
     walk.statements(tree.body)
     return walk.found
+
+
+def present_modules(plan: Iterable[tuple[str, str]]) -> set[str]:
+    """The modules :func:`stdlib_facts` takes as present: the plan's (its keys), and the
+    interpreter's built-in ones."""
+    names = {key[1] for key in plan if key[1] and key[0] == _MODULE_NAMESPACE}
+    return names | set(sys.builtin_module_names)
+
+
+def stdlib_facts(
+    memo: BuildMemo, source: bytes, name: str, is_package: bool, present: set[str]
+) -> list[str] | None:
+    """:func:`stdlib_imports`, through the build cache (kept with the answers ``present`` gave;
+    the build's pool computes them too, :mod:`ingot.build.prefetch`)."""
+    return memo.with_present(
+        "stdlib-imports",
+        [name, "package" if is_package else "module", source],
+        present,
+        functools.partial(stdlib_imports, source, name, is_package),
+    )
 
 
 def _dead_functions(body: list[ast.stmt]) -> set[str]:
@@ -526,7 +549,7 @@ class _Walk:
         for directory, by_group in dist_entry_points.items():
             for group, targets in by_group.items():
                 self.groups.setdefault(group, []).append((directory, targets))
-        self.present = set(self.modules) | set(sys.builtin_module_names)
+        self.present = present_modules(plan)
         self.result = Reach()
         self.reached: set[str] = set()
         self.whole: set[str] = set()  # top-level names carried whole
@@ -624,12 +647,7 @@ class _Walk:
             found_imports = cached_imports(self.memo, source, name, is_package)
             self.result.imports[name] = found_imports
             precise = (
-                self.memo.with_present(
-                    "stdlib-imports",
-                    [name, "package" if is_package else "module", source],
-                    self.present,
-                    functools.partial(stdlib_imports, source, name, is_package),
-                )
+                stdlib_facts(self.memo, source, name, is_package, self.present)
                 if self.origin.get(key) == "stdlib" and item.kind in ("module", "package")
                 else None
             )
