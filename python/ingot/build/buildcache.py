@@ -164,9 +164,16 @@ class BuildMemo:
             digest.update(data)
         return digest.hexdigest()
 
-    def remember(self, kind: str, parts: Iterable[bytes | str], compute: Callable[[], T]) -> T:
-        """The value of ``compute()``, taken from the store when it has one for ``parts``.
-        Values are what :mod:`marshal` writes (bytes, str, numbers, containers of them)."""
+    def remember(
+        self,
+        kind: str,
+        parts: Iterable[bytes | str],
+        compute: Callable[[], T],
+        keep: Callable[[T], bool] = lambda value: True,
+    ) -> T:
+        """The value of ``compute()``, taken from the store when it has one for ``parts``
+        (kept only if ``keep(value)``). Values are what :mod:`marshal` writes (bytes, str,
+        numbers, containers of them)."""
         if self.store is None:
             return compute()
         key = self.key(kind, *parts)
@@ -174,7 +181,8 @@ class BuildMemo:
         if found is not _MISSING:
             return found  # type: ignore[no-any-return]
         value = compute()
-        self._put(key, value)
+        if keep(value):
+            self._put(key, value)
         return value
 
     def _get(self, key: str) -> Any:

@@ -324,11 +324,13 @@ def scan_tree(
     packages: Iterable[str],
     *,
     python_version: tuple[int, int] | None = None,
+    scan: Callable[[bytes, str, str], list[Finding]] | None = None,
 ) -> list[Finding]:
     """The findings in every ``.py`` file of ``root/<package>/`` (recursively, ``__pycache__``
     left out) and in ``root/<package>.py``, for each of ``packages`` (top-level import names),
     sorted by path and line. A package that is not under ``root``, or a file that cannot be read,
-    is skipped."""
+    is skipped. ``scan(source, path, package)`` stands for :func:`scan_source` (the build's
+    cached one) when given."""
     root = Path(root)
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a directory"
@@ -355,7 +357,11 @@ def scan_tree(
                 source = (root / relative).read_bytes()
             except OSError:
                 continue
-            findings += scan_source(source, relative, package, python_version=python_version)
+            findings += (
+                scan(source, relative, package)
+                if scan is not None
+                else scan_source(source, relative, package, python_version=python_version)
+            )
     return sorted(findings, key=lambda f: (f.path, f.line, f.call, f.snippet))
 
 

@@ -54,7 +54,13 @@ from ingot.build.collect import (
 from ingot.build.firstuse import BOOT_MODULES, first_use_order
 from ingot.build.prefetch import Prefetch, compiled, patterns
 from ingot.build.progress import Ticker
-from ingot.build.reach import NATIVE_IMPORTS, import_probe, present_modules, reach
+from ingot.build.reach import (
+    NATIVE_IMPORTS,
+    cached_probe,
+    import_probe,
+    present_modules,
+    reach,
+)
 from ingot.build.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
@@ -216,7 +222,8 @@ def _prune(
         for index, collection in enumerate(collections)
         if not (stdlib and index == 0)
     ]
-    decided = reach(plan, origin, roots, keep=keep, probe=import_probe(paths), memo=memo)
+    probe = cached_probe(memo, paths, import_probe(paths))
+    decided = reach(plan, origin, roots, keep=keep, probe=probe, memo=memo)
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
     result.left_out = decided.left_out

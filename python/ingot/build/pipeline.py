@@ -89,7 +89,7 @@ def _build(
             roots = stage(spec, staging, say, memo)
             if ticker:
                 ticker.done()
-            selection = select(spec, roots, say)
+            selection = select(spec, roots, say, memo)
             reseal(selection.prepared)
             archive = staging / "app.ingot"
             packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)

@@ -37,15 +37,17 @@ from __future__ import annotations
 import ast
 import configparser
 import functools
+import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 from ingot import _ingot
 from ingot._ingot import loadable_image
-from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports
+from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports, file_digest, tree_digest
 from ingot.build.collect import Item
 from ingot.build.firstuse import SKIPPED
 
@@ -747,6 +749,37 @@ def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str
                 return set()
 
     return probe
+
+
+def cached_probe(
+    memo: BuildMemo, paths: list[str], probe: Callable[[list[str]], set[str]]
+) -> Callable[[list[str]], set[str]]:
+    """``probe`` (:func:`import_probe` over ``paths``) through the build cache: keyed by the
+    top-level packages asked and the contents of ``paths`` (of a directory of dependencies the
+    build cache installed, its record of every file's hash; of another, the hashes themselves).
+    A probe that failed (nothing returned) is not kept."""
+    if memo.store is None:
+        return probe
+    digests: list[str] = []
+
+    def run(tops: list[str]) -> set[str]:
+        if not digests:
+            digests.extend(_contents_key(Path(path)) for path in paths)
+        found = memo.remember(
+            "import-probe", [*tops, "|", *digests], lambda: sorted(probe(tops)), bool
+        )
+        return set(found)
+
+    return run
+
+
+def _contents_key(root: Path) -> str:
+    """What a directory holds (not where: the staging directory is a new one each build), for
+    :func:`cached_probe`'s key."""
+    record = root.parent / "files.json"
+    if root.name == "site" and record.is_file():  # (ingot.build.stage: checked, kept current)
+        return f"installed:{file_digest(record)}"
+    return f"tree:{json.dumps(tree_digest(root), sort_keys=True)}"
 
 
 def _dist_name(directory: str) -> str:

@@ -5,13 +5,16 @@ preparations the files packages get."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build import filescan
+from ingot.build.buildcache import NO_CACHE, BuildMemo
 from ingot.build.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.settings import Settings
 from ingot.build.spec import Spec
@@ -30,12 +33,13 @@ class Selection:
     prepared: list[Path] = field(default_factory=list)  # roots a preparation wrote into
 
 
-def select(spec: Spec, roots: list[Path], say: Say) -> Selection:
+def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) -> Selection:
     """The files packages of a build over the staged ``roots`` (the app's first), the
     warnings about code that needs real files and imports the build does not carry, and the
-    files packages' preparations run in their staged copies."""
+    files packages' preparations run in their staged copies. Each module's scan is kept in
+    the build cache (``memo``)."""
     files_packages, warnings = _file_policy(
-        spec.settings, roots, say, executable=not spec.archive_only
+        spec.settings, roots, say, executable=not spec.archive_only, memo=memo
     )
     warnings += _missing_imports(roots, spec.settings.allow_missing)
     prepared: list[Path] = []
@@ -44,7 +48,7 @@ def select(spec: Spec, roots: list[Path], say: Say) -> Selection:
 
 
 def _file_policy(
-    config: Settings, roots: list[Path], say: Say, *, executable: bool
+    config: Settings, roots: list[Path], say: Say, *, executable: bool, memo: BuildMemo
 ) -> tuple[list[str], list[str]]:
     """The ``files`` packages of a build (configured + the built-in table), and warnings for code
     of the other collected packages that hands paths built from ``__file__`` to what needs real
@@ -68,7 +72,7 @@ def _file_policy(
     findings = [
         finding
         for root, names in sorted(by_root.items())
-        for finding in filescan.scan_tree(root, sorted(names))
+        for finding in filescan.scan_tree(root, sorted(names), scan=_cached_scan(memo))
         if not _in_tests(finding.path)
     ]
     answered = filescan.SERVED_FROM_ARCHIVE if executable else frozenset()
@@ -87,6 +91,23 @@ def _file_policy(
         if len(found) > len(shown):
             warnings.append(f"{package}: {len(found) - len(shown)} more such uses of __file__")
     return sorted(decision.files), warnings
+
+
+def _cached_scan(memo: BuildMemo) -> Callable[[bytes, str, str], list[filescan.Finding]]:
+    """:func:`ingot.build.filescan.scan_source` through the build cache."""
+
+    def scan(source: bytes, path: str, package: str) -> list[filescan.Finding]:
+        rows = memo.remember(
+            "filescan",
+            [path, package, source],
+            lambda: [
+                dataclasses.astuple(finding)
+                for finding in filescan.scan_source(source, path, package)
+            ],
+        )
+        return [filescan.Finding(*row) for row in rows]
+
+    return scan
 
 
 def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
