@@ -202,3 +202,30 @@ def test_a_build_cache_others_can_write_is_refused(project):
     assert "hint:" in refused.stderr and "--no-cache" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert build(project, project.parent / "again.ingot", "--no-cache").returncode == 0
+
+
+def test_values_asked_with_different_sets_of_present_modules_are_each_kept(tmp_path):
+    """The standard library's pool (started before pip) and the packer ask about present modules
+    with different sets: each gets its own value back on the next build, none is computed
+    again."""
+    from ingot._ingot import BuildCache
+    from ingot.build.buildcache import BuildMemo
+
+    computed = []
+
+    def facts(present):
+        computed.append(sorted(present.inner))
+        return ["numpy"] if "numpy" in present else []
+
+    def lookup(present):
+        memo = BuildMemo(BuildCache(str(tmp_path)), b"salt")
+        value = memo.with_present("facts", ["module"], present, facts)
+        memo.flush()
+        return value
+
+    stdlib, everything = {"os"}, {"os", "numpy"}
+    assert lookup(stdlib) == [] and lookup(everything) == ["numpy"]
+    assert len(computed) == 2
+    for _ in range(2):
+        assert lookup(stdlib) == [] and lookup(everything) == ["numpy"]
+    assert len(computed) == 2

@@ -50,6 +50,9 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: How many values of one :meth:`BuildMemo.with_present` key are kept.
+VARIANTS = 4
+
 #: Sections of ``<cache>/build``: the entries store, and the installed dependencies.
 ENTRIES, DEPS = "entries", "deps"
 
@@ -208,21 +211,24 @@ class BuildMemo:
     ) -> T:
         """Like :meth:`remember` for a ``compute(present)`` that asks whether names are in the
         set ``present``: the value is kept with the answers it got, and taken again only when
-        ``present`` gives the same answers."""
+        ``present`` gives the same answers. Up to :data:`VARIANTS` values with different
+        answers are kept under one key (the standard library's pool, started before pip, and the
+        packer ask with different sets: one value each)."""
         if self.store is None:
             return compute(present)
         key = self.key(kind, *parts)
         found = self._get(key)
-        if (
-            isinstance(found, tuple)
-            and len(found) == 2
-            and isinstance(found[1], dict)
-            and all((name in present) == answer for name, answer in found[1].items())
-        ):
-            return found[0]  # type: ignore[no-any-return]
+        variants = [
+            variant
+            for variant in (found if isinstance(found, list) else [])
+            if isinstance(variant, tuple) and len(variant) == 2 and isinstance(variant[1], dict)
+        ]
+        for value, asked in variants:
+            if all((name in present) == answer for name, answer in asked.items()):
+                return value  # type: ignore[no-any-return]
         recording = _Recording(present)
         value = compute(recording)
-        self._put(key, (value, recording.asked))
+        self._put(key, [*variants[-(VARIANTS - 1) :], (value, recording.asked)])
         return value
 
     def stats(self) -> dict[str, int]:
