@@ -30,7 +30,7 @@ from typing import Any
 from ingot.build.buildcache import BuildMemo, cached_imports
 from ingot.build.bytecode import compile_module
 from ingot.build.collect import Item
-from ingot.build.reach import stdlib_facts
+from ingot.build.reach import source_strings, stdlib_facts
 from ingot.build.regexes import patterns_in_source
 
 __all__ = ["Prefetch", "compiled", "patterns"]
@@ -63,8 +63,8 @@ _CHILD = (
 def serve() -> None:
     """A process of the pool: computes the jobs given as JSON (a line on stdin) into the build
     cache. First, when the builder is to find what the application reaches (``present``
-    given), what that reads of each module (its imports; of a standard-library module, its
-    syntax tree's facts), ahead of the builder, which takes them from the cache as it gets there;
+    given), what that reads of each module (its imports and strings; of a standard-library
+    module, its syntax tree's facts), ahead of the builder, which takes them from the cache as it gets there;
     then the bytecode and the other scans, writing a line per job done. A second line, once the
     builder knows what it carries, names the modules left out: their jobs are skipped (and the
     first part ends)."""
@@ -85,6 +85,8 @@ def serve() -> None:
             try:
                 content = Path(path).read_bytes()
                 cached_imports(memo, content, name, is_package)
+                package = name if is_package else name.rpartition(".")[0]
+                source_strings(memo, content, package, stdlib)
                 if stdlib:
                     stdlib_facts(memo, content, name, is_package, present)
             except (OSError, SyntaxError, ValueError):

@@ -276,6 +276,35 @@ def stdlib_imports(
     return walk.found
 
 
+def source_strings(
+    memo: BuildMemo, source: bytes, package: str, stdlib: bool
+) -> tuple[list[str], list[str]]:
+    """What a module's source names as strings, through the build cache: the modules it
+    imports by a computed name (``import_module("a.b")``, ``__import__``, ``find_spec``;
+    relative ones resolved in ``package``), and, unless it is the standard library's (whose
+    other module-name strings are data: pickle's table of renamed modules, logging's
+    configuration), its other strings that look like names, each once, in order (entry point
+    names, plugin modules: the reach analysis decides which are modules)."""
+
+    def scan() -> tuple[list[str], list[str]]:
+        imported = [m.group(2).decode("ascii", "replace") for m in _IMPORT_CALL.finditer(source)]
+        for match in _RELATIVE_IMPORT.finditer(source):
+            relative = match.group(2).decode("ascii", "replace")
+            dots = len(relative) - len(relative.lstrip("."))
+            base = package.split(".")
+            base = base[: len(base) - (dots - 1)] if dots > 1 else base
+            imported.append(".".join([*base, relative.lstrip(".")]).rstrip("."))
+        texts = (
+            []
+            if stdlib
+            else [m.group(2).decode("ascii", "replace") for m in _STRING.finditer(source)]
+        )
+        return list(dict.fromkeys(imported)), list(dict.fromkeys(texts))
+
+    found = memo.remember("strings", [package, "stdlib" if stdlib else "", source], scan)
+    return list(found[0]), list(found[1])
+
+
 def present_modules(plan: Iterable[tuple[str, str]]) -> set[str]:
     """The modules :func:`stdlib_facts` takes as present: the plan's (its keys), and the
     interpreter's built-in ones."""
@@ -563,20 +592,10 @@ class _Walk:
             self.queue.append(name)
 
     def strings(self, source: bytes, package: str, stdlib: bool) -> None:
-        for match in _IMPORT_CALL.finditer(source):
-            self.visit(match.group(2).decode("ascii", "replace"))
-        for match in _RELATIVE_IMPORT.finditer(source):
-            relative = match.group(2).decode("ascii", "replace")
-            dots = len(relative) - len(relative.lstrip("."))
-            base = package.split(".")
-            base = base[: len(base) - (dots - 1)] if dots > 1 else base
-            self.visit(".".join([*base, relative.lstrip(".")]).rstrip("."))
-        if stdlib:
-            # The standard library's other module-name strings are data (pickle's table of
-            # renamed modules, logging's configuration), not imports of its own.
-            return
-        for match in _STRING.finditer(source):
-            text = match.group(2).decode("ascii", "replace")
+        imported, texts = source_strings(self.memo, source, package, stdlib)
+        for name in imported:
+            self.visit(name)
+        for text in texts:
             if "." in text or text in self.third_party_tops:
                 self.visit(text)
             for directory, targets in self.groups.get(text, ()):
