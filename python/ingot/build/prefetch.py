@@ -30,7 +30,7 @@ from typing import Any
 from ingot.build.buildcache import BuildMemo, cached_imports
 from ingot.build.bytecode import compile_module
 from ingot.build.collect import Item
-from ingot.build.reach import source_strings, stdlib_facts
+from ingot.build.reach import in_test_package, source_strings, stdlib_facts
 from ingot.build.regexes import patterns_in_source
 
 __all__ = ["Prefetch", "compiled", "patterns"]
@@ -40,13 +40,21 @@ __all__ = ["Prefetch", "compiled", "patterns"]
 MINIMUM = 150
 
 
-def compiled(memo: BuildMemo, content: bytes, filename: str, levels: tuple[int, ...]) -> Any:
-    """:func:`ingot.build.bytecode.compile_module`, through the build cache."""
-    return memo.remember(
-        "bytecode",
-        [filename, ",".join(map(str, levels)), content],
-        lambda: compile_module(content, filename, levels),
-    )
+def compiled(
+    memo: BuildMemo,
+    content: bytes,
+    filename: str,
+    levels: tuple[int, ...],
+    before: Callable[[], None] = lambda: None,
+) -> Any:
+    """:func:`ingot.build.bytecode.compile_module`, through the build cache (``before()`` is
+    called first when it has to compile)."""
+
+    def compile_() -> Any:
+        before()
+        return compile_module(content, filename, levels)
+
+    return memo.remember("bytecode", [filename, ",".join(map(str, levels)), content], compile_)
 
 
 def patterns(memo: BuildMemo, source: bytes) -> Any:
@@ -64,48 +72,89 @@ def serve() -> None:
     """A process of the pool: computes the jobs given as JSON (a line on stdin) into the build
     cache. First, when the builder is to find what the application reaches (``present``
     given), what that reads of each module (its imports and strings; of a standard-library
-    module, its syntax tree's facts), ahead of the builder, which takes them from the cache as it gets there;
-    then the bytecode and the other scans, writing a line per job done. A second line, once the
-    builder knows what it carries, names the modules left out: their jobs are skipped (and the
-    first part ends)."""
+    module, its syntax tree's facts), ahead of the builder, which takes them from the cache as
+    it gets there; then the bytecode and the other scans, writing a line per job done. A second
+    line, once the builder knows what it carries, names the modules left out: their jobs are
+    skipped (and the first part ends)."""
     from ingot._ingot import BuildCache
 
     told = _Told()
     given = json.loads(told.line(wait=True) or b"{}")
     store = BuildCache(given["root"], since=given["since"])
     memo = BuildMemo(store, bytes.fromhex(given["salt"]))
-    levels = tuple(given["levels"])
-    want_patterns, want_imports = given["scans"]
-    present = None if given["present"] is None else set(given["present"])
     warnings.simplefilter("ignore")
-    if present is not None:
-        for path, _, name, is_package, stdlib in given["jobs"]:
-            if told.skipped() is not None:
-                break
-            try:
-                content = Path(path).read_bytes()
-                cached_imports(memo, content, name, is_package)
-                package = name if is_package else name.rpartition(".")[0]
-                source_strings(memo, content, package, stdlib)
-                if stdlib:
-                    stdlib_facts(memo, content, name, is_package, present)
-            except (OSError, SyntaxError, ValueError):
-                pass
-    for path, filename, name, is_package, _ in given["jobs"]:
-        try:
-            if name not in (told.skipped() or ()):
-                content = Path(path).read_bytes()
-                compiled(memo, content, filename, levels)
-                if want_patterns:
-                    patterns(memo, content)
-                if want_imports:
-                    cached_imports(memo, content, name, is_package)
-        except (OSError, SyntaxError, ValueError):
-            pass  # the packer meets it again, and says so
-        sys.stdout.write("1\n")
-        sys.stdout.flush()
+    seen: set[str] = set()
+    if given["present"] is not None:
+        seen = _ahead(memo, told, given["jobs"], set(given["present"]))
+    later = []
+    for job in given["jobs"]:
+        if not _job(memo, told, given, job, seen):
+            later.append(job)
+    if later:
+        told.wait()
+        for job in later:
+            _job(memo, told, given, job, set())
     memo.flush()
     sys.stdout.write("stats " + json.dumps(memo.stats()) + "\n")
+
+
+class _Later(Exception):
+    """A module to compile once the builder has said whether it carries it."""
+
+
+def _ahead(memo: BuildMemo, told: _Told, jobs: list[Any], present: set[str]) -> set[str]:
+    """What the reach analysis reads of each module, computed ahead of it (test suites last:
+    the analysis leaves them out unless imported; numpy's are most of what it leaves out),
+    until the builder has decided. Returns the modules whose results were all in the cache: an
+    earlier build analysed them."""
+    seen = set()
+    assert memo.store is not None
+    for path, _, name, is_package, stdlib in sorted(jobs, key=lambda job: in_test_package(job[2])):
+        if told.skipped() is not None:
+            break
+        misses = memo.store.stats()["misses"]
+        try:
+            content = Path(path).read_bytes()
+            cached_imports(memo, content, name, is_package)
+            package = name if is_package else name.rpartition(".")[0]
+            source_strings(memo, content, package, stdlib)
+            if stdlib:
+                stdlib_facts(memo, content, name, is_package, present)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        if memo.store.stats()["misses"] == misses:
+            seen.add(name)
+    return seen
+
+
+def _job(
+    memo: BuildMemo, told: _Told, given: dict[str, Any], job: list[Any], seen: set[str]
+) -> bool:
+    """Compiles and scans one module unless the builder left it out; False (nothing done) for
+    one of ``seen`` whose bytecode is not in the cache while the builder has not yet said what
+    it carries: an earlier build analysed it and did not carry it, most likely."""
+    path, filename, name, is_package, _ = job
+    want_patterns, want_imports = given["scans"]
+
+    def hold() -> None:
+        if name in seen and told.skipped() is None:
+            raise _Later
+
+    try:
+        if name not in (told.skipped() or ()):
+            content = Path(path).read_bytes()
+            compiled(memo, content, filename, tuple(given["levels"]), hold)
+            if want_patterns:
+                patterns(memo, content)
+            if want_imports:
+                cached_imports(memo, content, name, is_package)
+    except _Later:
+        return False
+    except (OSError, SyntaxError, ValueError):
+        pass  # the packer meets it again, and says so
+    sys.stdout.write("1\n")
+    sys.stdout.flush()
+    return True
 
 
 class _Told:
@@ -129,6 +178,12 @@ class _Told:
             self.pending += chunk
         line, _, self.pending = self.pending.partition(b"\n")
         return line
+
+    def wait(self) -> None:
+        """Waits until the builder has said what it carries (or closed stdin)."""
+        if self.skip is None:
+            line = self.line(wait=True) or b""
+            self.skip = set(json.loads(line)["skip"]) if line.strip() else set()
 
     def skipped(self) -> set[str] | None:
         """The modules to skip, once told (None before)."""

@@ -460,7 +460,8 @@ def _top(key: tuple[str, str], item: Item) -> str | None:
     return None
 
 
-def _in_test_package(name: str) -> bool:
+def in_test_package(name: str) -> bool:
+    """Whether module ``name`` is in a package's test suite (:data:`TEST_PACKAGES`)."""
     return any(part in TEST_PACKAGES for part in name.split(".")[1:])
 
 
@@ -621,7 +622,7 @@ class _Walk:
             if self.origin.get(key) != "stdlib" and top not in self.whole:
                 self.whole.add(top)
                 for other in self.by_top.get(top, []):
-                    if other[0] == _MODULE_NAMESPACE and not _in_test_package(other[1]):
+                    if other[0] == _MODULE_NAMESPACE and not in_test_package(other[1]):
                         self.visit(other[1])
             if self.origin.get(key) == "stdlib" and name in COMPUTED_IMPORTS:
                 patterns = COMPUTED_IMPORTS[name][0]
