@@ -9,8 +9,11 @@ bytes as a build without it (tested):
   a directory under ``<cache>/build/deps/<key>``, with the hash of every file it holds, checked
   before each use. ``--refresh`` installs them again (an unpinned requirement's newer release);
 - per module, by its content and name: the bytecode at the levels asked for, what it imports
-  and the regular expressions it compiles, and what the reach analysis reads of a standard
-  library module (with the answers it depended on);
+  and the regular expressions it compiles, the names its strings hold, the files-policy scan,
+  and what the reach analysis reads of a standard library module (with the answers it depended
+  on);
+- the import probe's answer, by the packages asked and the contents of the directories it
+  imports them from;
 - in the archive writer (Rust), by their bytes, level and dictionary: compressed blobs and the
   trained dictionary, which is trained without the application's own modules so that editing
   them leaves it, and every blob compressed with it, as it was.
