@@ -654,13 +654,8 @@ impl Archive {
     fn stored_from_file(&self, blob: &Blob<'_>) -> Option<Vec<u8>> {
         let Backing::Mmap(_, file, _) = &self.backing else { return None };
         self.stored_unchecked(blob).ok()?; // a blob of this archive, in range
-        let mut bytes = vec![0u8; usize::try_from(blob.stored_size).ok()?];
-        std::os::unix::fs::FileExt::read_exact_at(
-            file,
-            &mut bytes,
-            (self.start + blob.offset) as u64,
-        )
-        .ok()?;
+        let size = usize::try_from(blob.stored_size).ok()?;
+        let bytes = read_exact_at(file, size, (self.start + blob.offset) as u64).ok()?;
         if xxh3_64(&bytes) != blob.checksum {
             return None;
         }
@@ -981,10 +976,49 @@ impl Read for Checked<'_> {
     }
 }
 
+/// `size` bytes of `file` from `offset`, read with `pread` into memory not zeroed first (a
+/// zeroed buffer cost 3.5 % of the instructions of an import of 449 modules: 20 million of them
+/// in `memset` for the bytecode read this way).
+fn read_exact_at(file: &File, size: usize, offset: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::fd::AsRawFd;
+    let mut bytes: Vec<u8> = Vec::with_capacity(size);
+    let mut done = 0usize;
+    while done < size {
+        let at = libc::off_t::try_from(offset + done as u64)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: the kernel writes at most `size - done` bytes into the vector's unused
+        // capacity past the `done` bytes it wrote before; only those it reports are counted.
+        let count = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                bytes.as_mut_ptr().add(done).cast::<libc::c_void>(),
+                size - done,
+                at,
+            )
+        };
+        match count {
+            0 => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+            count if count < 0 => {
+                let error = std::io::Error::last_os_error();
+                if error.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+            count => done += count as usize,
+        }
+    }
+    // SAFETY: the kernel wrote all `size` bytes (counted in `done`).
+    unsafe { bytes.set_len(size) };
+    Ok(bytes)
+}
+
 /// Copies `from` to `out` until `from` ends; read errors are `Copy { reading: true }`, write
 /// errors `Copy { reading: false }`.
 fn pump(from: &mut impl Read, out: &mut impl std::io::Write, blob: &Blob<'_>) -> Result<u64> {
-    let mut buffer = vec![0u8; COPY_BUFFER];
+    // No larger than the blob: the buffer is zeroed first (64 buffers of 256 KiB, for the
+    // native images of an import of 449 modules, were 2 % of its instructions).
+    let size = usize::try_from(blob.size).unwrap_or(usize::MAX).clamp(1, COPY_BUFFER);
+    let mut buffer = vec![0u8; size];
     let mut written = 0u64;
     loop {
         let count = match from.read(&mut buffer) {
