@@ -12,8 +12,9 @@
 //! A store indexes the segments when first read, and again (only what was appended since) at
 //! most every [`RESCAN_EVERY`] on a miss, and on [`Store::refresh`]: so the builder finds what its
 //! pool writes meanwhile. A key's newest record wins. A reader checks the value's size and
-//! checksum: a damaged value is counted and never returned (the value computed again is appended,
-//! and wins from then on); a record cut short at a segment's end (a writer still at work, or one
+//! checksum: a damaged value is counted and never returned, and a tombstone (a record without
+//! a value) is appended for its key, so that no later build finds it again (the value computed
+//! again is appended, and wins from then on); a record cut short at a segment's end (a writer still at work, or one
 //! that died) is not indexed. Segments are read with `pread`, not mapped: one cut short by another
 //! process cannot fault this one. A segment a hit comes from has its time set again when it is
 //! older than a day, which is what `ingot cache prune` goes by.
@@ -35,6 +36,9 @@ use xxhash_rust::xxh3::xxh3_64;
 pub const SEGMENT_MAGIC: &[u8; 8] = b"ingotsg1";
 /// A record's header: key, size, checksum.
 const RECORD_HEADER: usize = 32;
+/// The size of a record that has no value, and drops its key's earlier ones: written where a
+/// damaged value was found, so that later builds do not find (and report) it again.
+const TOMBSTONE: u64 = 1 << 63;
 /// A hit whose segment is older than this touches it, so that pruning by age spares it.
 const TOUCH_AFTER: Duration = Duration::from_secs(86_400);
 /// How often a miss looks for what other processes appended since.
@@ -93,7 +97,7 @@ pub struct Store {
 }
 
 struct Writing {
-    sender: std::sync::mpsc::Sender<(u128, Vec<u8>)>,
+    sender: std::sync::mpsc::Sender<(u128, Option<Vec<u8>>)>,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -125,7 +129,7 @@ impl Store {
         })
     }
 
-    fn read(&self, key: u128) -> Option<Vec<u8>> {
+    fn read(self: &Arc<Self>, key: u128) -> Option<Vec<u8>> {
         let mut index = lock(&self.index);
         let due = index.scanned.is_none_or(|at| at.elapsed() >= RESCAN_EVERY);
         if due && !index.keys.contains_key(&key) {
@@ -141,6 +145,7 @@ impl Store {
         if read.is_err() || xxh3_64(&value) != location.checksum {
             self.counts.damaged.fetch_add(1, Ordering::Relaxed);
             index.keys.remove(&key);
+            self.send(key, None);
             return None;
         }
         self.counts.hits.fetch_add(1, Ordering::Relaxed);
@@ -187,9 +192,14 @@ impl Store {
 
     /// Hands `value` to the writing thread (started on first use).
     fn put(self: &Arc<Self>, key: u128, value: Vec<u8>) {
+        self.send(key, Some(value));
+    }
+
+    /// Hands a record to the writing thread: `value`, or a tombstone (None).
+    fn send(self: &Arc<Self>, key: u128, value: Option<Vec<u8>>) {
         let mut pending = lock(&self.pending);
         let writing = pending.get_or_insert_with(|| {
-            let (sender, receiver) = std::sync::mpsc::channel::<(u128, Vec<u8>)>();
+            let (sender, receiver) = std::sync::mpsc::channel::<(u128, Option<Vec<u8>>)>();
             let store = Arc::downgrade(self);
             let thread = std::thread::spawn(move || {
                 let mut appender: Option<Option<std::io::BufWriter<fs::File>>> = None;
@@ -210,7 +220,7 @@ impl Store {
                         Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
                     };
                     let Some(store) = store.upgrade() else { break };
-                    store.append(&mut appender, next.0, &next.1);
+                    store.append(&mut appender, next.0, next.1.as_deref());
                 }
                 if let Some(Some(mut appender)) = appender.take() {
                     let _ = appender.flush();
@@ -221,7 +231,7 @@ impl Store {
         if let Err(unsent) = writing.sender.send((key, value)) {
             let (key, value) = unsent.0;
             let mut appender = None;
-            self.append(&mut appender, key, &value);
+            self.append(&mut appender, key, value.as_deref());
             if let Some(Some(mut appender)) = appender {
                 let _ = appender.flush();
             }
@@ -229,18 +239,20 @@ impl Store {
     }
 
     /// Appends a record to this process's segment (opened on first use: `appender` holds it,
-    /// `Some(None)` once it could not be).
+    /// `Some(None)` once it could not be): `value`, or a tombstone.
     fn append(
         &self,
         appender: &mut Option<Option<std::io::BufWriter<fs::File>>>,
         key: u128,
-        value: &[u8],
+        value: Option<&[u8]>,
     ) {
         let writer = appender.get_or_insert_with(|| self.open_own().ok());
         let mut header = [0u8; RECORD_HEADER];
         header[..16].copy_from_slice(&key.to_le_bytes());
-        header[16..24].copy_from_slice(&(value.len() as u64).to_le_bytes());
-        header[24..].copy_from_slice(&xxh3_64(value).to_le_bytes());
+        let size = value.map_or(TOMBSTONE, |value| value.len() as u64);
+        header[16..24].copy_from_slice(&size.to_le_bytes());
+        header[24..].copy_from_slice(&xxh3_64(value.unwrap_or_default()).to_le_bytes());
+        let value = value.unwrap_or_default();
         let written = match writer {
             Some(writer) => writer.write_all(&header).and_then(|()| writer.write_all(value)),
             None => Err(std::io::Error::other("no segment")),
@@ -291,6 +303,11 @@ fn index_records(index: &mut Index, number: usize) {
         let size = u64::from_le_bytes(header[16..24].try_into().expect("8 bytes"));
         let checksum = u64::from_le_bytes(header[24..].try_into().expect("8 bytes"));
         let offset = segment.indexed + RECORD_HEADER as u64;
+        if size == TOMBSTONE {
+            index.keys.remove(&key);
+            segment.indexed = offset;
+            continue;
+        }
         if size > length - offset {
             break; // cut short, or still being written
         }
@@ -484,6 +501,10 @@ mod tests {
         assert_eq!(reader.read(3), None);
         assert_eq!(count(&reader, |c| &c.damaged), 1);
         assert_eq!(count(&reader, |c| &c.misses), 1, "a record cut short is not indexed");
+        reader.flush();
+        let again = Store::new(root.clone(), None);
+        assert_eq!(again.read(2), None);
+        assert_eq!(count(&again, |c| &c.damaged), 0, "found once: a tombstone follows it");
         reader.put(2, b"value number 2, again".to_vec());
         reader.flush();
         let next = Store::new(root.clone(), None);
