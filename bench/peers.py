@@ -44,6 +44,8 @@ def variables(args, app: str, peer: str) -> dict:
         "ingot_pythonpath": args.ingot_pythonpath,
         "baseline_ingot": args.baseline_ingot or "",
         "runtime": args.runtime or "",
+        "cross": args.cross or "",
+        "cross_root": args.cross_root or "",
         "run_dir": args.run_dir,
         "name": app,
         "peer": peer,
@@ -418,6 +420,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--baseline-ingot", metavar="PYTHONPATH", help="adds ingot-baseline")
     ap.add_argument("--runtime", metavar="VERSION", help="adds ingot-runtime")
     ap.add_argument(
+        "--cross", metavar="ARCH", help="with --runtime: adds ingot-cross (built for ARCH)"
+    )
+    ap.add_argument(
+        "--cross-root", metavar="DIR", help="ARCH's loader and libraries for qemu-user (a root)"
+    )
+    ap.add_argument(
         "--workloads", default="hello,import_stdlib,http", help=f"of {','.join(DATA['workloads'])}"
     )
     built = [n for n, p in DATA["peers"].items() if "build" in p and not p.get("optional")]
@@ -446,7 +454,11 @@ def parse_args() -> argparse.Namespace:
     args.tools = [t for t in args.tools.split(",") if t]
     args.tools += [
         t
-        for t, on in [("ingot-baseline", args.baseline_ingot), ("ingot-runtime", args.runtime)]
+        for t, on in [
+            ("ingot-baseline", args.baseline_ingot),
+            ("ingot-runtime", args.runtime),
+            ("ingot-cross", args.runtime and args.cross),
+        ]
         if on
     ]
     for w in args.workloads:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ingot.machine import host_machine
 from ingot.runtime import store
 
 import proclimit
@@ -59,7 +60,7 @@ def debian11():
         )
         assert done.returncode == 0, done.stderr
         root = Path(done.stdout.strip())
-    libc = sorted((root / "lib" / "x86_64-linux-gnu").glob("libc-2.*.so"))
+    libc = sorted((root / "lib" / host_machine().triplet).glob("libc-2.*.so"))
     assert libc and libc[0].name == "libc-2.31.so", libc
     assert not list((root / "usr" / "bin").glob("python*")), "the root must hold no Python"
     return root
@@ -146,7 +147,9 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
         "name": built_runtime.name,
         "python": built_runtime.version,
         "glibc": "2.17",
+        "target": f"{built_runtime.machine}-linux-gnu",
     }
+    assert info["machine"] == built_runtime.machine
     assert info["glibc_floor"]["each"]["the launcher"] is not None
     text = subprocess.run(
         [sys.executable, "-m", "ingot", "inspect", str(app)],
@@ -337,4 +340,5 @@ def test_a_cxx_wheel_keeps_the_runtimes_floor_and_runs_on_debian_11(
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     seen = json.loads(result.stdout)
     # Debian 11's own C++ runtime (GCC 10's), not the carried copy (a memory file).
-    assert seen == {"det": -5.0, "libstdc++": ["/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.28"]}
+    libstdcxx = f"/usr/lib/{host_machine().triplet}/libstdc++.so.6.0.28"
+    assert seen == {"det": -5.0, "libstdc++": [libstdcxx]}

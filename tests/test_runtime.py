@@ -24,6 +24,7 @@ from ingot.build.sources import console_script_entry
 from ingot.build.spec import Spec
 from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
+from ingot.machine import MACHINES, host_machine
 from ingot.runtime import builder, recipes, store
 from ingot.runtime import sources as runtime_sources
 from ingot.runtime.toolchain import Toolchain
@@ -171,15 +172,16 @@ def test_bad_sources_are_refused(tmp_path, given, message):
 # --- the store and the command line ----------------------------------------------------------
 
 
-def fake_runtime(store, version):
-    path = store / f"cpython-{version}-x86_64-linux-gnu.2.17"
+def fake_runtime(store, version, machine=None):
+    machine = machine or host_machine().name
+    path = store / f"cpython-{version}-{machine}-linux-gnu.2.17"
     path.mkdir(parents=True)
     (path / "runtime.json").write_text(
         json.dumps(
             {
                 "format": 1,
                 "python": {"version": version},
-                "target": "x86_64-linux-gnu.2.17",
+                "target": f"{machine}-linux-gnu.2.17",
                 "glibc_floor": {"version": "2.17"},
             }
         )
@@ -203,7 +205,29 @@ def test_runtimes_are_listed_found_and_removed(tmp_path, monkeypatch, capsys):
     assert [item.version for item in store.list_runtimes()] == ["3.11.2"]
     assert cli.main(["runtime", "remove", "3.12"]) == 1
     err = capsys.readouterr().err
-    assert f"error: no runtime 3.12 in {tmp_path}" in err and "hint: `ingot runtime list`" in err
+    assert f"error: no runtime 3.12 for {host_machine().name} in {tmp_path}" in err
+    assert "hint: `ingot runtime list`" in err
+
+
+def test_another_architectures_runtime_is_found_only_when_asked_for(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path))
+    other = next(name for name in MACHINES if name != host_machine().name)
+    fake_runtime(tmp_path, "3.13.5", other)
+    fake_runtime(tmp_path, "3.13.1")
+    assert store.find_runtime("3.13").version == "3.13.1"
+    found = store.find_runtime("3.13", other)
+    assert (found.version, found.machine, found.cross) == ("3.13.5", other, True)
+    assert not store.find_runtime("3.13").cross
+    assert cli.main(["runtime", "list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert any(line.split()[:2] == ["3.13.5", f"{other}-linux-gnu.2.17"] for line in listed)
+    assert cli.main(["runtime", "remove", "3.13.5"]) == 1  # not this machine's
+    assert cli.main(["runtime", "remove", "3.13.5", "--target", other]) == 0
+    assert store.find_runtime("3.13", other) is None
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["runtime", "remove", "3.13", "--target", "sparc"])
+    assert exited.value.code == 2
+    assert "ingot does not build for the architecture 'sparc'" in capsys.readouterr().err
 
 
 def test_a_relative_store_is_refused(monkeypatch, capsys):

@@ -13,15 +13,19 @@ import pytest
 
 import ingot
 from ingot import cli
+from ingot.machine import host_machine
 from ingot.runtime import store, wheel
+
+HOST = host_machine().name
 
 SYSCONFIG = "_sysconfigdata__linux_x86_64-linux-gnu.py"
 
 
-def stand_in_runtime(root, version="3.11.2", target="x86_64-linux-gnu.2.17"):
-    """A runtime's layout, with a few files of each kind a wheel carries or leaves out."""
+def stand_in_runtime(root, version="3.11.2", target=f"{HOST}-linux-gnu.2.17"):
+    """A runtime's layout (of this machine's architecture, for pip to install it here), with a
+    few files of each kind a wheel carries or leaves out."""
     minor = ".".join(version.split(".")[:2])
-    path = root / f"cpython-{version}-x86_64-linux-gnu.2.17"
+    path = root / f"cpython-{version}-{HOST}-linux-gnu.2.17"
     prefix = path / "python"
     lib = prefix / "lib" / f"python{minor}"
     files = {
@@ -133,7 +137,7 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
     assert [entry.name for entry in (tmp_path / "store").iterdir()] == [installed.name]
 
 
-@pytest.mark.parametrize("target", ["../../escaped", "x86_64-linux-gnu.2.17/../../x"])
+@pytest.mark.parametrize("target", [f"{HOST}-../../escaped", f"{HOST}-linux-gnu.2.17/../../x"])
 def test_a_runtime_wheel_whose_runtime_json_names_another_place_is_refused(
     tmp_path, monkeypatch, capsys, target
 ):
@@ -152,7 +156,7 @@ def test_exporting_a_runtime_the_store_lacks_is_a_clear_error(tmp_path, monkeypa
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path))
     assert cli.main(["runtime", "export", "3.12", "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
-    assert f"error: no runtime 3.12 in {tmp_path}" in err and "hint:" in err
+    assert f"error: no runtime 3.12 for {HOST} in {tmp_path}" in err and "hint:" in err
 
 
 # --- what ingot build trusts of a runtime (issue 26, S4) -----------------------------------

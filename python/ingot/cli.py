@@ -30,6 +30,7 @@ from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackRe
 from ingot.build.progress import Ticker
 from ingot.build.spec import Spec, resolve
 from ingot.errors import IngotError
+from ingot.machine import MACHINES, Machine, host_machine, machine_named
 from ingot.runtime import builder, store, wheel
 
 if TYPE_CHECKING:
@@ -256,6 +257,14 @@ def _runtime_parser(commands: _Commands) -> None:
     remove = actions.add_parser("remove", help="remove a runtime")
     remove.add_argument("version", metavar="VERSION")
     actions.add_parser("dir", help="print the runtimes' directory")
+    for parser in (build, relink, install, export, remove):
+        parser.add_argument(
+            "--target",
+            type=_machine,
+            default=None,
+            metavar="ARCH",
+            help=f"the architecture it is for: {', '.join(MACHINES)} (default: this machine's)",
+        )
 
 
 def _build_parser(commands: _Commands) -> None:
@@ -419,6 +428,7 @@ def _inspect(args: argparse.Namespace) -> int:
     print(
         f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
         f"archive {_size(info['archive_size'])}), Python {info['python']}"
+        + (f", {info['machine']}" if info["machine"] else "")
     )
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
     runtime = info["runtime"]
@@ -540,7 +550,16 @@ def _cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _machine(text: str) -> Machine:
+    try:
+        return machine_named(text)
+    except IngotError as error:
+        raise argparse.ArgumentTypeError(f"{error.message} ({error.hint})") from None
+
+
 def _runtime(args: argparse.Namespace) -> int:
+    machine: Machine | None = getattr(args, "target", None)
+    arch = machine.name if machine else None
     if args.action == "dir":
         print(store.store())
         return 0
@@ -556,21 +575,21 @@ def _runtime(args: argparse.Namespace) -> int:
         return 0
     if args.action == "launcher":
         rebuilt = builder.rebuild_launcher(
-            args.version, say=lambda line: print(line, file=sys.stderr)
+            args.version, say=lambda line: print(line, file=sys.stderr), machine=machine
         )
         print(rebuilt.path)
         return 0
     if args.action == "install":
         installed = wheel.install_runtime(
-            args.version, say=lambda line: print(line, file=sys.stderr)
+            args.version, say=lambda line: print(line, file=sys.stderr), machine=machine
         )
         print(installed.path)
         return 0
     if args.action == "export":
-        exported = store.find_runtime(args.version)
+        exported = store.find_runtime(args.version, arch)
         if exported is None:
             raise store.RuntimeError_(
-                f"no runtime {args.version} in {store.store()}",
+                f"no runtime {args.version} for {arch or host_machine().name} in {store.store()}",
                 hint="`ingot runtime list` shows the runtimes there are",
             )
         print(
@@ -578,7 +597,7 @@ def _runtime(args: argparse.Namespace) -> int:
         )
         return 0
     if args.action == "remove":
-        removed = store.remove_runtime(args.version)
+        removed = store.remove_runtime(args.version, arch)
         print(f"removed {removed.path}", file=sys.stderr)
         return 0
     built = builder.build_runtime(
@@ -588,6 +607,7 @@ def _runtime(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         force=args.force,
         keep_build=args.keep_build,
+        machine=machine,
         say=lambda line: print(line, file=sys.stderr),
     )
     print(built.path)

@@ -12,15 +12,13 @@ namespace package; what loses is left out, with a warning.
 from __future__ import annotations
 
 import fnmatch
-import importlib.machinery
 import os
 import re
-import sys
-import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingot.build.layout import current
 from ingot.errors import CollectError
 
 __all__ = [
@@ -54,7 +52,6 @@ DEFAULT_STDLIB_EXCLUDES = (
     "xxsubtype",
 )
 
-_EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 _SOURCE_SUFFIX = ".py"
 
 
@@ -158,7 +155,7 @@ def _is_extension_for(path: str, name: str) -> bool:
 def _extension_init(directory: Path, package: str) -> Path | None:
     """A package's compiled ``__init__`` (``__init__.cpython-311-x86_64-linux-gnu.so``), which
     Python prefers to ``__init__.py`` (extension suffixes come first in its search order)."""
-    for suffix in _EXTENSION_SUFFIXES:
+    for suffix in current().extension_suffixes:
         candidate = directory / f"__init__{suffix}"
         if candidate.is_file() and _is_extension_for(str(candidate), package):
             return candidate
@@ -167,7 +164,7 @@ def _extension_init(directory: Path, package: str) -> Path | None:
 
 def _extension_module(entry: os.DirEntry[str]) -> tuple[str, int] | None:
     """(module name, suffix rank) if ``entry`` is an extension module for this interpreter."""
-    for rank, suffix in enumerate(_EXTENSION_SUFFIXES):
+    for rank, suffix in enumerate(current().extension_suffixes):
         stem = entry.name[: -len(suffix)]
         if entry.name.endswith(suffix) and stem and "." not in stem:
             symbol = b"PyInit_" + stem.encode() if stem.isascii() else b"PyInitU_"
@@ -186,7 +183,9 @@ def _has_modules(directory: str | os.PathLike[str]) -> bool:
         if entry.is_dir():
             if entry.name != "__pycache__" and "." not in entry.name and _has_modules(entry.path):
                 return True
-        elif entry.name.endswith(_SOURCE_SUFFIX) or entry.name.endswith(_EXTENSION_SUFFIXES):
+        elif entry.name.endswith(_SOURCE_SUFFIX) or entry.name.endswith(
+            current().extension_suffixes
+        ):
             return True
     return False
 
@@ -241,7 +240,7 @@ class _Walker:
                 if (
                     prefix
                     and name.startswith("__init__.")
-                    and name.endswith(_EXTENSION_SUFFIXES)
+                    and name.endswith(current().extension_suffixes)
                     and _extension_init(directory, prefix.rpartition(".")[2]) == Path(entry.path)
                 ):
                     continue  # the package's own compiled __init__: its "extension-package" entry
@@ -293,7 +292,9 @@ class _Walker:
                 )
                 self.package(path, full)
             elif kind == "namespace-package":
-                if any((path / f"__init__{suffix}").exists() for suffix in _EXTENSION_SUFFIXES):
+                if any(
+                    (path / f"__init__{suffix}").exists() for suffix in current().extension_suffixes
+                ):
                     self.warn(
                         f"{self.relative(path)}: an extension module __init__ is not "
                         "supported; collected as a namespace package"
@@ -353,19 +354,16 @@ class _Walker:
                 self.add("shared-library", entry.name, Path(entry.path))
 
 
-def _lib_dynload() -> Path | None:
-    candidates = [Path(sysconfig.get_path("platstdlib")) / "lib-dynload"]
-    candidates += [Path(p) for p in sys.path if os.path.basename(p) == "lib-dynload"]
-    return next((p for p in candidates if p.is_dir()), None)
-
-
 def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collection:
-    """The running interpreter's standard library, ``lib-dynload`` extension modules included,
-    minus the packages and modules ``exclude`` matches (see :data:`DEFAULT_STDLIB_EXCLUDES`)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
+    """The standard library of the interpreter packed for (:func:`ingot.build.layout.current`:
+    the running one, or a cross build's target runtime), ``lib-dynload`` extension modules
+    included, minus the packages and modules ``exclude`` matches (see
+    :data:`DEFAULT_STDLIB_EXCLUDES`)."""
+    layout = current()
+    root = layout.stdlib
     if not (root / "os.py").is_file():
         raise CollectError(
-            f"the standard library of {sys.executable} is not at {root} (no os.py there)",
+            f"the standard library of {layout.owner} is not at {root} (no os.py there)",
             hint="is this a relocated or embedded Python?",
         )
     collection = Collection(root)
@@ -379,10 +377,10 @@ def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collecti
         )
 
     walker.package(root, "", top_level)
-    dynload = _lib_dynload()
+    dynload = layout.lib_dynload
     if dynload is None:
         collection.warnings.append(
-            f"no lib-dynload directory for {sys.executable}: "
+            f"no lib-dynload directory for {layout.owner}: "
             "the archive has no stdlib extension modules"
         )
     else:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ingot._ingot import LAUNCH_CONFIG, PREFIX_DATA, SYSTEM_FIRST, IngotFinder
+from ingot.build.launcher import elf_machine
 from ingot.elf import GlibcFloor, glibc_floor
 from ingot.errors import BuildError
 
@@ -86,12 +87,18 @@ def describe(path: str | os.PathLike[str]) -> Json:
         prefix_data = json.loads(finder._read(PREFIX_DATA))
     except (OSError, ImportError, ValueError, KeyError):
         prefix_data = {}  # (none carried: sys.prefix is the executable's directory)
+    runtime = runtime_facts((launch or {}).get("runtime"))
+    # The architecture it runs on: its launcher's; an archive's, its runtime's (else unsaid).
+    machine = elf_machine(path) if path.stat().st_size > archive_size else None
+    if machine is None and runtime and runtime.get("target"):
+        machine = str(runtime["target"]).split("-", 1)[0]
     return {
         "path": str(path),
         "size": path.stat().st_size,
         "archive_size": archive_size,
         "launcher_size": path.stat().st_size - archive_size,
         "python": f"{header[76]}.{header[77]}",
+        "machine": machine,
         "launch": launch,
         "glibc_floor": {
             "version": _dotted(floor.version),
@@ -102,7 +109,7 @@ def describe(path: str | os.PathLike[str]) -> Json:
             # carried copies' floors (in "each") count only elsewhere.
             "system_first": floor.system_first,
         },
-        "runtime": runtime_facts((launch or {}).get("runtime")),
+        "runtime": runtime,
         "files_packages": finder._files_packages(),
         # Distributions whose files installed outside their packages are carried (``*.dist-info``
         # -> top directories): then the executable is sys.prefix.
@@ -129,5 +136,10 @@ def runtime_facts(name: object) -> Json | None:
         return None
     match = _RUNTIME_NAME.fullmatch(name)
     if match is None:
-        return {"name": name, "python": None, "glibc": None}
-    return {"name": name, "python": match["python"], "glibc": match["glibc"]}
+        return {"name": name, "python": None, "glibc": None, "target": None}
+    return {
+        "name": name,
+        "python": match["python"],
+        "glibc": match["glibc"],
+        "target": match["target"],
+    }

@@ -22,9 +22,11 @@ from ingot._ingot import (
     elf_section,
 )
 from ingot.errors import BuildError
+from ingot.machine import host_machine, machine_of_elf
 
 __all__ = [
     "check_launcher",
+    "elf_machine",
     "find_launcher",
     "is_ingot_file",
     "launcher_facts",
@@ -36,13 +38,27 @@ __all__ = [
 Json = dict[str, Any]
 
 
-def read_launcher(path: Path | None) -> bytes:
-    """The bytes of the launcher at ``path``, checked against this Python and this ingot's
-    launch.json (nothing for an archive: None)."""
+def read_launcher(path: Path | None, machine: str | None = None) -> bytes:
+    """The bytes of the launcher at ``path``, checked against this Python, this ingot's
+    launch.json and the architecture ``machine`` (default: this one's); nothing for an archive
+    (None)."""
     if path is None:
         return b""
-    check_launcher(path)
+    check_launcher(path, machine)
     return path.read_bytes()
+
+
+def elf_machine(path: Path) -> str | None:
+    """The architecture of the ELF file at ``path`` (``x86_64``, ``aarch64``; see
+    :func:`ingot.machine.machine_of_elf`), None if it is not a readable little-endian ELF file."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] != 1:
+        return None
+    return machine_of_elf(int.from_bytes(header[18:20], "little"))
 
 
 def find_launcher(option: str | None = None) -> Path:
@@ -134,9 +150,16 @@ def launcher_python(path: Path) -> str | None:
         return None
 
 
-def check_launcher(path: Path) -> Json:
-    """The launcher's facts, checked against this Python and this ingot's launch.json."""
+def check_launcher(path: Path, machine: str | None = None) -> Json:
+    """The launcher's facts, checked against this Python, this ingot's launch.json and the
+    architecture ``machine`` (default: this one's)."""
     facts = launcher_facts(path)
+    wanted, found = machine or host_machine().name, elf_machine(path)
+    if found != wanted:
+        raise BuildError(
+            f"the launcher {path} is built for {found}, but the executable is for {wanted}",
+            hint=f"give a launcher built for {wanted}, or build for --target {found}",
+        )
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     embedded, magic = facts["python"], importlib.util.MAGIC_NUMBER.hex()
     if embedded != here:

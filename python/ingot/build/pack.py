@@ -52,6 +52,8 @@ from ingot.build.collect import (
     collect_stdlib,
 )
 from ingot.build.firstuse import BOOT_MODULES, first_use_order
+from ingot.build.launcher import elf_machine
+from ingot.build.layout import current
 from ingot.build.prefetch import Prefetch, compiled, patterns
 from ingot.build.progress import Ticker
 from ingot.build.reach import (
@@ -293,9 +295,9 @@ def _tree_path(item: Item) -> str:
     if item.kind == "package":
         return stem + "/__init__.py"
     if item.kind == "extension-module":
-        return stem + importlib.machinery.EXTENSION_SUFFIXES[0]
+        return stem + current().extension_suffixes[0]
     if item.kind == "extension-package":
-        return stem + "/__init__" + importlib.machinery.EXTENSION_SUFFIXES[0]
+        return stem + "/__init__" + current().extension_suffixes[0]
     return item.name
 
 
@@ -581,10 +583,28 @@ def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) ->
                 )
             )
             say(f"collected {len(collections[-1].items)} entries from {directory}")
+            _check_machines(collections[-1])
     if options.stdlib:  # the standard library comes first on sys.path: it wins name clashes
         collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude)))
         say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
     return collections
+
+
+def _check_machines(collection: Collection) -> None:
+    """PackError if an extension module of ``collection`` is built for another architecture
+    than the one packed for (a wheel of this machine's in a cross build, or the reverse)."""
+    wanted = current().machine
+    for item in collection.items:
+        if item.kind in ("extension-module", "extension-package") and item.path is not None:
+            found = elf_machine(item.path)
+            if found is not None and found != wanted:
+                raise PackError(
+                    f"{item.path} (the extension module {item.name}) is built for {found}, but "
+                    f"the archive is for {wanted}",
+                    hint=f"install {item.name.split('.')[0]}'s wheel for {wanted} (a project built "
+                    "from source compiles for the build machine: publish or build a wheel for "
+                    "the target), or leave it out with --exclude",
+                )
 
 
 def _own_modules(

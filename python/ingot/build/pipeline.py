@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingot.build import layout
 from ingot.build.assemble import assemble, prepare_output
 from ingot.build.buildcache import BuildMemo, open_memo
 from ingot.build.check import check_archive, glibc_verdict
@@ -68,7 +69,9 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
     for note in spec.notes:
         say(note)
     prepare_output(spec)
-    head = read_launcher(spec.target.launcher)
+    prefix = spec.target.stdlib_prefix  # a cross build's: the target runtime's CPython
+    layout.use(layout.of_prefix(prefix, spec.target.machine) if prefix else None)
+    head = read_launcher(spec.target.launcher, spec.target.machine)
     memo = open_memo(spec.cache)
     try:
         return _build(spec, head, memo, started, say, ticker)

@@ -20,6 +20,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeGuard
 
 from ingot.errors import ConfigError
+from ingot.machine import MACHINES
+
+#: What ``target`` may say: each architecture's name and aliases.
+MACHINE_NAMES = frozenset(name for m in MACHINES.values() for name in (m.name, *m.aliases))
 
 __all__ = [
     "DEFAULT_COMPRESSION",
@@ -309,6 +313,16 @@ class Settings:
             isinstance(value, str)
             and (value == "local" or re.fullmatch(r"3\.1[0-5](\.\d+)?", value) is not None)
         ),
+        doc_type="str",
+    )
+    target: str | None = setting(
+        help="the architecture the executable runs on: x86_64 or aarch64 (arm64), built from "
+        "any machine with that architecture's runtime and manylinux wheels; nothing of the "
+        "target runs during the build (default: this machine's)",
+        flags=("--target",),
+        metavar="ARCH",
+        expected="'x86_64' or 'aarch64' (or 'amd64', 'arm64')",
+        check=lambda value: isinstance(value, str) and value.lower() in MACHINE_NAMES,
         doc_type="str",
     )
 

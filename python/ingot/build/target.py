@@ -9,16 +9,18 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot._ingot import __version__
 from ingot.build.launcher import find_launcher, launcher_facts
 from ingot.build.settings import Request, Settings
 from ingot.errors import BuildError
+from ingot.machine import Machine, host_machine, machine_named
 from ingot.runtime import store as runtimes
 from ingot.runtime.builder import build_runtime
 from ingot.runtime.store import RuntimeError_
+from ingot.runtime.toolchain import GLIBC_FLOOR
 from ingot.runtime.wheel import install_runtime
 
 __all__ = [
@@ -33,13 +35,8 @@ __all__ = [
 #: A stage's progress line goes to this.
 Say = Callable[[str], None]
 
-#: Platforms whose wheels a build for a runtime (glibc 2.17) takes.
-RUNTIME_PLATFORMS = (
-    "manylinux_2_17_x86_64",
-    "manylinux2014_x86_64",
-    "manylinux2010_x86_64",
-    "manylinux1_x86_64",
-)
+#: Platforms whose wheels a build for a runtime of this machine (glibc 2.17) takes.
+RUNTIME_PLATFORMS = host_machine().wheel_platforms(GLIBC_FLOOR)
 
 
 @dataclass(frozen=True)
@@ -55,6 +52,12 @@ class Target:
     platforms: tuple[str, ...] = ()  # the wheel platforms that pip takes (empty: this machine's)
     #: Platforms pip may take when no wheel of ``platforms`` exists (the floor rises, said).
     newer_platforms: tuple[str, ...] = ()
+    #: The architecture the executable runs on (:data:`ingot.machine.MACHINES`).
+    machine: str = field(default_factory=lambda: host_machine().name)
+    #: For another architecture than this machine's (a cross build): the target runtime's
+    #: installed CPython, whose standard library and ``lib-dynload`` the archive takes (the
+    #: build runs under this machine's runtime of the same release).
+    stdlib_prefix: Path | None = None
 
 
 def this_python() -> str:
@@ -66,11 +69,23 @@ def resolve_target(request: Request, settings: Settings, say: Say) -> Target:
     """The target ``request`` and ``settings`` ask for: ``--python``/``[tool.ingot] python``
     names a runtime or ``local``; by default, the runtime of this Python's version (portable:
     glibc 2.17), unless a launcher is given (``--launcher``, ``$INGOT_LAUNCHER``: one built for
-    a Python of this machine) or only an archive is asked for. A runtime the store lacks is installed from its wheel first
-    (:func:`ingot.runtime.wheel.install_runtime`), or built from the sources in
-    ``$INGOT_RUNTIME_SOURCES`` when that is set."""
+    a Python of this machine) or only an archive is asked for. ``--target``/``[tool.ingot]
+    target`` names another architecture: always with a runtime. A runtime the store lacks is
+    installed from its wheel first (:func:`ingot.runtime.wheel.install_runtime`), or built from
+    the sources in ``$INGOT_RUNTIME_SOURCES`` when that is set."""
     wanted = settings.python
+    machine = host_machine()
+    if settings.target is not None:
+        machine = machine_named(settings.target, where="--target / [tool.ingot] target")
     given_launcher = request.launcher or os.environ.get("INGOT_LAUNCHER")
+    if machine != host_machine():
+        if wanted == "local":
+            raise BuildError(
+                f"--python local builds with this machine's Python, for {host_machine().name}; "
+                f"a build for {machine.name} takes a runtime",
+                hint=f"leave out --python local, or name a version: --python {this_python()}",
+            )
+        return runtime_target(wanted or this_python(), request, say, machine)
     if wanted is None and not given_launcher and not request.archive_only:
         wanted = this_python()  # an archive alone is for this Python, which runs it
     if wanted is not None and wanted != "local":
@@ -91,10 +106,10 @@ def _stale(runtime: runtimes.Runtime) -> bool:
         return False  # said when the build reads it
 
 
-def _get_runtime(wanted: str, say: Say) -> runtimes.Runtime:
-    """The runtime of Python ``wanted`` from the store, else installed from its wheel, else
-    built from ``$INGOT_RUNTIME_SOURCES`` when that names source directories."""
-    found = runtimes.find_runtime(wanted)
+def _get_runtime(wanted: str, say: Say, machine: Machine) -> runtimes.Runtime:
+    """The runtime of Python ``wanted`` for ``machine`` from the store, else installed from its
+    wheel, else built from ``$INGOT_RUNTIME_SOURCES`` when that names source directories."""
+    found = runtimes.find_runtime(wanted, machine.name)
     if found is not None and not (_stale(found) and "wheel" in found.info):
         return found
     directories = [
@@ -102,13 +117,13 @@ def _get_runtime(wanted: str, say: Say) -> runtimes.Runtime:
     ]
     if directories:
         say(
-            f"no runtime for Python {wanted} in {runtimes.store()}: building it first (several "
-            f"minutes, once; sources from {', '.join(map(str, directories))} and ingot's pinned "
-            "upstream releases)"
+            f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}: building it "
+            f"first (several minutes, once; sources from {', '.join(map(str, directories))} and "
+            "ingot's pinned upstream releases)"
         )
-        return build_runtime({}, directories, wanted=wanted, say=say)
+        return build_runtime({}, directories, wanted=wanted, machine=machine, say=say)
     minor = ".".join(wanted.split(".")[:2])
-    installed = install_runtime(minor, say)
+    installed = install_runtime(minor, say, machine)
     if installed.version != wanted and not installed.version.startswith(wanted + "."):
         raise RuntimeError_(
             f"the runtime wheel of Python {minor} holds CPython {installed.version}, not {wanted}",
@@ -118,15 +133,10 @@ def _get_runtime(wanted: str, say: Say) -> runtimes.Runtime:
     return installed
 
 
-def runtime_target(wanted: str, request: Request, say: Say) -> Target:
-    """The target of the runtime of Python ``wanted``, installed or built first if the store has
-    none."""
-    found = _get_runtime(wanted, say)
-    runtimes.verify_runtime(found)  # nothing another user could have put there or changed
+def _parts(found: runtimes.Runtime, wanted: str) -> tuple[Path, Path]:
+    """The launcher and ingot's extension module of a runtime; RuntimeError_ if it lacks one."""
     launcher_file = found.info.get("launcher", {}).get("file")
-    launcher = Path(request.launcher) if request.launcher else None
-    if launcher is None and launcher_file:
-        launcher = found.path / launcher_file
+    launcher = found.path / launcher_file if launcher_file else None
     if launcher is None or not launcher.is_file():
         raise RuntimeError_(
             f"the runtime {found.path} has no launcher",
@@ -138,26 +148,54 @@ def runtime_target(wanted: str, request: Request, say: Say) -> Target:
             f"the runtime {found.path} has no ingot extension module for its interpreter",
             hint=f"rebuild it: ingot runtime build {wanted} --force ...",
         )
+    return launcher, importer[0]
+
+
+def runtime_target(
+    wanted: str, request: Request, say: Say, machine: Machine | None = None
+) -> Target:
+    """The target of the runtime of Python ``wanted`` for ``machine`` (default: this one),
+    installed or built first if the store has none. For another machine, the build runs under
+    this machine's runtime of the same CPython release (which nothing of the target runs in)."""
+    machine = machine or host_machine()
+    found = _get_runtime(wanted, say, machine)
+    runtimes.verify_runtime(found)  # nothing another user could have put there or changed
+    launcher = _parts(found, wanted)[0]
+    builder = found
+    if machine != host_machine():
+        builder = _get_runtime(found.version, say, host_machine())
+        runtimes.verify_runtime(builder)
+        if builder.version != found.version:
+            raise RuntimeError_(
+                f"a build for {machine.name} with CPython {found.version} runs under this "
+                f"machine's runtime of the same release, but the store's is {builder.version}",
+                hint=f"build it: ingot runtime build {found.version}; or install both runtimes "
+                "from the wheels of one ingot",
+            )
+    _, builder_importer = _parts(builder, wanted)
     return Target(
         python=".".join(found.version.split(".")[:2]),
-        launcher=None if request.archive_only else launcher,
+        launcher=None if request.archive_only else Path(request.launcher or launcher),
         runtime=found.name,
-        runtime_python=found.python,
-        runtime_importer=importer[0],
+        runtime_python=builder.python,
+        runtime_importer=builder_importer,
         pip_python=sys.executable,
-        platforms=RUNTIME_PLATFORMS,
-        newer_platforms=newer_manylinux_platforms(),
+        platforms=machine.wheel_platforms(GLIBC_FLOOR),
+        newer_platforms=newer_manylinux_platforms(machine),
+        machine=machine.name,
+        stdlib_prefix=found.path / "python" if found is not builder else None,
     )
 
 
-def newer_manylinux_platforms() -> tuple[str, ...]:
-    """``manylinux_2_18_x86_64`` up to the build machine's glibc, oldest first: the wheels a
+def newer_manylinux_platforms(machine: Machine | None = None) -> tuple[str, ...]:
+    """``manylinux_2_18_<machine>`` up to the build machine's glibc, oldest first: the wheels a
     runtime build falls back to when a requirement has none for glibc 2.17 (numpy 2.3 and later
     publish only ``manylinux_2_28``)."""
+    machine = machine or host_machine()
     try:
         libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
     except (ValueError, OSError):  # not glibc
         libc = ""
     found = re.search(r"(\d+)\.(\d+)", libc)
     newest = int(found[2]) if found and found[1] == "2" else 17
-    return tuple(f"manylinux_2_{minor}_x86_64" for minor in range(18, newest + 1))
+    return tuple(f"manylinux_2_{minor}_{machine.name}" for minor in range(18, newest + 1))

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import IO, Any
 
 import ingot.runtime.toolchain as toolchain_module
 from ingot.elf import GlibcFloor, glibc_floor
+from ingot.machine import Machine, host_machine
 from ingot.runtime import recipes
 from ingot.runtime.sources import pinned_sources, resolve_sources, sha256_of, unpack
 from ingot.runtime.store import (
@@ -33,6 +35,7 @@ from ingot.runtime.store import (
     read_runtime,
     record_hashes,
     store,
+    sysconfig_vars,
 )
 from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_zig
 
@@ -45,6 +48,10 @@ __all__ = [
     "relocate",
     "source_tree",
 ]
+
+
+#: Where a runtime build says what it is doing.
+Say = Callable[[str], None]
 
 
 def recipes_fingerprint() -> str:
@@ -129,13 +136,16 @@ def build_runtime(
     jobs: int | None = None,
     force: bool = False,
     keep_build: bool = False,
+    machine: Machine | None = None,
     say: Callable[[str], None] = print,
 ) -> Runtime:
     """Builds a runtime from the given sources and stores it; returns it. ``wanted`` (``3.11``)
-    must match the CPython source's version."""
+    must match the CPython source's version. For another ``machine`` than this one (a cross
+    build), the runtime of this machine of the same CPython release is used to build it (and
+    built first, from the same sources, when the store lacks it)."""
     directories = [Path(directory) for directory in directories]
     zig = find_zig()
-    toolchain = Toolchain(zig)
+    toolchain = Toolchain(zig, machine=machine or host_machine())
     root = store()
     root.mkdir(parents=True, exist_ok=True)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
@@ -158,6 +168,12 @@ def build_runtime(
         minor = tuple(int(part) for part in version.split(".")[:2])
         if not (3, 10) <= minor <= (3, 15):
             raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
+        if toolchain.cross and minor < (3, 11):
+            raise RuntimeError_(
+                f"CPython {version} cannot be built for {toolchain.machine.name} on "
+                f"{host_machine().name} (cross builds need 3.11 or later: --with-build-python)",
+                hint="build a runtime of 3.11 or later for it",
+            )
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
         if final.exists() and not force:
@@ -172,12 +188,19 @@ def build_runtime(
         libraries = work / "libraries"
         log = stage / "build.log"
         stage.mkdir(parents=True)
+        build_python = None
+        if toolchain.cross:
+            build_python = _build_python(version, sources, directories, jobs, say)
         builder = _Builder(toolchain, log, say)
         started = time.monotonic()
         say(f"building runtime {name} with zig {toolchain.version()} ({jobs} jobs); log: {log}")
-        timings = _compile(builder, found, source_root, python_source, prefix, libraries, jobs)
-        run = builder.runner(python_source, libraries)
-        _check_modules(prefix, minor, run, python_source)
+        timings = _compile(
+            builder, found, source_root, python_source, prefix, libraries, jobs, build_python
+        )
+        if toolchain.cross:
+            _check_modules_present(prefix, python_source)
+        else:
+            _check_modules(prefix, minor, builder.runner(python_source, libraries), python_source)
         floor = glibc_floor(_elf_images(prefix))
         if floor.version is not None and floor.version > toolchain.glibc:
             raise RuntimeError_(
@@ -187,7 +210,7 @@ def build_runtime(
             )
         timings["total"] = round(time.monotonic() - started, 1)
         info = _runtime_info(version, toolchain, floor, found, timings)
-        launcher = build_launcher(stage, prefix, toolchain, builder)
+        launcher = build_launcher(stage, prefix, toolchain, builder, build_python)
         launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
         if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
             raise RuntimeError_(
@@ -213,6 +236,18 @@ def build_runtime(
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _build_python(
+    version: str, sources: dict[str, str], directories: list[Path], jobs: int, say: Say
+) -> Path:
+    """The interpreter a cross build of CPython ``version`` runs here: this machine's runtime of
+    the same release, built first (from the same sources) when the store lacks it."""
+    host = find_runtime(version, host_machine().name)
+    if host is None or host.version != version:
+        say(f"a cross build needs this machine's runtime of CPython {version}: building it first")
+        host = build_runtime(sources, directories, wanted=version, jobs=jobs, say=say)
+    return host.python
+
+
 def _compile(
     builder: _Builder,
     found: dict[str, Path],
@@ -221,21 +256,25 @@ def _compile(
     prefix: Path,
     libraries: Path,
     jobs: int,
+    build_python: Path | None,
 ) -> dict[str, float]:
     """Builds every library of the recipes into ``libraries``, then CPython into ``prefix``;
     returns the seconds each took."""
     say = builder.say
+    machine = builder.toolchain.machine
     timings = {}
     for library, recipe in recipes.LIBRARIES.items():
         begun = time.monotonic()
         say(f"  {library} ({recipe.purpose}) from {found[library].name}")
         source = unpack(found[library], source_root)
-        recipe.build(source, libraries, builder.runner(source, libraries), jobs)
+        recipe.build(source, libraries, builder.runner(source, libraries), jobs, machine)
         timings[library] = round(time.monotonic() - begun, 1)
     begun = time.monotonic()
     version = ".".join(str(part) for part in recipes.python_version_of(python_source))
     say(f"  CPython {version} from {found['python'].name}")
-    arguments, environment = recipes.python_configure_arguments(prefix, libraries)
+    arguments, environment = recipes.python_configure_arguments(
+        prefix, libraries, machine, build_python
+    )
     run = builder.runner(python_source, libraries)
     run(["./configure", *arguments], cwd=python_source, extra=environment)
     run(["make", f"-j{jobs}"], cwd=python_source)
@@ -350,9 +389,17 @@ def source_tree() -> Path | None:
     return None
 
 
-def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Builder) -> Path:
+def build_launcher(
+    stage: Path,
+    prefix: Path,
+    toolchain: Toolchain,
+    builder: _Builder,
+    build_python: Path | None = None,
+) -> Path:
     """Builds the launcher against the runtime's ``libpython3.X.a``, linked by zig for the
-    runtime's glibc (cargo-zigbuild), into ``stage/launcher/``."""
+    runtime's glibc and machine (cargo-zigbuild), into ``stage/launcher/``. For another machine,
+    pyo3 and the launcher's build script read the runtime's sysconfig data through
+    ``build_python`` (this machine's interpreter of the same release)."""
     tree = source_tree()
     cargo_zigbuild = shutil.which("cargo-zigbuild") or str(
         Path(sys.executable).parent / "cargo-zigbuild"
@@ -372,7 +419,13 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
     # Kept in the store between builds: relinking after a change of ingot is incremental.
     target_dir = store() / ".cargo-target" / stage.name
     run = builder.runner(stage.parent, prefix)
-    rust_target = "x86_64-unknown-linux-gnu"
+    rust_target = toolchain.machine.rust
+    extra = {}
+    if toolchain.cross:
+        _check_rust_target(rust_target)
+        assert build_python is not None
+        python = _cross_python(stage.parent, build_python, prefix)
+        extra["PYO3_CROSS_LIB_DIR"] = str(prefix / "lib")
 
     def zigbuild(*package: str) -> None:
         """``cargo zigbuild --release`` of ``package`` for the runtime's glibc and Python."""
@@ -391,28 +444,19 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
                 "PYO3_PYTHON": str(python),
                 "CARGO_TARGET_DIR": str(target_dir),
                 "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
+                **extra,
             },
         )
 
     zigbuild("-p", "ingot-launcher")
-    version = python.name.removeprefix("python")
+    version = ".".join(sysconfig_vars(prefix)["VERSION"].split(".")[:2])
     destination = stage / "launcher" / f"ingot-launcher-{version}"
     destination.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
     # ingot's own extension module for the runtime's interpreter: `ingot build --python` runs
     # ingot under it, whatever Python ingot itself was installed for.
     zigbuild("-p", "ingot-importer", "--lib", "--features", "extension-module")
-    suffix = subprocess.run(
-        [
-            str(python),
-            "-I",
-            "-c",
-            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    suffix = sysconfig_vars(prefix)["EXT_SUFFIX"]
     shutil.copy2(
         target_dir / rust_target / "release" / "libingot_importer.so",
         stage / "launcher" / f"_ingot{suffix}",
@@ -420,22 +464,35 @@ def build_launcher(stage: Path, prefix: Path, toolchain: Toolchain, builder: _Bu
     return destination
 
 
-def rebuild_launcher(wanted: str, say: Callable[[str], None] = print) -> Runtime:
+def rebuild_launcher(
+    wanted: str, say: Callable[[str], None] = print, machine: Machine | None = None
+) -> Runtime:
     """Builds the launcher and ingot's extension module of an existing runtime again, from this
     ingot's source tree (after a change of ingot; the interpreter and libraries stay)."""
-    found = find_runtime(wanted)
+    machine = machine or host_machine()
+    found = find_runtime(wanted, machine.name)
     if found is None:
         raise RuntimeError_(
-            f"no runtime {wanted} in {store()}",
+            f"no runtime {wanted} for {machine.name} in {store()}",
             hint="`ingot runtime list` shows the runtimes there are",
         )
-    toolchain = Toolchain(find_zig())
+    toolchain = Toolchain(find_zig(), machine=machine)
+    build_python = None
+    if toolchain.cross:
+        host = find_runtime(found.version, host_machine().name)
+        if host is None or host.version != found.version:
+            raise RuntimeError_(
+                f"relinking the {machine.name} runtime {found.version} needs this machine's "
+                f"runtime of CPython {found.version}, which the store lacks",
+                hint=f"build it: ingot runtime build {found.version}",
+            )
+        build_python = host.python
     work = Path(tempfile.mkdtemp(prefix=".relink-", dir=store()))
     try:
         builder = _Builder(toolchain, found.path / "build.log", say)
         staged = work / found.name
         staged.mkdir()
-        launcher = build_launcher(staged, found.path / "python", toolchain, builder)
+        launcher = build_launcher(staged, found.path / "python", toolchain, builder, build_python)
         floor = glibc_floor([(launcher.name, launcher.read_bytes())])
         if floor.version is not None and floor.version > toolchain.glibc:
             raise RuntimeError_(
@@ -481,3 +538,57 @@ def _elf_images(prefix: Path) -> Iterable[tuple[str, bytes]]:
                 if file.read(4) != b"\x7fELF":
                     continue
             yield str(path.relative_to(prefix)), path.read_bytes()
+
+
+def _check_modules_present(prefix: Path, python_source: Path) -> None:
+    """A cross build's check of :data:`REQUIRED_MODULES` (its interpreter cannot run here): each
+    is built into the interpreter (``Modules/config.c``) or is a file of ``lib-dynload`` with
+    the runtime's extension suffix."""
+    config = (python_source / "Modules" / "config.c").read_text(errors="replace")
+    builtin = set(re.findall(r'\{"([A-Za-z0-9_.]+)", PyInit_', config))
+    suffix = sysconfig_vars(prefix)["EXT_SUFFIX"]
+    dynload = next(prefix.glob("lib/python3.*/lib-dynload"), prefix / "lib-dynload")
+    missing = [
+        name
+        for name in REQUIRED_MODULES
+        if name not in builtin and not (dynload / f"{name}{suffix}").is_file()
+    ]
+    if missing:
+        raise RuntimeError_(
+            f"the runtime lacks standard-library modules: {', '.join(missing)} (neither built "
+            f"into the interpreter nor in {dynload})",
+            hint="CPython's build left them out: its log says why (search for the module's name)",
+        )
+
+
+def _check_rust_target(rust_target: str) -> None:
+    """RuntimeError_ unless Rust's standard library for ``rust_target`` is installed."""
+    rustc = shutil.which("rustc")
+    if rustc is None:
+        return  # said by cargo
+    sysroot = subprocess.run(
+        [rustc, "--print", "sysroot"], capture_output=True, text=True
+    ).stdout.strip()
+    if not (Path(sysroot) / "lib" / "rustlib" / rust_target / "lib").is_dir():
+        raise RuntimeError_(
+            f"Rust has no standard library for {rust_target} here (in {sysroot}), which the "
+            "runtime's launcher is built with",
+            hint=f"rustup target add {rust_target}",
+        )
+
+
+def _cross_python(directory: Path, build_python: Path, prefix: Path) -> Path:
+    """A script that runs ``build_python`` (this machine's interpreter) with sysconfig reading
+    the cross runtime's data: what the launcher's build script asks (``LIBPL``, ``LIBS``) is the
+    runtime's, what it runs (the bytecode compiler, ``marshal``) is the same release here."""
+    data = next(prefix.glob("lib/python3.*/_sysconfigdata_*.py"))
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / ".cross-python"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"_PYTHON_SYSCONFIGDATA_NAME={shlex.quote(data.stem)} "
+        f"_PYTHON_SYSCONFIGDATA_PATH={shlex.quote(str(data.parent))} "
+        f'exec {shlex.quote(str(build_python))} "$@"\n'
+    )
+    script.chmod(0o755)
+    return script

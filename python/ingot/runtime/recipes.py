@@ -21,9 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["LIBRARIES", "Recipe", "python_configure_arguments"]
+from ingot.machine import Machine, host_machine
+
+__all__ = ["LIBRARIES", "Recipe", "cross_options", "python_configure_arguments"]
 
 Run = Callable[..., None]
+#: A recipe's build: the unpacked source, the prefix, the runner, the jobs, the target machine.
+Build = Callable[[Path, Path, Run, int, Machine], None]
 
 #: Compiler flags of every library: optimized, position-independent (they are linked into shared
 #: extension modules), large-file aware as CPython is.
@@ -38,15 +42,31 @@ class Recipe:
     #: Globs that find its source release in a directory of sources (upstream's and Debian's
     #: names).
     patterns: tuple[str, ...]
-    build: Callable[[Path, Path, Run, int], None]
+    build: Build
     #: Environment variables CPython's configure takes for it (3.11+: instead of pkg-config).
     configure_environment: Callable[[Path], dict[str, str]] = field(default=lambda prefix: {})
 
 
-def _autotools(*options: str) -> Callable[[Path, Path, Run, int], None]:
-    def build(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def cross_options(machine: Machine) -> list[str]:
+    """A configure script's ``--host`` and ``--build`` when ``machine`` is not this one (a cross
+    build: configure then runs nothing it compiles); none for a native build."""
+    build = host_machine()
+    if machine == build:
+        return []
+    return [f"--host={machine.triplet}", f"--build={build.triplet}"]
+
+
+def _autotools(*options: str) -> Build:
+    def build(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
         run(
-            ["./configure", f"--prefix={prefix}", "--disable-shared", "--enable-static", *options],
+            [
+                "./configure",
+                f"--prefix={prefix}",
+                "--disable-shared",
+                "--enable-static",
+                *cross_options(machine),
+                *options,
+            ],
             cwd=source,
             extra={"CFLAGS": CFLAGS},
         )
@@ -56,13 +76,14 @@ def _autotools(*options: str) -> Callable[[Path, Path, Run, int], None]:
     return build
 
 
-def _zlib(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _zlib(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+    # (zlib's configure takes no --host: it compiles with $CC for whatever that targets.)
     run(["./configure", f"--prefix={prefix}", "--static"], cwd=source, extra={"CFLAGS": CFLAGS})
     run(["make", f"-j{jobs}", "libz.a"], cwd=source)
     run(["make", "install"], cwd=source)
 
 
-def _bzip2(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _bzip2(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # A plain Makefile, with its own CC/AR/RANLIB/CFLAGS variables.
     run(
         [
@@ -82,7 +103,7 @@ def _bzip2(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     shutil.copy2(source / "bzlib.h", prefix / "include" / "bzlib.h")
 
 
-def _libffi(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _libffi(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # libffi 3.4.4 calls open_temp_exec_file() in src/tramp.c without declaring it, an error
     # under clang >= 16 (zig's); 3.4.5 declares it. Add the declaration where it is missing.
     tramp = source / "src" / "tramp.c"
@@ -91,11 +112,11 @@ def _libffi(source: Path, prefix: Path, run: Run, jobs: int) -> None:
         if "open_temp_exec_file" in text and "int open_temp_exec_file" not in text:
             tramp.write_text("extern int open_temp_exec_file (void);\n" + text)
     _autotools("--with-pic", "--disable-docs", "--disable-multi-os-directory")(
-        source, prefix, run, jobs
+        source, prefix, run, jobs, machine
     )
 
 
-def _sqlite(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _sqlite(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # The amalgamation (sqlite-autoconf-*.tar.gz) has sqlite3.c; the full tree (Debian's orig
     # tarball) makes it with tclsh. Either way: one object, one static library.
     options = [
@@ -110,7 +131,7 @@ def _sqlite(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     ]
     if not (source / "sqlite3.c").exists():
         run(
-            ["./configure", "--disable-shared", "--disable-tcl"],
+            ["./configure", "--disable-shared", "--disable-tcl", *cross_options(machine)],
             cwd=source,
             extra={"CFLAGS": CFLAGS},
         )
@@ -123,14 +144,14 @@ def _sqlite(source: Path, prefix: Path, run: Run, jobs: int) -> None:
         shutil.copy2(source / header, prefix / "include" / header)
 
 
-def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _openssl(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # --openssldir is where OpenSSL looks for its configuration and certificates at run time:
     # Debian's and Ubuntu's place (RHEL's is /etc/pki/tls); SSL_CERT_FILE and SSL_CERT_DIR
     # override it, and certifi-using code does not need it.
     run(
         [
             "./Configure",
-            "linux-x86_64",
+            machine.openssl,
             "no-shared",
             "no-tests",
             "-fPIC",
@@ -145,7 +166,7 @@ def _openssl(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     run(["make", "install_dev"], cwd=source)
 
 
-def _ncurses(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _ncurses(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # The wide-character library only, no programs, no terminfo database: at run time it reads
     # the target system's (/etc/terminfo, /lib/terminfo, /usr/share/terminfo); where there is
     # none, readline works as on a dumb terminal and curses.setupterm() says it found none.
@@ -169,7 +190,7 @@ def _ncurses(source: Path, prefix: Path, run: Run, jobs: int) -> None:
         "--with-terminfo-dirs=/etc/terminfo:/lib/terminfo:/usr/share/terminfo",
         "--with-default-terminfo-dir=/usr/share/terminfo",
         "--disable-db-install",
-    )(source, prefix, run, jobs)
+    )(source, prefix, run, jobs, machine)
 
 
 #: readline 8.2's first official patch (readline82-001; in readline 8.2.1 and later): where LC_ALL,
@@ -188,7 +209,7 @@ _READLINE_NO_LOCALE = (
 )
 
 
-def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _readline(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     nls = source / "nls.c"
     text = nls.read_text()
     if _READLINE_SETLOCALE in text and _READLINE_SETLOCALE + _READLINE_NO_LOCALE not in text:
@@ -201,6 +222,7 @@ def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
             "--enable-static",
             "--with-curses",
             "--disable-install-examples",
+            *cross_options(machine),
         ],
         cwd=source,
         extra={
@@ -213,7 +235,7 @@ def _readline(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     run(["make", "install"], cwd=source)
 
 
-def _expat(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _expat(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # A release tarball has a configure script; a snapshot of the repository (Debian's orig
     # tarball) has the library in expat/ and no configure, but a CMakeLists.txt (cmake, if the
     # build machine has it, builds it).
@@ -226,7 +248,7 @@ def _expat(source: Path, prefix: Path, run: Run, jobs: int) -> None:
             "--without-examples",
             "--without-tests",
             "--without-docbook",
-        )(source, prefix, run, jobs)
+        )(source, prefix, run, jobs, machine)
         return
     cmake = shutil.which("cmake")
     if cmake is None:
@@ -258,6 +280,11 @@ def _expat(source: Path, prefix: Path, run: Run, jobs: int) -> None:
             "-DEXPAT_BUILD_TESTS=OFF",
             "-DEXPAT_BUILD_DOCS=OFF",
             "-DEXPAT_BUILD_FUZZERS=OFF",
+            *(
+                ["-DCMAKE_SYSTEM_NAME=Linux", f"-DCMAKE_SYSTEM_PROCESSOR={machine.name}"]
+                if cross_options(machine)
+                else []
+            ),
         ],
         cwd=source,
         extra={"CFLAGS": CFLAGS},
@@ -266,7 +293,7 @@ def _expat(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     run([cmake, "--install", "build"], cwd=source)
 
 
-def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # libmpdec only (no C++ libmpdec++); its configure takes CFLAGS for the static library too.
     run(
         [
@@ -275,6 +302,7 @@ def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int) -> None:
             "--disable-shared",
             "--enable-static",
             "--disable-cxx",
+            *cross_options(machine),
         ],
         cwd=source,
         extra={"CFLAGS": CFLAGS},
@@ -283,7 +311,7 @@ def _mpdecimal(source: Path, prefix: Path, run: Run, jobs: int) -> None:
     run(["make", "install"], cwd=source)
 
 
-def _libuuid(source: Path, prefix: Path, run: Run, jobs: int) -> None:
+def _libuuid(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
     # util-linux is a whole suite of programs; libuuid is one of its libraries (a libuuid-1.0.x
     # release holds only that library, and its configure ignores the options it does not know).
     _autotools(
@@ -299,7 +327,7 @@ def _libuuid(source: Path, prefix: Path, run: Run, jobs: int) -> None:
         "--disable-asciidoc",
         "--disable-makeinstall-chown",
         "--disable-makeinstall-setuid",
-    )(source, prefix, run, jobs)
+    )(source, prefix, run, jobs, machine)
 
 
 def _curses_variables(prefix: Path) -> dict[str, str]:
@@ -427,9 +455,14 @@ def python_version_of(source: Path) -> tuple[int, int, int]:
     return numbers[0], numbers[1], numbers[2]
 
 
-def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str], dict[str, str]]:
+def python_configure_arguments(
+    prefix: Path, libraries: Path, machine: Machine, build_python: Path | None = None
+) -> tuple[list[str], dict[str, str]]:
     """CPython's configure options and environment for a static interpreter whose extension
-    modules link the libraries under ``libraries`` statically."""
+    modules link the libraries under ``libraries`` statically. A cross build (``machine`` is not
+    this one) needs ``build_python``, an interpreter of the same version that runs here (it
+    compiles the standard library and generates sources), and is told what configure would
+    otherwise find out by running a program or looking at this machine's files."""
     # The system (here: the runtime's own) expat and mpdecimal rather than CPython's bundled
     # copies, which CPython deprecates (3.13) and no longer falls back to implicitly (3.15).
     arguments = [
@@ -441,6 +474,10 @@ def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str]
         "--with-system-expat",
         "--with-system-libmpdec",
     ]
+    cross = cross_options(machine)
+    if cross:
+        assert build_python is not None, "a cross build needs the build machine's interpreter"
+        arguments += [*cross, f"--with-build-python={build_python}"]
     environment = {
         # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__).
         "CFLAGS": "-O2 -Wno-error=date-time",
@@ -451,6 +488,12 @@ def python_configure_arguments(prefix: Path, libraries: Path) -> tuple[list[str]
         f"-I{libraries / 'include' / 'uuid'}",
         "LDFLAGS": f"-L{libraries / 'lib'}",
     }
+    if cross:
+        # Linux has /dev/ptmx (not /dev/ptc), and glibc's getaddrinfo is not the buggy one
+        # configure tests for by running a program.
+        environment.update(
+            ac_cv_file__dev_ptmx="yes", ac_cv_file__dev_ptc="no", ac_cv_buggy_getaddrinfo="no"
+        )
     for recipe in LIBRARIES.values():
         environment.update(recipe.configure_environment(libraries))
     return arguments, environment

@@ -5,7 +5,8 @@ with :mod:`ingot.runtime.toolchain` for glibc 2.17, and kept in the user's cache
     ingot runtime list
     ingot runtime remove 3.11.2
 
-A runtime is a directory ``<store>/cpython-<version>-<machine>-linux-gnu.<glibc>/``:
+A runtime is a directory ``<store>/cpython-<version>-<machine>-linux-gnu.<glibc>/`` (``machine``:
+``x86_64``, ``aarch64``; see :mod:`ingot.machine`):
 
     python/          the installed interpreter (``--prefix``): bin/python3.X, lib/python3.X
                      (compiled standard library, lib-dynload/*.so), lib/libpython3.X.a
@@ -25,6 +26,7 @@ user vouches for (``--source NAME=URL#sha256=HEX``).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ingot.errors import IngotError
+from ingot.machine import host_machine
 
 __all__ = [
     "RUNTIME_FORMAT",
@@ -48,6 +51,7 @@ __all__ = [
     "remove_runtime",
     "sha256_of",
     "store",
+    "sysconfig_vars",
     "trusted_files",
     "verify_runtime",
 ]
@@ -95,6 +99,40 @@ class Runtime:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def machine(self) -> str:
+        """The architecture it is built for (``x86_64``, ``aarch64``): the start of its
+        target (``aarch64-linux-gnu.2.17``)."""
+        return str(self.info.get("target", "")).split("-", 1)[0]
+
+    @property
+    def cross(self) -> bool:
+        """Whether it is built for another architecture than this machine's: its interpreter
+        cannot run here."""
+        return self.machine != host_machine().name
+
+
+def sysconfig_vars(prefix: Path) -> dict[str, Any]:
+    """The build-time variables (``EXT_SUFFIX``, ``MULTIARCH``, ``LIBPL``, ...) of the CPython
+    installed at ``prefix``, read from its ``_sysconfigdata_*.py`` as data (not run: the
+    interpreter may be another machine's)."""
+    found = sorted(prefix.glob("lib/python3.*/_sysconfigdata_*.py"))
+    if not found:
+        raise RuntimeError_(
+            f"{prefix} has no lib/python3.X/_sysconfigdata_*.py: not an installed CPython",
+            hint="build or install the runtime again",
+        )
+    tree = ast.parse(found[0].read_text(), str(found[0]))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "build_time_vars"
+            for target in node.targets
+        ):
+            values = ast.literal_eval(node.value)
+            if isinstance(values, dict):
+                return values
+    raise RuntimeError_(f"{found[0]} defines no build_time_vars dictionary")
+
 
 def read_runtime(path: Path) -> Runtime | None:
     try:
@@ -125,20 +163,23 @@ def list_runtimes() -> list[Runtime]:
     return sorted(found, key=key, reverse=True)
 
 
-def find_runtime(wanted: str) -> Runtime | None:
-    """The newest runtime whose version is ``wanted`` or starts with it (``3.11`` finds
-    ``3.11.2``)."""
+def find_runtime(wanted: str, machine: str | None = None) -> Runtime | None:
+    """The newest runtime for ``machine`` (default: this one's) whose version is ``wanted`` or
+    starts with it (``3.11`` finds ``3.11.2``)."""
+    machine = machine or host_machine().name
     for runtime in list_runtimes():
+        if runtime.machine != machine:
+            continue
         if runtime.version == wanted or runtime.version.startswith(wanted + "."):
             return runtime
     return None
 
 
-def remove_runtime(wanted: str) -> Runtime:
-    runtime = find_runtime(wanted)
+def remove_runtime(wanted: str, machine: str | None = None) -> Runtime:
+    runtime = find_runtime(wanted, machine)
     if runtime is None:
         raise RuntimeError_(
-            f"no runtime {wanted} in {store()}",
+            f"no runtime {wanted} for {machine or host_machine().name} in {store()}",
             hint="`ingot runtime list` shows the runtimes there are",
         )
     doomed = runtime.path.with_name(f".removing-{runtime.name}-{os.getpid()}")

@@ -21,10 +21,11 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.errors import IngotError
+from ingot.machine import Machine, host_machine
 
 __all__ = ["GLIBC_FLOOR", "Toolchain", "ToolchainError", "find_zig"]
 
@@ -57,15 +58,20 @@ def find_zig() -> Path:
 
 @dataclass
 class Toolchain:
-    """``zig cc`` for ``x86_64-linux-gnu.<glibc>``, as the commands a build system expects."""
+    """``zig cc`` for ``<machine>-linux-gnu.<glibc>``, as the commands a build system expects."""
 
     zig: Path
     glibc: tuple[int, int] = GLIBC_FLOOR
-    machine: str = "x86_64"
+    machine: Machine = field(default_factory=host_machine)
 
     @property
     def target(self) -> str:
-        return f"{self.machine}-linux-gnu.{self.glibc[0]}.{self.glibc[1]}"
+        return f"{self.machine.name}-linux-gnu.{self.glibc[0]}.{self.glibc[1]}"
+
+    @property
+    def cross(self) -> bool:
+        """Whether it builds for another machine than this one (nothing built can run here)."""
+        return self.machine != host_machine()
 
     def version(self) -> str:
         done = subprocess.run([str(self.zig), "version"], capture_output=True, text=True)

@@ -41,14 +41,19 @@ from pathlib import Path
 
 from ingot._ingot import __version__
 from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
+from ingot.machine import MACHINES, Machine, host_machine
 from ingot.runtime.builder import relocate
 from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store, trusted_files
 from ingot.runtime.toolchain import ToolchainError, find_zig
 
-__all__ = ["WHEEL_PLATFORM", "distribution", "export_wheel", "install_runtime", "wheel_name"]
+__all__ = ["distribution", "export_wheel", "install_runtime", "wheel_name", "wheel_platform"]
 
-#: The platform tags of a runtime's wheel: every ELF file in it needs at most glibc 2.17.
-WHEEL_PLATFORM = "manylinux_2_17_x86_64.manylinux2014_x86_64"
+
+def wheel_platform(machine: str) -> str:
+    """The platform tags of a runtime's wheel for ``machine`` (``x86_64``): every ELF file in it
+    needs at most glibc 2.17."""
+    return f"manylinux_2_17_{machine}.manylinux2014_{machine}"
+
 
 #: The date of every entry of the wheels ingot writes (zip cannot say 1970), unless
 #: ``SOURCE_DATE_EPOCH`` says another.
@@ -65,10 +70,9 @@ def distribution(version: str) -> str:
     return f"ingot-runtime-cp{major}{minor}"
 
 
-def wheel_name(version: str, ingot_version: str = __version__) -> str:
-    return (
-        f"{distribution(version).replace('-', '_')}-{ingot_version}-py3-none-{WHEEL_PLATFORM}.whl"
-    )
+def wheel_name(version: str, ingot_version: str = __version__, machine: str = "x86_64") -> str:
+    package = distribution(version).replace("-", "_")
+    return f"{package}-{ingot_version}-py3-none-{wheel_platform(machine)}.whl"
 
 
 def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
@@ -143,6 +147,12 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
             f"the runtime {runtime.path} has no launcher to carry",
             hint=f"link it first: ingot runtime launcher {runtime.version}",
         )
+    if runtime.machine not in MACHINES:
+        raise RuntimeError_(
+            f"the runtime {runtime.path} is for {runtime.machine!r} (its runtime.json's target), "
+            "an architecture ingot does not build for",
+            hint=f"the architectures ingot builds for: {', '.join(MACHINES)}",
+        )
     package = distribution(runtime.version).replace("-", "_")
     info = {
         key: value
@@ -160,7 +170,7 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
     if epoch and epoch.isdigit():
         stamp = max(_EPOCH, time.gmtime(int(epoch))[:6])
     directory.mkdir(parents=True, exist_ok=True)
-    final = directory / wheel_name(runtime.version)
+    final = directory / wheel_name(runtime.version, machine=runtime.machine)
     partial = directory / f".{final.name}.{os.getpid()}.tmp"
     record: list[str] = []
 
@@ -206,7 +216,9 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
             wheel = (
                 "Wheel-Version: 1.0\nGenerator: ingot "
                 f"{__version__}\nRoot-Is-Purelib: false\n"
-                + "".join(f"Tag: py3-none-{tag}\n" for tag in WHEEL_PLATFORM.split("."))
+                + "".join(
+                    f"Tag: py3-none-{tag}\n" for tag in wheel_platform(runtime.machine).split(".")
+                )
             )
             add(archive, f"{dist_info}/WHEEL", wheel.encode())
             record.append(f"{dist_info}/RECORD,,")
@@ -220,10 +232,16 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
     return final
 
 
-def install_runtime(version: str, say: Callable[[str], None] = print) -> Runtime:
-    """Installs the runtime of Python ``version`` ("3.11") from its wheel of this ingot's
-    version into the store, with pip and its configuration; returns it."""
+def install_runtime(
+    version: str, say: Callable[[str], None] = print, machine: Machine | None = None
+) -> Runtime:
+    """Installs the runtime of Python ``version`` ("3.11") for ``machine`` (default: this one)
+    from its wheel of this ingot's version into the store, with pip and its configuration;
+    returns it."""
+    machine = machine or host_machine()
     requirement = f"{distribution(version)}=={__version__}"
+    # Another machine's wheel: pip is told its platform (it would pick this machine's).
+    platform = [] if machine == host_machine() else ["--platform", f"manylinux2014_{machine.name}"]
     if importlib.util.find_spec("pip") is None:
         raise RuntimeError_(
             f"no runtime for Python {version} in {store()}, and no pip in ingot's environment "
@@ -235,7 +253,10 @@ def install_runtime(version: str, say: Callable[[str], None] = print) -> Runtime
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
-        say(f"installing the runtime for Python {version}: pip install {requirement}")
+        say(
+            f"installing the runtime for Python {version} ({machine.name}): pip install "
+            f"{requirement}"
+        )
         command = [
             sys.executable,
             "-m",
@@ -251,6 +272,7 @@ def install_runtime(version: str, say: Callable[[str], None] = print) -> Runtime
             "--no-warn-script-location",
             "--progress-bar",
             "off",
+            *platform,
             requirement,
         ]
         said: list[str] = []
@@ -272,7 +294,14 @@ def install_runtime(version: str, say: Callable[[str], None] = print) -> Runtime
                 "for this machine's Python: --python local",
             )
         package = work / "target" / distribution(version).replace("-", "_")
-        return _place(package, requirement)
+        placed = _place(package, requirement)
+        if placed.machine != machine.name:
+            raise RuntimeError_(
+                f"pip installed {requirement} for {placed.machine}, not {machine.name}",
+                hint="give pip the wheel of that architecture (its platform tag ends in "
+                f"_{machine.name})",
+            )
+        return placed
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
