@@ -65,7 +65,7 @@ def root():
         cache = Path(os.environ.get("INGOT_CI_CACHE", "/var/cache/ingot"))
         done = subprocess.run(
             ["bash", str(ROOT / "scripts" / "debian-root"), "--arch", DEBIAN_ARCH, "bullseye",
-             str(cache / f"debian11-{DEBIAN_ARCH}")],
+             str(cache / f"debian11-{DEBIAN_ARCH}"), "libsqlite3-0"],  # (as scripts/test)
             capture_output=True, text=True, timeout=1200,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ import pytest
 
 import ingot
 from ingot import cli
-from ingot.machine import host_machine
+from ingot.machine import MACHINES, host_machine
 from ingot.runtime import store, wheel
 
 HOST = host_machine().name
@@ -21,11 +21,11 @@ HOST = host_machine().name
 SYSCONFIG = "_sysconfigdata__linux_x86_64-linux-gnu.py"
 
 
-def stand_in_runtime(root, version="3.11.2", target=f"{HOST}-linux-gnu.2.17"):
-    """A runtime's layout (of this machine's architecture, for pip to install it here), with a
-    few files of each kind a wheel carries or leaves out."""
+def stand_in_runtime(root, version="3.11.2", target=f"{HOST}-linux-gnu.2.17", machine=HOST):
+    """A runtime's layout (by default of this machine's architecture), with a few files of each
+    kind a wheel carries or leaves out."""
     minor = ".".join(version.split(".")[:2])
-    path = root / f"cpython-{version}-{HOST}-linux-gnu.2.17"
+    path = root / f"cpython-{version}-{machine}-linux-gnu.2.17"
     prefix = path / "python"
     lib = prefix / "lib" / f"python{minor}"
     files = {
@@ -116,7 +116,7 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     assert cli.main(["runtime", "install", "3.11"]) == 0
     out, err = capsys.readouterr()
-    installed = tmp_path / "store" / "cpython-3.11.2-x86_64-linux-gnu.2.17"
+    installed = tmp_path / "store" / f"cpython-3.11.2-{HOST}-linux-gnu.2.17"
     assert out.strip() == str(installed)
     assert f"pip install ingot-runtime-cp311=={ingot.__version__}" in err
     assert os.access(installed / "python" / "bin" / "python3.11", os.X_OK)
@@ -135,6 +135,29 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
     ]
     store.verify_runtime(found)
     assert [entry.name for entry in (tmp_path / "store").iterdir()] == [installed.name]
+
+
+def test_another_architectures_runtime_wheel_is_installed_when_asked_for(
+    tmp_path, monkeypatch, capsys
+):
+    other = next(name for name in MACHINES if name != HOST)
+    runtime, _ = stand_in_runtime(
+        tmp_path / "built", target=f"{other}-linux-gnu.2.17", machine=other
+    )
+    made = wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
+    assert made.name.endswith(f"-py3-none-manylinux_2_17_{other}.manylinux2014_{other}.whl")
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    assert cli.main(["runtime", "install", "3.11"]) == 1  # none for this machine in the folder
+    assert "pip could not install ingot-runtime-cp311" in capsys.readouterr().err
+    assert cli.main(["runtime", "install", "3.11", "--target", other]) == 0
+    installed = tmp_path / "store" / f"cpython-3.11.2-{other}-linux-gnu.2.17"
+    assert capsys.readouterr().out.strip() == str(installed)
+    found = store.find_runtime("3.11", other)
+    assert (found.path, found.machine, found.cross) == (installed, other, True)
+    assert store.find_runtime("3.11") is None
+    store.verify_runtime(found)
 
 
 @pytest.mark.parametrize("target", [f"{HOST}-../../escaped", f"{HOST}-linux-gnu.2.17/../../x"])
