@@ -171,6 +171,30 @@ def test_a_numpy_app_built_for_the_other_architecture_runs_there(runtimes, qemu,
     assert json.loads(result.stdout) == {"det": -5.0, "machine": TARGET, "numpy": "2.2.6"}
 
 
+def test_the_projects_table_can_name_the_target(runtimes, tmp_path):
+    project = tmp_path / "hello"
+    shutil.copytree(ROOT / "examples" / "hello", project)
+    pyproject = project / "pyproject.toml"
+    text = pyproject.read_text()
+    assert "[tool.ingot]" not in text
+    alias = {"aarch64": "arm64", "x86_64": "amd64"}[TARGET]  # Debian's name is taken too
+    pyproject.write_text(text + f'\n[tool.ingot]\ntarget = "{alias}"\npython = "{VERSION}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "ingot", "build", str(project), "-o", str(tmp_path / "app")],
+        capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert elf_machine(tmp_path / "app") == TARGET
+    pyproject.write_text(text + '\n[tool.ingot]\ntarget = "sparc64"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "ingot", "build", str(project), "-o", str(tmp_path / "other")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "target" in done.stderr and "'x86_64' or 'aarch64'" in done.stderr, done.stderr
+    assert not (tmp_path / "other").exists()
+
+
 def test_a_launcher_of_another_architecture_is_refused(runtimes, tmp_path):
     _target, host = runtimes
     launcher = host.path / host.info["launcher"]["file"]

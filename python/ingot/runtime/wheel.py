@@ -70,9 +70,12 @@ def distribution(version: str) -> str:
     return f"ingot-runtime-cp{major}{minor}"
 
 
-def wheel_name(version: str, ingot_version: str = __version__, machine: str = "x86_64") -> str:
+def wheel_name(version: str, ingot_version: str = __version__, machine: str | None = None) -> str:
+    """The file name of the runtime wheel of Python ``version`` for ``machine`` (default: this
+    machine's)."""
     package = distribution(version).replace("-", "_")
-    return f"{package}-{ingot_version}-py3-none-{wheel_platform(machine)}.whl"
+    platform = wheel_platform(machine or host_machine().name)
+    return f"{package}-{ingot_version}-py3-none-{platform}.whl"
 
 
 def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
