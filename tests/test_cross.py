@@ -223,3 +223,12 @@ def test_a_cross_build_with_this_machines_python_is_refused(tmp_path):
     assert done.returncode == 1, done.stderr
     assert f"a build for {TARGET} takes a runtime" in done.stderr
     assert "hint: leave out --python local" in done.stderr
+
+
+def test_a_requirement_without_a_wheel_for_the_target_is_a_clear_error(runtimes, tmp_path):
+    script = tmp_path / "windows_only.py"
+    script.write_text('# /// script\n# dependencies = ["pywin32==311"]\n# ///\nprint(1)\n')
+    _app, log = build(tmp_path, script, expect=1)
+    assert "pip could not install pywin32==311" in log and "Traceback" not in log, log
+    assert f"a wheel of it for CPython {VERSION} on {TARGET}" in log, log
+    assert not (tmp_path / "app").exists()

@@ -60,6 +60,12 @@ def _pip(
             "is the requirement spelled right, and is there a wheel for this platform and "
             "Python? (dependencies are installed from wheels only: --only-binary :all:)"
         )
+        if spec.target.platforms:  # a runtime's: say which
+            hint = (
+                f"is the requirement spelled right, and is there a wheel of it for CPython "
+                f"{spec.target.python} on {spec.target.machine} (manylinux, "
+                f"*_{spec.target.machine}.whl)? Dependencies are installed from wheels only"
+            )
         if project and re.search(
             r"setuptools[-_]scm|hatch-vcs|versioningit", run.stderr + run.stdout, re.I
         ):

@@ -288,13 +288,21 @@ def install_runtime(
                     said.append(line.strip())
                     say(f"  pip: {line.strip()}")
         if pip.returncode != 0:
+            cross = machine != host_machine()
+            which = f" for {machine.name}" if cross else ""
             raise RuntimeError_(
-                f"no runtime for Python {version} in {root}, and pip could not install "
-                f"{requirement}" + (": " + " / ".join(said[-2:]) if said else ""),
+                f"no runtime for Python {version}{which} in {root}, and pip could not install "
+                f"{requirement}"
+                + (f" (its {machine.name} wheel)" if cross else "")
+                + (": " + " / ".join(said[-2:]) if said else ""),
                 hint="give pip a folder or index that has it (PIP_FIND_LINKS=DIR, "
                 "find-links or index-url in pip.conf, PIP_INDEX_URL; ingot's scripts/wheels "
-                f"makes it); or build it from source: `ingot runtime build {version}`; or build "
-                "for this machine's Python: --python local",
+                "makes it); or build it from source: `ingot runtime build "
+                + (
+                    f"{version} --target {machine.name}`"
+                    if cross
+                    else f"{version}`; or build for this machine's Python: --python local"
+                ),
             )
         package = work / "target" / distribution(version).replace("-", "_")
         placed = _place(package, requirement)
