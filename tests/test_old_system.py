@@ -199,7 +199,11 @@ def test_the_standard_library_works_on_debian_11(built_runtime, debian11, tmp_pa
     app, _log = build(tmp_path, script)
     result = run_old(debian11, app)
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
-    seen = json.loads(result.stdout)
+    check_stdlib_report(json.loads(result.stdout), built_runtime.version)
+
+
+def check_stdlib_report(seen, version):
+    """What :data:`STDLIB` prints, as a runtime of CPython ``version`` must have it."""
     assert seen["ssl"] == ["OpenSSL", True]
     assert seen["sqlite"][1] == 3
     assert seen["ctypes"] == 4
@@ -209,7 +213,7 @@ def test_the_standard_library_works_on_debian_11(built_runtime, debian11, tmp_pa
     assert seen["uuid"] == [36, 1, 1]  # _uuid: libuuid is in the runtime
     assert (seen["expat"], seen["mpdecimal"]) == ("expat", True)
     assert seen["unicodedata"] == "LATIN SMALL LETTER E WITH ACUTE"
-    assert seen["version"] == built_runtime.version
+    assert seen["version"] == version
     assert (seen["readline"], seen["curses"]) == ("8", 6)
 
 
