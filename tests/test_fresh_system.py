@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from ingot.machine import host_machine
+
 import proclimit
 from test_old_system import CHROOT, debian11, require, run_old  # noqa: F401 - a fixture
 
@@ -63,7 +65,9 @@ def debian12():
     # Nothing to compile with: no C compiler, no Rust, no libpython to link.
     for absent in ("usr/bin/cc", "usr/bin/gcc", "usr/bin/cargo", "usr/bin/rustc", "usr/bin/ld"):
         assert not (root / absent).exists(), absent
-    assert not list(root.glob("usr/lib/x86_64-linux-gnu/libpython3*")), "libpython is there"
+    assert not list(root.glob(f"usr/lib/{host_machine().triplet}/libpython3*")), (
+        "libpython is there"
+    )
     assert not list(root.glob("usr/include/python3*")), "Python's headers are there"
     return root
 
@@ -87,7 +91,7 @@ def requirement_wheels(wheels, tmp_path_factory):
                 "--only-binary",
                 ":all:",
                 "--platform",
-                "manylinux2014_x86_64",
+                f"manylinux2014_{host_machine().name}",
                 "--python-version",
                 version,
                 "-d",

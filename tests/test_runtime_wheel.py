@@ -76,7 +76,7 @@ def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_p
     assert first.read_bytes() == second.read_bytes()
     assert first.name == (
         f"ingot_runtime_cp311-{ingot.__version__}-py3-none-"
-        "manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+        f"manylinux_2_17_{HOST}.manylinux2014_{HOST}.whl"
     )
     with zipfile.ZipFile(first) as archive:
         names = archive.namelist()
