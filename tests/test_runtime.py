@@ -493,3 +493,36 @@ def test_a_runtime_build_says_what_runs_while_a_step_takes_long(tmp_path, monkey
     assert "compiling" in log.read_text()
     with pytest.raises(IngotError, match="failed \\(exit 3\\)"):
         run(["sh", "-c", "exit 3"], cwd=work)
+
+
+def test_a_cross_build_is_configured_for_the_target_and_runs_nothing_of_it(tmp_path):
+    host = host_machine()
+    other = next(machine for machine in MACHINES.values() if machine != host)
+    assert recipes.cross_options(host) == []
+    assert recipes.cross_options(other) == [
+        f"--host={other.triplet}",
+        f"--build={host.triplet}",
+    ]
+    native, _ = recipes.python_configure_arguments(tmp_path / "p", tmp_path / "l", host)
+    assert not [a for a in native if a.startswith(("--host", "--with-build-python"))]
+    build_python = tmp_path / "python3.13"
+    arguments, environment = recipes.python_configure_arguments(
+        tmp_path / "p", tmp_path / "l", other, build_python
+    )
+    assert f"--host={other.triplet}" in arguments
+    assert f"--with-build-python={build_python}" in arguments
+    # What configure would otherwise find out by running a program built for the target.
+    assert environment["ac_cv_buggy_getaddrinfo"] == "no"
+    assert environment["ac_cv_file__dev_ptmx"] == "yes"
+    assert Toolchain(Path("/no/zig"), machine=other).target == f"{other.name}-linux-gnu.2.17"
+    assert Toolchain(Path("/no/zig"), machine=other).cross
+    assert not Toolchain(Path("/no/zig")).cross
+
+
+def test_a_cross_runtime_build_of_3_10_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    other = next(machine for machine in MACHINES.values() if machine != host_machine())
+    monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    with pytest.raises(IngotError, match=r"cross builds need 3\.11 or later"):
+        builder.build_runtime({}, wanted="3.10", machine=other, say=lambda line: None)
+    assert not (tmp_path / "store").exists()  # nothing fetched, nothing made

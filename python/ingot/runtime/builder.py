@@ -146,6 +146,8 @@ def build_runtime(
     directories = [Path(directory) for directory in directories]
     zig = find_zig()
     toolchain = Toolchain(zig, machine=machine or host_machine())
+    if wanted:
+        _check_cross_version(toolchain, wanted)  # before anything is fetched
     root = store()
     root.mkdir(parents=True, exist_ok=True)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
@@ -168,12 +170,7 @@ def build_runtime(
         minor = tuple(int(part) for part in version.split(".")[:2])
         if not (3, 10) <= minor <= (3, 15):
             raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
-        if toolchain.cross and minor < (3, 11):
-            raise RuntimeError_(
-                f"CPython {version} cannot be built for {toolchain.machine.name} on "
-                f"{host_machine().name} (cross builds need 3.11 or later: --with-build-python)",
-                hint="build a runtime of 3.11 or later for it",
-            )
+        _check_cross_version(toolchain, version)
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
         if final.exists() and not force:
@@ -234,6 +231,17 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_cross_version(toolchain: Toolchain, version: str) -> None:
+    """RuntimeError_ for a cross build of CPython older than 3.11 (no --with-build-python)."""
+    minor = tuple(int(part) for part in version.split(".")[:2])
+    if toolchain.cross and minor < (3, 11):
+        raise RuntimeError_(
+            f"CPython {version} cannot be built for {toolchain.machine.name} on "
+            f"{host_machine().name} (cross builds need 3.11 or later: --with-build-python)",
+            hint="build a runtime of 3.11 or later for it",
+        )
 
 
 def _build_python(
