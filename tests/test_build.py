@@ -3,6 +3,7 @@ importer, executables (launcher + archive), output safety, reproducibility."""
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import ingot
 from ingot import cli
 from ingot.build import sources
 from ingot.build.inspection import describe
-from ingot.build.launcher import find_launcher, launcher_python
+from ingot.build.launcher import elf_machine, find_launcher, launcher_python
 from ingot.build.packing import stdlib_excludes
 from ingot.build.pipeline import build
 from ingot.build.project import load_project
@@ -603,6 +604,8 @@ def launcher_here():
         )
     if launcher_python(launcher) != HERE:
         pytest.skip(f"the launcher embeds Python {launcher_python(launcher)}, not {HERE}")
+    if elf_machine(launcher) != platform.machine():
+        pytest.skip(f"the launcher is for {elf_machine(launcher)}, not {platform.machine()}")
     return launcher
 
 

@@ -2,6 +2,7 @@
 what a start is predicted to read goes first in the data region."""
 
 import os
+import platform
 import shutil
 import subprocess
 import sysconfig
@@ -19,6 +20,7 @@ from ingot.build.firstuse import (
     first_use_order,
     imports_in_source,
 )
+from ingot.build.launcher import elf_machine
 from ingot.build.pack import pack
 
 from conftest import strace_calls
@@ -83,6 +85,8 @@ def launcher():
     found = _real_launcher()
     if found is None or launcher_python(found) != HERE:
         pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
+    if elf_machine(found) != platform.machine():
+        pytest.skip(f"the launcher {found} is for {elf_machine(found)}, not {platform.machine()}")
     return found
 
 
@@ -219,6 +223,9 @@ def test_read_ahead_runs_on_a_second_cpu_only(tmp_path, launcher):
     not when it is bound to one (the thread would only take turns with the interpreter)."""
     if shutil.which("strace") is None or shutil.which("taskset") is None:
         pytest.skip("needs strace and taskset")
+    if elf_machine(Path(shutil.which("strace"))) != platform.machine():
+        # This interpreter is emulated (qemu-user): strace would count the emulator's threads.
+        pytest.skip(f"strace is for {elf_machine(Path(shutil.which('strace')))}, not this machine")
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("this machine gives the tests one CPU")
     script = tmp_path / "hello.py"
