@@ -4,7 +4,6 @@ what a start is predicted to read goes first in the data region."""
 import os
 import platform
 import shutil
-import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from ingot.build.firstuse import (
 from ingot.build.launcher import elf_machine
 from ingot.build.pack import pack
 
+import proclimit
 from conftest import strace_calls
 from test_build import pip_build
 
@@ -212,8 +212,8 @@ def test_the_launcher_imports_only_boot_modules_before_the_application(tmp_path,
     )
     out = tmp_path / "probe"
     pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
-    run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
+    run = proclimit.run([str(out)], max_processes=16, timeout=60)
+    assert not run.timed_out and run.limit_hit == 0 and run.returncode == 0, run.stderr
     seen = set(run.stdout.split()) - {"__main__"}
     assert seen and seen <= set(BOOT_MODULES), seen - set(BOOT_MODULES)
 
@@ -235,12 +235,12 @@ def test_read_ahead_runs_on_a_second_cpu_only(tmp_path, launcher):
     threads = {}
     for name, prefix in (("two", []), ("one", ["taskset", "-c", "0"])):
         log = tmp_path / f"{name}.strace"
-        run = subprocess.run(
+        run = proclimit.run(
             [*prefix, "strace", "-f", "-qq", "-o", str(log), "-e", "trace=clone,clone3", str(out)],
-            capture_output=True,
-            text=True,
+            max_processes=16,
             timeout=60,
         )
+        assert not run.timed_out and run.limit_hit == 0, run.stderr
         assert run.returncode == 0 and run.stdout == "hello\n", run.stderr
         threads[name] = len([line for line in strace_calls(log) if "clone" in line])
     assert threads["two"] >= 1 and threads["one"] == 0, threads
@@ -265,6 +265,6 @@ def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, laun
     out = tmp_path / "forker"
     pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
     for _ in range(5):
-        run = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
-        assert run.returncode == 0, run.stderr
+        run = proclimit.run([str(out)], max_processes=16, timeout=60)
+        assert not run.timed_out and run.limit_hit == 0 and run.returncode == 0, run.stderr
         assert run.stdout == "child 2.5 [1]\nparent 2.5 0\n"
