@@ -90,6 +90,14 @@ def launcher():
     return found
 
 
+def test_the_main_block_runs_with_the_module_run_as_main():
+    source = (
+        b"import os\nif __name__ == '__main__':\n    import json\nif TYPE_CHECKING:\n    import x\n"
+    )
+    assert imports_in_source(source, "m", is_package=False)[TOP] == ["os"]
+    assert imports_in_source(source, "m", is_package=False, as_main=True)[TOP] == ["os", "json"]
+
+
 def test_imports_are_found_in_order_and_sorted_by_where_they_run():
     found = imports_in_source(SOURCE, "pkg.sub.mod", is_package=False)
     assert found[TOP] == [

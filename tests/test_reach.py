@@ -153,6 +153,52 @@ def test_functions_only_the_main_block_calls_are_not_followed():
     assert "json" in found and "argparse" not in found
 
 
+def test_the_main_block_of_the_module_run_as_main_is_the_program(tmp_path):
+    # Issue 37, regression 1: a script's own `if __name__ == "__main__":` block, and what the
+    # functions it calls import, are carried (another module's main block still is not).
+    _tree(
+        tmp_path,
+        {
+            "lib/tool.py": """
+            def main():
+                import argparse
+            if __name__ == "__main__":
+                import json
+                main()
+            """,
+            "lib/json.py": "",
+            "lib/argparse.py": "",
+            "lib/colorsys.py": "",
+            "lib/csv.py": "",
+            "app/script.py": """
+            import tool
+            def run():
+                import colorsys
+            if __name__ == "__main__":
+                import csv
+                run()
+            """,
+        },
+    )
+    plan, origin = _plan(tmp_path, {"lib": "stdlib", "app": "app"})
+    assert _modules(reach(plan, origin, ["script"], main="script")) == {
+        "script",
+        "tool",
+        "csv",
+        "colorsys",
+    }
+    # A standard-library module run as __main__ (`--module tool`): its main block and main().
+    assert _modules(reach(plan, origin, [], main="tool")) >= {"tool", "json", "argparse"}
+    found = stdlib_imports(
+        b"def main():\n    import a\nif __name__ == '__main__':\n    main()\n    import b\n",
+        "tool",
+        False,
+        set(),
+        as_main=True,
+    )
+    assert found == ["a", "b"]
+
+
 def test_a_packages_own_fallback_module_is_carried():
     source = (
         b"try:\n    from _fast import Thing\nexcept ImportError:\n    from ._slow import Thing\n"
@@ -263,6 +309,19 @@ def test_an_executable_imports_modules_named_in_strings_and_include_brings_back_
     assert (result.returncode, result.stdout) == (0, "json.tool xml.dom.minidom colorsys\n"), (
         result.stderr
     )
+
+
+def test_a_scripts_main_block_imports_are_carried_into_the_executable(tmp_path, launcher_here):
+    from test_launcher import run
+
+    script = tmp_path / "m.py"
+    script.write_text(
+        "def report():\n    import colorsys\n    return colorsys.__name__\n"
+        'if __name__ == "__main__":\n    import json\n    print(json.dumps([1, report()]))\n'
+    )
+    pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "m")
+    result = run(tmp_path / "m")
+    assert (result.returncode, result.stdout) == (0, '[1, "colorsys"]\n'), result.stderr
 
 
 def test_module_names_in_binaries_leave_out_the_binarys_own_methods():

@@ -264,11 +264,12 @@ NO_CACHE = BuildMemo(None)
 
 
 def cached_imports(
-    memo: BuildMemo, source: bytes, name: str, is_package: bool
+    memo: BuildMemo, source: bytes, name: str, is_package: bool, as_main: bool = False
 ) -> dict[str, list[str]]:
     """:func:`ingot.build.firstuse.imports_in_source`, through the build cache."""
+    kind = "package" if is_package else "module"
     return memo.remember(
         "imports",
-        [name, "package" if is_package else "module", source],
-        lambda: imports_in_source(source, name, is_package),
+        [name, f"{kind} as __main__" if as_main else kind, source],
+        lambda: imports_in_source(source, name, is_package, as_main),
     )

@@ -15,7 +15,8 @@ costs a little readahead (and, since the read-ahead thread maps what it predicts
 import scan is textual (:func:`imports_in_source`, fast enough for thousands of modules): it
 follows the ``import`` statements that run with their module, ``try`` blocks included; imports in
 functions only for the entry point's own function; not those in ``except`` fallbacks nor under
-``if TYPE_CHECKING:``, ``if __name__ == "__main__":`` or another system's ``sys.platform``.
+``if TYPE_CHECKING:``, ``if __name__ == "__main__":`` (but in the module run as ``__main__``,
+where that block is the program) or another system's ``sys.platform``.
 """
 
 from __future__ import annotations
@@ -56,12 +57,17 @@ _HEADER = re.compile(
 #: Headers whose first line says what the block is even when they run over several lines
 #: (``def f(a,`` / ``b):``): only statements start with these keywords.
 _LONG_HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|except)\b([^\n]*)$")
-_GUARD = re.compile(
-    rb"__name__\s*==\s*['\"]__main__['\"]|TYPE_CHECKING|"
+_MAIN_GUARD = rb"__name__\s*==\s*['\"]__main__['\"]"
+_NEVER = (
+    rb"TYPE_CHECKING|"
     # Other systems than Linux, the only target (encodings' win32 codecs, ...).
     rb"sys\.platform\s*==\s*['\"](win32|darwin|cygwin)['\"]|"
     rb"os\.name\s*==\s*['\"]nt['\"]"
 )
+#: Guards whose block never runs in an imported module on Linux, and in the module run as
+#: ``__main__`` (whose ``if __name__ == "__main__":`` block is the program).
+_GUARD = re.compile(_MAIN_GUARD + b"|" + _NEVER)
+_GUARD_AS_MAIN = re.compile(_NEVER)
 _QUOTES = (b'"' * 3, b"'" * 3)
 
 #: Where an import statement is: run with the module, in a function, in a fallback that runs only
@@ -70,10 +76,12 @@ _QUOTES = (b'"' * 3, b"'" * 3)
 TOP, LAZY, FALLBACK, SKIPPED = "top", "lazy", "fallback", "skipped"
 
 
-def _contexts(source: bytes) -> dict[int, str]:
+def _contexts(source: bytes, as_main: bool = False) -> dict[int, str]:
     """Line number (1-based) -> TOP, LAZY or SKIPPED for the lines of ``source``, from indentation
     and block headers (a textual approximation: triple-quoted strings are skipped, continuation
-    lines are taken as they come)."""
+    lines are taken as they come). ``as_main``: the module runs as ``__main__``, so its main
+    block runs with it."""
+    guard = _GUARD_AS_MAIN if as_main else _GUARD
     contexts: dict[int, str] = {}
     stack: list[tuple[int, str]] = []  # (indentation, what the block makes of its body)
     in_string = None
@@ -94,7 +102,7 @@ def _contexts(source: bytes) -> dict[int, str]:
         header = _HEADER.match(line) or _LONG_HEADER.match(line)
         if header:
             keyword = header.group(1).split()[-1]
-            guarded = keyword in (b"if", b"elif") and _GUARD.search(header.group(2))
+            guarded = keyword in (b"if", b"elif") and guard.search(header.group(2))
             effect = (
                 LAZY
                 if keyword == b"def"
@@ -112,10 +120,13 @@ def _contexts(source: bytes) -> dict[int, str]:
     return contexts
 
 
-def imports_in_source(source: bytes, name: str, is_package: bool) -> dict[str, list[str]]:
+def imports_in_source(
+    source: bytes, name: str, is_package: bool, as_main: bool = False
+) -> dict[str, list[str]]:
     """The absolute module names the source of module ``name`` may import, in source order, by
     where the statement is (:data:`TOP`, :data:`LAZY`, :data:`FALLBACK`; :data:`SKIPPED` ones are
-    left out):
+    left out; ``as_main``: the module runs as ``__main__``, and its ``if __name__ ==
+    "__main__":`` block is top-level code):
     ``import a.b`` gives ``a.b``; ``from .x import y`` gives ``<package>.x`` and
     ``<package>.x.y`` (``y`` may be a submodule). Names that are not modules of the archive are
     dropped by :func:`first_use_order`."""
@@ -144,7 +155,7 @@ def imports_in_source(source: bytes, name: str, is_package: bool) -> dict[str, l
             if item and item != "*" and _NAME.match(item):
                 found.append((match.start(), f"{module}.{item}"))
     found.sort(key=lambda pair: pair[0])
-    contexts = _contexts(source) if found else {}
+    contexts = _contexts(source, as_main) if found else {}
     out: dict[str, list[str]] = {TOP: [], LAZY: [], FALLBACK: []}
     for offset, module in found:
         context = contexts.get(source.count(b"\n", 0, offset) + 1, SKIPPED)  # in a string

@@ -202,6 +202,7 @@ def _prune(
     keep: Iterable[str],
     result: PackResult,
     memo: BuildMemo = NO_CACHE,
+    main: str | None = None,
 ) -> dict[str, dict[str, list[str]]]:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.reach.reach`);
     returns the imports read on the way."""
@@ -225,7 +226,7 @@ def _prune(
         if not (stdlib and index == 0)
     ]
     probe = cached_probe(memo, paths, import_probe(paths))
-    decided = reach(plan, origin, roots, keep=keep, probe=probe, memo=memo)
+    decided = reach(plan, origin, roots, keep=keep, probe=probe, memo=memo, main=main)
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
     result.left_out = decided.left_out
@@ -519,6 +520,9 @@ class PackOptions:
     #: The modules an executable runs: what a start is expected to read goes first in the data
     #: region (:mod:`ingot.build.firstuse`); None leaves the archive in name order.
     entry_modules: Iterable[str] | None = None
+    #: The module the executable runs as ``__main__`` (a script; ``python -m``'s module or
+    #: package): its ``if __name__ == "__main__":`` block is followed when pruning.
+    main_module: str | None = None
     #: The application's own code (and its top-level data directories, a script's
     #: ``templates/``): a module there that does not compile raises
     #: :class:`ingot.errors.CompileError` (elsewhere, in dependencies, it is left out with a
@@ -824,6 +828,7 @@ def pack(
                 options.keep,
                 result,
                 options.cache,
+                options.main_module,
             )
             for pool in (early, prefetching):
                 pool.carry({item.name for item in plan.values()})

@@ -67,6 +67,7 @@ def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
         optimize_levels=tuple(settings.optimize or (0,)),
         precompile_regexes=settings.precompile_regexes is not False,
         entry_modules=[spec.run["module"]],
+        main_module=spec.run["module"] if spec.run["kind"] == "module" else None,
         prune=True,
         cache=memo,
     )

@@ -5,7 +5,8 @@ module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reach
 
 - every module its source imports, at module level, in functions, and in ``except`` fallbacks
   (:func:`ingot.firstuse.imports_in_source`; guards that never run on Linux, ``TYPE_CHECKING``
-  and ``__main__`` blocks are not followed; for the standard library, read from its syntax tree
+  and ``__main__`` blocks, but the one of the module run as ``__main__``, which is the program,
+  are not followed; for the standard library, read from its syntax tree
   by :func:`stdlib_imports`, nor the functions only ``__main__`` calls, nor fallbacks to another
   module when what the ``try`` imports is there);
 - the modules its string constants name: a dotted name of a module in the build
@@ -247,7 +248,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
 
 
 def stdlib_imports(
-    source: bytes, name: str, is_package: bool, present: set[str]
+    source: bytes, name: str, is_package: bool, present: set[str], as_main: bool = False
 ) -> list[str] | None:
     """The modules a standard-library module can import when an application uses it, read from
     its syntax tree: module level, functions, ``except`` blocks, but not
@@ -260,6 +261,9 @@ def stdlib_imports(
       from hashlib import sha512``). A fallback within the module's own package is followed: such
       a twin (``zoneinfo._zoneinfo``) is part of the package, and others import it directly.
 
+    ``as_main``: the module runs as ``__main__`` (``--module json.tool``), and its main block,
+    with the functions it calls, is the program.
+
     None if the source does not parse (the caller falls back to the textual scan)."""
     try:
         tree = ast.parse(source)
@@ -270,7 +274,8 @@ def stdlib_imports(
         top=name.split(".")[0] if "." in name or is_package else None,
         present=present,
         body=tree.body,
-        dead=_dead_functions(tree.body),
+        dead=set() if as_main else _dead_functions(tree.body),
+        as_main=as_main,
     )
     walk.statements(tree.body)
     return walk.found
@@ -313,15 +318,21 @@ def present_modules(plan: Iterable[tuple[str, str]]) -> set[str]:
 
 
 def stdlib_facts(
-    memo: BuildMemo, source: bytes, name: str, is_package: bool, present: set[str]
+    memo: BuildMemo,
+    source: bytes,
+    name: str,
+    is_package: bool,
+    present: set[str],
+    as_main: bool = False,
 ) -> list[str] | None:
     """:func:`stdlib_imports`, through the build cache (kept with the answers ``present`` gave;
     the build's pool computes them too, :mod:`ingot.build.prefetch`)."""
+    kind = "package" if is_package else "module"
     return memo.with_present(
         "stdlib-imports",
-        [name, "package" if is_package else "module", source],
+        [name, f"{kind} as __main__" if as_main else kind, source],
         present,
-        functools.partial(stdlib_imports, source, name, is_package),
+        functools.partial(stdlib_imports, source, name, is_package, as_main=as_main),
     )
 
 
@@ -380,6 +391,7 @@ class _StdlibImports:
     present: set[str]
     body: list[ast.stmt]  # the module's top-level statements
     dead: set[str]  # top-level functions not followed (:func:`_dead_functions`)
+    as_main: bool = False  # the module runs as __main__: its main block is followed
     found: list[str] = field(default_factory=list)
 
     def absolute(self, node: ast.ImportFrom) -> str | None:
@@ -413,7 +425,7 @@ class _StdlibImports:
                         f"{module}.{alias.name}" for alias in node.names if alias.name != "*"
                     )
             elif isinstance(node, ast.If):
-                if _is_main_guard(node.test) or _never_on_linux(node.test):
+                if (_is_main_guard(node.test) and not self.as_main) or _never_on_linux(node.test):
                     self.statements(node.orelse)
                     continue
                 self.statements(node.body)
@@ -518,6 +530,7 @@ def reach(
     keep: Iterable[str] = (),
     probe: Callable[[list[str]], set[str]] | None = None,
     memo: BuildMemo = NO_CACHE,
+    main: str | None = None,
 ) -> Reach:
     """Decides what of ``plan`` (keys as :func:`ingot.pack._merge` makes them) to carry.
     ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
@@ -525,9 +538,15 @@ def reach(
     are ``--include`` patterns (dotted names, ``fnmatch``; a package's pattern keeps its
     modules). ``probe`` (see :func:`import_probe`) is given the reached top-level packages with
     native code, whose binaries may not show what they import, and returns module names they
-    imported: those are reached too."""
+    imported: those are reached too. ``main`` is the module run as ``__main__`` (a script, or
+    ``python -m`` of a module or package): its ``if __name__ == "__main__":`` block, and what the
+    functions it calls import, are followed."""
     keep = tuple(keep)
     walk = _Walk(plan, origin, memo)
+    if main is not None:
+        # (of a package, its __main__ runs as __main__)
+        walk.mains = {main, f"{main}.__main__"}
+        roots = [*roots, *walk.mains]
     for name in roots:
         walk.visit(name)
     for key in plan:
@@ -586,6 +605,7 @@ class _Walk:
         self.reached: set[str] = set()
         self.whole: set[str] = set()  # top-level names carried whole
         self.dists: set[str] = set()  # dist-info directories reached through entry points
+        self.mains: set[str] = set()  # the modules that may run as __main__
         self.queue: list[str] = []
 
     def visit(self, name: str) -> None:
@@ -666,10 +686,11 @@ class _Walk:
             if source is None:
                 continue
             is_package = item.kind in ("package", "extension-package")
-            found_imports = cached_imports(self.memo, source, name, is_package)
+            as_main = name in self.mains
+            found_imports = cached_imports(self.memo, source, name, is_package, as_main)
             self.result.imports[name] = found_imports
             precise = (
-                stdlib_facts(self.memo, source, name, is_package, self.present)
+                stdlib_facts(self.memo, source, name, is_package, self.present, as_main)
                 if self.origin.get(key) == "stdlib" and item.kind in ("module", "package")
                 else None
             )
