@@ -547,6 +547,24 @@ def check_joblib(app: App):
         }, (pool, seen[pool])
 
 
+@case("joblib14")
+def check_joblib14(app: App):
+    """joblib 1.4's loky workers, which it starts by os.fork() and os.execve(sys.executable, ...,
+    a copy of os.environ) (issue 37: they ran the application again, until a process limit):
+    the workers run loky's code, twice, within 32 processes and threads."""
+    run = app.room(shm=True).run(max_processes=32, timeout=180, check_limits=False)
+    assert run.limit_hit == 0 and not run.timed_out, (run.limit_hit, run.timed_out, run.stderr)
+    seen = app.json(run)
+    assert seen["joblib"] == "1.4.2"
+    for round_ in ("first", "second"):
+        assert seen[round_] == {
+            "squares": SQUARES,
+            "workers_are_children": True,
+            "executables": ["/app"],
+            "files": ["/app/joblib14_app/__init__.py"],
+        }, (round_, seen[round_])
+
+
 @case("sklearn")
 def check_sklearn(app: App):
     """scikit-learn cross-validates a logistic regression on the iris data set with n_jobs=2:
@@ -1087,6 +1105,7 @@ ORDER = [
     "sqlalchemy",
     "pytest",
     "joblib",
+    "joblib14",
     "sklearn",
     "pip",
     "uvicorn",

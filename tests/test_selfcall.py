@@ -64,6 +64,32 @@ APP = {
                     print(json.dumps(child(["-c", "print('python')"])), flush=True)
                     os._exit(0)
                 os.waitpid(pid, 0)
+            elif what == "forkexec":  # forkexec HOW: a forked child replaces itself (loky < 1.5)
+                how, args = sys.argv[2], [sys.executable, "-c", "print('python')"]
+                pid = os.fork()
+                if pid == 0:
+                    if how == "execv":
+                        os.execv(sys.executable, args)
+                    os.execve(sys.executable, args, {} if how == "empty" else dict(os.environ))
+                _, status = os.waitpid(pid, 0)
+                sys.exit(os.waitstatus_to_exitcode(status))
+            elif what == "secrets":  # the variable the app's child got, then a forked child's
+                code = ("print([v for v in open('/proc/self/environ').read().split('\\\\0')"
+                        " if v.startswith('INGOT_PARENT=')][0][13:])")
+                print(child(["-c", code])["out"], end="", flush=True)
+                pid = os.fork()
+                if pid == 0:
+                    print(child(["-c", code])["out"], end="", flush=True)
+                    os._exit(0)
+                os.waitpid(pid, 0)
+            elif what == "replace":  # the app replaces itself, with an environment of its making
+                os.execve(sys.executable, [sys.executable, *sys.argv[2:]], dict(os.environ))
+            elif what == "forkagain":  # a forked child replaces itself with the app, again
+                pid = os.fork()
+                if pid == 0:
+                    os.execve(sys.executable, [sys.executable, *sys.argv[1:]], dict(os.environ))
+                _, status = os.waitpid(pid, 0)
+                sys.exit(os.waitstatus_to_exitcode(status))
             elif what == "again":  # starts itself with its own arguments, unconditionally
                 env = {} if sys.argv[2:3] == ["scrubbed"] else None
                 done = subprocess.run([sys.executable, *sys.argv[1:]], env=env)
@@ -353,7 +379,39 @@ def test_without_proc_the_variable_tells_self_calls(app):
     assert (result.returncode, result.stderr) == (1, "unknown -c\n")
 
 
+@pytest.mark.parametrize("how", ["execve", "execv", "empty"])
+def test_a_forked_child_that_replaces_itself_with_the_executable_is_a_self_call(app, how):
+    # Issue 37, regression 2: loky's workers before joblib 1.5 start so (os.fork, then
+    # os.execve(sys.executable, args, a copy of os.environ), which lacks the variable).
+    result = run(app, "forkexec", how)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "python\n", "")
+
+
+def test_a_process_that_replaces_itself_restarts_the_app(app):
+    # Not forked: an exec of the executable is a restart, whatever the environment it is given.
+    result = run(app, "replace", "-c", "print('python')")
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", "unknown -c\n")
+    result = run(app, "replace", "hello")
+    assert json.loads(result.stdout)["app"] == [str(app), "hello"]
+
+
+def test_a_forked_child_makes_a_new_secret_for_its_children(app):
+    # The parent's secret, which a forked child knows, would make the name of the child's
+    # listener predictable (issue 39, item 6).
+    result = run(app, "secrets")
+    assert result.returncode == 0, result.stderr
+    parent, child = (line.split(":") for line in result.stdout.split())
+    assert parent[0] != child[0] and parent[1:3] == child[1:3]
+    assert parent[3] != child[3] and len(child[3]) == 32
+
+
 # --- no fork storm --------------------------------------------------------------------------------
+
+
+def test_forked_children_replacing_themselves_stop_at_the_depth_limit(app):
+    result = run(app, "forkagain", max_processes=24, timeout=60)
+    assert result.returncode == 1
+    assert "too many nested self-calls: this process is 9 deep" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("environment", ["inherited", "scrubbed"])

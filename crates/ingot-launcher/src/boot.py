@@ -77,15 +77,60 @@ def _main_spec(name):
     return spec
 
 
-def mark_forked_children(variable, renew_proof):
+def mark_forked_children(variable, renew_proof, current_value, executable):
     """A forked child makes its own proof for the processes it starts (selfcall.rs: its pid is
-    another) and names itself in the variable they get."""
+    another, its secret a new one) and names itself in the variable they get.
+
+    A forked child that then replaces itself with this executable (``os.fork()`` and
+    ``os.execve(sys.executable, args, env)``: loky's workers before joblib 1.5) is a process its
+    parent started: the exec gives it the variable the child inherited, which names the parent,
+    so that it is a self-call of the parent's (the variable is added to an ``env`` of the
+    application's making, as for spawns). A process that was not forked keeps its own variable
+    across an exec of the executable: the launcher reads that as a restart, never Python."""
     import posix  # built in and imported already, unlike os; putenv leaves os.environ alone
+    import sys
+
+    inherited = []  # in a forked child: the variable naming its parent
 
     def mark():
+        inherited[:] = [current_value()]
         posix.putenv(variable, renew_proof())
 
     posix.register_at_fork(after_in_child=mark)
+    targets = (executable, executable.encode("utf-8", "surrogateescape"))
+
+    def names_executable(path):
+        fspath = getattr(path, "__fspath__", None)
+        return (fspath() if fspath is not None else path) in targets
+
+    def value_for_exec():
+        return inherited[0] if inherited and inherited[0] else current_value()
+
+    execv, execve = posix.execv, posix.execve
+
+    def marked_execv(path, argv):
+        if not inherited or not names_executable(path):
+            return execv(path, argv)
+        own = current_value()
+        posix.putenv(variable, value_for_exec())
+        try:
+            return execv(path, argv)
+        finally:  # (the exec failed)
+            posix.putenv(variable, own)
+
+    def marked_execve(path, argv, env):
+        if names_executable(path) and hasattr(env, "keys"):
+            env = dict(env)
+            key = variable.encode() if env and isinstance(next(iter(env)), bytes) else variable
+            value = value_for_exec()
+            env[key] = value.encode() if isinstance(key, bytes) else value
+        return execve(path, argv, env)
+
+    marked_execv.__name__, marked_execve.__name__ = "execv", "execve"
+    for name, function in (("execv", marked_execv), ("execve", marked_execve)):
+        setattr(posix, name, function)
+        if "os" in sys.modules:
+            setattr(sys.modules["os"], name, function)
 
 
 def prepare_spawns(variable, drain_proof, current_value, executable):

@@ -322,7 +322,7 @@ pub fn main() -> ! {
 struct Proof {
     listener: AtomicI32,
     depth: AtomicU32,
-    made: OnceLock<((u64, u64), selfcall::Secret)>,
+    made: OnceLock<(u64, u64)>,
 }
 
 static PROOF: Proof =
@@ -330,23 +330,29 @@ static PROOF: Proof =
 
 impl Proof {
     fn offer(&self, identity: (u64, u64), depth: u32, secret: selfcall::Secret) {
-        let _ = self.made.set((identity, secret));
+        let _ = self.made.set(identity);
         self.depth.store(depth, Ordering::Relaxed);
         let fd = selfcall::offer(identity, depth, &secret).unwrap_or(-1);
         self.listener.store(fd, Ordering::Relaxed);
     }
 
     /// In a forked child: the parent's listener closed here (the parent keeps it), and one of
-    /// this process's own (its pid is another), with the same secret.
-    fn renew(&self) {
+    /// this process's own (its pid is another), with a new secret, which it returns (`None`
+    /// when there is no listener to renew, or the kernel gives no random bytes: then none).
+    /// The parent's secret, which the child knows, would make the child's listener's name
+    /// predictable to anyone who learns it.
+    fn renew(&self) -> Option<selfcall::Secret> {
         let old = self.listener.swap(-1, Ordering::Relaxed);
         if old >= 0 {
             // SAFETY: the inherited copy of the parent's listener, which nothing else uses.
             unsafe { libc::close(old) };
         }
-        if let Some((identity, secret)) = self.made.get() {
-            self.offer(*identity, self.depth.load(Ordering::Relaxed), *secret);
-        }
+        let identity = self.made.get()?;
+        let secret = selfcall::new_secret()?;
+        let depth = self.depth.load(Ordering::Relaxed);
+        let fd = selfcall::offer(*identity, depth, &secret).unwrap_or(-1);
+        self.listener.store(fd, Ordering::Relaxed);
+        Some(secret)
     }
 
     fn drain(&self) {
@@ -699,16 +705,23 @@ fn prepare<'py>(
     // started from this executable with an environment of the application's making gets the
     // variable too.
     let renew = PyCFunction::new_closure(py, Some(c"renew_proof"), None, move |_, _| {
-        PROOF.renew();
-        selfcall::variable_value(&selfcall::Variable { pid: std::process::id(), ..variable })
+        let secret = PROOF.renew().unwrap_or(variable.secret);
+        selfcall::variable_value(&selfcall::Variable {
+            pid: std::process::id(),
+            secret,
+            ..variable
+        })
     })?;
     let drain = PyCFunction::new_closure(py, Some(c"drain_proof"), None, |_, _| PROOF.drain())?;
-    boot.get_item("mark_forked_children")?
-        .expect("boot.py")
-        .call1((selfcall::PARENT_VARIABLE, renew))?;
     let current = PyCFunction::new_closure(py, Some(c"parent_variable"), None, |_, _| {
         std::env::var(selfcall::PARENT_VARIABLE).unwrap_or_default()
     })?;
+    boot.get_item("mark_forked_children")?.expect("boot.py").call1((
+        selfcall::PARENT_VARIABLE,
+        renew,
+        &current,
+        exe,
+    ))?;
     boot.get_item("prepare_spawns")?.expect("boot.py").call1((
         selfcall::PARENT_VARIABLE,
         drain,
