@@ -357,6 +357,27 @@ def test_pack_refuses_a_files_package_it_does_not_hold(tmp_path):
         pack(tmp_path / "x.ingot", stdlib=False, directories=[site], files_packages=["nothere"])
 
 
+def test_a_files_package_that_nothing_imports_is_skipped_when_pruning(tmp_path):
+    # Issue 37, item 9: the built-in table names certifi, installed as a dependency's dependency
+    # that nothing imports; the reach analysis leaves it out, and the build goes on without it.
+    site = make_site(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("import mpkg\n")
+    said = []
+    result = pack(
+        tmp_path / "x.ingot",
+        stdlib=False,
+        directories=[tmp_path / "app", site],
+        strict_directories=[tmp_path / "app"],
+        files_packages=["fpkg"],
+        entry_modules=["main"],
+        prune=True,
+        progress=said.append,
+    )
+    assert "fpkg" in result.left_out and "mpkg" not in result.left_out
+    assert "files policy: fpkg left out (nothing imports it), so not materialized" in said
+
+
 # --- native code through the cache ---------------------------------------------------------------
 
 NATIVE_PROBE = """

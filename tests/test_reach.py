@@ -324,6 +324,17 @@ def test_a_scripts_main_block_imports_are_carried_into_the_executable(tmp_path, 
     assert (result.returncode, result.stdout) == (0, '[1, "colorsys"]\n'), result.stderr
 
 
+def test_a_frozen_module_is_never_missing(tmp_path, launcher_here):
+    # Issue 37, item 8: the interpreter's frozen modules are its own, like built-in ones.
+    from test_launcher import run
+
+    script = tmp_path / "hello.py"
+    script.write_text("import __hello__\n__hello__.main()\n")
+    pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "hello")
+    result = run(tmp_path / "hello")
+    assert (result.returncode, result.stdout) == (0, "Hello world!\n"), result.stderr
+
+
 def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
     from ingot.build.reach import binary_names, loose_binary_names
 

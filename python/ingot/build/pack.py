@@ -629,18 +629,28 @@ def _own_modules(
     ]
 
 
-def _files_packages(names: Iterable[str], plan: dict[tuple[str, str], Item]) -> list[str]:
-    """The top-level packages under the ``files`` policy (with their mypyc groups); PackError if
-    one is not in ``plan``."""
+def _files_packages(
+    names: Iterable[str],
+    plan: dict[tuple[str, str], Item],
+    collected: set[str],
+    say: Callable[[str], None],
+) -> list[str]:
+    """The top-level packages under the ``files`` policy (with their mypyc groups) that ``plan``
+    holds; PackError for one that was never ``collected`` (a top-level name). One collected and
+    then left out by the reach analysis (nothing imports it: a dependency's dependency that the
+    built-in policy table names) is skipped, and said."""
     files_packages = sorted(set(names))
     present = {_top_level(item) for item in plan.values()}
     for package in files_packages:
-        if package not in present:
+        if package not in present and package not in collected:
             raise PackError(
                 f"the files policy names package {package!r}, which is not in the archive",
                 hint="give the top-level import name of a collected package",
             )
-    return _with_mypyc_groups(files_packages, plan)
+    absent = [package for package in files_packages if package not in present]
+    if absent:
+        say(f"files policy: {', '.join(absent)} left out (nothing imports it), so not materialized")
+    return _with_mypyc_groups([name for name in files_packages if name in present], plan)
 
 
 def _add_items(
@@ -801,6 +811,7 @@ def pack(
     for collection in collections:
         result.warnings += collection.warnings
     plan = _merge(collections, result.warnings)
+    collected = {top for item in plan.values() if (top := _top_level(item)) is not None}
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
     # A pool compiles and scans the modules meanwhile, the application's and its packages'
     # first: pruning leaves out mostly standard-library modules (ingot.build.prefetch).
@@ -836,7 +847,7 @@ def pack(
                 f"carrying {len(plan)} entries that the application can use; left out "
                 f"{sum(count for _, count, _ in result.left_out.values())}"
             )
-        files_packages = _files_packages(options.files_packages, plan)
+        files_packages = _files_packages(options.files_packages, plan, collected, say)
         scan = _Scan(
             patterns={} if options.precompile_regexes else None,
             imports=dict(prefilled_imports) if entry_modules is not None else None,

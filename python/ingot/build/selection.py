@@ -4,6 +4,7 @@ preparations the files packages get."""
 
 from __future__ import annotations
 
+import _imp
 import ast
 import dataclasses
 import os
@@ -112,7 +113,8 @@ def _cached_scan(memo: BuildMemo) -> Callable[[bytes, str, str], list[filescan.F
 
 def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
     """The modules the application's own code (``roots[0]``) imports at module level,
-    unconditionally, that neither the build nor the standard library has: the executable would
+    unconditionally, that neither the build nor the standard library has (nor the interpreter,
+    built in or frozen: ``__hello__``): the executable would
     stop at that import. BuildError naming each (file and line), unless ``allowed`` names it:
     then a warning. (Imports in ``try`` blocks, under ``if`` (a platform, ``TYPE_CHECKING``) or
     in functions may be optional.)"""
@@ -141,7 +143,7 @@ def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
         ]
         for name, line in imported:
             top = name.split(".")[0]
-            if top not in present and top != "__future__":
+            if top not in present and top != "__future__" and not _imp.is_frozen(top):
                 missing.setdefault(top, f"{relative.as_posix()}:{line}")
     said = [
         f"{where} imports `{name}`, which the build does not carry: the executable would stop "
