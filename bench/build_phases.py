@@ -22,14 +22,14 @@ from typing import Any
 PHASES = [
     ("ingot.build.pipeline", "stage", "stage (pip, the dependencies)"),
     ("ingot.build.pipeline", "select", "select (files policy)"),
-    ("ingot.build.pack", "_collect", "pack: collect"),
-    ("ingot.build.pack", "_prune", "pack: find what the app reaches"),
-    ("ingot.build.reach", "stdlib_imports", "  reach: stdlib syntax trees"),
-    ("ingot.build.buildcache", "imports_in_source", "  import scans"),
-    ("ingot.build.pack", "_add_libraries", "pack: shared libraries"),
-    ("ingot.build.pack", "_add_items", "pack: compile, scan, add"),
-    ("ingot.build.pack", "_add_regexes", "pack: regular expressions"),
-    ("ingot.build.pack", "_write", "pack: dictionary and archive"),
+    ("ingot.build.archive.writer", "_collect", "pack: collect"),
+    ("ingot.build.archive.writer", "_prune", "pack: find what the app reaches"),
+    ("ingot.build.archive.reach", "stdlib_imports", "  reach: stdlib syntax trees"),
+    ("ingot.build.archive.buildcache", "imports_in_source", "  import scans"),
+    ("ingot.build.archive.writer", "_add_libraries", "pack: shared libraries"),
+    ("ingot.build.archive.writer", "_add_items", "pack: compile, scan, add"),
+    ("ingot.build.archive.writer", "_add_regexes", "pack: regular expressions"),
+    ("ingot.build.archive.writer", "_write", "pack: dictionary and archive"),
     ("ingot.build.pipeline", "check_archive", "check"),
     ("ingot.build.pipeline", "assemble", "assemble"),
     ("ingot.build.pipeline", "glibc_verdict", "glibc floor"),
@@ -54,7 +54,7 @@ def main() -> int:
     for module_name, name, label in PHASES:
         module = importlib.import_module(module_name)
         setattr(module, name, _timed(getattr(module, name), label))
-    from ingot.build.prefetch import Prefetch
+    from ingot.build.archive.prefetch import Prefetch
 
     Prefetch.wait = _timed(Prefetch.wait, "pack: wait for the pool")  # type: ignore[method-assign]
     from ingot.cli import main as ingot

@@ -58,7 +58,7 @@ from types import SimpleNamespace
 import pytest
 
 import ingot
-from ingot.build.launcher import launcher_python
+from ingot.build.resolve.launcher import launcher_python
 
 from conftest import ROOT, RUNTIMES, interpreters, python_for
 

@@ -1188,7 +1188,7 @@ def test_packages_with_a_compiled_init_are_imported_from_it(app_builds):
     pytokens) is imported from it by CPython (FileFinder tries extension suffixes first); the
     archive should not serve it from its `__init__.py` and carry the extension as a module named
     `black.__init__`."""
-    from ingot.build.inspection import describe
+    from ingot.inspection import describe
 
     entries = describe(app_builds.get("black"))["entries"]
     odd = sorted(entry["name"] for entry in entries if entry["name"].endswith(".__init__"))

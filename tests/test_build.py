@@ -14,16 +14,17 @@ import pytest
 
 import ingot
 from ingot import cli
-from ingot.build import sources
-from ingot.build.inspection import describe
-from ingot.build.launcher import elf_machine, find_launcher, launcher_python
-from ingot.build.packing import stdlib_excludes
 from ingot.build.pipeline import build
-from ingot.build.project import load_project
-from ingot.build.settings import Request, Settings
-from ingot.build.sources import console_script_plan, plan_source
-from ingot.build.spec import resolve
+from ingot.build.resolve import inputs as sources
+from ingot.build.resolve.inputs import console_script_plan, plan_source
+from ingot.build.resolve.launcher import find_launcher, launcher_python
+from ingot.build.resolve.project import load_project
+from ingot.build.resolve.settings import Request, Settings
+from ingot.build.resolve.spec import resolve
+from ingot.build.stages.packing import stdlib_excludes
+from ingot.elf import elf_machine
 from ingot.errors import BuildError, ConfigError
+from ingot.inspection import describe
 
 import proclimit
 
@@ -480,7 +481,9 @@ def test_console_script_build_runs(tmp_path):
 
 def test_executable_is_launcher_then_archive(hello_archive, tmp_path, capsys, monkeypatch):
     # Not a launcher (it has no facts section): the check of it is test_launcher's business.
-    monkeypatch.setattr("ingot.build.launcher.check_launcher", lambda path, machine=None: None)
+    monkeypatch.setattr(
+        "ingot.build.resolve.launcher.check_launcher", lambda path, machine=None: None
+    )
     launcher = tmp_path / "fake-launcher"
     launcher.write_bytes(b"\x7fELF not really a launcher\n" * 100)
     out = tmp_path / "hello"
@@ -674,7 +677,7 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
     """A built-in preparation (ingot.policy.PREPARATIONS; black's grammar pickles) runs with the
     build interpreter in the staged copy, and what it makes is archived in the package's tree; a
     failing one is a warning, and leaves the build usable."""
-    from ingot.build import policy
+    from ingot.build.analysis import policy
 
     tool = tmp_path / "src" / "tool"
     tool.mkdir(parents=True)
@@ -1174,7 +1177,7 @@ def test_an_output_directory_it_cannot_write_is_refused_before_any_work(tmp_path
 def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, moment):
     # ^C just after the temporary file is made (before anything could note its name), or while
     # it is written: it goes too.
-    from ingot.build import assemble
+    from ingot.build.stages import assemble
 
     real_open, real_fsync = os.open, os.fsync
 

@@ -1,4 +1,4 @@
-"""The build cache (ingot.build.buildcache): a rebuild after an edit of the application's own code
+"""The build cache (ingot.build.archive.buildcache): a rebuild after an edit of the application's own code
 takes what earlier builds derived from unchanged inputs, and writes the bytes a build without
 the cache writes; a damaged entry is found and computed again; `ingot cache` lists and prunes
 it. Dependencies come from wheels made here, installed by the build's real pip from a local
@@ -48,7 +48,7 @@ def _one_cpu():
 
 
 def build(app, out, *options, check=True, one_cpu=False):
-    """``one_cpu``: no pool (ingot.build.prefetch), so that what is looked up is what the packer
+    """``one_cpu``: no pool (ingot.build.archive.prefetch), so that what is looked up is what the packer
     needs, whatever the timing."""
     command = [sys.executable, "-m", "ingot", "build", str(app), "--archive-only", "-o", str(out)]
     command += ["--dependency", "demo_dep==1.0", *options]
@@ -102,7 +102,9 @@ def test_a_rebuild_after_an_edit_takes_the_cache_and_writes_what_a_clean_build_w
     hits, looked = reused(first)
     assert looked > 500 and hits < looked / 10  # a cold cache
     assert "pip: installing demo_dep==1.0" in first.stderr + first.stdout
-    if len(os.sched_getaffinity(0)) > 1:  # a pool compiled the modules (ingot.build.prefetch)
+    if (
+        len(os.sched_getaffinity(0)) > 1
+    ):  # a pool compiled the modules (ingot.build.archive.prefetch)
         assert re.search(r"compiled and scanned \d+ modules in \d+ process", first.stderr)
 
     # The app's own code changes (what it imports stays: a new import of a module not carried
@@ -217,7 +219,7 @@ def test_values_asked_with_different_sets_of_present_modules_are_each_kept(tmp_p
     with different sets: each gets its own value back on the next build, none is computed
     again."""
     from ingot._ingot import BuildCache
-    from ingot.build.buildcache import BuildMemo
+    from ingot.build.archive.buildcache import BuildMemo
 
     computed = []
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ingot.build.launcher import elf_machine
+from ingot.elf import elf_machine
 from ingot.machine import MACHINES, host_machine
 from ingot.runtime import store
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build.pack import pack
+from ingot.build.archive.writer import pack
 
 import proclimit
 from conftest import run_python, strace_calls
@@ -561,7 +561,7 @@ def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
 
 
 def _launcher_or_skip():
-    from ingot.build.launcher import find_launcher, launcher_python
+    from ingot.build.resolve.launcher import find_launcher, launcher_python
     from ingot.errors import BuildError
 
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ingot.build.filescan import Finding, format_finding, scan_source, scan_tree
+from ingot.build.analysis.filescan import Finding, format_finding, scan_source, scan_tree
 from ingot.errors import CollectError
 
 

@@ -1,4 +1,4 @@
-"""The first-use order of an archive (python/ingot/build/firstuse.py, ArchiveWriter.set_first_use):
+"""The first-use order of an archive (python/ingot/build/analysis/firstuse.py, ArchiveWriter.set_first_use):
 what a start is predicted to read goes first in the data region."""
 
 import os
@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build.bytecode import compile_module
-from ingot.build.firstuse import (
+from ingot.build.analysis.firstuse import (
     BOOT_MODULES,
     FALLBACK,
     LAZY,
@@ -19,8 +18,9 @@ from ingot.build.firstuse import (
     first_use_order,
     imports_in_source,
 )
-from ingot.build.launcher import elf_machine
-from ingot.build.pack import pack
+from ingot.build.archive.bytecode import compile_module
+from ingot.build.archive.writer import pack
+from ingot.elf import elf_machine
 
 import proclimit
 from conftest import strace_calls

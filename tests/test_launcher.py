@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build.launcher import launcher_facts
+from ingot.build.resolve.launcher import launcher_facts
 from ingot.errors import BuildError
 
 import proclimit
@@ -128,7 +128,7 @@ SEALED = dict(FUNCTION, filesystem_imports=False)
 
 PACK = """
 import sys
-import ingot.build.pack as pack
+import ingot.build.archive.writer as pack
 
 output, site, launch = sys.argv[1:]
 Writer = pack.ArchiveWriter
@@ -380,7 +380,7 @@ def test_no_filesystem_imports_when_sealed(sealed_app, disk_modules):
 
 def test_ingot_build_filesystem_imports_option_and_key(tmp_path):
     from ingot import cli
-    from ingot.build.project import load_project
+    from ingot.build.resolve.project import load_project
 
     tool = tmp_path / "tool"
     tool.mkdir()

@@ -165,7 +165,7 @@ def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_po
     import importlib.machinery
     import shutil
 
-    from ingot.build.pack import pack
+    from ingot.build.archive.writer import pack
 
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     (source,) = glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from ingot import cli, elf
-from ingot.build.bytecode import canonical_marshal, compile_module
-from ingot.build.collect import is_excluded
-from ingot.build.pack import KINDS, PackOptions, collect_directory, collect_stdlib, pack
+from ingot.build.archive.bytecode import canonical_marshal, compile_module
+from ingot.build.archive.writer import KINDS, PackOptions, collect_directory, collect_stdlib, pack
 from ingot.errors import CollectError, IngotError, PackError
+from ingot.stdlib import is_excluded
 
 from conftest import needed_by_stdlib_module
 
@@ -195,7 +195,7 @@ def test_canonical_marshal_does_not_depend_on_what_the_process_holds():
     # changes (CPython 3.10 to 3.12); the canonical form must not.
     script = (
         "import marshal, sys\n"
-        "from ingot.build.bytecode import canonical_marshal\n"
+        "from ingot.build.archive.bytecode import canonical_marshal\n"
         "src = open(sys.argv[1], 'rb').read()\n"
         "before = canonical_marshal(compile(src, 'e.py', 'exec'))\n"
         "held = compile('\\u00fe = 1; \\u00f8 = 2; \\u00df = 3', 'x.py', 'exec')\n"
@@ -215,7 +215,7 @@ def test_canonical_marshal_rewrites_every_stdlib_module():
     # back to plain marshal.dumps, whose output depends on the process: builds were not
     # reproducible on 3.14 and 3.15. Every module of the standard library must be re-encoded.
     from ingot import _ingot
-    from ingot.build import bytecode
+    from ingot.build.archive import bytecode
 
     left_as_is = []
     for path in sorted(STDLIB.glob("*.py")):
@@ -489,7 +489,7 @@ def test_bytecode_does_not_depend_on_the_hash_seed(tmp_path):
     # CPython 3.10 marshals frozenset constants in hash order; the canonical form sorts them.
     source = "def f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta', 'epsilon', b'x', 1, 2.5, ('t', 1)}\n"
     script = (
-        "import sys; from ingot.build.bytecode import compile_module; "
+        "import sys; from ingot.build.archive.bytecode import compile_module; "
         "sys.stdout.write(compile_module(sys.argv[1].encode(), 'm.py', (0,))[0].hex())"
     )
     outputs = {

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import ingot
-from ingot.build.launcher import find_launcher
+from ingot.build.resolve.launcher import find_launcher
 
 
 def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):

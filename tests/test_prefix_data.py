@@ -140,7 +140,7 @@ def test_without_such_files_sys_prefix_stays_the_executables_directory(tmp_path,
 
 
 def test_a_records_paths_outside_the_prefix_or_its_scripts_are_not_carried(tmp_path):
-    from ingot.build.collect import _prefix_listed
+    from ingot.build.archive.collect import _prefix_listed
 
     (tmp_path / "x-1.dist-info").mkdir()
     (tmp_path / "x-1.dist-info" / "RECORD").write_text(

@@ -1,4 +1,4 @@
-"""What a build carries: the modules the application can reach (ingot.build.reach), on small trees of
+"""What a build carries: the modules the application can reach (ingot.build.archive.reach), on small trees of
 real files, and through `ingot build` on the examples."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ingot.build.collect import Item
-from ingot.build.reach import reach, stdlib_imports
+from ingot.build.archive.collect import Item
+from ingot.build.archive.reach import reach, stdlib_imports
 
 from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
 
@@ -234,7 +234,7 @@ def test_packages_with_native_code_are_probed_for_what_they_import(tmp_path):
 
 
 def test_the_import_probe_reports_what_importing_a_package_imported(tmp_path):
-    from ingot.build.reach import import_probe
+    from ingot.build.archive.reach import import_probe
 
     _tree(
         tmp_path,
@@ -336,7 +336,7 @@ def test_a_frozen_module_is_never_missing(tmp_path, launcher_here):
 
 
 def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
-    from ingot.build.reach import binary_names, loose_binary_names
+    from ingot.build.archive.reach import binary_names, loose_binary_names
 
     image = (
         b"\x00numbers\x00readline\x00readline($self, size=-1, /)\n--\n\n\x00_strptime\x00"
@@ -349,9 +349,9 @@ def test_module_names_in_binaries_leave_out_the_binarys_own_methods():
 
 
 def _stdlib_plan():
-    """Plan keys for the standard library this Python runs (its modules as ingot.build.collect finds
+    """Plan keys for the standard library this Python runs (its modules as ingot.build.archive.collect finds
     them), all of origin "stdlib"."""
-    from ingot.build.collect import collect_stdlib
+    from ingot.build.archive.collect import collect_stdlib
 
     plan = {
         ("modules", item.name): item for item in collect_stdlib().items if item.kind != "data-file"
@@ -396,7 +396,7 @@ def test_module_names_in_a_binarys_debug_information_are_not_imports():
     import sysconfig
 
     from ingot._ingot import loadable_image
-    from ingot.build.reach import _loaded_part, binary_names
+    from ingot.build.archive.reach import _loaded_part, binary_names
 
     found = glob.glob(f"{sysconfig.get_config_var('DESTSHARED')}/binascii*.so")
     image = Path(found[0]).read_bytes()
@@ -443,7 +443,7 @@ def test_the_names_in_native_images_are_what_the_documented_patterns_find():
     import sysconfig
 
     import ingot._ingot
-    from ingot.build import reach as module
+    from ingot.build.archive import reach as module
 
     images = [path.read_bytes() for path in Path(sysconfig.get_path("platstdlib")).rglob("*.so")]
     images.append(Path(ingot._ingot.__file__).read_bytes())

@@ -1,4 +1,4 @@
-"""Regular expressions compiled at build time (python/ingot/build/regexes.py) and answered from the
+"""Regular expressions compiled at build time (python/ingot/build/analysis/regexes.py) and answered from the
 archive at run time (crates/ingot-importer/src/regexes.rs)."""
 
 import _sre
@@ -14,8 +14,7 @@ import pytest
 
 import ingot
 from ingot._ingot import content_hash
-from ingot.build.pack import pack
-from ingot.build.regexes import (
+from ingot.build.analysis.regexes import (
     ENTRY_PREFIX,
     MAGIC_ENTRY,
     MODULE_ENTRY,
@@ -25,6 +24,7 @@ from ingot.build.regexes import (
     patterns_in_source,
     precompiled_entries,
 )
+from ingot.build.archive.writer import pack
 
 from conftest import run_python
 

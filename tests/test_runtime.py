@@ -1,5 +1,5 @@
 """Runtimes (python/ingot/runtime/: store, sources, builder, recipes, toolchain; and
-python/ingot/build/target.py, which chooses one): the glibc floor of ELF objects,
+python/ingot/build/resolve/target.py, which chooses one): the glibc floor of ELF objects,
 finding source releases, the store and its command line. The build itself (minutes of
 compiling) is tests/test_runtime_build.py."""
 
@@ -18,10 +18,10 @@ import pytest
 import ingot
 from ingot import cli
 from ingot._ingot import loadable_image
-from ingot.build import target
 from ingot.build import under as build_under
-from ingot.build.sources import console_script_entry
-from ingot.build.spec import Spec
+from ingot.build.resolve import target
+from ingot.build.resolve.inputs import console_script_entry
+from ingot.build.resolve.spec import Spec
 from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
 from ingot.machine import MACHINES, host_machine

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ingot import _ingot, elf
-from ingot.build import pack as pack_module
-from ingot.build.pack import pack
+from ingot.build.archive import writer as pack_module
+from ingot.build.archive.writer import pack
 
 PYTHON_PACKAGE = Path(__file__).resolve().parent.parent / "python" / "ingot"
 NAMESPACES = ("modules", "files", "libraries")  # in the order of their tags (docs/format.md)

@@ -9,7 +9,7 @@ uses (has mapped or open, as ``/proc/<pid>/maps`` and ``/proc/<pid>/fd`` show fo
 processes), and the temporary directories killed writers left. A pruned tree an executable needs
 again is written again at its next start.
 
-The build cache (:mod:`ingot.build.buildcache`, ``<root>/build``) is listed and pruned with it:
+The build cache (:mod:`ingot.build.archive.buildcache`, ``<root>/build``) is listed and pruned with it:
 each directory of installed dependencies (``deps``), and the store of the build's entries as one
 (``build``), whose segment files are pruned one by one; both go by the time they were last used.
 """
@@ -166,7 +166,7 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
 
 
 def _build_entries(cache: Path, now: float, older_than: float | None = None) -> list[CacheEntry]:
-    """The build cache (:mod:`ingot.build.buildcache`): each directory of installed
+    """The build cache (:mod:`ingot.build.archive.buildcache`): each directory of installed
     dependencies, and the entries store as one; with ``older_than`` (seconds), only what was not
     used for that long (of the store, the entries themselves, with temporary files a writer
     left), found for removal."""

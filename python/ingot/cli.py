@@ -1,4 +1,4 @@
-"""The ``ingot`` command line. It parses arguments and reports; :mod:`ingot.build.pack` does the work.
+"""The ``ingot`` command line. It parses arguments and reports; :mod:`ingot.build.archive.writer` does the work.
 
     ingot pack -o app.ingot --path build/site --optimize 0,2 --compress 3
     ingot build examples/hello -o dist/hello     # a project, a script, a package directory
@@ -17,21 +17,23 @@ import difflib
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingot import cachedir
 from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder, __version__
-from ingot.build import pipeline, settings, under
-from ingot.build.check import newest_versions
-from ingot.build.inspection import describe
-from ingot.build.pack import DEFAULT_STDLIB_EXCLUDES, KINDS, PackOptions, PackResult, pack
-from ingot.build.progress import Ticker
-from ingot.build.spec import Spec, resolve
+from ingot.build import report, under
+from ingot.build.archive.writer import PackOptions, pack
+from ingot.build.report import report_error
+from ingot.build.resolve import settings
+from ingot.build.resolve.spec import resolve
+from ingot.build.stages.check import newest_versions
 from ingot.errors import IngotError
+from ingot.inspection import describe
 from ingot.machine import MACHINES, Machine, host_machine, machine_named
 from ingot.runtime import builder, store, wheel
+from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
 
 if TYPE_CHECKING:
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -280,14 +282,6 @@ def _build_parser(commands: _Commands) -> None:
     build.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
 
 
-def _size(count: float) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if count < 1024 or unit == "MiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    raise AssertionError
-
-
 def _pack(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         if not args.quiet:
@@ -309,102 +303,20 @@ def _pack(args: argparse.Namespace) -> int:
     result = pack(args.output, options)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    _summary(result, say)
+    report.summary(result, say)
     say(
-        f"wrote {result.output} ({_size(result.size)}) in {result.seconds:.1f} s"
+        f"wrote {result.output} ({report.size(result.size)}) in {result.seconds:.1f} s"
         + (f", {len(result.warnings)} warnings" if result.warnings else "")
     )
     return 0
-
-
-def _summary(result: PackResult, say: Callable[[str], None]) -> None:
-    say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
-    for kind in KINDS:
-        say(f"{kind:<20}{result.counts[kind]:>8}{_size(result.sizes[kind]):>14}")
-    say(f"{'total':<20}{sum(result.counts.values()):>8}{_size(sum(result.sizes.values())):>14}")
-    if result.regexes:
-        say(f"{'(regular expressions':<20}{result.regexes:>8}{_size(result.regexes_size):>14})")
-    _left_out(result.left_out, say)
-
-
-def _left_out(left_out: dict[str, tuple[str, int, int]], say: Callable[[str], None]) -> None:
-    """What a build left out because nothing imports it, biggest first, by where it came from."""
-    origins = {
-        "stdlib": "of the standard library",
-        "env": "packages of the environment",
-        "app": "of the application",
-    }
-    for origin, label in origins.items():
-        groups = sorted(
-            ((size, name) for name, (where, _, size) in left_out.items() if where == origin),
-            reverse=True,
-        )
-        if not groups:
-            continue
-        shown = ", ".join(f"{name} ({_size(size)})" for size, name in groups[:8])
-        more = f" and {len(groups) - 8} more" if len(groups) > 8 else ""
-        total = sum(size for size, _ in groups)
-        say(
-            f"left out, as nothing imports them, {label}: {shown}{more} ({_size(total)} in all; "
-            "--include NAME carries one, --include '*' everything)"
-        )
 
 
 def _build(args: argparse.Namespace) -> int:
-    say = _say(args.quiet)
+    say = report.say_unless(args.quiet)
     spec = resolve(settings.from_args(args), say)
     if spec.target.runtime_python is not None:
         return under.build_under(spec, quiet=args.quiet)
-    return _build_with_progress(spec, quiet=args.quiet)
-
-
-def build_spec(path: str, *, quiet: bool) -> int:
-    """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
-    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`)."""
-    try:
-        return _build_with_progress(Spec.from_json(Path(path).read_text()), quiet=quiet)
-    except IngotError as error:
-        return _report(error)
-
-
-def _build_with_progress(spec: Spec, *, quiet: bool) -> int:
-    """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
-    if quiet:
-        return _build_spec(spec, _say(quiet))
-    ticker = Ticker(sys.stderr)
-    try:
-        return _build_spec(spec, ticker.say, ticker)
-    finally:
-        ticker.close()
-
-
-def _say(quiet: bool) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if not quiet:
-            print(message, file=sys.stderr)
-
-    return say
-
-
-def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None) -> int:
-    result = pipeline.build(spec, say, ticker)
-    # (warnings are shown with --quiet too; through the ticker, off its status line)
-    warn = ticker.say if ticker else lambda text: print(text, file=sys.stderr)
-    for warning in result.warnings:
-        warn(f"warning: {warning}")
-    _summary(result.pack, say)
-    run = result.run
-    runs = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")
-    say(f"runs {runs}")
-    for note in result.notes:
-        say(note)
-    launcher = f"launcher {_size(result.launcher_size)} + " if result.launcher else ""
-    say(
-        f"wrote {result.output} ({launcher}archive {_size(result.pack.size)} = "
-        f"{_size(result.size)}) in {result.seconds:.1f} s"
-        + (f", {len(result.warnings)} warnings" if result.warnings else "")
-    )
-    return 0
+    return report.build_and_report(spec, quiet=args.quiet)
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -426,8 +338,8 @@ def _inspect(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2))
         return 0
     print(
-        f"{info['path']}: {_size(info['size'])} (launcher {_size(info['launcher_size'])}, "
-        f"archive {_size(info['archive_size'])}), Python {info['python']}"
+        f"{info['path']}: {report.size(info['size'])} (launcher {report.size(info['launcher_size'])}, "
+        f"archive {report.size(info['archive_size'])}), Python {info['python']}"
         + (f", {info['machine']}" if info["machine"] else "")
     )
     print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
@@ -470,7 +382,9 @@ def _inspect(args: argparse.Namespace) -> int:
         counts = kinds.setdefault(entry["kind"], [0, 0])
         counts[0] += 1
         counts[1] += entry["size"]
-    print("; ".join(f"{count} {kind} ({_size(size)})" for kind, (count, size) in kinds.items()))
+    print(
+        "; ".join(f"{count} {kind} ({report.size(size)})" for kind, (count, size) in kinds.items())
+    )
     for entry in info["entries"]:
         print(f"{entry['kind']:<20}{entry['size']:>12}  {entry['name']}")
     return 0
@@ -513,17 +427,19 @@ def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
         counts[2] += entry["size"]
     total_stored = sum(entry["stored"] for entry in entries)
     total = sum(entry["size"] for entry in entries)
-    print(f"{len(entries)} entries: {_size(total_stored)} stored ({_size(total)} decompressed)")
+    print(
+        f"{len(entries)} entries: {report.size(total_stored)} stored ({report.size(total)} decompressed)"
+    )
     print(f"\nbiggest groups{'':<26}{'entries':>8}{'stored':>12}{'decompressed':>14}")
     for group, (count, stored, size) in sorted(groups.items(), key=lambda item: -item[1][1])[
         :shown
     ]:
-        print(f"  {group:<38}{count:>8}{_size(stored):>12}{_size(size):>14}")
+        print(f"  {group:<38}{count:>8}{report.size(stored):>12}{report.size(size):>14}")
     print(f"\nbiggest entries{'':<25}{'kind':>8}{'stored':>12}{'decompressed':>14}")
     for entry in sorted(entries, key=lambda entry: -entry["stored"])[:shown]:
         print(
-            f"  {entry['name']:<38}{entry['kind'][:8]:>8}{_size(entry['stored']):>12}"
-            f"{_size(entry['size']):>14}"
+            f"  {entry['name']:<38}{entry['kind'][:8]:>8}{report.size(entry['stored']):>12}"
+            f"{report.size(entry['size']):>14}"
         )
 
 
@@ -536,17 +452,19 @@ def _cache(args: argparse.Namespace) -> int:
         for entry in entries:
             state = "temporary" if entry.temporary else "in use" if entry.in_use else ""
             print(
-                f"{entry.section:<7}{_size(entry.size):>11}{entry.files:>7} files"
+                f"{entry.section:<7}{report.size(entry.size):>11}{entry.files:>7} files"
                 f"{entry.age / 86400:>8.1f} days  {entry.path.name}  {state}".rstrip()
             )
-        print(f"{len(entries)} entries, {_size(sum(e.size for e in entries))} in {cachedir.root()}")
+        print(
+            f"{len(entries)} entries, {report.size(sum(e.size for e in entries))} in {cachedir.root()}"
+        )
         return 0
     removed = cachedir.prune(args.older_than, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for entry in removed:
         what = f"{entry.files} build cache segments in " if entry.section == "build" else ""
-        print(f"{verb} {what}{entry.path} ({_size(entry.size)})")
-    print(f"{verb} {len(removed)} entries, {_size(sum(e.size for e in removed))}")
+        print(f"{verb} {what}{entry.path} ({report.size(entry.size)})")
+    print(f"{verb} {len(removed)} entries, {report.size(sum(e.size for e in removed))}")
     return 0
 
 
@@ -630,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _runtime(args)
         raise AssertionError(args.command)
     except IngotError as error:
-        return _report(error)
+        return report_error(error)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -659,10 +577,3 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         f"unrecognized arguments: {' '.join(extra)}"
         + (f" (did you mean {close[0]}?)" if close else "")
     )
-
-
-def _report(error: IngotError) -> int:
-    print(f"error: {error.message}", file=sys.stderr)
-    if error.hint:
-        print(f"hint: {error.hint}", file=sys.stderr)
-    return 1

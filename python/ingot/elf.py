@@ -34,11 +34,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingot._ingot import elf_dynamic, elf_version_needs
+from ingot.machine import machine_of_elf
 
 __all__ = [
     "ElfObject",
     "GlibcFloor",
     "Resolution",
+    "elf_class",
+    "elf_machine",
     "find_library",
     "glibc_floor",
     "glibc_needed",
@@ -142,6 +145,13 @@ def elf_class(path: str) -> tuple[bool, int] | None:
         return None
     order = "<" if header[5] == 1 else ">"
     return header[4] == 2, struct.unpack_from(order + "H", header, 18)[0]
+
+
+def elf_machine(path: str | os.PathLike[str]) -> str | None:
+    """The architecture of the ELF file at ``path`` (``x86_64``, ``aarch64``; see
+    :func:`ingot.machine.machine_of_elf`), None if it is not a readable ELF file."""
+    found = elf_class(os.fspath(path))
+    return machine_of_elf(found[1]) if found is not None else None
 
 
 def parse_ldconfig(text: str) -> dict[str, tuple[str, ...]]:

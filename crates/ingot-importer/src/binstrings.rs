@@ -1,4 +1,4 @@
-//! The names a native image holds, for the build's reach analysis (`ingot.build.reach`): C code
+//! The names a native image holds, for the build's reach analysis (`ingot.build.archive.reach`): C code
 //! imports modules by name, so the strings of an extension module say what it may import. A scan
 //! of a whole image in Python's `re` took 0.8 s of a numpy build; these give the same answers
 //! as the patterns that `reach.py` documents (tests/test_reach.py compares them on real binaries).
@@ -92,7 +92,7 @@ fn strings(names: impl IntoIterator<Item = impl AsRef<[u8]>>) -> HashSet<String>
 }
 
 /// `binary_names(image: bytes) -> set[str]`: the NUL-terminated strings of `image` that look
-/// like module names, less those its Argument Clinic signatures name (see `ingot.build.reach`).
+/// like module names, less those its Argument Clinic signatures name (see `ingot.build.archive.reach`).
 #[pyfunction]
 pub fn binary_names(py: Python<'_>, image: &[u8]) -> HashSet<String> {
     py.detach(|| {

@@ -1,5 +1,5 @@
 //! `canonical_marshal`: `marshal.dumps` data re-encoded to depend on the code's value only, for
-//! `ingot build` (python/ingot/build/bytecode.py says why and checks the result by loading it).
+//! `ingot build` (python/ingot/build/archive/bytecode.py says why and checks the result by loading it).
 //!
 //! The rules: immutable values (strings, bytes, numbers, tuples, frozensets, slices) are shared
 //! by value, code objects and mutable containers by identity; an object met more than once gets

@@ -1,4 +1,4 @@
-//! Precompiled regular expressions: the run-time half of `python/ingot/build/regexes.py`.
+//! Precompiled regular expressions: the run-time half of `python/ingot/build/analysis/regexes.py`.
 //!
 //! When the finder has executed the module the archive names in `__ingot__/re/module` (the
 //! regular-expression compiler of the interpreter the build targeted: the build knows which) and
@@ -34,7 +34,7 @@ pub fn served_module(view: &ArchiveView) -> Option<String> {
 /// The table's key for a pattern: `s` (str) or `b` (bytes), the flags in decimal, `:`, then the
 /// pattern's text ([`pattern_text`]). The one definition: the build names the entries it writes
 /// with it too (through [`regex_key`] and [`regex_entry_name`], which
-/// python/ingot/build/regexes.py calls), so that the table the build writes is the table the
+/// python/ingot/build/analysis/regexes.py calls), so that the table the build writes is the table the
 /// importer looks patterns up in.
 pub fn key(is_str: bool, flags: impl std::fmt::Display, pattern: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(pattern.len() + 24);

@@ -2,21 +2,21 @@
 executable (the launcher binary followed by an archive) or, for ``--archive-only``, an archive.
 
     from ingot.build.pipeline import build
-    from ingot.build.settings import Request
-    from ingot.build.spec import resolve
+    from ingot.build.resolve.settings import Request
+    from ingot.build.resolve.spec import resolve
     result = build(resolve(Request(source="examples/hello", archive_only=True), print))
 
-:func:`ingot.build.spec.resolve` turns the request into one frozen spec; :func:`build` runs the
+:func:`ingot.build.resolve.spec.resolve` turns the request into one frozen spec; :func:`build` runs the
 stages over it, each taking the spec and returning its product:
 
-1. **stage** (:mod:`ingot.build.stage`): the app's code copied, the project and its dependencies
+1. **stage** (:mod:`ingot.build.stages.staging`): the app's code copied, the project and its dependencies
    installed by pip (wheels only) into a staging directory: the import roots;
-2. **select** (:mod:`ingot.build.selection`): which packages need real files, and what the build
+2. **select** (:mod:`ingot.build.stages.selection`): which packages need real files, and what the build
    warns about;
-3. **pack** (:mod:`ingot.build.pack`): what the app can reach, compiled and written into an
+3. **pack** (:mod:`ingot.build.archive.writer`): what the app can reach, compiled and written into an
    archive with ``__ingot__/launch.json``, which tells the launcher what to run;
-4. **check** (:mod:`ingot.build.check`): the archive holds what launch.json runs;
-5. **assemble** (:mod:`ingot.build.assemble`): launcher + archive, written atomically; then the
+4. **check** (:mod:`ingot.build.stages.check`): the archive holds what launch.json runs;
+5. **assemble** (:mod:`ingot.build.stages.assemble`): launcher + archive, written atomically; then the
    oldest glibc the result runs on.
 
 The archive holds no timestamps, temporary paths or the project's path (pip's
@@ -31,18 +31,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build import layout
-from ingot.build.assemble import assemble, prepare_output
-from ingot.build.buildcache import BuildMemo, open_memo
-from ingot.build.check import check_archive, glibc_verdict
-from ingot.build.launcher import read_launcher
-from ingot.build.pack import PackResult
-from ingot.build.packing import pack_archive, start_stdlib_pool
+from ingot.build.archive import stdlib_layout as layout
+from ingot.build.archive.buildcache import BuildMemo, open_memo
+from ingot.build.archive.writer import PackResult
 from ingot.build.progress import Ticker
-from ingot.build.selection import select
-from ingot.build.spec import Spec
-from ingot.build.stage import reseal, stage
-from ingot.build.target import Say
+from ingot.build.resolve.launcher import read_launcher
+from ingot.build.resolve.spec import Spec
+from ingot.build.resolve.target import Say
+from ingot.build.stages.assemble import assemble, prepare_output
+from ingot.build.stages.check import check_archive, glibc_verdict
+from ingot.build.stages.packing import pack_archive, start_stdlib_pool
+from ingot.build.stages.selection import select
+from ingot.build.stages.staging import reseal, stage
 from ingot.elf import GlibcFloor
 
 __all__ = ["BuildResult", "build"]

@@ -7,16 +7,16 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ingot.build.spec import Spec
+from ingot.build.resolve.spec import Spec
 
 __all__ = ["build_under"]
 
 
 #: What the runtime's interpreter runs: this ingot's code from the path given first, then the
-#: build of the spec in the file given second (:func:`ingot.cli.build_spec`).
+#: build of the spec in the file given second (:func:`ingot.build.report.build_spec_file`).
 _CHILD = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.cli import build_spec; "
-    "sys.exit(build_spec(sys.argv[1], quiet=sys.argv[2] == 'quiet'))"
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.build.report import "
+    "build_spec_file; sys.exit(build_spec_file(sys.argv[1], quiet=sys.argv[2] == 'quiet'))"
 )
 
 

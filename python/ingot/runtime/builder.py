@@ -173,13 +173,9 @@ def build_runtime(
         _check_cross_version(toolchain, version)
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
-        if final.exists() and not force:
-            existing = read_runtime(final)
-            if existing is not None and existing.info.get("recipes") == recipes_fingerprint():
-                say(f"runtime {name} is already built ({final}); --force rebuilds it")
-                return existing
-            if existing is not None:
-                say(f"runtime {name} was built with other recipes: building it again")
+        existing = None if force else _built_already(final, say)
+        if existing is not None:
+            return existing
         stage = work / name
         prefix = stage / "python"
         libraries = work / "libraries"
@@ -207,20 +203,7 @@ def build_runtime(
             )
         timings["total"] = round(time.monotonic() - started, 1)
         info = _runtime_info(version, toolchain, floor, found, timings)
-        launcher = build_launcher(stage, prefix, toolchain, builder, build_python)
-        launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
-        if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
-            raise RuntimeError_(
-                f"the runtime's launcher needs {launcher_floor}, above glibc "
-                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
-                hint=f"see {log}",
-            )
-        info["launcher"] = {
-            "file": str(launcher.relative_to(stage)),
-            "glibc_floor": ".".join(map(str, launcher_floor.version))
-            if launcher_floor.version
-            else None,
-        }
+        info["launcher"] = _launcher(stage, prefix, toolchain, builder, build_python, log)
         record_hashes(Runtime(stage, info))
         (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
         _install(stage, final)
@@ -231,6 +214,42 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _built_already(final: Path, say: Callable[[str], None]) -> Runtime | None:
+    """The runtime stored at ``final``, if it was built with these recipes."""
+    existing = read_runtime(final) if final.exists() else None
+    if existing is not None and existing.info.get("recipes") == recipes_fingerprint():
+        say(f"runtime {final.name} is already built ({final}); --force rebuilds it")
+        return existing
+    if existing is not None:
+        say(f"runtime {final.name} was built with other recipes: building it again")
+    return None
+
+
+def _launcher(
+    stage: Path,
+    prefix: Path,
+    toolchain: Toolchain,
+    builder: _Builder,
+    build_python: Path | None,
+    log: Path,
+) -> dict[str, str | None]:
+    """Builds the runtime's launcher, checks its glibc floor; what runtime.json says of it."""
+    launcher = build_launcher(stage, prefix, toolchain, builder, build_python)
+    launcher_floor = glibc_floor([(launcher.name, launcher.read_bytes())])
+    if launcher_floor.version is not None and launcher_floor.version > toolchain.glibc:
+        raise RuntimeError_(
+            f"the runtime's launcher needs {launcher_floor}, above glibc "
+            f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+            hint=f"see {log}",
+        )
+    return {
+        "file": str(launcher.relative_to(stage)),
+        "glibc_floor": ".".join(map(str, launcher_floor.version))
+        if launcher_floor.version
+        else None,
+    }
 
 
 def _check_cross_version(toolchain: Toolchain, version: str) -> None:

@@ -13,7 +13,7 @@ ingot (its launcher and ingot's extension module are that ingot's):
 Its tag is ``py3-none``: it carries its own interpreter, so any Python ingot runs under installs
 it. It holds what builds and executables use and nothing else: no static libraries, headers or
 build log (``ingot runtime launcher`` cannot relink it), no ``__pycache__``, none of the standard
-library a build leaves out by default (:data:`ingot.build.collect.DEFAULT_STDLIB_EXCLUDES`: the
+library a build leaves out by default (:data:`ingot.stdlib.DEFAULT_STDLIB_EXCLUDES`: the
 test suites, idlelib, tkinter, ensurepip...), and its ELF files without debug sections.
 
 :func:`export_wheel` writes one from a runtime of the store, byte for byte the same each time
@@ -40,11 +40,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ingot._ingot import __version__
-from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
 from ingot.machine import MACHINES, Machine, host_machine
 from ingot.runtime.builder import relocate
 from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store, trusted_files
 from ingot.runtime.toolchain import ToolchainError, find_zig
+from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
 __all__ = ["distribution", "export_wheel", "install_runtime", "wheel_name", "wheel_platform"]
 

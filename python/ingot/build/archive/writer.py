@@ -1,15 +1,15 @@
 """Packing an archive: the standard library and directories of packages, compiled, with the
 shared libraries their extension modules need.
 
-    from ingot.build.pack import pack
+    from ingot.build.archive.writer import pack
     result = pack("app.ingot", PackOptions(directories=["build/site"], optimize_levels=(0, 2)))
     print(result.counts, result.size, result.warnings)
 
-:func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.build.collect`);
+:func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.build.archive.collect`);
 :func:`pack` reads, compiles and writes it. Problems the user must fix raise
 :class:`~ingot.errors.IngotError`; problems that leave a usable archive (a module that does not
 compile, a library that cannot be found) are warnings in the result. The same inputs on the same
-interpreter give the same archive, byte for byte (see :mod:`ingot.build.bytecode`).
+interpreter give the same archive, byte for byte (see :mod:`ingot.build.archive.bytecode`).
 """
 
 from __future__ import annotations
@@ -43,36 +43,35 @@ from ingot._ingot import (
     files_manifest,
     loadable_image,
 )
-from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports
-from ingot.build.collect import (
-    DEFAULT_STDLIB_EXCLUDES,
+from ingot.build.analysis.firstuse import BOOT_MODULES, first_use_order
+from ingot.build.analysis.regexes import (
+    MAGIC_ENTRY,
+    MODULE_ENTRY,
+    entry_name,
+    precompiled_entries,
+)
+from ingot.build.archive.buildcache import NO_CACHE, BuildMemo, cached_imports
+from ingot.build.archive.collect import (
     Collection,
     Item,
     collect_directory,
     collect_stdlib,
 )
-from ingot.build.firstuse import BOOT_MODULES, first_use_order
-from ingot.build.launcher import elf_machine
-from ingot.build.layout import current
-from ingot.build.prefetch import Prefetch, compiled, patterns
-from ingot.build.progress import Ticker
-from ingot.build.reach import (
+from ingot.build.archive.prefetch import Prefetch, compiled, patterns
+from ingot.build.archive.reach import (
     NATIVE_IMPORTS,
     cached_probe,
     import_probe,
     present_modules,
     reach,
 )
-from ingot.build.regexes import (
-    MAGIC_ENTRY,
-    MODULE_ENTRY,
-    entry_name,
-    precompiled_entries,
-)
+from ingot.build.archive.stdlib_layout import current
+from ingot.build.progress import Ticker
+from ingot.elf import elf_machine
 from ingot.errors import CompileError, PackError
+from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
 
 __all__ = [
-    "DEFAULT_STDLIB_EXCLUDES",
     "KINDS",
     "ManifestEntry",
     "PackOptions",
@@ -114,7 +113,7 @@ class PackResult:
     seconds: float = 0.0
     regexes: int = 0  # precompiled regular expressions (entries under __ingot__/re/)
     regexes_size: int = 0
-    #: What pruning left out (see :mod:`ingot.build.reach`): group -> (origin, entries, bytes).
+    #: What pruning left out (see :mod:`ingot.build.archive.reach`): group -> (origin, entries, bytes).
     left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
     def names(self, kind: str) -> set[str]:
@@ -204,7 +203,7 @@ def _prune(
     memo: BuildMemo = NO_CACHE,
     main: str | None = None,
 ) -> dict[str, dict[str, list[str]]]:
-    """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.reach.reach`);
+    """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.archive.reach.reach`);
     returns the imports read on the way."""
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
@@ -434,7 +433,7 @@ def _first_use(
     table: dict[str, bytes],
     entry_modules: list[str],
 ) -> list[tuple[str, str]]:
-    """The first-use order of the archive's entries (see :mod:`ingot.build.firstuse`): ingot's own
+    """The first-use order of the archive's entries (see :mod:`ingot.build.analysis.firstuse`): ingot's own
     files read at start-up, then the launcher's modules and the entry modules' import graph."""
     kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in _MODULE_KINDS}
     companions: dict[str, list[tuple[str, str]]] = {}
@@ -515,10 +514,10 @@ class PackOptions:
     #: modules are also listed in a tree manifest, from which the importer materializes them into
     #: the extraction cache on first import.
     files_packages: Iterable[str] = ()
-    #: Add the table of regular expressions the modules compile (:mod:`ingot.build.regexes`).
+    #: Add the table of regular expressions the modules compile (:mod:`ingot.build.analysis.regexes`).
     precompile_regexes: bool = True
     #: The modules an executable runs: what a start is expected to read goes first in the data
-    #: region (:mod:`ingot.build.firstuse`); None leaves the archive in name order.
+    #: region (:mod:`ingot.build.analysis.firstuse`); None leaves the archive in name order.
     entry_modules: Iterable[str] | None = None
     #: The module the executable runs as ``__main__`` (a script; ``python -m``'s module or
     #: package): its ``if __name__ == "__main__":`` block is followed when pruning.
@@ -529,7 +528,7 @@ class PackOptions:
     #: warning).
     strict_directories: Iterable[str | os.PathLike[str]] = ()
     #: Carry only what the entry modules, the application's own code and the launcher can reach
-    #: (:mod:`ingot.build.reach`); :attr:`PackResult.left_out` says what went.
+    #: (:mod:`ingot.build.archive.reach`); :attr:`PackResult.left_out` says what went.
     prune: bool = False
     #: Patterns carried anyway when pruning.
     keep: Iterable[str] = ()
@@ -537,7 +536,7 @@ class PackOptions:
     progress: Callable[[str], None] | None = None
     #: Shows the long phases as they go (:mod:`ingot.build.progress`).
     ticker: Ticker | None = None
-    #: What earlier builds derived from the same inputs (:mod:`ingot.build.buildcache`).
+    #: What earlier builds derived from the same inputs (:mod:`ingot.build.archive.buildcache`).
     cache: BuildMemo = NO_CACHE
     #: A pool already at work on the standard library's modules (started while pip installed:
     #: :func:`stdlib_pool`); this pack's own pool leaves them to it.
@@ -615,7 +614,7 @@ def _own_modules(
     plan: dict[tuple[str, str], Item], collections: list[Collection], own: set[str]
 ) -> list[tuple[str, str]]:
     """The plan's modules from the application's own directories: left out of the dictionary's
-    training, so that an edit of them leaves the dictionary as it was (ingot.build.buildcache)."""
+    training, so that an edit of them leaves the dictionary as it was (ingot.build.archive.buildcache)."""
     mine = {
         id(item)
         for collection in collections
@@ -786,11 +785,102 @@ def _write(
         raise PackError(f"cannot write {output}: {error}") from error
 
 
+def _start_pools(
+    options: PackOptions,
+    plan: dict[tuple[str, str], Item],
+    collections: list[Collection],
+    levels: tuple[int, ...],
+) -> tuple[Prefetch, Prefetch]:
+    """The pools that compile and scan the modules while the packer goes on: the one started
+    before pip ran (``options.stdlib_pool``), and one for the rest, the application's and its
+    packages' modules first (pruning leaves out mostly standard-library modules;
+    :mod:`ingot.build.archive.prefetch`)."""
+    stdlib_items = {id(item) for item in collections[0].items} if options.stdlib else set()
+    early = options.stdlib_pool or Prefetch([], 0)
+    prefetching = Prefetch.start(
+        sorted(
+            (item for item in plan.values() if not (early.jobs and id(item) in stdlib_items)),
+            key=lambda item: id(item) in stdlib_items,
+        ),
+        options.cache,
+        levels,
+        _scans(options),
+        (present_modules(plan), lambda item: id(item) in stdlib_items) if options.prune else None,
+    )
+    return early, prefetching
+
+
+def _wait_for_pools(
+    pools: tuple[Prefetch, Prefetch], options: PackOptions, say: Callable[[str], None]
+) -> None:
+    """Waits for the pools (their counts go to the build cache's statistics)."""
+    ticker = options.ticker
+    workers = 0
+    for pool in pools:
+        workers += pool.wait(ticker.advance) if ticker else pool.wait()
+        for name, count in pool.stats.items():
+            options.cache.elsewhere[name] = options.cache.elsewhere.get(name, 0) + count
+    if options.cache.store is not None:
+        options.cache.store.refresh()  # (what the pools appended since)
+    if workers:
+        processes = "process" if workers == 1 else "processes"
+        jobs = sum(pool.jobs for pool in pools)
+        say(f"compiled and scanned {jobs} modules in {workers} {processes}")
+
+
+def _new_writer(
+    options: PackOptions,
+    plan: dict[tuple[str, str], Item],
+    collections: list[Collection],
+    own: set[str],
+) -> ArchiveWriter:
+    writer = ArchiveWriter(
+        bytecode_magic=importlib.util.MAGIC_NUMBER,
+        python_version=sys.version_info[:2],
+        compression_level=options.compression_level,
+        large_compression_level=options.large_compression_level,
+    )
+    if options.cache.store is not None:
+        writer.set_cache(options.cache.store)
+    writer.set_untrained(_own_modules(plan, collections, own))
+    return writer
+
+
+def _tables(
+    plan: dict[tuple[str, str], Item],
+    trees: dict[str, dict[str, bytes]],
+    extra: dict[str, bytes] | None,
+    say: Callable[[str], None],
+) -> dict[str, bytes]:
+    """ingot's own files of the archive (name -> content): the caller's ``extra`` ones, the
+    files policy's tree manifests, the libraries the system provides first, the files answered
+    at ``sys.prefix``."""
+    extra_files = dict(extra or {})
+    for package, tree in trees.items():
+        # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
+        extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
+    system_first = system_first_table(plan)
+    if system_first:
+        extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
+    prefix_data = _prefix_data(plan)
+    if prefix_data:
+        extra_files[PREFIX_DATA] = json.dumps(prefix_data, sort_keys=True).encode()
+        say(
+            "carrying files installed outside packages, answered at sys.prefix (the "
+            "executable): "
+            + ", ".join(
+                f"{_dist_name(dist)} ({', '.join(tops)})" for dist, tops in prefix_data.items()
+            )
+        )
+    return extra_files
+
+
 def pack(
     output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
 ) -> PackResult:
     """Writes an archive as ``options`` say (:class:`PackOptions`; keyword arguments set or
-    override its fields) to ``output``."""
+    override its fields) to ``output``, in steps: collect, prune (what the application can
+    reach), shared libraries, compile and scan (in pools, then here), ingot's tables, write."""
     if options is None:
         options = PackOptions(**fields)
     elif fields:
@@ -804,8 +894,7 @@ def pack(
     entry_modules = None if options.entry_modules is None else list(options.entry_modules)
     result = PackResult(output, 0)
     own = {os.path.realpath(directory) for directory in options.strict_directories}
-    ticker = options.ticker
-    phase = ticker.phase if ticker else lambda name, total=None: None
+    phase = options.ticker.phase if options.ticker else lambda name, total=None: None
     phase("collecting modules")
     collections = _collect(options, own, say)
     for collection in collections:
@@ -813,20 +902,7 @@ def pack(
     plan = _merge(collections, result.warnings)
     collected = {top for item in plan.values() if (top := _top_level(item)) is not None}
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
-    # A pool compiles and scans the modules meanwhile, the application's and its packages'
-    # first: pruning leaves out mostly standard-library modules (ingot.build.prefetch).
-    stdlib_items = {id(item) for item in collections[0].items} if options.stdlib else set()
-    early = options.stdlib_pool or Prefetch([], 0)
-    prefetching = Prefetch.start(
-        sorted(
-            (item for item in plan.values() if not (early.jobs and id(item) in stdlib_items)),
-            key=lambda item: id(item) in stdlib_items,
-        ),
-        options.cache,
-        levels,
-        _scans(options),
-        (present_modules(plan), lambda item: id(item) in stdlib_items) if options.prune else None,
-    )
+    pools = _start_pools(options, plan, collections, levels)
     try:
         if options.prune:
             phase("finding what the application can reach")
@@ -841,7 +917,7 @@ def pack(
                 options.cache,
                 options.main_module,
             )
-            for pool in (early, prefetching):
+            for pool in pools:
                 pool.carry({item.name for item in plan.values()})
             say(
                 f"carrying {len(plan)} entries that the application can use; left out "
@@ -856,55 +932,21 @@ def pack(
         phase("resolving shared libraries")
         _add_libraries(plan, result.warnings, only_needed=options.prune)
         say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
-        writer = ArchiveWriter(
-            bytecode_magic=importlib.util.MAGIC_NUMBER,
-            python_version=sys.version_info[:2],
-            compression_level=options.compression_level,
-            large_compression_level=options.large_compression_level,
-        )
-        if options.cache.store is not None:
-            writer.set_cache(options.cache.store)
-        writer.set_untrained(_own_modules(plan, collections, own))
-        phase("compiling and scanning modules", prefetching.jobs + early.jobs)
-        workers = 0
-        for pool in (early, prefetching):
-            workers += pool.wait(ticker.advance) if ticker else pool.wait()
-            for name, count in pool.stats.items():
-                options.cache.elsewhere[name] = options.cache.elsewhere.get(name, 0) + count
-        if options.cache.store is not None:
-            options.cache.store.refresh()  # (what the pools appended since)
-        if workers:
-            processes = "process" if workers == 1 else "processes"
-            jobs = prefetching.jobs + early.jobs
-            say(f"compiled and scanned {jobs} modules in {workers} {processes}")
+        writer = _new_writer(options, plan, collections, own)
+        phase("compiling and scanning modules", sum(pool.jobs for pool in pools))
+        _wait_for_pools(pools, options, say)
         phase("compiling, scanning and compressing entries", len(plan))
         trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
         phase("adding ingot's tables")
-        extra_files = dict(options.extra_files or {})
-        for package, tree in trees.items():
-            # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
-            extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
-        system_first = system_first_table(plan)
-        if system_first:
-            extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
-        prefix_data = _prefix_data(plan)
-        if prefix_data:
-            extra_files[PREFIX_DATA] = json.dumps(prefix_data, sort_keys=True).encode()
-            say(
-                "carrying files installed outside packages, answered at sys.prefix (the "
-                "executable): "
-                + ", ".join(
-                    f"{_dist_name(dist)} ({', '.join(tops)})" for dist, tops in prefix_data.items()
-                )
-            )
+        extra_files = _tables(plan, trees, options.extra_files, say)
         _add_extra_files(writer, extra_files, result)
         table = _add_regexes(writer, scan, result, say)
         if entry_modules is not None:
             _add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)
         _write(writer, output, options.compression_level, result, say, phase)
-        if ticker:
-            ticker.done()
+        if options.ticker:
+            options.ticker.done()
     finally:
-        prefetching.stop()  # (ended already, unless something failed)
+        pools[1].stop()  # (ended already, unless something failed)
     result.seconds = time.perf_counter() - started
     return result

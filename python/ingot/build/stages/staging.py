@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from ingot.build.buildcache import DEPS, NO_CACHE, BuildMemo, build_cache_root, tree_digest
-from ingot.build.spec import Spec
-from ingot.build.target import Say, this_python
+from ingot.build.archive.buildcache import DEPS, NO_CACHE, BuildMemo, build_cache_root, tree_digest
+from ingot.build.resolve.spec import Spec
+from ingot.build.resolve.target import Say, this_python
 from ingot.errors import BuildError
 
 __all__ = ["PROJECT_COPY_IGNORES", "reseal", "stage"]

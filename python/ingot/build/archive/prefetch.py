@@ -4,7 +4,7 @@ Compiling a module, and scanning its source for imports and regular expressions,
 work under one GIL: on a machine with several CPUs, :class:`Prefetch` has a pool of processes do
 it for the modules a build carries, each putting its results in the build cache under the keys
 the packer then looks up (:func:`compiled`, :func:`patterns` and
-:func:`ingot.build.buildcache.cached_imports`, shared by both). The packer then takes them from
+:func:`ingot.build.archive.buildcache.cached_imports`, shared by both). The packer then takes them from
 the cache as it would a previous build's; the archive is the same bytes. Without the cache
 (``--no-cache``) or with one CPU, nothing is done here.
 
@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ingot.build.buildcache import BuildMemo, cached_imports
-from ingot.build.bytecode import compile_module
-from ingot.build.collect import Item
-from ingot.build.reach import in_test_package, source_strings, stdlib_facts
-from ingot.build.regexes import patterns_in_source
+from ingot.build.analysis.regexes import patterns_in_source
+from ingot.build.archive.buildcache import BuildMemo, cached_imports
+from ingot.build.archive.bytecode import compile_module
+from ingot.build.archive.collect import Item
+from ingot.build.archive.reach import in_test_package, source_strings, stdlib_facts
 
 __all__ = ["Prefetch", "compiled", "patterns"]
 
@@ -47,7 +47,7 @@ def compiled(
     levels: tuple[int, ...],
     before: Callable[[], None] = lambda: None,
 ) -> Any:
-    """:func:`ingot.build.bytecode.compile_module`, through the build cache (``before()`` is
+    """:func:`ingot.build.archive.bytecode.compile_module`, through the build cache (``before()`` is
     called first when it has to compile)."""
 
     def compile_() -> Any:
@@ -58,14 +58,12 @@ def compiled(
 
 
 def patterns(memo: BuildMemo, source: bytes) -> Any:
-    """:func:`ingot.build.regexes.patterns_in_source`, through the build cache."""
+    """:func:`ingot.build.analysis.regexes.patterns_in_source`, through the build cache."""
     return memo.remember("patterns", [source], lambda: patterns_in_source(source))
 
 
 #: What each process runs: this ingot's code from the directory given, then :func:`serve`.
-_CHILD = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from ingot.build.prefetch import serve; serve()"
-)
+_CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from ingot.build.archive.prefetch import serve; serve()"
 
 
 def serve() -> None:
@@ -271,7 +269,7 @@ class Prefetch:
         workers = max(1, min(cpus - spare, 8))
         # The directory holding this ingot package, not resolved: a build under a runtime has a
         # directory of links with the runtime's extension module (ingot.build.under).
-        here = str(Path(os.path.abspath(__file__)).parents[2])
+        here = str(Path(os.path.abspath(__file__)).parents[3])
         children: list[subprocess.Popen[bytes]] = []
         shares: list[set[str]] = []  # each process's modules
         try:

@@ -8,11 +8,11 @@ import ast
 from pathlib import Path
 
 from ingot._ingot import IngotFinder
-from ingot.build.inspection import executable_glibc_floor
-from ingot.build.pack import PackResult
-from ingot.build.spec import Spec
+from ingot.build.archive.writer import PackResult
+from ingot.build.resolve.spec import Spec
 from ingot.elf import GlibcFloor
 from ingot.errors import BuildError
+from ingot.inspection import executable_glibc_floor
 
 __all__ = ["check_archive", "glibc_verdict", "newest_versions"]
 

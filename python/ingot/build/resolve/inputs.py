@@ -1,10 +1,10 @@
 """What to build: a source (a project, a package directory, a script, an installed console
 script) and the options of ``ingot build``, resolved into a :class:`Plan`: what to run, what to
 copy or pip-install, where to write. Nothing is installed or written here;
-:func:`ingot.build.spec.resolve` freezes the plan, with its target, into the build's spec.
+:func:`ingot.build.resolve.spec.resolve` freezes the plan, with its target, into the build's spec.
 
-    from ingot.build.settings import Request
-    from ingot.build.sources import plan_source
+    from ingot.build.resolve.settings import Request
+    from ingot.build.resolve.inputs import plan_source
     plan = plan_source(Request(source="examples/hello"))
     plan.run   # {"kind": "function", "module": "hello", "function": "main"}
 """
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingot.build.firstuse import imports_in_source
-from ingot.build.launcher import is_ingot_file
-from ingot.build.project import load_project
-from ingot.build.settings import (
+from ingot.build.analysis.firstuse import imports_in_source
+from ingot.build.resolve.launcher import is_ingot_file
+from ingot.build.resolve.project import load_project
+from ingot.build.resolve.settings import (
     ConfigError,
     Request,
     Settings,

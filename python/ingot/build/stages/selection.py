@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build import filescan
-from ingot.build.buildcache import NO_CACHE, BuildMemo
-from ingot.build.policy import PREPARATIONS, resolve_policy, top_level_names
-from ingot.build.settings import Settings
-from ingot.build.spec import Spec
-from ingot.build.target import Say
+from ingot.build.analysis import filescan
+from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
+from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
+from ingot.build.resolve.settings import Settings
+from ingot.build.resolve.spec import Spec
+from ingot.build.resolve.target import Say
 from ingot.errors import BuildError
 
 __all__ = ["Selection", "select"]
@@ -95,7 +95,7 @@ def _file_policy(
 
 
 def _cached_scan(memo: BuildMemo) -> Callable[[bytes, str, str], list[filescan.Finding]]:
-    """:func:`ingot.build.filescan.scan_source` through the build cache."""
+    """:func:`ingot.build.analysis.filescan.scan_source` through the build cache."""
 
     def scan(source: bytes, path: str, package: str) -> list[filescan.Finding]:
         rows = memo.remember(

@@ -1,14 +1,14 @@
 """Per-package file policy: which top-level packages are served from memory (the default) and
 which are materialized as real files into the extraction cache (``files``).
 
-    from ingot.build.policy import resolve_policy
+    from ingot.build.analysis.policy import resolve_policy
     decision = resolve_policy(present={"certifi", "rich"}, files=[], memory=[])
     decision.files        # {"certifi"}: the built-in table knows it needs real files
     decision.reasons      # {"certifi": "built-in: ..."}
 
 A package needs ``files`` when its code opens paths built from ``__file__``, lists its own
 directory, or hands a path to C code (OpenSSL's CA file, a shared library for ctypes). ``ingot
-build`` warns about such code (:mod:`ingot.build.filescan`); the table below covers known cases so that
+build`` warns about such code (:mod:`ingot.build.analysis.filescan`); the table below covers known cases so that
 they need no configuration. ``[tool.ingot] memory = [...]`` overrides the table.
 """
 

@@ -1,8 +1,8 @@
 """Reading a project's ``pyproject.toml``: ``[project]`` (name, scripts, dependencies) and
-``[tool.ingot]`` (its keys and their checks are fields of :class:`ingot.build.settings.Settings`;
+``[tool.ingot]`` (its keys and their checks are fields of :class:`ingot.build.resolve.settings.Settings`;
 examples/README.md lists them).
 
-    from ingot.build.project import load_project
+    from ingot.build.resolve.project import load_project
     project = load_project("examples/hello")      # a directory or its pyproject.toml
     project.settings.entry, project.scripts, project.dependencies
 """
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingot.build.settings import Settings, from_table, is_str_list
+from ingot.build.resolve.settings import Settings, from_table, is_str_list
 from ingot.errors import ConfigError
 from ingot.toml import load_toml
 

@@ -1,4 +1,4 @@
-"""The pack stage of a build: the spec's settings as :class:`ingot.build.pack.PackOptions`, the
+"""The pack stage of a build: the spec's settings as :class:`ingot.build.archive.writer.PackOptions`, the
 launch configuration the launcher reads, and a syntax error of the app's code shown where the
 user wrote it."""
 
@@ -9,16 +9,16 @@ import traceback
 from pathlib import Path
 
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
-from ingot.build.buildcache import NO_CACHE, BuildMemo
-from ingot.build.collect import DEFAULT_STDLIB_EXCLUDES, is_excluded
-from ingot.build.pack import PackOptions, PackResult, pack, stdlib_pool
-from ingot.build.prefetch import Prefetch
+from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
+from ingot.build.archive.prefetch import Prefetch
+from ingot.build.archive.writer import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.progress import Ticker
-from ingot.build.selection import Selection
-from ingot.build.settings import DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, Settings
-from ingot.build.spec import Spec
-from ingot.build.target import Say
+from ingot.build.resolve.settings import DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, Settings
+from ingot.build.resolve.spec import Spec
+from ingot.build.resolve.target import Say
+from ingot.build.stages.selection import Selection
 from ingot.errors import BuildError, CompileError
+from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
 __all__ = ["launch_config", "pack_archive", "start_stdlib_pool", "stdlib_excludes"]
 
@@ -74,7 +74,7 @@ def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
 
 
 def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
-    """A pool on the standard library's modules (:func:`ingot.build.pack.stdlib_pool`), started
+    """A pool on the standard library's modules (:func:`ingot.build.archive.writer.stdlib_pool`), started
     before pip runs."""
     return stdlib_pool(_options(spec, memo))
 

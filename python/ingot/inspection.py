@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ingot._ingot import LAUNCH_CONFIG, PREFIX_DATA, SYSTEM_FIRST, IngotFinder
-from ingot.build.launcher import elf_machine
-from ingot.elf import GlibcFloor, glibc_floor
+from ingot.elf import GlibcFloor, elf_machine, glibc_floor
 from ingot.errors import BuildError
 
 __all__ = ["describe", "executable_glibc_floor"]

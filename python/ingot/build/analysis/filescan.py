@@ -6,7 +6,7 @@ In an ingot executable a module's ``__file__`` is a virtual path (``/abs/app/pkg
 does not exist on disk: ``open(os.path.join(os.path.dirname(__file__), "data.json"))`` fails
 there, ``pkgutil.get_data`` and ``importlib.resources`` work.
 
-    from ingot.build.filescan import format_finding, scan_tree
+    from ingot.build.analysis.filescan import format_finding, scan_tree
     for finding in scan_tree("build/site", ["certifi", "jinja2"]):
         print(format_finding(finding))
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot._ingot import __version__
-from ingot.build.launcher import find_launcher, launcher_facts
-from ingot.build.settings import Request, Settings
+from ingot.build.resolve.launcher import find_launcher, launcher_facts
+from ingot.build.resolve.settings import Request, Settings
 from ingot.errors import BuildError
 from ingot.machine import Machine, host_machine, machine_named
 from ingot.runtime import store as runtimes

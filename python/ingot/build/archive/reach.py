@@ -48,9 +48,15 @@ from pathlib import Path
 
 from ingot import _ingot
 from ingot._ingot import loadable_image
-from ingot.build.buildcache import NO_CACHE, BuildMemo, cached_imports, file_digest, tree_digest
-from ingot.build.collect import Item
-from ingot.build.firstuse import SKIPPED
+from ingot.build.analysis.firstuse import SKIPPED
+from ingot.build.archive.buildcache import (
+    NO_CACHE,
+    BuildMemo,
+    cached_imports,
+    file_digest,
+    tree_digest,
+)
+from ingot.build.archive.collect import Item
 
 __all__ = [
     "BINARY_NAMES_NOT_IMPORTS",
@@ -326,7 +332,7 @@ def stdlib_facts(
     as_main: bool = False,
 ) -> list[str] | None:
     """:func:`stdlib_imports`, through the build cache (kept with the answers ``present`` gave;
-    the build's pool computes them too, :mod:`ingot.build.prefetch`)."""
+    the build's pool computes them too, :mod:`ingot.build.archive.prefetch`)."""
     kind = "package" if is_package else "module"
     return memo.with_present(
         "stdlib-imports",
@@ -818,7 +824,9 @@ def _contents_key(root: Path) -> str:
     """What a directory holds (not where: the staging directory is a new one each build), for
     :func:`cached_probe`'s key."""
     record = root.parent / "files.json"
-    if root.name == "site" and record.is_file():  # (ingot.build.stage: checked, kept current)
+    if (
+        root.name == "site" and record.is_file()
+    ):  # (ingot.build.stages.staging: checked, kept current)
         return f"installed:{file_digest(record)}"
     return f"tree:{json.dumps(tree_digest(root), sort_keys=True)}"
 

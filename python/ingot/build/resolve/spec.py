@@ -1,8 +1,8 @@
 """One build, resolved: the :class:`Spec` every stage of :mod:`ingot.build.pipeline` reads.
 
-:func:`resolve` turns what the command line asked (a :class:`ingot.build.settings.Request`),
+:func:`resolve` turns what the command line asked (a :class:`ingot.build.resolve.settings.Request`),
 the project's ``[tool.ingot]`` and ``[project]``, a script's PEP 723 block and the target (the
-Python and launcher the executable gets, :mod:`ingot.build.target`) into one frozen spec. After
+Python and launcher the executable gets, :mod:`ingot.build.resolve.target`) into one frozen spec. After
 it, nothing reads the command line or the environment: a build under a runtime gets the spec as
 JSON (:meth:`Spec.to_json`), and its stages take the spec and return their products.
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingot.build.settings import Request, Settings
-from ingot.build.sources import console_script_plan, plan_source
-from ingot.build.target import Say, Target, resolve_target
+from ingot.build.resolve.inputs import console_script_plan, plan_source
+from ingot.build.resolve.settings import Request, Settings
+from ingot.build.resolve.target import Say, Target, resolve_target
 from ingot.errors import BuildError
 
 __all__ = ["Say", "Spec", "resolve"]
@@ -46,7 +46,7 @@ class Spec:
     pinned: bool = False  # the requirements pin every distribution needed (Plan.pinned)
     notes: tuple[str, ...] = ()  # what the build should tell the user
     force: bool = False  # replace an output that ingot did not write
-    cache: bool = True  # use the build cache (:mod:`ingot.build.buildcache`)
+    cache: bool = True  # use the build cache (:mod:`ingot.build.archive.buildcache`)
     refresh: bool = False  # install the dependencies again, not from the build cache
 
     @property
@@ -113,8 +113,8 @@ def _fits(kind: Any, value: Any) -> bool:
 
 
 def resolve(request: Request, say: Say = lambda message: None) -> Spec:
-    """The spec of what ``request`` asks: the source's plan (:mod:`ingot.build.sources`), then
-    its target (:func:`ingot.build.target.resolve_target`, which may build a runtime first)."""
+    """The spec of what ``request`` asks: the source's plan (:mod:`ingot.build.resolve.inputs`), then
+    its target (:func:`ingot.build.resolve.target.resolve_target`, which may build a runtime first)."""
     if request.console_script and request.source:
         raise BuildError(
             f"give a SOURCE ({request.source}) or --console-script ({request.console_script}), "

@@ -1,7 +1,7 @@
 """Deciding what goes into an archive: walking the standard library or a directory of packages.
 
 A collector reads no more than it needs to classify files; it returns :class:`Item` s (what,
-under which name, from which file) and warnings. :mod:`ingot.build.pack` reads, compiles and writes
+under which name, from which file) and warnings. :mod:`ingot.build.archive.writer` reads, compiles and writes
 them. Everything is walked in sorted order, so the same tree gives the same items.
 
 Within one directory, a name resolves as Python's ``FileFinder`` would: a regular package (a
@@ -11,46 +11,22 @@ namespace package; what loses is left out, with a warning.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build.layout import current
+from ingot.build.archive.stdlib_layout import current
 from ingot.errors import CollectError
+from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
 __all__ = [
-    "DEFAULT_STDLIB_EXCLUDES",
     "Collection",
     "Item",
     "collect_directory",
     "collect_stdlib",
-    "is_excluded",
 ]
-
-#: Left out of the standard library by default (``fnmatch`` patterns on dotted names; a pattern
-#: that matches a package leaves out everything in it).
-DEFAULT_STDLIB_EXCLUDES = (
-    "test",
-    "*.test",
-    "*.tests",
-    "*.idle_test",
-    "idlelib",
-    "tkinter",
-    "_tkinter",
-    "turtle",
-    "turtledemo",
-    "ensurepip",
-    "__phello__",
-    "__hello__",
-    "_test*",
-    "_xxtest*",
-    "_ctypes_test",
-    "xxlimited*",
-    "xxsubtype",
-)
 
 _SOURCE_SUFFIX = ".py"
 
@@ -124,13 +100,6 @@ class Collection:
     root: Path
     items: list[Item] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-
-
-def is_excluded(name: str, patterns: Iterable[str]) -> bool:
-    """Whether dotted ``name`` or one of its parent packages matches one of ``patterns``."""
-    parts = name.split(".")
-    prefixes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return any(fnmatch.fnmatchcase(prefix, p) for prefix in prefixes for p in patterns)
 
 
 def _entries(directory: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
@@ -355,7 +324,7 @@ class _Walker:
 
 
 def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collection:
-    """The standard library of the interpreter packed for (:func:`ingot.build.layout.current`:
+    """The standard library of the interpreter packed for (:func:`ingot.build.archive.stdlib_layout.current`:
     the running one, or a cross build's target runtime), ``lib-dynload`` extension modules
     included, minus the packages and modules ``exclude`` matches (see
     :data:`DEFAULT_STDLIB_EXCLUDES`)."""

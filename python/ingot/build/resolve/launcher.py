@@ -21,12 +21,12 @@ from ingot._ingot import (
     TRAILER_MAGIC,
     elf_section,
 )
+from ingot.elf import elf_machine
 from ingot.errors import BuildError
-from ingot.machine import host_machine, machine_of_elf
+from ingot.machine import host_machine
 
 __all__ = [
     "check_launcher",
-    "elf_machine",
     "find_launcher",
     "is_ingot_file",
     "launcher_facts",
@@ -48,19 +48,6 @@ def read_launcher(path: Path | None, machine: str | None = None) -> bytes:
     return path.read_bytes()
 
 
-def elf_machine(path: Path) -> str | None:
-    """The architecture of the ELF file at ``path`` (``x86_64``, ``aarch64``; see
-    :func:`ingot.machine.machine_of_elf`), None if it is not a readable little-endian ELF file."""
-    try:
-        with open(path, "rb") as file:
-            header = file.read(20)
-    except OSError:
-        return None
-    if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] != 1:
-        return None
-    return machine_of_elf(int.from_bytes(header[18:20], "little"))
-
-
 def find_launcher(option: str | None = None) -> Path:
     """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else ingot's own."""
     version = "%d.%d" % sys.version_info[:2]
@@ -71,7 +58,7 @@ def find_launcher(option: str | None = None) -> Path:
     else:
         origin, path = (
             "ingot's package",
-            Path(__file__).parent.parent / "_launcher" / f"ingot-launcher-{version}",
+            Path(__file__).parents[2] / "_launcher" / f"ingot-launcher-{version}",
         )
     if not path.is_file() and origin == "ingot's package" and not path.parent.is_dir():
         raise BuildError(

@@ -7,9 +7,9 @@ import os
 import secrets
 from pathlib import Path
 
-from ingot.build.launcher import is_ingot_file
-from ingot.build.spec import Spec
-from ingot.build.target import Say
+from ingot.build.resolve.launcher import is_ingot_file
+from ingot.build.resolve.spec import Spec
+from ingot.build.resolve.target import Say
 from ingot.errors import BuildError
 
 __all__ = ["assemble", "prepare_output"]

@@ -4,7 +4,7 @@ its files (its ``_sysconfigdata``), never by running it.
 
 A build process packs for one target: :func:`use` sets its layout once (the build of a cross
 target's spec does, :func:`ingot.build.pipeline.build`), and what collects files
-(:mod:`ingot.build.collect`, :mod:`ingot.build.pack`) asks :func:`current`. Bytecode is the same
+(:mod:`ingot.build.archive.collect`, :mod:`ingot.build.archive.writer`) asks :func:`current`. Bytecode is the same
 for every architecture of one CPython release, so nothing else of a build depends on it.
 """
 

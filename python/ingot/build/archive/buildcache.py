@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from ingot import __version__
 from ingot._ingot import BuildCache
-from ingot.build.firstuse import imports_in_source
+from ingot.build.analysis.firstuse import imports_in_source
 
 __all__ = [
     "NO_CACHE",
@@ -72,9 +72,10 @@ def _salt() -> bytes:
     digest = hashlib.blake2b(digest_size=16)
     for part in (sys.version, importlib.util.MAGIC_NUMBER.hex(), __version__):
         digest.update(part.encode() + b"\0")
-    package = Path(__file__).resolve().parent
-    for path in sorted([*package.glob("*.py"), package.parent / "elf.py"]):
-        digest.update(path.name.encode() + b"\0")
+    build = Path(__file__).resolve().parents[1]  # ingot/build
+    ingot = build.parent
+    for path in sorted([*build.rglob("*.py"), ingot / "elf.py", ingot / "stdlib.py"]):
+        digest.update(path.relative_to(ingot).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.digest()
 
@@ -152,7 +153,7 @@ class BuildMemo:
 
     def __init__(self, store: BuildCache | None, salt: bytes | None = None) -> None:
         self.store = store
-        #: The counts of the build's other processes (ingot.build.prefetch): what they put in
+        #: The counts of the build's other processes (ingot.build.archive.prefetch): what they put in
         #: the store is a hit when the packer reads it, but nothing was reused.
         self.elsewhere: dict[str, int] = {}
         self.salt = salt if salt is not None else (_salt() if store is not None else b"")
@@ -266,7 +267,7 @@ NO_CACHE = BuildMemo(None)
 def cached_imports(
     memo: BuildMemo, source: bytes, name: str, is_package: bool, as_main: bool = False
 ) -> dict[str, list[str]]:
-    """:func:`ingot.build.firstuse.imports_in_source`, through the build cache."""
+    """:func:`ingot.build.analysis.firstuse.imports_in_source`, through the build cache."""
     kind = "package" if is_package else "module"
     return memo.remember(
         "imports",

@@ -1,0 +1,117 @@
+"""What a build says: its progress as it goes, then what the archive holds, what was left out,
+what it runs and where it wrote. ``ingot build`` reports through :func:`build_and_report`, and
+so does a build under a runtime (:mod:`ingot.build.under`), from the spec it is given as a file
+(:func:`build_spec_file`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ingot.build import pipeline
+from ingot.build.archive.writer import KINDS, PackResult
+from ingot.build.progress import Ticker
+from ingot.build.resolve.spec import Spec
+from ingot.errors import IngotError
+
+__all__ = ["build_and_report", "build_spec_file", "report_error", "say_unless", "size", "summary"]
+
+
+def size(count: float) -> str:
+    """``count`` bytes for a person: ``512 B``, ``3.4 KiB``, ``12.0 MiB``."""
+    for unit in ("B", "KiB", "MiB"):
+        if count < 1024 or unit == "MiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError
+
+
+def summary(result: PackResult, say: Callable[[str], None]) -> None:
+    say(f"{'kind':<20}{'entries':>8}{'bytes':>14}")
+    for kind in KINDS:
+        say(f"{kind:<20}{result.counts[kind]:>8}{size(result.sizes[kind]):>14}")
+    say(f"{'total':<20}{sum(result.counts.values()):>8}{size(sum(result.sizes.values())):>14}")
+    if result.regexes:
+        say(f"{'(regular expressions':<20}{result.regexes:>8}{size(result.regexes_size):>14})")
+    _left_out(result.left_out, say)
+
+
+def _left_out(left_out: dict[str, tuple[str, int, int]], say: Callable[[str], None]) -> None:
+    """What a build left out because nothing imports it, biggest first, by where it came from."""
+    origins = {
+        "stdlib": "of the standard library",
+        "env": "packages of the environment",
+        "app": "of the application",
+    }
+    for origin, label in origins.items():
+        groups = sorted(
+            ((bytes_, name) for name, (where, _, bytes_) in left_out.items() if where == origin),
+            reverse=True,
+        )
+        if not groups:
+            continue
+        shown = ", ".join(f"{name} ({size(bytes_)})" for bytes_, name in groups[:8])
+        more = f" and {len(groups) - 8} more" if len(groups) > 8 else ""
+        total = sum(bytes_ for bytes_, _ in groups)
+        say(
+            f"left out, as nothing imports them, {label}: {shown}{more} ({size(total)} in all; "
+            "--include NAME carries one, --include '*' everything)"
+        )
+
+
+def build_spec_file(path: str, *, quiet: bool) -> int:
+    """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
+    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`)."""
+    try:
+        return build_and_report(Spec.from_json(Path(path).read_text()), quiet=quiet)
+    except IngotError as error:
+        return report_error(error)
+
+
+def build_and_report(spec: Spec, *, quiet: bool) -> int:
+    """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
+    if quiet:
+        return _build_spec(spec, say_unless(quiet))
+    ticker = Ticker(sys.stderr)
+    try:
+        return _build_spec(spec, ticker.say, ticker)
+    finally:
+        ticker.close()
+
+
+def say_unless(quiet: bool) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        if not quiet:
+            print(message, file=sys.stderr)
+
+    return say
+
+
+def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None) -> int:
+    result = pipeline.build(spec, say, ticker)
+    # (warnings are shown with --quiet too; through the ticker, off its status line)
+    warn = ticker.say if ticker else lambda text: print(text, file=sys.stderr)
+    for warning in result.warnings:
+        warn(f"warning: {warning}")
+    summary(result.pack, say)
+    run = result.run
+    runs = run["module"] + (f":{run['function']}" if run["kind"] == "function" else " (-m)")
+    say(f"runs {runs}")
+    for note in result.notes:
+        say(note)
+    launcher = f"launcher {size(result.launcher_size)} + " if result.launcher else ""
+    say(
+        f"wrote {result.output} ({launcher}archive {size(result.pack.size)} = "
+        f"{size(result.size)}) in {result.seconds:.1f} s"
+        + (f", {len(result.warnings)} warnings" if result.warnings else "")
+    )
+    return 0
+
+
+def report_error(error: IngotError) -> int:
+    """Prints ``error`` as ingot does (``error: ...``, then ``hint: ...``); returns the status."""
+    print(f"error: {error.message}", file=sys.stderr)
+    if error.hint:
+        print(f"hint: {error.hint}", file=sys.stderr)
+    return 1

@@ -1,0 +1,1 @@
+"""The stages of `ingot build` after resolution: staging, selection, packing, assembling, checking."""
