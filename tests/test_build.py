@@ -16,6 +16,7 @@ import ingot
 from ingot import cli
 from ingot.build.pipeline import build
 from ingot.build.resolve import inputs as sources
+from ingot.build.resolve.environment import snapshot
 from ingot.build.resolve.inputs import console_script_plan, plan_source
 from ingot.build.resolve.launcher import find_launcher, launcher_python
 from ingot.build.resolve.project import load_project
@@ -187,7 +188,7 @@ def test_bare_project_with_one_script_runs_it():
     resolved = plan(EXAMPLES / "hello")
     assert resolved.run == {"kind": "function", "module": "hello", "function": "main"}
     assert resolved.name == "hello" and resolved.pip_project == EXAMPLES / "hello"
-    assert resolved.output == Path("dist/hello") and resolved.requirements == []
+    assert resolved.output == Path("dist/hello") and resolved.requirements == ()
     assert plan(EXAMPLES / "hello", archive_only=True).output == Path("dist/hello.ingot")
 
 
@@ -228,13 +229,13 @@ def test_options_override_tool_ingot_and_paths_are_relative_to_the_project(tmp_p
     resolved = plan(project)
     assert resolved.run == {"kind": "module", "module": "p"}
     assert resolved.output == project / "bin" / "p"
-    assert resolved.requirement_files == [project / "reqs.txt"]
-    assert resolved.requirements == ["six"]
+    assert resolved.requirement_files == (project / "reqs.txt",)
+    assert resolved.requirements == ("six",)
     overridden = plan(
         project, entry="p.cli:main", output=str(tmp_path / "x"), dependencies=["click"]
     )
     assert overridden.run == {"kind": "function", "module": "p.cli", "function": "main"}
-    assert overridden.output == tmp_path / "x" and overridden.requirements == ["click"]
+    assert overridden.output == tmp_path / "x" and overridden.requirements == ("click",)
 
 
 def test_script_source_with_inline_dependencies(tmp_path):
@@ -242,10 +243,12 @@ def test_script_source_with_inline_dependencies(tmp_path):
     script.write_text("# /// script\n# dependencies = ['six==1.16.0']\n# ///\nimport six\n")
     resolved = plan(script)
     assert resolved.run == {"kind": "module", "module": "my_tool"}
-    assert resolved.copies == [("my_tool.py", script)] and resolved.requirements == ["six==1.16.0"]
+    assert resolved.copies == (("my_tool.py", script),) and resolved.requirements == (
+        "six==1.16.0",
+    )
     called = plan(script, entry="my_tool:main", dependencies=["rich"])
     assert called.run == {"kind": "function", "module": "my_tool", "function": "main"}
-    assert called.copies == [("my_tool.py", script)] and called.requirements == ["rich"]
+    assert called.copies == (("my_tool.py", script),) and called.requirements == ("rich",)
     (tmp_path / "json.py").write_text("")
     with pytest.raises(ConfigError, match="standard library"):
         plan(tmp_path / "json.py")
@@ -525,7 +528,7 @@ def test_missing_launcher_exits_1_with_a_hint(tmp_path, capsys, monkeypatch):
     assert err.startswith(f"error: no launcher binary at {missing}") and "\nhint: " in err
     monkeypatch.setenv("INGOT_LAUNCHER", str(missing))
     with pytest.raises(BuildError, match="from INGOT_LAUNCHER"):
-        find_launcher()
+        find_launcher(None, snapshot())
 
 
 def test_output_safety(tmp_path, capsys):

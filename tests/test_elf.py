@@ -119,19 +119,24 @@ def test_runpath_origin_is_the_objects_directory(tmp_path):
     assert os.path.samefile(elf.find_library("libz.so.1", with_braces), tmp_path / "lib/libz.so.1")
 
 
-def test_rpath_comes_before_and_runpath_after_ld_library_path(tmp_path, monkeypatch):
+def test_rpath_comes_before_and_runpath_after_ld_library_path(tmp_path):
     system = elf.find_library("libz.so.1", needs_libz())
     for directory in ("rpath", "env"):
         (tmp_path / directory).mkdir()
         shutil.copy(system, tmp_path / directory / "libz.so.1")
-    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "env"))
+    # (LD_LIBRARY_PATH as the build's environment had it: the caller gives it)
+    env = str(tmp_path / "env")
     with_rpath = replace(needs_libz(), rpath=(str(tmp_path / "rpath"),))
     with_runpath = replace(needs_libz(), runpath=(str(tmp_path / "rpath"),))
-    assert os.path.dirname(elf.find_library("libz.so.1", with_rpath)) == str(tmp_path / "rpath")
-    assert os.path.dirname(elf.find_library("libz.so.1", with_runpath)) == str(tmp_path / "env")
+    found = elf.find_library("libz.so.1", with_rpath, library_path=env)
+    assert os.path.dirname(found) == str(tmp_path / "rpath")
+    found = elf.find_library("libz.so.1", with_runpath, library_path=env)
+    assert os.path.dirname(found) == env
     # RPATH is ignored when the object also has a RUNPATH
     both = replace(with_rpath, runpath=("/nonexistent",))
-    assert os.path.dirname(elf.find_library("libz.so.1", both)) == str(tmp_path / "env")
+    assert os.path.dirname(elf.find_library("libz.so.1", both, library_path=env)) == env
+    # Without it, RUNPATH's.
+    assert elf.find_library("libz.so.1", with_runpath) == str(tmp_path / "rpath" / "libz.so.1")
 
 
 def test_candidates_that_are_not_elf_of_the_right_class_are_skipped(tmp_path):

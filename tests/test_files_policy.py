@@ -561,11 +561,12 @@ def test_files_packages_and_top_level_modules_share_one_tree(tmp_path):
 
 
 def _launcher_or_skip():
+    from ingot.build.resolve.environment import snapshot
     from ingot.build.resolve.launcher import find_launcher, launcher_python
     from ingot.errors import BuildError
 
     try:
-        launcher = find_launcher()
+        launcher = find_launcher(None, snapshot())
     except BuildError as error:
         if os.environ.get("INGOT_REQUIRE_PYTHONS"):
             pytest.fail(f"no launcher: {error}")

@@ -376,7 +376,7 @@ def build_with_calls(tmp_path, monkeypatch):
         calls.append((spec.target.python, spec))
         return 0
 
-    def runtime_target(wanted, request, say):
+    def runtime_target(wanted, request, machine=None):
         return target.Target(
             python=wanted,
             launcher=None,
@@ -389,6 +389,7 @@ def build_with_calls(tmp_path, monkeypatch):
 
     monkeypatch.setattr(build_under, "build_under", under)
     monkeypatch.setattr(target, "runtime_target", runtime_target)
+    monkeypatch.setattr(target, "provide_runtimes", lambda *args: None)
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
     return calls
@@ -401,7 +402,9 @@ def test_a_build_is_for_this_pythons_runtime_by_default(tmp_path, build_with_cal
     script = tmp_path / "app.py"
     script.write_text("print('hi')\n")
     assert cli.main(["build", str(script)]) == 0
-    assert [(python, spec.copies[0][1]) for python, spec in build_with_calls] == [(HERE, script)]
+    assert [(python, spec.plan.copies[0][1]) for python, spec in build_with_calls] == [
+        (HERE, script)
+    ]
 
 
 @pytest.mark.parametrize("options", [["--python", "local"], ["--launcher", "/x/launcher"]])
@@ -465,12 +468,12 @@ def test_a_console_script_is_resolved_where_it_is_installed(tmp_path, build_with
         for entry in importlib.metadata.entry_points(group="console_scripts")
         if entry.name == "pip"
     ]
-    assert resolved.run == {
+    assert resolved.plan.run == {
         "kind": "function",
         "module": installed.module,
         "function": installed.attr,
     }
-    assert any(pin.lower().startswith("pip==") for pin in resolved.requirements)
+    assert any(pin.lower().startswith("pip==") for pin in resolved.plan.requirements)
     # The spec crosses to the runtime's interpreter as data, whole.
     assert Spec.from_json(resolved.to_json()) == resolved
     with pytest.raises(IngotError, match="no console script 'other' is installed"):

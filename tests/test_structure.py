@@ -234,3 +234,116 @@ def test_the_build_command_offers_every_settings_options(capsys):
             for flag in option.flags if option else ():
                 assert flag in shown, flag
     assert "--no-fast-exit" in shown and "--no-compress" in shown
+
+
+# --- the environment ------------------------------------------------------------------------------
+
+#: A read of one variable, by name: Python (``os.environ.get("X")``, ``os.environ["X"]``,
+#: ``os.getenv("X")``, the build's snapshot ``environment.get("X")``) and Rust
+#: (``std::env::var("X")``, ``var_os(NAME)`` of a constant, ``env!("X")`` at compile time, the
+#: cache root's ``absolute("X")``).
+_NAMED_READS = (
+    r'os\.environ\.get\(\s*"([A-Z_][A-Z0-9_]*)"',
+    r'os\.environ\[\s*"([A-Z_][A-Z0-9_]*)"\s*\]',
+    r'os\.getenv\(\s*"([A-Z_][A-Z0-9_]*)"',
+    r'\b(?:self\.variables|environment)\.get\(\s*"([A-Z_][A-Z0-9_]*)"',
+    r'\benv::var(?:_os)?\(\s*"([A-Z_][A-Z0-9_]*)"',
+    r"\benv::var(?:_os)?\(\s*(?:\w+::)*([A-Z_][A-Z0-9_]*)\s*\)",
+    r'\benv!\(\s*"([A-Z_][A-Z0-9_]*)"',
+    r'\babsolute\(\s*"?([A-Z_][A-Z0-9_]*)"?\s*\)',
+)
+#: Variables cargo sets for a crate's build: not ingot's choice.
+_CARGO_SETS = re.compile(r"CARGO_PKG_\w+|CARGO_MANIFEST_DIR|OUT_DIR")
+
+
+def environment_reads() -> set[tuple[str, str]]:
+    """(variable, file) for each variable the code reads by name: python/ingot, the crates'
+    sources and build scripts, the build backend. A Rust constant read through
+    ``var(NAME)`` is resolved to its value, as is the list of CA variables castore.rs reads."""
+    files = [
+        *(p for p in PACKAGE.rglob("*.py") if not {"_source", "_launcher"} & set(p.parts)),
+        *CRATES.rglob("src/**/*.rs"),
+        *CRATES.glob("*/build.rs"),
+        *(ROOT / "tools").rglob("*.py"),
+    ]
+    constants: dict[str, str] = {}
+    for path in files:
+        if path.suffix == ".rs":
+            text = path.read_text()
+            constants.update(
+                re.findall(r'const\s+([A-Z_][A-Z0-9_]*)\s*:\s*&str\s*=\s*"([^"]+)"', text)
+            )
+            for names in re.findall(r"const VARIABLES: \[&str; \d+\] = \[([^\]]*)\]", text):
+                constants.update((f"{name}", name) for name in re.findall(r'"([^"]+)"', names))
+    found = set()
+    for path in files:
+        text = path.read_text()
+        for pattern in _NAMED_READS:
+            for name in re.findall(pattern, text):
+                name = constants.get(name, name)
+                if not _CARGO_SETS.fullmatch(name):
+                    found.add((name, path.relative_to(ROOT).as_posix()))
+        if path.name == "castore.rs" and "VARIABLES" in text:
+            found |= {(name, "castore.rs") for name in constants if name.startswith("SSL_")}
+    return found
+
+
+def covered(name: str, table: list[str]) -> bool:
+    """Whether the table's names (``X``, ``X*``, ``A, B, C*``) cover variable ``name``."""
+    patterns = [part.strip() for entry in table for part in entry.split(",")]
+    return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in patterns)
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_table():
+    from ingot.build.resolve.environment import VARIABLES
+
+    reads = environment_reads()
+    names = {name for name, _ in reads}
+    # (the scan sees the reads: the importer's, the launcher's, the build's, compile time's)
+    assert {"INGOT_CACHE_DIR", "INGOT_PARENT", "INGOT_LAUNCHER", "PYO3_PYTHON"} <= names, names
+    table = [variable.name for variable in VARIABLES]
+    assert sorted((name, where) for name, where in reads if not covered(name, table)) == []
+
+
+def test_the_table_check_catches_an_unlisted_variable(tmp_path):
+    # (so that the test above can fail)
+    assert not covered("INGOT_SOMETHING_NEW", ["INGOT_CACHE_DIR", "PIP_*"])
+    assert covered("PIP_INDEX_URL", ["INGOT_CACHE_DIR", "PIP_*"])
+    assert covered("LDFLAGS", ["CC, CXX, LDFLAGS"])
+
+
+#: What reads the environment in Python: a variable, the whole of it, or a value derived from it
+#: (the home directory, the cache root).
+_PYTHON_ENVIRONMENT = re.compile(
+    r"\bos\.environ\b|\bos\.getenv\b|\bPath\.home\(|\bexpanduser\(|\bcachedir\.(?:build_)?root\("
+    r"|\bsnapshot\(\)"
+)
+
+
+def test_the_build_reads_the_environment_only_while_resolving():
+    # Issue 38: after resolution, a build's stages read the snapshot its spec carries.
+    build = PACKAGE / "build"
+    readers = sorted(
+        f"{path.relative_to(PACKAGE.parent).as_posix()}:{number}: {line.strip()}"
+        for path in build.rglob("*.py")
+        if "resolve" not in path.relative_to(build).parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if _PYTHON_ENVIRONMENT.search(line.split("#")[0])
+        and not line.lstrip().startswith(('"', "'", "``", "#"))
+    )
+    # The archive writer's default for its API callers (ingot pack, tests): the environment then.
+    allowed = {"ingot/build/archive/writer.py"}
+    assert [r for r in readers if r.split(":")[0] not in allowed] == []
+
+
+def test_the_environment_page_lists_the_table():
+    from ingot.build.resolve.environment import markdown_table
+
+    page = (ROOT / "docs" / "environment.md").read_text()
+    begin = "<!-- environment: made by ingot.build.resolve.environment.markdown_table -->\n"
+    end = "<!-- /environment -->"
+    assert begin in page and end in page
+    assert page.split(begin, 1)[1].split(end, 1)[0] == markdown_table(), (
+        "run: python -c 'from ingot.build.resolve.environment import markdown_table as t; "
+        'print(t(), end="")\' and paste it into docs/environment.md'
+    )

@@ -27,7 +27,16 @@ from pathlib import Path
 from ingot._ingot import cache_root
 from ingot.errors import IngotError
 
-__all__ = ["CacheEntry", "CacheError", "check_private", "in_use", "list_cache", "prune", "root"]
+__all__ = [
+    "CacheEntry",
+    "CacheError",
+    "build_root",
+    "check_private",
+    "in_use",
+    "list_cache",
+    "prune",
+    "root",
+]
 
 SECTIONS = ("trees", "native")
 _ID = re.compile(r"[0-9a-f]{16,32}(?:-[0-9a-f]+)?\Z")
@@ -73,6 +82,12 @@ def root() -> Path:
         return Path(cache_root())
     except ValueError as error:
         raise CacheError(str(error), hint="set INGOT_CACHE_DIR to an absolute path") from None
+
+
+def build_root() -> Path:
+    """``<cache>/build``: the build cache's directory (:mod:`ingot.build.archive.buildcache`),
+    not created here."""
+    return root() / "build"
 
 
 def check_private(
@@ -170,7 +185,7 @@ def _build_entries(cache: Path, now: float, older_than: float | None = None) -> 
     dependencies, and the entries store as one; with ``older_than`` (seconds), only what was not
     used for that long (of the store, the entries themselves, with temporary files a writer
     left), found for removal."""
-    build = cache / "build"
+    build = cache / "build"  # (build_root's, under this cache)
     found: list[CacheEntry] = []
     deps = build / "deps"
     if deps.is_dir():

@@ -27,7 +27,8 @@ from ingot.build import report, under
 from ingot.build.archive.writer import PackOptions, pack
 from ingot.build.report import report_error
 from ingot.build.resolve import settings
-from ingot.build.resolve.spec import resolve
+from ingot.build.resolve.environment import snapshot
+from ingot.build.resolve.spec import provide_runtimes, resolve
 from ingot.build.stages.check import newest_versions
 from ingot.errors import IngotError
 from ingot.inspection import describe
@@ -313,7 +314,10 @@ def _pack(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     say = report.say_unless(args.quiet)
-    spec = resolve(settings.from_args(args), say)
+    request = settings.from_args(args)
+    environment = snapshot()
+    provide_runtimes(request, say, environment)  # (may install or build a runtime)
+    spec = resolve(request, say, environment)
     if spec.target.runtime_python is not None:
         return under.build_under(spec, quiet=args.quiet)
     return report.build_and_report(spec, quiet=args.quiet)

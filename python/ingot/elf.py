@@ -178,7 +178,7 @@ def ld_cache() -> dict[str, tuple[str, ...]]:
             capture_output=True,
             text=True,
             check=False,
-            env={**os.environ, "LC_ALL": "C"},
+            env={"LC_ALL": "C"},
             timeout=60,
         )
     except (OSError, subprocess.SubprocessError):
@@ -207,11 +207,16 @@ def _expand_all(entries: Iterable[str], origin: str) -> tuple[str, ...]:
     return tuple(e for e in (_expand(entry, origin) for entry in entries) if e is not None)
 
 
-def find_library(name: str, requester: ElfObject, loader_rpath: tuple[str, ...] = ()) -> str | None:
+def find_library(
+    name: str,
+    requester: ElfObject,
+    loader_rpath: tuple[str, ...] = (),
+    library_path: str | None = None,
+) -> str | None:
     """The path ``ld.so`` would load for ``requester``'s ``DT_NEEDED`` ``name``, or None.
 
     ``loader_rpath``: the expanded ``DT_RPATH`` directories of the objects that loaded
-    ``requester``, nearest first.
+    ``requester``, nearest first; ``library_path``: ``LD_LIBRARY_PATH`` (the caller reads it).
     """
     wanted = (requester.is_64, requester.machine)
     if "/" in name:
@@ -220,9 +225,8 @@ def find_library(name: str, requester: ElfObject, loader_rpath: tuple[str, ...] 
     dirs: list[str] = []
     if not requester.runpath:
         dirs += _expand_all(requester.rpath, origin) + loader_rpath
-    ld_library_path = os.environ.get("LD_LIBRARY_PATH")
-    if ld_library_path:
-        dirs += [entry or "." for entry in re.split("[:;]", ld_library_path)]
+    if library_path:
+        dirs += [entry or "." for entry in re.split("[:;]", library_path)]
     dirs += _expand_all(requester.runpath, origin)
     candidates = [os.path.join(directory, name) for directory in dirs]
     candidates += ld_cache().get(name, ())
@@ -242,7 +246,12 @@ class Resolution:
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, kept, other)
 
 
-def resolve(objects: Iterable[ElfObject], *, known: Iterable[ElfObject] = ()) -> Resolution:
+def resolve(
+    objects: Iterable[ElfObject],
+    *,
+    known: Iterable[ElfObject] = (),
+    library_path: str | None = None,
+) -> Resolution:
     """Finds every library ``objects`` need, breadth first, in the order given.
 
     ``known``: libraries already chosen (shipped in a wheel's ``*.libs``), keyed by file name: a
@@ -264,7 +273,7 @@ def resolve(objects: Iterable[ElfObject], *, known: Iterable[ElfObject] = ()) ->
         for name in requester.needed:
             if is_host_library(name):
                 continue
-            path = find_library(name, requester, loader_rpath)
+            path = find_library(name, requester, loader_rpath, library_path)
             file_name = os.path.basename(name)
             kept = result.libraries.get(file_name)
             if kept is not None:

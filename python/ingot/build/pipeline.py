@@ -31,7 +31,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build.archive import stdlib_layout as layout
 from ingot.build.archive.buildcache import BuildMemo, open_memo
 from ingot.build.archive.writer import PackResult
 from ingot.build.progress import Ticker
@@ -66,13 +65,11 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
     """Builds ``spec``; raises IngotError subclasses on problems to fix. ``ticker`` shows the
     long phases as they go (:mod:`ingot.build.progress`)."""
     started = time.perf_counter()
-    for note in spec.notes:
+    for note in spec.plan.notes:
         say(note)
     prepare_output(spec)
-    prefix = spec.target.stdlib_prefix  # a cross build's: the target runtime's CPython
-    layout.use(layout.of_prefix(prefix, spec.target.machine) if prefix else None)
     head = read_launcher(spec.target.launcher, spec.target.machine)
-    memo = open_memo(spec.cache)
+    memo = open_memo(spec.cache_root)
     try:
         return _build(spec, head, memo, started, say, ticker)
     finally:
@@ -93,7 +90,7 @@ def _build(
             if ticker:
                 ticker.done()
             selection = select(spec, roots, say, memo)
-            reseal(selection.prepared)
+            reseal(selection.prepared, memo)
             archive = staging / "app.ingot"
             packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
         finally:
@@ -104,10 +101,10 @@ def _build(
     memo.flush()
     _say_cache(memo.stats(), say)
     return BuildResult(
-        output=spec.output,
+        output=spec.plan.output,
         size=size,
         pack=packed,
-        run=dict(spec.run),
+        run=dict(spec.plan.run),
         launcher=spec.target.launcher,
         launcher_size=len(head),
         seconds=time.perf_counter() - started,

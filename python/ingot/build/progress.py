@@ -10,7 +10,6 @@ status line's text."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import TextIO
@@ -34,13 +33,16 @@ class Ticker:
         stream: TextIO,
         *,
         tty: bool | None = None,
+        plain: bool = False,
         quiet_seconds: float = QUIET_SECONDS,
         every: float | None = None,
     ) -> None:
+        """``tty``: draw a status line (default: if ``stream`` is a terminal, unless ``plain``:
+        ``TERM=dumb``, which the caller read)."""
         self.stream = stream
         if tty is None:
             isatty = getattr(stream, "isatty", None)
-            tty = bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+            tty = bool(isatty and isatty()) and not plain
         self.tty = tty
         self.quiet_seconds = quiet_seconds
         self.every = every if every is not None else (TTY_SECONDS if tty else PLAIN_SECONDS)

@@ -73,7 +73,7 @@ def build_and_report(spec: Spec, *, quiet: bool) -> int:
     """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
     if quiet:
         return _build_spec(spec, say_unless(quiet))
-    ticker = Ticker(sys.stderr)
+    ticker = Ticker(sys.stderr, plain=spec.environment.plain_progress)
     try:
         return _build_spec(spec, ticker.say, ticker)
     finally:

@@ -44,7 +44,6 @@ from ingot.build.analysis.firstuse import imports_in_source
 __all__ = [
     "NO_CACHE",
     "BuildMemo",
-    "build_cache_root",
     "cached_imports",
     "file_digest",
     "open_memo",
@@ -58,13 +57,6 @@ VARIANTS = 4
 
 #: Sections of ``<cache>/build``: the entries store, and the installed dependencies.
 ENTRIES, DEPS = "entries", "deps"
-
-
-def build_cache_root() -> Path:
-    """``<cache>/build`` (the cache root of :mod:`ingot.cachedir`); not created here."""
-    from ingot.cachedir import root
-
-    return root() / "build"
 
 
 def _salt() -> bytes:
@@ -107,15 +99,14 @@ def tree_digest(root: Path) -> dict[str, str]:
     return found
 
 
-def open_memo(enabled: bool) -> BuildMemo:
-    """The build cache's memo (:data:`NO_CACHE` when not ``enabled``), its directories made
-    private if missing; CacheError if they are not this user's private directories (another
-    user could put bytecode in an executable)."""
-    if not enabled:
+def open_memo(root: Path | None) -> BuildMemo:
+    """The memo of the build cache at ``root`` (:data:`NO_CACHE` for None: ``--no-cache``), its
+    directories made private if missing; CacheError if they are not this user's private
+    directories (another user could put bytecode in an executable)."""
+    if root is None:
         return NO_CACHE
     from ingot.cachedir import CacheError, check_private
 
-    root = build_cache_root()
     try:
         root.parent.parent.mkdir(parents=True, exist_ok=True)  # ~/.cache
         for path in (root.parent, root, root / ENTRIES, root / DEPS):
@@ -151,8 +142,12 @@ class BuildMemo:
     """Values computed once per key (:meth:`remember`), kept in the build cache's store; with no
     store (``--no-cache``), each is computed every time."""
 
-    def __init__(self, store: BuildCache | None, salt: bytes | None = None) -> None:
+    def __init__(
+        self, store: BuildCache | None, salt: bytes | None = None, root: Path | None = None
+    ) -> None:
         self.store = store
+        #: The build cache's directory (``entries/``, ``deps/``); None without a store.
+        self.root = root
         #: The counts of the build's other processes (ingot.build.archive.prefetch): what they put in
         #: the store is a hit when the packer reads it, but nothing was reused.
         self.elsewhere: dict[str, int] = {}
@@ -161,7 +156,7 @@ class BuildMemo:
     @classmethod
     def open(cls, root: Path) -> BuildMemo:
         """The memo of the store under ``root`` (created private if missing)."""
-        return cls(BuildCache(str(root / ENTRIES)))
+        return cls(BuildCache(str(root / ENTRIES)), root=root)
 
     def key(self, kind: str, *parts: bytes | str) -> str:
         digest = hashlib.blake2b(self.salt + kind.encode() + b"\0", digest_size=16)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build.archive.stdlib_layout import current
+from ingot.build.archive.stdlib_layout import Layout, running
 from ingot.errors import CollectError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
@@ -121,19 +121,20 @@ def _is_extension_for(path: str, name: str) -> bool:
     return image[:4] == b"\x7fELF" and symbol in image
 
 
-def _extension_init(directory: Path, package: str) -> Path | None:
+def _extension_init(directory: Path, package: str, suffixes: tuple[str, ...]) -> Path | None:
     """A package's compiled ``__init__`` (``__init__.cpython-311-x86_64-linux-gnu.so``), which
     Python prefers to ``__init__.py`` (extension suffixes come first in its search order)."""
-    for suffix in current().extension_suffixes:
+    for suffix in suffixes:
         candidate = directory / f"__init__{suffix}"
         if candidate.is_file() and _is_extension_for(str(candidate), package):
             return candidate
     return None
 
 
-def _extension_module(entry: os.DirEntry[str]) -> tuple[str, int] | None:
-    """(module name, suffix rank) if ``entry`` is an extension module for this interpreter."""
-    for rank, suffix in enumerate(current().extension_suffixes):
+def _extension_module(entry: os.DirEntry[str], suffixes: tuple[str, ...]) -> tuple[str, int] | None:
+    """(module name, suffix rank) if ``entry`` is an extension module with one of
+    ``suffixes`` (the interpreter's, in its order of preference)."""
+    for rank, suffix in enumerate(suffixes):
         stem = entry.name[: -len(suffix)]
         if entry.name.endswith(suffix) and stem and "." not in stem:
             symbol = b"PyInit_" + stem.encode() if stem.isascii() else b"PyInitU_"
@@ -146,22 +147,31 @@ def _extension_module(entry: os.DirEntry[str]) -> tuple[str, int] | None:
     return None
 
 
-def _has_modules(directory: str | os.PathLike[str]) -> bool:
+def _has_modules(directory: str | os.PathLike[str], suffixes: tuple[str, ...]) -> bool:
     """Whether ``directory`` holds a module at some depth (what makes it a namespace package)."""
     for entry in _entries(directory):
         if entry.is_dir():
-            if entry.name != "__pycache__" and "." not in entry.name and _has_modules(entry.path):
+            if (
+                entry.name != "__pycache__"
+                and "." not in entry.name
+                and _has_modules(entry.path, suffixes)
+            ):
                 return True
-        elif entry.name.endswith(_SOURCE_SUFFIX) or entry.name.endswith(
-            current().extension_suffixes
-        ):
+        elif entry.name.endswith(_SOURCE_SUFFIX) or entry.name.endswith(suffixes):
             return True
     return False
 
 
 class _Walker:
-    def __init__(self, root: Path, exclude: Iterable[str], collection: Collection) -> None:
+    def __init__(
+        self,
+        root: Path,
+        exclude: Iterable[str],
+        collection: Collection,
+        suffixes: tuple[str, ...],
+    ) -> None:
         self.root, self.exclude, self.collection = root, tuple(exclude), collection
+        self.suffixes = suffixes  # of extension modules, in the import system's order
         self.top_level_data = False
 
     def add(
@@ -197,11 +207,11 @@ class _Walker:
             if entry.is_dir():
                 if name.endswith(".libs"):
                     self.libraries(Path(entry.path))
-                elif "." not in name and _extension_init(Path(entry.path), name):
+                elif "." not in name and _extension_init(Path(entry.path), name, self.suffixes):
                     forms.setdefault(name, []).append(((0, 0), "extension-package", entry))
                 elif "." not in name and (Path(entry.path) / "__init__.py").is_file():
                     forms.setdefault(name, []).append(((0, 0), "package", entry))
-                elif "." not in name and _has_modules(Path(entry.path)):
+                elif "." not in name and _has_modules(Path(entry.path), self.suffixes):
                     forms.setdefault(name, []).append(((3, 0), "namespace-package", entry))
                 elif prefix or self.top_level_data:
                     self.data(Path(entry.path))
@@ -209,11 +219,12 @@ class _Walker:
                 if (
                     prefix
                     and name.startswith("__init__.")
-                    and name.endswith(current().extension_suffixes)
-                    and _extension_init(directory, prefix.rpartition(".")[2]) == Path(entry.path)
+                    and name.endswith(self.suffixes)
+                    and _extension_init(directory, prefix.rpartition(".")[2], self.suffixes)
+                    == Path(entry.path)
                 ):
                     continue  # the package's own compiled __init__: its "extension-package" entry
-                extension = _extension_module(entry)
+                extension = _extension_module(entry, self.suffixes)
                 stem = name[: -len(_SOURCE_SUFFIX)]
                 if extension:
                     forms.setdefault(extension[0], []).append(
@@ -250,7 +261,7 @@ class _Walker:
                 self.add("package", full, path / "__init__.py", self.relative(path / "__init__.py"))
                 self.package(path, full)
             elif kind == "extension-package":
-                init = _extension_init(path, name)
+                init = _extension_init(path, name, self.suffixes)
                 assert init is not None
                 self.add(
                     "extension-package",
@@ -261,9 +272,7 @@ class _Walker:
                 )
                 self.package(path, full)
             elif kind == "namespace-package":
-                if any(
-                    (path / f"__init__{suffix}").exists() for suffix in current().extension_suffixes
-                ):
+                if any((path / f"__init__{suffix}").exists() for suffix in self.suffixes):
                     self.warn(
                         f"{self.relative(path)}: an extension module __init__ is not "
                         "supported; collected as a namespace package"
@@ -323,12 +332,13 @@ class _Walker:
                 self.add("shared-library", entry.name, Path(entry.path))
 
 
-def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collection:
-    """The standard library of the interpreter packed for (:func:`ingot.build.archive.stdlib_layout.current`:
-    the running one, or a cross build's target runtime), ``lib-dynload`` extension modules
-    included, minus the packages and modules ``exclude`` matches (see
-    :data:`DEFAULT_STDLIB_EXCLUDES`)."""
-    layout = current()
+def collect_stdlib(
+    exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES, layout: Layout | None = None
+) -> Collection:
+    """The standard library of ``layout`` (the interpreter packed for: by default the running
+    one; a cross build's is its target runtime's), ``lib-dynload`` extension modules included,
+    minus the packages and modules ``exclude`` matches (see :data:`DEFAULT_STDLIB_EXCLUDES`)."""
+    layout = layout or running()
     root = layout.stdlib
     if not (root / "os.py").is_file():
         raise CollectError(
@@ -336,7 +346,7 @@ def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collecti
             hint="is this a relocated or embedded Python?",
         )
     collection = Collection(root)
-    walker = _Walker(root, exclude, collection)
+    walker = _Walker(root, exclude, collection, layout.extension_suffixes)
 
     def top_level(entry: os.DirEntry[str]) -> bool:
         return (
@@ -353,7 +363,7 @@ def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collecti
             "the archive has no stdlib extension modules"
         )
     else:
-        dynload_walker = _Walker(dynload, exclude, collection)
+        dynload_walker = _Walker(dynload, exclude, collection, layout.extension_suffixes)
         dynload_walker.package(
             dynload, "", lambda entry: entry.is_dir() or entry.name.endswith(_SOURCE_SUFFIX)
         )
@@ -361,13 +371,19 @@ def collect_stdlib(exclude: Iterable[str] = DEFAULT_STDLIB_EXCLUDES) -> Collecti
 
 
 def collect_directory(
-    path: str | os.PathLike[str], *, exclude: Iterable[str] = (), top_level_data: bool = False
+    path: str | os.PathLike[str],
+    *,
+    exclude: Iterable[str] = (),
+    top_level_data: bool = False,
+    layout: Layout | None = None,
 ) -> Collection:
     """A directory of packages (``site-packages``, a ``pip install --target`` directory): its
     modules, packages, namespace packages, extension modules, package data, ``*.dist-info`` (and
     ``*.egg-info``) files and the shared libraries of ``*.libs`` directories. With
     ``top_level_data`` (an application's own directory), also the files of its top-level
-    directories that hold no modules (a script's ``templates/``)."""
+    directories that hold no modules (a script's ``templates/``). Extension modules are those
+    of ``layout``'s interpreter (by default the running one)."""
+    suffixes = (layout or running()).extension_suffixes
     root = Path(path)
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a directory"
@@ -376,7 +392,7 @@ def collect_directory(
             hint="give a directory of packages, e.g. made with `pip install --target DIR ...`",
         )
     collection = Collection(root)
-    walker = _Walker(root, exclude, collection)
+    walker = _Walker(root, exclude, collection, suffixes)
     walker.top_level_data = top_level_data
     if (root / "__init__.py").is_file():
         walker.warn(
@@ -407,7 +423,7 @@ def collect_directory(
                 f"{name}: .pth files are not supported, left out (the paths or code it "
                 "adds to sys.path are not in the archive)"
             )
-        return not name.endswith(_SOURCE_SUFFIX) and _extension_module(entry) is None
+        return not name.endswith(_SOURCE_SUFFIX) and _extension_module(entry, suffixes) is None
 
     walker.package(root, "", top_level)
     walker.prefix_data(prefix_listed)

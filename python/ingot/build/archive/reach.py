@@ -57,6 +57,7 @@ from ingot.build.archive.buildcache import (
     tree_digest,
 )
 from ingot.build.archive.collect import Item
+from ingot.build.resolve.environment import Environment
 
 __all__ = [
     "BINARY_NAMES_NOT_IMPORTS",
@@ -759,25 +760,25 @@ sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
 """
 
 
-def import_probe(paths: list[str], timeout: float = 120.0) -> Callable[[list[str]], set[str]]:
+def import_probe(
+    paths: list[str], environment: Environment | None = None, timeout: float = 120.0
+) -> Callable[[list[str]], set[str]]:
     """A ``probe`` for :func:`reach`: imports the given top-level packages in a child of this
     interpreter (``-I -S -B``: no bytecode written into ``paths``, the build cache's among them;
     ``paths`` first on its ``sys.path``, a scratch home and working
-    directory) and returns the names of the modules it then had. Native code that imports by
-    names its binary does not show (Cython 3 compresses its strings) shows it here. Nothing is
-    returned if the child fails or takes longer than ``timeout`` seconds."""
+    directory; the build's ``environment`` without ``PYTHON*`` and ``XDG_*``) and returns the
+    names of the modules it then had. Native code that imports by names its binary does not show
+    (Cython 3 compresses its strings) shows it here. Nothing is returned if the child fails or
+    takes longer than ``timeout`` seconds."""
     import json
-    import os
     import subprocess
     import tempfile
 
+    variables = (environment or Environment()).for_python()
+
     def probe(tops: list[str]) -> set[str]:
         with tempfile.TemporaryDirectory(prefix="ingot-probe-") as scratch:
-            env = {
-                key: value
-                for key, value in os.environ.items()
-                if not key.startswith(("PYTHON", "XDG_"))
-            }
+            env = {key: value for key, value in variables.items() if not key.startswith("XDG_")}
             env.update(
                 HOME=scratch, XDG_CACHE_HOME=scratch, XDG_CONFIG_HOME=scratch, XDG_DATA_HOME=scratch
             )

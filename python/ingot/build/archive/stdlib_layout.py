@@ -2,10 +2,10 @@
 running interpreter's, or, for a build for another architecture, the target runtime's, read from
 its files (its ``_sysconfigdata``), never by running it.
 
-A build process packs for one target: :func:`use` sets its layout once (the build of a cross
-target's spec does, :func:`ingot.build.pipeline.build`), and what collects files
-(:mod:`ingot.build.archive.collect`, :mod:`ingot.build.archive.writer`) asks :func:`current`. Bytecode is the same
-for every architecture of one CPython release, so nothing else of a build depends on it.
+A build's layout comes from its target (:func:`ingot.build.stages.packing.stdlib_layout`) and is
+handed to what collects files (:class:`ingot.build.archive.writer.PackOptions`, then
+:mod:`ingot.build.archive.collect`); nothing holds it in a global. Bytecode is the same for every
+architecture of one CPython release, so nothing else of a build depends on it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ingot.errors import BuildError
 from ingot.machine import host_machine
 from ingot.runtime.store import sysconfig_vars
 
-__all__ = ["Layout", "current", "of_prefix", "running", "use"]
+__all__ = ["Layout", "of_prefix", "running"]
 
 
 @dataclass(frozen=True)
@@ -75,20 +75,3 @@ def of_prefix(prefix: Path, machine: str) -> Layout:
         machine=machine,
         owner=str(prefix),
     )
-
-
-_current: Layout | None = None
-
-
-def current() -> Layout:
-    """The layout this process packs for (:func:`use`; by default the running interpreter's)."""
-    global _current
-    if _current is None:
-        _current = running()
-    return _current
-
-
-def use(layout: Layout | None) -> None:
-    """Packs for ``layout`` from now on (None: the running interpreter's)."""
-    global _current
-    _current = layout

@@ -65,8 +65,9 @@ from ingot.build.archive.reach import (
     present_modules,
     reach,
 )
-from ingot.build.archive.stdlib_layout import current
+from ingot.build.archive.stdlib_layout import Layout, running
 from ingot.build.progress import Ticker
+from ingot.build.resolve.environment import Environment, snapshot
 from ingot.elf import elf_machine
 from ingot.errors import CompileError, PackError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
@@ -139,12 +140,17 @@ def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple
 
 
 def _add_libraries(
-    plan: dict[tuple[str, str], Item], warnings: list[str], *, only_needed: bool = False
+    plan: dict[tuple[str, str], Item],
+    warnings: list[str],
+    *,
+    only_needed: bool = False,
+    library_path: str | None = None,
 ) -> None:
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`),
     and those that shared libraries stored as data files need (a package's ``lib/lib_x.so``, which
     its code loads by path through ``ctypes``: the executable loads it from memory, after them);
-    with ``only_needed``, the collected libraries nothing needs go."""
+    with ``only_needed``, the collected libraries nothing needs go. ``library_path``:
+    ``LD_LIBRARY_PATH``, as the environment of the build had it."""
     roots: list[elf.ElfObject] = []
     known: list[elf.ElfObject] = []
     owner: dict[str, str] = {}
@@ -167,7 +173,7 @@ def _add_libraries(
                 continue
             (roots if item.kind != "shared-library" else known).append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
-    resolution = elf.resolve(roots, known=known)
+    resolution = elf.resolve(roots, known=known, library_path=library_path)
     if only_needed:
         for key in [key for key in plan if key[0] == "libraries"]:
             if key[1] not in resolution.libraries:
@@ -202,6 +208,7 @@ def _prune(
     result: PackResult,
     memo: BuildMemo = NO_CACHE,
     main: str | None = None,
+    environment: Environment | None = None,
 ) -> dict[str, dict[str, list[str]]]:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.archive.reach.reach`);
     returns the imports read on the way."""
@@ -224,7 +231,7 @@ def _prune(
         for index, collection in enumerate(collections)
         if not (stdlib and index == 0)
     ]
-    probe = cached_probe(memo, paths, import_probe(paths))
+    probe = cached_probe(memo, paths, import_probe(paths, environment))
     decided = reach(plan, origin, roots, keep=keep, probe=probe, memo=memo, main=main)
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
@@ -287,17 +294,18 @@ def _top_level(item: Item) -> str | None:
     return None
 
 
-def _tree_path(item: Item) -> str:
-    """The path of an item's file in its package's tree: the archive's own virtual path."""
+def _tree_path(item: Item, suffix: str) -> str:
+    """The path of an item's file in its package's tree: the archive's own virtual path
+    (``suffix``: the interpreter's extension-module suffix)."""
     stem = item.name.replace(".", "/")
     if item.kind == "module":
         return stem + ".py"
     if item.kind == "package":
         return stem + "/__init__.py"
     if item.kind == "extension-module":
-        return stem + current().extension_suffixes[0]
+        return stem + suffix
     if item.kind == "extension-package":
-        return stem + "/__init__" + current().extension_suffixes[0]
+        return stem + "/__init__" + suffix
     return item.name
 
 
@@ -508,6 +516,12 @@ class PackOptions:
     keep_debug_info: bool = False
     #: Globs on dotted names: modules and packages of ``directories`` left out.
     exclude: Iterable[str] = ()
+    #: The interpreter packed for: its standard library and its extension modules' suffixes
+    #: (by default the running one's; a cross build's target runtime's).
+    stdlib_layout: Layout = field(default_factory=running)
+    #: The environment of the build, read when it was resolved (by default, now): what the
+    #: processes it starts get, ``LD_LIBRARY_PATH`` for the shared libraries.
+    environment: Environment = field(default_factory=snapshot)
     #: Data files to add (path -> content), e.g. ``__ingot__/launch.json``.
     extra_files: dict[str, bytes] | None = None
     #: Top-level packages under the ``files`` policy: their sources, data files and extension
@@ -557,7 +571,7 @@ def stdlib_pool(options: PackOptions) -> Prefetch:
     ``options.stdlib_pool``); the caller stops it if the build fails before."""
     if not options.stdlib or options.cache.store is None:
         return Prefetch([], 0)
-    collection = collect_stdlib(tuple(options.stdlib_exclude))
+    collection = collect_stdlib(tuple(options.stdlib_exclude), options.stdlib_layout)
     levels = tuple(sorted(set(options.optimize_levels)))
     present = present_modules((_namespace(item.kind), item.name) for item in collection.items)
     return Prefetch.start(
@@ -583,20 +597,21 @@ def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) ->
                     directory,
                     exclude=tuple(options.exclude),
                     top_level_data=os.path.realpath(directory) in own,
+                    layout=options.stdlib_layout,
                 )
             )
             say(f"collected {len(collections[-1].items)} entries from {directory}")
-            _check_machines(collections[-1])
+            _check_machines(collections[-1], options.stdlib_layout.machine)
     if options.stdlib:  # the standard library comes first on sys.path: it wins name clashes
-        collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude)))
+        collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude), options.stdlib_layout))
         say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
     return collections
 
 
-def _check_machines(collection: Collection) -> None:
+def _check_machines(collection: Collection, wanted: str) -> None:
     """PackError if an extension module of ``collection`` is built for another architecture
-    than the one packed for (a wheel of this machine's in a cross build, or the reverse)."""
-    wanted = current().machine
+    than ``wanted``, the one packed for (a wheel of this machine's in a cross build, or the
+    reverse)."""
     for item in collection.items:
         if item.kind in ("extension-module", "extension-package") and item.path is not None:
             found = elf_machine(item.path)
@@ -697,7 +712,7 @@ def _add_items(
         result.sizes[item.kind] += size
         top = _top_level(item)
         if top is not None and top in trees and tree_bytes is not None:
-            trees[top][_tree_path(item)] = tree_bytes
+            trees[top][_tree_path(item, options.stdlib_layout.extension_suffixes[0])] = tree_bytes
     return trees
 
 
@@ -916,6 +931,7 @@ def pack(
                 result,
                 options.cache,
                 options.main_module,
+                options.environment,
             )
             for pool in pools:
                 pool.carry({item.name for item in plan.values()})
@@ -930,7 +946,12 @@ def pack(
             memo=options.cache,
         )
         phase("resolving shared libraries")
-        _add_libraries(plan, result.warnings, only_needed=options.prune)
+        _add_libraries(
+            plan,
+            result.warnings,
+            only_needed=options.prune,
+            library_path=options.environment.library_path,
+        )
         say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
         writer = _new_writer(options, plan, collections, own)
         phase("compiling and scanning modules", sum(pool.jobs for pool in pools))

@@ -53,24 +53,42 @@ _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _INLINE = re.compile(r"(?m)^# /// script$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """A build, resolved: what to run, what to copy or pip-install, where to write."""
+    """A build's input, resolved: what to run, what to copy or pip-install, where to write."""
 
     name: str
-    run: dict[str, str]  # launch.json "run"
+    run: dict[str, str]  # launch.json "run": kind, module (, function)
     settings: Settings  # the settings in effect (project's, overridden by options)
     output: Path
     default_output: bool = False
-    copies: list[tuple[str, Path]] = field(default_factory=list)  # (name in app root, source)
-    roots: list[Path] = field(default_factory=list)  # directories of packages, collected as is
+    copies: tuple[tuple[str, Path], ...] = ()  # (name in the app's root, source)
+    roots: tuple[Path, ...] = ()  # directories of packages, collected as they are
     pip_project: Path | None = None  # pip install --no-deps this directory
-    requirements: list[str] = field(default_factory=list)
-    requirement_files: list[Path] = field(default_factory=list)
+    requirements: tuple[str, ...] = ()
+    requirement_files: tuple[Path, ...] = ()
     #: The requirements pin every distribution needed, as this Python resolved them (a console
     #: script's, from the running environment): pip installs them without resolving again.
     pinned: bool = False
-    notes: list[str] = field(default_factory=list)  # what the build should tell the user
+    notes: tuple[str, ...] = ()  # what the build should tell the user
+
+
+@dataclass
+class _Draft:
+    """A :class:`Plan` being made: the fields filled in as the source is read."""
+
+    name: str
+    run: dict[str, str]
+    settings: Settings
+    output: Path
+    default_output: bool = False
+    copies: list[tuple[str, Path]] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)
+    pip_project: Path | None = None
+    requirements: list[str] = field(default_factory=list)
+    requirement_files: list[Path] = field(default_factory=list)
+    pinned: bool = False
+    notes: list[str] = field(default_factory=list)
 
 
 def _absolute(settings: Settings, root: Path) -> Settings:
@@ -253,7 +271,7 @@ def _data_directory(entry: Path) -> bool:
     return count > 0
 
 
-def _add_packages(plan: Plan) -> None:
+def _add_packages(plan: _Draft) -> None:
     for text in plan.settings.packages or []:
         path = Path(text)
         if (path / "__init__.py").is_file() or (path.is_file() and path.suffix == ".py"):
@@ -302,7 +320,7 @@ def _chosen(settings: Settings) -> bool:
     return any((settings.entry, settings.module, settings.script))
 
 
-def _project_plan(source: Path, overrides: Settings) -> Plan:
+def _project_plan(source: Path, overrides: Settings) -> _Draft:
     project = load_project(source)
     settings = merge(_absolute(project.settings, project.root), overrides)
     name = project.name or project.root.resolve().name
@@ -322,7 +340,7 @@ def _project_plan(source: Path, overrides: Settings) -> Plan:
             )
         ((name, entry),) = project.scripts.items()
         settings = dataclasses.replace(settings, entry=entry)
-    plan = Plan(name, {}, settings, Path())
+    plan = _Draft(name, {}, settings, Path())
     if settings.packages is None:
         plan.pip_project = project.root
     plan.requirements = list(
@@ -333,12 +351,12 @@ def _project_plan(source: Path, overrides: Settings) -> Plan:
     return plan
 
 
-def _script_plan(source: Path, overrides: Settings) -> Plan:
+def _script_plan(source: Path, overrides: Settings) -> _Draft:
     settings, name = merge(Settings(), overrides), _script_module(source)
     if not _chosen(settings):
         # run as __main__; --entry can call a function of it instead
         settings = dataclasses.replace(settings, module=name)
-    plan = Plan(name, {}, settings, Path())
+    plan = _Draft(name, {}, settings, Path())
     plan.copies.append((f"{name}.py", source))
     if settings.packages is None:
         beside = beside_script(source)
@@ -355,7 +373,7 @@ def _script_plan(source: Path, overrides: Settings) -> Plan:
     return plan
 
 
-def _package_plan(source: Path, overrides: Settings) -> Plan:
+def _package_plan(source: Path, overrides: Settings) -> _Draft:
     settings = merge(Settings(), overrides)
     name = source.resolve().name
     if not _chosen(settings):
@@ -365,14 +383,15 @@ def _package_plan(source: Path, overrides: Settings) -> Plan:
                 hint="give --entry 'module:function' or --module",
             )
         settings = dataclasses.replace(settings, module=name)
-    plan = Plan(name, {}, settings, Path())
+    plan = _Draft(name, {}, settings, Path())
     plan.copies.append((name, source))
     plan.requirements = list(settings.dependencies or [])
     return plan
 
 
-def finish(plan: Plan, request: Request) -> Plan:
-    """Fills in the run config, the copied script and packages, the requirements file, output."""
+def finish(plan: _Draft, request: Request) -> Plan:
+    """Fills in the run config, the copied script and packages, the requirements file, output;
+    the plan, frozen."""
     settings = plan.settings
     script_module = None
     if settings.script is not None:
@@ -389,7 +408,20 @@ def finish(plan: Plan, request: Request) -> Plan:
     plan.output = (
         Path(settings.output) if settings.output else Path("dist") / f"{plan.name}{suffix}"
     )
-    return plan
+    return Plan(
+        plan.name,
+        plan.run,
+        plan.settings,
+        plan.output,
+        plan.default_output,
+        tuple(plan.copies),
+        tuple(plan.roots),
+        plan.pip_project,
+        tuple(plan.requirements),
+        tuple(plan.requirement_files),
+        plan.pinned,
+        tuple(plan.notes),
+    )
 
 
 def _packaging() -> tuple[type[Requirement], Callable[[str], str]]:
@@ -477,7 +509,7 @@ def console_script_plan(name: str, request: Request) -> Plan:
     point, and its distribution and dependencies pinned to the installed versions."""
     entry, requirements = console_script_entry(name)
     settings = merge(Settings(entry=entry), request.settings)
-    plan = Plan(name, {}, settings, Path())
+    plan = _Draft(name, {}, settings, Path())
     plan.requirements = (
         requirements if settings.dependencies is None else list(settings.dependencies)
     )

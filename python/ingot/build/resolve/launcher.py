@@ -21,6 +21,7 @@ from ingot._ingot import (
     TRAILER_MAGIC,
     elf_section,
 )
+from ingot.build.resolve.environment import Environment
 from ingot.elf import elf_machine
 from ingot.errors import BuildError
 from ingot.machine import host_machine
@@ -48,13 +49,15 @@ def read_launcher(path: Path | None, machine: str | None = None) -> bytes:
     return path.read_bytes()
 
 
-def find_launcher(option: str | None = None) -> Path:
-    """The launcher binary: ``option``, else ``$INGOT_LAUNCHER``, else ingot's own."""
+def find_launcher(option: str | None = None, environment: Environment | None = None) -> Path:
+    """The launcher binary: ``option``, else ``$INGOT_LAUNCHER`` (as ``environment``, the
+    build's, has it), else ingot's own."""
     version = "%d.%d" % sys.version_info[:2]
+    from_environment = environment.launcher if environment is not None else None
     if option:
         origin, path = "--launcher", Path(option)
-    elif os.environ.get("INGOT_LAUNCHER"):
-        origin, path = "INGOT_LAUNCHER", Path(os.environ["INGOT_LAUNCHER"])
+    elif from_environment:
+        origin, path = "INGOT_LAUNCHER", Path(from_environment)
     else:
         origin, path = (
             "ingot's package",

@@ -13,16 +13,19 @@ import dataclasses
 import json
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingot.build.resolve.inputs import console_script_plan, plan_source
-from ingot.build.resolve.settings import Request, Settings
-from ingot.build.resolve.target import Say, Target, resolve_target
+from ingot import cachedir
+from ingot.build.resolve import target
+from ingot.build.resolve.environment import Environment, snapshot
+from ingot.build.resolve.inputs import Plan, console_script_plan, plan_source
+from ingot.build.resolve.settings import Request
+from ingot.build.resolve.target import Say, Target
 from ingot.errors import BuildError
 
-__all__ = ["Say", "Spec", "resolve"]
+__all__ = ["Say", "Spec", "provide_runtimes", "resolve"]
 
 #: The spec's JSON format; a child of another ingot refuses a spec it cannot read.
 SPEC_FORMAT = 1
@@ -30,23 +33,16 @@ SPEC_FORMAT = 1
 
 @dataclass(frozen=True)
 class Spec:
-    """A build, resolved: what to run, what to copy or pip-install, how, and where to write."""
+    """A build, resolved: its input's plan (what to run, what to copy or pip-install, the
+    settings, where to write), its target, the environment it was resolved in, and how."""
 
-    name: str
-    run: dict[str, str]  # launch.json "run": kind, module (, function)
-    settings: Settings  # the settings in effect (project's, overridden by options)
-    output: Path
-    default_output: bool
+    plan: Plan
     target: Target
-    copies: tuple[tuple[str, Path], ...] = ()  # (name in the app's root, source)
-    roots: tuple[Path, ...] = ()  # directories of packages, collected as they are
-    pip_project: Path | None = None  # pip install --no-deps this directory
-    requirements: tuple[str, ...] = ()
-    requirement_files: tuple[Path, ...] = ()
-    pinned: bool = False  # the requirements pin every distribution needed (Plan.pinned)
-    notes: tuple[str, ...] = ()  # what the build should tell the user
+    #: The environment when the build was resolved: what the build reads of it.
+    environment: Environment = field(default_factory=Environment)
+    #: The build cache's directory (:mod:`ingot.build.archive.buildcache`); None: no cache.
+    cache_root: Path | None = None
     force: bool = False  # replace an output that ingot did not write
-    cache: bool = True  # use the build cache (:mod:`ingot.build.archive.buildcache`)
     refresh: bool = False  # install the dependencies again, not from the build cache
 
     @property
@@ -112,34 +108,43 @@ def _fits(kind: Any, value: Any) -> bool:
     return isinstance(value, base)
 
 
-def resolve(request: Request, say: Say = lambda message: None) -> Spec:
-    """The spec of what ``request`` asks: the source's plan (:mod:`ingot.build.resolve.inputs`), then
-    its target (:func:`ingot.build.resolve.target.resolve_target`, which may build a runtime first)."""
+def _plan(request: Request) -> Plan:
+    """The plan of the request's input (:mod:`ingot.build.resolve.inputs`)."""
     if request.console_script and request.source:
         raise BuildError(
             f"give a SOURCE ({request.source}) or --console-script ({request.console_script}), "
             "not both"
         )
     if request.console_script:
-        plan = console_script_plan(request.console_script, request)
-    else:
-        plan = plan_source(request)
-    target = resolve_target(request, plan.settings, say)
+        return console_script_plan(request.console_script, request)
+    return plan_source(request)
+
+
+def provide_runtimes(
+    request: Request, say: Say = lambda message: None, environment: Environment | None = None
+) -> None:
+    """What ``ingot build`` runs before :func:`resolve`: installs or builds the runtimes the
+    request's target takes that the store lacks (:func:`ingot.build.resolve.target.
+    provide_runtimes`). The one step of resolving that may change the machine."""
+    environment = environment if environment is not None else snapshot()
+    target.provide_runtimes(request, _plan(request).settings, say, environment)
+
+
+def resolve(
+    request: Request, say: Say = lambda message: None, environment: Environment | None = None
+) -> Spec:
+    """The spec of what ``request`` asks: the input's plan (:mod:`ingot.build.resolve.inputs`),
+    then its target (:func:`ingot.build.resolve.target.resolve_target`: the runtime it takes
+    must be in the store, :func:`provide_runtimes`), in ``environment`` (default: a snapshot of
+    the environment now), which the spec keeps: after this, nothing of the build reads the
+    environment."""
+    plan = _plan(request)
+    environment = environment if environment is not None else snapshot()
     return Spec(
-        name=plan.name,
-        run=dict(plan.run),
-        settings=plan.settings,
-        output=plan.output,
-        default_output=plan.default_output,
-        target=target,
-        copies=tuple(plan.copies),
-        roots=tuple(plan.roots),
-        pip_project=plan.pip_project,
-        requirements=tuple(plan.requirements),
-        requirement_files=tuple(plan.requirement_files),
-        pinned=plan.pinned,
-        notes=tuple(plan.notes),
+        plan=plan,
+        target=target.resolve_target(request, plan.settings, say, environment),
+        environment=environment,
+        cache_root=None if request.no_cache else cachedir.build_root(),
         force=request.force,
-        cache=not request.no_cache,
         refresh=request.refresh,
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot._ingot import __version__
+from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.launcher import find_launcher, launcher_facts
 from ingot.build.resolve.settings import Request, Settings
 from ingot.errors import BuildError
@@ -27,6 +28,8 @@ __all__ = [
     "RUNTIME_PLATFORMS",
     "Say",
     "Target",
+    "provide_runtime",
+    "provide_runtimes",
     "resolve_target",
     "runtime_target",
     "this_python",
@@ -65,19 +68,20 @@ def this_python() -> str:
     return "%d.%d" % sys.version_info[:2]
 
 
-def resolve_target(request: Request, settings: Settings, say: Say) -> Target:
-    """The target ``request`` and ``settings`` ask for: ``--python``/``[tool.ingot] python``
-    names a runtime or ``local``; by default, the runtime of this Python's version (portable:
-    glibc 2.17), unless a launcher is given (``--launcher``, ``$INGOT_LAUNCHER``: one built for
-    a Python of this machine) or only an archive is asked for. ``--target``/``[tool.ingot]
-    target`` names another architecture: always with a runtime. A runtime the store lacks is
-    installed from its wheel first (:func:`ingot.runtime.wheel.install_runtime`), or built from
-    the sources in ``$INGOT_RUNTIME_SOURCES`` when that is set."""
+def _runtime_wanted(
+    request: Request, settings: Settings, environment: Environment
+) -> tuple[str, Machine] | None:
+    """The runtime the target takes, (Python version, machine): ``--python``/``[tool.ingot]
+    python`` names a runtime or ``local``; by default, the runtime of this Python's version
+    (portable: glibc 2.17), unless a launcher is given (``--launcher``, ``$INGOT_LAUNCHER``: one
+    built for a Python of this machine) or only an archive is asked for. ``--target``/
+    ``[tool.ingot] target`` names another architecture: always with a runtime. None: this
+    machine's Python."""
     wanted = settings.python
     machine = host_machine()
     if settings.target is not None:
         machine = machine_named(settings.target, where="--target / [tool.ingot] target")
-    given_launcher = request.launcher or os.environ.get("INGOT_LAUNCHER")
+    given_launcher = request.launcher or environment.launcher
     if machine != host_machine():
         if wanted == "local":
             raise BuildError(
@@ -85,12 +89,40 @@ def resolve_target(request: Request, settings: Settings, say: Say) -> Target:
                 f"a build for {machine.name} takes a runtime",
                 hint=f"leave out --python local, or name a version: --python {this_python()}",
             )
-        return runtime_target(wanted or this_python(), request, say, machine)
+        return wanted or this_python(), machine
     if wanted is None and not given_launcher and not request.archive_only:
         wanted = this_python()  # an archive alone is for this Python, which runs it
     if wanted is not None and wanted != "local":
-        return runtime_target(wanted, request, say)
-    launcher = None if request.archive_only else find_launcher(request.launcher)
+        return wanted, machine
+    return None
+
+
+def provide_runtimes(
+    request: Request, settings: Settings, say: Say, environment: Environment
+) -> None:
+    """The step before resolution that may install or build: the runtimes the target takes (and,
+    for another architecture, this machine's runtime of the same release, which runs the build)
+    that the store lacks are installed from their wheels
+    (:func:`ingot.runtime.wheel.install_runtime`), or built from the sources in
+    ``$INGOT_RUNTIME_SOURCES`` when that is set."""
+    wanted = _runtime_wanted(request, settings, environment)
+    if wanted is None:
+        return
+    found = provide_runtime(wanted[0], say, wanted[1], environment)
+    if wanted[1] != host_machine():
+        provide_runtime(found.version, say, host_machine(), environment)
+
+
+def resolve_target(
+    request: Request, settings: Settings, say: Say, environment: Environment
+) -> Target:
+    """The target ``request`` and ``settings`` ask for (see :func:`_runtime_wanted`): a runtime
+    from the store (:func:`provide_runtimes` put it there), or this machine's Python with the
+    launcher given or ingot's own. Nothing is installed or built here."""
+    wanted = _runtime_wanted(request, settings, environment)
+    if wanted is not None:
+        return runtime_target(wanted[0], request, wanted[1])
+    launcher = None if request.archive_only else find_launcher(request.launcher, environment)
     return Target(python=this_python(), launcher=launcher)
 
 
@@ -106,15 +138,15 @@ def _stale(runtime: runtimes.Runtime) -> bool:
         return False  # said when the build reads it
 
 
-def _get_runtime(wanted: str, say: Say, machine: Machine) -> runtimes.Runtime:
+def provide_runtime(
+    wanted: str, say: Say, machine: Machine, environment: Environment
+) -> runtimes.Runtime:
     """The runtime of Python ``wanted`` for ``machine`` from the store, else installed from its
     wheel, else built from ``$INGOT_RUNTIME_SOURCES`` when that names source directories."""
     found = runtimes.find_runtime(wanted, machine.name)
     if found is not None and not (_stale(found) and "wheel" in found.info):
         return found
-    directories = [
-        Path(d) for d in os.environ.get("INGOT_RUNTIME_SOURCES", "").split(os.pathsep) if d
-    ]
+    directories = list(environment.runtime_sources)
     if directories:
         say(
             f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}: building it "
@@ -131,6 +163,20 @@ def _get_runtime(wanted: str, say: Say, machine: Machine) -> runtimes.Runtime:
             f"--python {minor}",
         )
     return installed
+
+
+def _stored_runtime(wanted: str, machine: Machine) -> runtimes.Runtime:
+    """The runtime of Python ``wanted`` for ``machine`` in the store; RuntimeError_ if it has
+    none (or only one an earlier ingot's wheel installed)."""
+    found = runtimes.find_runtime(wanted, machine.name)
+    if found is None or (_stale(found) and "wheel" in found.info):
+        raise RuntimeError_(
+            f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}",
+            hint=f"install it: ingot runtime install {wanted}"
+            + (f" --target {machine.name}" if machine != host_machine() else "")
+            + f"; or build it: ingot runtime build {wanted}",
+        )
+    return found
 
 
 def _parts(found: runtimes.Runtime, wanted: str) -> tuple[Path, Path]:
@@ -151,19 +197,17 @@ def _parts(found: runtimes.Runtime, wanted: str) -> tuple[Path, Path]:
     return launcher, importer[0]
 
 
-def runtime_target(
-    wanted: str, request: Request, say: Say, machine: Machine | None = None
-) -> Target:
-    """The target of the runtime of Python ``wanted`` for ``machine`` (default: this one),
-    installed or built first if the store has none. For another machine, the build runs under
-    this machine's runtime of the same CPython release (which nothing of the target runs in)."""
+def runtime_target(wanted: str, request: Request, machine: Machine | None = None) -> Target:
+    """The target of the runtime of Python ``wanted`` for ``machine`` (default: this one), from
+    the store. For another machine, the build runs under this machine's runtime of the same
+    CPython release (which nothing of the target runs in)."""
     machine = machine or host_machine()
-    found = _get_runtime(wanted, say, machine)
+    found = _stored_runtime(wanted, machine)
     runtimes.verify_runtime(found)  # nothing another user could have put there or changed
     launcher = _parts(found, wanted)[0]
     builder = found
     if machine != host_machine():
-        builder = _get_runtime(found.version, say, host_machine())
+        builder = _stored_runtime(found.version, host_machine())
         runtimes.verify_runtime(builder)
         if builder.version != found.version:
             raise RuntimeError_(

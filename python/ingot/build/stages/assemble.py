@@ -19,7 +19,7 @@ def prepare_output(spec: Spec) -> None:
     """Checks, before any work, that the build may write its output: not one of its inputs, not
     inside what it packs, not a directory, not someone else's file (unless ``force``); makes
     its directory if missing."""
-    output = spec.output
+    output = spec.plan.output
     _check_not_an_input(output, spec)
     if not output.parent.exists() and not output.parent.is_symlink():
         # `-o out/app` (or the default dist/): made, as PyInstaller makes dist/.
@@ -37,9 +37,12 @@ def assemble(spec: Spec, head: bytes, archive: Path, say: Say) -> int:
     """Writes the launcher's bytes ``head`` followed by ``archive`` to the spec's output;
     returns its size."""
     launcher = spec.target.launcher
-    say(f"writing {spec.output}" + (f" (launcher {launcher}, {len(head)} bytes)" if head else ""))
+    say(
+        f"writing {spec.plan.output}"
+        + (f" (launcher {launcher}, {len(head)} bytes)" if head else "")
+    )
     mode = 0o644 if spec.archive_only else 0o755
-    return _write(spec.output, [head, archive.read_bytes()], mode)
+    return _write(spec.plan.output, [head, archive.read_bytes()], mode)
 
 
 def _check_not_an_input(output: Path, spec: Spec) -> None:
@@ -48,10 +51,10 @@ def _check_not_an_input(output: Path, spec: Spec) -> None:
     would pack this one's output)."""
     target = output.resolve()
     inputs = [
-        *(path for _, path in spec.copies),
-        *spec.roots,
-        *spec.requirement_files,
-        *([spec.pip_project] if spec.pip_project is not None else []),
+        *(path for _, path in spec.plan.copies),
+        *spec.plan.roots,
+        *spec.plan.requirement_files,
+        *([spec.plan.pip_project] if spec.plan.pip_project is not None else []),
     ]
     for given in inputs:
         source = given.resolve()
@@ -62,7 +65,7 @@ def _check_not_an_input(output: Path, spec: Spec) -> None:
             )
         if not (source.is_dir() and target.is_relative_to(source)):
             continue
-        copied = any(given == path for _, path in spec.copies)
+        copied = any(given == path for _, path in spec.plan.copies)
         package = next(
             (
                 parent

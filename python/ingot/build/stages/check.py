@@ -22,15 +22,15 @@ RUNNABLE = ("module", "package", "extension-module", "extension-package")
 
 def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:
     """BuildError if the module to run is not in the archive, or surely lacks the function."""
-    module = spec.run["module"]
+    module = spec.plan.run["module"]
     if not any(name == module for kind in RUNNABLE for name in packed.names(kind)):
         raise BuildError(
             f"the module to run, {module!r}, is not in the archive",
             hint="check the entry point's module name (and that it is not "
             "left out by an exclude pattern)",
         )
-    if spec.run["kind"] == "function":
-        _check_function(archive, module, spec.run["function"])
+    if spec.plan.run["kind"] == "function":
+        _check_function(archive, module, spec.plan.run["function"])
 
 
 def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
@@ -39,7 +39,7 @@ def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
     carries)."""
     if spec.archive_only:
         return None, [], []
-    floor = executable_glibc_floor(spec.output)
+    floor = executable_glibc_floor(spec.plan.output)
     notes: list[str] = []
     warnings: list[str] = []
     if floor.version is None:

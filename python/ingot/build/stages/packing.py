@@ -11,6 +11,7 @@ from pathlib import Path
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
 from ingot.build.archive.prefetch import Prefetch
+from ingot.build.archive.stdlib_layout import Layout, of_prefix, running
 from ingot.build.archive.writer import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.progress import Ticker
 from ingot.build.resolve.settings import DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, Settings
@@ -20,7 +21,13 @@ from ingot.build.stages.selection import Selection
 from ingot.errors import BuildError, CompileError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
-__all__ = ["launch_config", "pack_archive", "start_stdlib_pool", "stdlib_excludes"]
+__all__ = [
+    "launch_config",
+    "pack_archive",
+    "start_stdlib_pool",
+    "stdlib_excludes",
+    "stdlib_layout",
+]
 
 
 def pack_archive(
@@ -35,7 +42,7 @@ def pack_archive(
 ) -> PackResult:
     """Packs what the app can reach from ``roots`` into ``archive`` (``early``: the pool
     :func:`start_stdlib_pool` started)."""
-    settings = spec.settings
+    settings = spec.plan.settings
     options = dataclasses.replace(
         _options(spec, memo),
         directories=roots,
@@ -60,17 +67,25 @@ def pack_archive(
 
 def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
     """The pack options that depend on the spec's settings alone (what the stdlib pool needs)."""
-    settings = spec.settings
+    settings = spec.plan.settings
     return PackOptions(
         directories=[],
         stdlib_exclude=stdlib_excludes(settings),
         optimize_levels=tuple(settings.optimize or (0,)),
         precompile_regexes=settings.precompile_regexes is not False,
-        entry_modules=[spec.run["module"]],
-        main_module=spec.run["module"] if spec.run["kind"] == "module" else None,
+        entry_modules=[spec.plan.run["module"]],
+        main_module=spec.plan.run["module"] if spec.plan.run["kind"] == "module" else None,
         prune=True,
         cache=memo,
+        stdlib_layout=stdlib_layout(spec),
     )
+
+
+def stdlib_layout(spec: Spec) -> Layout:
+    """The standard library the target's archive takes: of the interpreter the build runs under,
+    or, for another architecture, of the target runtime's CPython (read from its files)."""
+    prefix = spec.target.stdlib_prefix
+    return of_prefix(prefix, spec.target.machine) if prefix is not None else running()
 
 
 def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
@@ -81,15 +96,15 @@ def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
 
 def launch_config(spec: Spec) -> bytes:
     """``__ingot__/launch.json``: what the launcher runs, and how."""
-    launch: dict[str, object] = {"version": LAUNCH_CONFIG_VERSION, "run": spec.run}
+    launch: dict[str, object] = {"version": LAUNCH_CONFIG_VERSION, "run": spec.plan.run}
     if spec.target.runtime is not None:
         # Which runtime the executable carries (the launcher ignores it; ingot inspect shows it).
         launch["runtime"] = spec.target.runtime
-    if spec.settings.fast_exit is not None:
-        launch["fast_exit"] = spec.settings.fast_exit
-    if spec.settings.python_mode is False:
+    if spec.plan.settings.fast_exit is not None:
+        launch["fast_exit"] = spec.plan.settings.fast_exit
+    if spec.plan.settings.python_mode is False:
         launch["python_mode"] = False  # self-calls run the application too
-    if spec.settings.filesystem_imports is False:
+    if spec.plan.settings.filesystem_imports is False:
         launch["filesystem_imports"] = False  # sealed: the archive alone
     return launch_config_json(launch)  # the launcher's own struct checks and writes it
 
@@ -116,14 +131,14 @@ def _compile_error(error: CompileError, app: Path, spec: Spec) -> BuildError:
     file (the build compiles a staged copy)."""
     staged = Path(error.path)
     shown = staged
-    for name, source in spec.copies:
+    for name, source in spec.plan.copies:
         copy = app / name
         if staged == copy:
             shown = source
         elif source.is_dir() and staged.is_relative_to(copy):
             shown = source / staged.relative_to(copy)
     if shown == staged and staged.is_relative_to(app):
-        where = f" (from the project {spec.pip_project})" if spec.pip_project else ""
+        where = f" (from the project {spec.plan.pip_project})" if spec.plan.pip_project else ""
         shown = Path(f"{staged.relative_to(app)}{where}")
     syntax = error.error
     syntax.filename = str(shown)

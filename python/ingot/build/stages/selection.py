@@ -7,7 +7,6 @@ from __future__ import annotations
 import _imp
 import ast
 import dataclasses
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 from ingot.build.analysis import filescan
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
+from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Settings
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
@@ -40,11 +40,11 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
     files packages' preparations run in their staged copies. Each module's scan is kept in
     the build cache (``memo``)."""
     files_packages, warnings = _file_policy(
-        spec.settings, roots, say, executable=not spec.archive_only, memo=memo
+        spec.plan.settings, roots, say, executable=not spec.archive_only, memo=memo
     )
-    warnings += _missing_imports(roots, spec.settings.allow_missing)
+    warnings += _missing_imports(roots, spec.plan.settings.allow_missing)
     prepared: list[Path] = []
-    warnings += _prepare(files_packages, roots, say, prepared)
+    warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
     return Selection(files_packages, warnings, prepared)
 
 
@@ -174,7 +174,11 @@ def _in_tests(path: str) -> bool:
 
 
 def _prepare(
-    files_packages: list[str], roots: list[Path], say: Say, prepared: list[Path]
+    files_packages: list[str],
+    roots: list[Path],
+    say: Say,
+    prepared: list[Path],
+    environment: Environment,
 ) -> list[str]:
     """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
     packages in their staged directories (each added to ``prepared``); returns warnings for
@@ -187,8 +191,7 @@ def _prepare(
         root = next((root for root in roots if (root / package).is_dir()), None)
         if preparation is None or root is None:
             continue
-        env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-        env["PYTHONHASHSEED"] = "0"
+        env = environment.for_python(PYTHONHASHSEED="0")
         try:
             done = subprocess.run(
                 [sys.executable, "-S", "-s", "-c", preparation.code, str(root)],

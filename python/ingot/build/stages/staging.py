@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ingot.build.archive.buildcache import DEPS, NO_CACHE, BuildMemo, build_cache_root, tree_digest
+from ingot.build.archive.buildcache import DEPS, NO_CACHE, BuildMemo, tree_digest
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say, this_python
 from ingot.errors import BuildError
@@ -125,7 +125,7 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
     app.mkdir()
     roots = [app]
     copied: dict[str, Path] = {}
-    for name, path in spec.copies:
+    for name, path in spec.plan.copies:
         if name in copied:
             raise BuildError(
                 f"{path} and {copied[name]} would both be {name!r} in the archive",
@@ -141,12 +141,12 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
                 shutil.copyfile(path, app / name)
         except OSError as error:
             raise BuildError(f"cannot copy {path}: {error}") from error
-    roots += spec.roots
-    if spec.pip_project is not None:
+    roots += spec.plan.roots
+    if spec.plan.pip_project is not None:
         # pip builds a project directory in place, and setuptools leaves build/ and *.egg-info
         # there: pip gets a copy instead, so the user's project is left as it was.
-        source = _copy_project(spec.pip_project, staging / "project")
-        what = f"the project {spec.pip_project}"
+        source = _copy_project(spec.plan.pip_project, staging / "project")
+        what = f"the project {spec.plan.pip_project}"
         _pip(spec, app, ["--no-deps", str(source)], say, what, project=True)
         for direct_url in app.glob("*.dist-info/direct_url.json"):
             direct_url.unlink()  # the project's absolute path: the archive would depend on it
@@ -162,7 +162,7 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
                         )
                     )
                 )
-    if spec.requirements or spec.requirement_files:
+    if spec.plan.requirements or spec.plan.requirement_files:
         roots.append(_dependencies(spec, deps, say, memo))
     return roots
 
@@ -170,16 +170,18 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
 def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
     """The directory pip installed the requirements into: ``deps``, or the build cache's
     directory of an earlier install for the same inputs (:func:`_deps_key`), checked first."""
-    args = ["--only-binary", ":all:", *_no_deps(spec), *spec.requirements]
-    for path in spec.requirement_files:
+    args = ["--only-binary", ":all:", *_no_deps(spec), *spec.plan.requirements]
+    for path in spec.plan.requirement_files:
         args += ["-r", str(path)]
-    what = ", ".join([*spec.requirements, *[f"-r {path}" for path in spec.requirement_files]])
+    what = ", ".join(
+        [*spec.plan.requirements, *[f"-r {path}" for path in spec.plan.requirement_files]]
+    )
     key = _deps_key(spec, memo)
-    if key is None:
+    if key is None or memo.root is None:
         deps.mkdir()
         _pip(spec, deps, args, say, what)
         return deps
-    cached = build_cache_root() / DEPS / key
+    cached = memo.root / DEPS / key
     if cached.is_dir() and not spec.refresh:
         installed = _intact(cached)
         if installed is not None:
@@ -213,22 +215,20 @@ def _no_deps(spec: Spec) -> list[str]:
     """``--no-deps`` when the requirements already pin every distribution needed, for the
     target's Python version (markers were evaluated by this Python): pip's resolution, which
     reads every version each index page lists, took a quarter of httpie's install."""
-    return ["--no-deps"] if spec.pinned and spec.target.python == this_python() else []
+    return ["--no-deps"] if spec.plan.pinned and spec.target.python == this_python() else []
 
 
-def reseal(roots: list[Path]) -> None:
+def reseal(roots: list[Path], memo: BuildMemo) -> None:
     """Records again the files of the build cache's dependency directories among ``roots``,
     which a build-time preparation of a ``files`` package wrote into (black's grammar pickles:
     made the same from the same files), so that the next build does not take them for
     damage."""
+    if memo.root is None:
+        return
     for root in roots:
         cached = root.parent
         record = cached / "files.json"
-        if (
-            root.name != "site"
-            or cached.parent != build_cache_root() / DEPS
-            or not record.is_file()
-        ):
+        if root.name != "site" or cached.parent != memo.root / DEPS or not record.is_file():
             continue
         try:
             installed = json.loads(record.read_text())["installed"]
@@ -257,33 +257,6 @@ _UNCACHED_OPTIONS = re.compile(
 _LOCAL_REQUIREMENT = re.compile(r"[/\\]|^\s*\.|@|://|\.(whl|zip|tar\.gz)\s*$")
 
 
-def _pip_configuration() -> list[str]:
-    """What of pip's configuration a resolution depends on: ``PIP_*`` variables, the contents
-    of its configuration files, and of local ``PIP_FIND_LINKS`` directories, their listing."""
-    parts = [
-        f"{name}={value}" for name, value in sorted(os.environ.items()) if name.startswith("PIP_")
-    ]
-    home = Path.home()
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    files = [
-        os.environ.get("PIP_CONFIG_FILE", ""),
-        "/etc/pip.conf",
-        "/etc/xdg/pip/pip.conf",
-        str(home / ".pip" / "pip.conf"),
-        str(config / "pip" / "pip.conf"),
-        os.path.join(os.environ.get("VIRTUAL_ENV", ""), "pip.conf"),
-    ]
-    for name in files:
-        if name and os.path.isfile(name):
-            parts.append(f"{name}:{Path(name).read_text(errors='replace')}")
-    for link in os.environ.get("PIP_FIND_LINKS", "").split():
-        if os.path.isdir(link):
-            for entry in sorted(os.scandir(link), key=lambda entry: entry.name):
-                info = entry.stat()
-                parts.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
-    return parts
-
-
 def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
     """The build cache's key of the install of ``spec``'s requirements: the requirements and
     requirement files' text, the target Python and platforms, the pip that installs and its
@@ -294,11 +267,11 @@ def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
     parts = [spec.target.python, *spec.target.platforms, "|", *spec.target.newer_platforms]
     parts += _no_deps(spec)
     parts.append(spec.target.pip_python or sys.executable)
-    for requirement in spec.requirements:
+    for requirement in spec.plan.requirements:
         if _LOCAL_REQUIREMENT.search(requirement):
             return None
         parts.append(requirement)
-    for path in spec.requirement_files:
+    for path in spec.plan.requirement_files:
         try:
             text = path.read_text(errors="replace")
         except OSError:
@@ -312,4 +285,4 @@ def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
                 ):
                     return None
         parts.append(text)
-    return memo.key("deps", *parts, *_pip_configuration())
+    return memo.key("deps", *parts, *spec.environment.pip_configuration)
