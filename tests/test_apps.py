@@ -1,5 +1,5 @@
 """The application matrix (issues 3 and 4): real applications built from PyPI wheels with
-`ingot build`, each run in the clean room (tests/cleanroom.py), where no Python exists.
+`ingot build`, each run in the clean room (tests/support/cleanroom.py), where no Python exists.
 
 Each app is a small project in tests/apps/<name>/ (its dependencies pinned to exact versions,
 with manylinux wheels for CPython 3.11 x86-64, transitive ones included; a [project.scripts]

@@ -16,6 +16,9 @@ import pytest
 
 from test_launcher import PACK, launcher, launcher_python, run  # noqa: F401 (fixtures)
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 PROBE = r"""
 import glob, gzip, json, os, pathlib, shutil, stat, sys, tempfile, zipfile
 

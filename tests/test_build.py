@@ -3,12 +3,10 @@ importer, executables (launcher + archive), output safety, reproducibility."""
 
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -17,279 +15,17 @@ from ingot import cli
 from ingot.build.pipeline import build
 from ingot.build.resolve import inputs as sources
 from ingot.build.resolve.environment import snapshot
-from ingot.build.resolve.inputs import console_script_plan, plan_source
 from ingot.build.resolve.launcher import find_launcher, launcher_python
-from ingot.build.resolve.project import load_project
 from ingot.build.resolve.settings import Request, Settings
 from ingot.build.resolve.spec import resolve
-from ingot.build.stages.packing import stdlib_excludes
-from ingot.elf import elf_machine
-from ingot.errors import BuildError, ConfigError
+from ingot.errors import BuildError
 from ingot.inspection import describe
 
 import proclimit
+from helpers import EXAMPLES, HERE, ROOT, pip_build, real_launcher, run_archive, write_project
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-
-# Runs an archive's launch config with the importer, as the launcher would: no site-packages
-# (-I -S), so the application and its dependencies can only come from the archive.
-RUNNER = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, sys.argv[1])
-    import ingot, importlib, json, runpy
-    sys.path.pop(0)
-    finder = ingot.install(sys.argv[2])
-    config = json.loads(finder._read("__ingot__/launch.json"))
-    run = config["run"]
-    sys.argv = [sys.argv[2], *sys.argv[3:]]
-    if run["kind"] == "function":
-        sys.exit(getattr(importlib.import_module(run["module"]), run["function"])())
-    runpy.run_module(run["module"], run_name="__main__", alter_sys=True)
-""")
-
-
-def run_archive(archive, *args):
-    ingot_parent = str(Path(ingot.__file__).resolve().parent.parent)
-    return subprocess.run(
-        [sys.executable, "-I", "-S", "-c", RUNNER, ingot_parent, str(archive), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def write_project(root: Path, body: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pyproject.toml").write_text(textwrap.dedent(body))
-    return root
-
-
-def plan(source, archive_only=False, **overrides):
-    return plan_source(
-        Request(source=str(source), settings=Settings(**overrides), archive_only=archive_only)
-    )
-
-
-def pip_build(tmp_path, *args, env=None, check=True):
-    """`ingot build ...` in a subprocess, skipping the test when pip cannot reach PyPI."""
-    run = subprocess.run(
-        [sys.executable, "-m", "ingot", "build", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-        env=env,
-    )
-    if (
-        run.returncode != 0
-        and "pip could not install" in run.stderr
-        and ("NewConnectionError" in run.stderr or "No matching distribution" in run.stderr)
-    ):
-        pytest.skip(f"pip could not reach PyPI: {run.stderr[-300:]}")
-    if check:
-        assert run.returncode == 0, run.stderr
-    return run
-
-
-# --- [tool.ingot] ------------------------------------------------------------------------------
-
-
-def test_config_reads_every_key(tmp_path):
-    project = write_project(
-        tmp_path,
-        """
-        [project]
-        name = "demo"
-        dependencies = ["six"]
-        [tool.ingot]
-        entry = "demo.cli:main"
-        packages = ["src/demo"]
-        dependencies = ["rich==13.7.1"]
-        requirements = "requirements.txt"
-        include = ["tkinter"]
-        exclude = ["xml.*"]
-        output = "out/demo"
-        fast-exit = true
-        optimize = [0, 2]
-        compress = 3
-    """,
-    )
-    loaded = load_project(project)
-    assert loaded.name == "demo" and loaded.dependencies == ["rich==13.7.1"]
-    config = loaded.settings
-    assert (config.entry, config.packages, config.requirements) == (
-        "demo.cli:main",
-        ["src/demo"],
-        "requirements.txt",
-    )
-    assert (config.include, config.exclude, config.output) == (["tkinter"], ["xml.*"], "out/demo")
-    assert (config.fast_exit, config.optimize, config.compress) == (True, [0, 2], 3)
-
-
-def test_project_dependencies_are_the_default(tmp_path):
-    project = write_project(tmp_path, '[project]\nname = "d"\ndependencies = ["six>=1"]\n')
-    assert load_project(project).dependencies == ["six>=1"]
-
-
-@pytest.mark.parametrize(
-    "line, key",
-    [
-        ('entyr = "a:b"', "entyr"),
-        ("fast_exit = true", "fast_exit"),
-    ],
-)
-def test_unknown_key_is_an_error_naming_file_and_key(tmp_path, line, key):
-    project = write_project(tmp_path, f"[tool.ingot]\n{line}\n")
-    with pytest.raises(ConfigError) as error:
-        load_project(project)
-    assert str(project / "pyproject.toml") in error.value.message
-    assert f"unknown key {key!r}" in error.value.message
-    if key == "fast_exit":
-        assert "'fast-exit'" in error.value.hint
-
-
-@pytest.mark.parametrize(
-    "line, key",
-    [
-        ("entry = 1", "entry"),
-        ('packages = "src"', "packages"),
-        ('fast-exit = "yes"', "fast-exit"),
-        ("optimize = [3]", "optimize"),
-        ('compress = "3"', "compress"),
-        ("compress = 99", "compress"),
-        ('dependencies = ["a", 1]', "dependencies"),
-        ("output = []", "output"),
-    ],
-)
-def test_type_errors_name_file_and_key(tmp_path, line, key):
-    project = write_project(tmp_path, f"[tool.ingot]\n{line}\n")
-    with pytest.raises(ConfigError) as error:
-        load_project(project)
-    assert str(project / "pyproject.toml") in error.value.message
-    assert f"[tool.ingot] {key} must be" in error.value.message
-
-
-def test_bad_entry_and_two_run_keys_and_bad_toml(tmp_path):
-    with pytest.raises(ConfigError, match="not an entry point 'module:function'"):
-        load_project(write_project(tmp_path / "a", '[tool.ingot]\nentry = "app.main"\n'))
-    with pytest.raises(ConfigError, match="sets entry and module"):
-        load_project(write_project(tmp_path / "b", '[tool.ingot]\nentry = "a:b"\nmodule = "a"\n'))
-    with pytest.raises(ConfigError, match="not valid TOML"):
-        load_project(write_project(tmp_path / "c", "[tool.ingot\n"))
-    with pytest.raises(ConfigError, match=r"no pyproject\.toml"):
-        load_project(tmp_path / "d-missing")
-
-
-# --- what to build -----------------------------------------------------------------------------
-
-
-def test_bare_project_with_one_script_runs_it():
-    resolved = plan(EXAMPLES / "hello")
-    assert resolved.run == {"kind": "function", "module": "hello", "function": "main"}
-    assert resolved.name == "hello" and resolved.pip_project == EXAMPLES / "hello"
-    assert resolved.output == Path("dist/hello") and resolved.requirements == ()
-    assert plan(EXAMPLES / "hello", archive_only=True).output == Path("dist/hello.ingot")
-
-
-def test_several_scripts_ask_to_choose_with_entry(tmp_path):
-    project = write_project(
-        tmp_path,
-        """
-        [project]
-        name = "multi"
-        [project.scripts]
-        one = "multi.a:main"
-        two = "multi.b:run"
-    """,
-    )
-    with pytest.raises(ConfigError) as error:
-        plan(project)
-    assert "one, two" in error.value.message and "--entry" in error.value.hint
-    chosen = plan(project, entry="two")
-    assert chosen.name == "two" and chosen.run["function"] == "run"
-    assert plan(project, entry="multi.c:go").run["module"] == "multi.c"
-    assert plan(project, module="multi").run == {"kind": "module", "module": "multi"}
-
-
-def test_options_override_tool_ingot_and_paths_are_relative_to_the_project(tmp_path):
-    project = write_project(
-        tmp_path / "p",
-        """
-        [project]
-        name = "p"
-        dependencies = ["six"]
-        [tool.ingot]
-        module = "p"
-        output = "bin/p"
-        requirements = "reqs.txt"
-    """,
-    )
-    (project / "reqs.txt").write_text("rich\n")
-    resolved = plan(project)
-    assert resolved.run == {"kind": "module", "module": "p"}
-    assert resolved.output == project / "bin" / "p"
-    assert resolved.requirement_files == (project / "reqs.txt",)
-    assert resolved.requirements == ("six",)
-    overridden = plan(
-        project, entry="p.cli:main", output=str(tmp_path / "x"), dependencies=["click"]
-    )
-    assert overridden.run == {"kind": "function", "module": "p.cli", "function": "main"}
-    assert overridden.output == tmp_path / "x" and overridden.requirements == ("click",)
-
-
-def test_script_source_with_inline_dependencies(tmp_path):
-    script = tmp_path / "my-tool.py"
-    script.write_text("# /// script\n# dependencies = ['six==1.16.0']\n# ///\nimport six\n")
-    resolved = plan(script)
-    assert resolved.run == {"kind": "module", "module": "my_tool"}
-    assert resolved.copies == (("my_tool.py", script),) and resolved.requirements == (
-        "six==1.16.0",
-    )
-    called = plan(script, entry="my_tool:main", dependencies=["rich"])
-    assert called.run == {"kind": "function", "module": "my_tool", "function": "main"}
-    assert called.copies == (("my_tool.py", script),) and called.requirements == ("rich",)
-    (tmp_path / "json.py").write_text("")
-    with pytest.raises(ConfigError, match="standard library"):
-        plan(tmp_path / "json.py")
-
-
-def test_package_directory_source(tmp_path):
-    (tmp_path / "tool").mkdir()
-    (tmp_path / "tool" / "__init__.py").write_text("")
-    with pytest.raises(ConfigError, match=r"no __main__\.py"):
-        plan(tmp_path / "tool")
-    (tmp_path / "tool" / "__main__.py").write_text("print('tool')\n")
-    resolved = plan(tmp_path / "tool")
-    assert resolved.run == {"kind": "module", "module": "tool"}
-    with pytest.raises(ConfigError, match="is not a script"):
-        plan(tmp_path)
-    with pytest.raises(ConfigError, match="does not exist"):
-        plan(tmp_path / "missing.py")
-
-
-def test_console_script_pins_the_installed_distributions():
-    import importlib.metadata
-
-    resolved = console_script_plan("pytest", Request())
-    (entry,) = importlib.metadata.entry_points(group="console_scripts", name="pytest")
-    assert resolved.run == {"kind": "function", "module": entry.module, "function": entry.attr}
-    assert resolved.name == "pytest" and resolved.output == Path("dist/pytest")
-    assert f"pytest=={importlib.metadata.version('pytest')}" in resolved.requirements
-    assert f"pluggy=={importlib.metadata.version('pluggy')}" in resolved.requirements
-    with pytest.raises(ConfigError, match="no console script 'no-such-command'"):
-        console_script_plan("no-such-command", Request())
-    if "file://" in (importlib.metadata.distribution("ingot").read_text("direct_url.json") or ""):
-        with pytest.raises(ConfigError, match=r"ingot .* is installed from file://") as error:
-            console_script_plan("ingot", Request())  # installed from this checkout
-        assert "ingot build " in error.value.hint
-
-
-def test_include_re_admits_default_stdlib_exclusions():
-    excludes = stdlib_excludes(Settings(include=["tkinter", "test.support"], exclude=["xml.*"]))
-    assert "tkinter" not in excludes and "test" not in excludes and "idlelib" in excludes
-    assert excludes[-1] == "xml.*"
-
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 # --- building ----------------------------------------------------------------------------------
 
@@ -589,39 +325,13 @@ def test_inspect_lists_entries_launch_config_and_python(hello_archive, capsys):
 # --- end to end, with the real launcher ----------------------------------------------------------
 
 
-def _real_launcher():
-    for candidate in (os.environ.get("INGOT_LAUNCHER"), ROOT / "target/release/ingot-launcher"):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
-HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-@pytest.fixture
-def launcher_here():
-    """The real launcher, if it embeds this Python (else the test skips)."""
-    launcher = _real_launcher()
-    if launcher is None:
-        pytest.skip(
-            "no launcher binary (set INGOT_LAUNCHER or cargo build --release -p "
-            "ingot-launcher); archive-only builds are tested"
-        )
-    if launcher_python(launcher) != HERE:
-        pytest.skip(f"the launcher embeds Python {launcher_python(launcher)}, not {HERE}")
-    if elf_machine(launcher) != platform.machine():
-        pytest.skip(f"the launcher is for {elf_machine(launcher)}, not {platform.machine()}")
-    return launcher
-
-
 @pytest.mark.skipif(
-    _real_launcher() is None,
+    real_launcher() is None,
     reason="no launcher binary (set INGOT_LAUNCHER or "
     "cargo build --release -p ingot-launcher); archive-only builds are tested",
 )
 def test_launcher_for_another_python_is_refused(tmp_path, capsys):
-    embedded = launcher_python(_real_launcher())
+    embedded = launcher_python(real_launcher())
     assert embedded is not None, "the launcher does not say which Python it embeds"
     if embedded == HERE:
         pytest.skip(f"the launcher embeds this Python ({HERE})")
@@ -631,7 +341,7 @@ def test_launcher_for_another_python_is_refused(tmp_path, capsys):
                 "build",
                 str(EXAMPLES / "hello"),
                 "--launcher",
-                str(_real_launcher()),
+                str(real_launcher()),
                 "-o",
                 str(tmp_path / "x"),
             ]

@@ -11,6 +11,9 @@ import pytest
 from ingot import cachedir, cli
 from ingot._ingot import write_tree
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 DAY = 86400
 
 

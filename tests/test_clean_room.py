@@ -1,6 +1,6 @@
 """The clean-room acceptance: each executable `ingot build` writes runs where no Python exists.
 
-The room (tests/cleanroom.py) holds only the executable (as `/app`), the glibc files it links,
+The room (tests/support/cleanroom.py) holds only the executable (as `/app`), the glibc files it links,
 `/dev/null`, `/dev/urandom` and `/proc`: no Python, no standard library, no `/etc`, no `/usr`, no
 certificates, no OpenSSL configuration; the executable runs under `chroot` with an empty
 environment.
@@ -20,7 +20,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, strace_calls
+from helpers import ROOT, strace_calls
 
 # The fixtures room_launcher, build_executable, room (and require_or_skip, imported where used:
 # a module-level import would come before pytest registers and assert-rewrites the plugin).

@@ -6,7 +6,10 @@ import pytest
 
 import ingot
 
-from conftest import ArchiveBuilder, run_python
+from helpers import ArchiveBuilder, run_python
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 OPEN_AND_IMPORT = """
 import sys, ingot

@@ -8,7 +8,7 @@ loader and glibc 2.31).
 Needs both runtimes of Python 3.13 (this machine's and the target's) in the store, the root and
 `qemu-<arch>-static`; scripts/test makes them once. Without them these tests skip, or fail under
 `INGOT_REQUIRE_PYTHONS` (CI). Every run is under a process-count limit and a timeout
-(tests/proclimit.py); a start under emulation is about 30 times slower than a native one.
+(tests/support/proclimit.py); a start under emulation is about 30 times slower than a native one.
 """
 
 import json
@@ -26,7 +26,7 @@ from ingot.machine import MACHINES, host_machine
 from ingot.runtime import store
 
 import proclimit
-from conftest import ROOT
+from helpers import ROOT
 from test_old_system import STDLIB, check_stdlib_report, require
 
 VERSION = "3.13"

@@ -11,7 +11,10 @@ import pytest
 
 from ingot import elf
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF/Linux only")
+pytestmark = [
+    pytest.mark.fast,  # the fast tier (scripts/test --fast)
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF/Linux only"),
+]
 
 _ssl = pytest.importorskip("_ssl")
 _sqlite3 = pytest.importorskip("_sqlite3")

@@ -20,7 +20,10 @@ import ingot
 from ingot.build.archive.writer import pack
 
 import proclimit
-from conftest import run_python, strace_calls
+from helpers import run_python, strace_calls
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
 SUFFIX = next(

@@ -9,6 +9,9 @@ import pytest
 from ingot.build.analysis.filescan import Finding, format_finding, scan_source, scan_tree
 from ingot.errors import CollectError
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 
 def scan(source, **options):
     """(line, call) of each finding in ``source`` (dedented)."""

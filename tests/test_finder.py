@@ -12,7 +12,10 @@ import pytest
 
 import ingot
 
-from conftest import run_python
+from helpers import run_python
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 
 @pytest.fixture

@@ -23,8 +23,10 @@ from ingot.build.archive.writer import pack
 from ingot.elf import elf_machine
 
 import proclimit
-from conftest import strace_calls
-from test_build import pip_build
+from helpers import pip_build, strace_calls
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 SOURCE = b'''"""A module.
 
@@ -80,9 +82,11 @@ except (ImportError,
 @pytest.fixture
 def launcher():
     """The launcher `ingot build` uses here, if it embeds this Python (the executable tests)."""
-    from test_build import HERE, _real_launcher, launcher_python
+    from ingot.build.resolve.launcher import launcher_python
 
-    found = _real_launcher()
+    from helpers import HERE, real_launcher
+
+    found = real_launcher()
     if found is None or launcher_python(found) != HERE:
         pytest.skip("needs a launcher for this Python (set INGOT_LAUNCHER)")
     if elf_machine(found) != platform.machine():

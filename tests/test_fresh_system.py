@@ -7,7 +7,7 @@ each installed on demand through pip's configuration, and both executables run o
 Inputs (scripts/test makes them): INGOT_TEST_WHEELS (the wheels of ingot and its runtimes for
 3.11 and 3.13), INGOT_DEBIAN12_ROOT, INGOT_DEBIAN11_ROOT. Without them these tests skip, or fail
 under INGOT_REQUIRE_PYTHONS (CI). Every command in a root runs under a process-count limit and a
-timeout (tests/proclimit.py).
+timeout (tests/support/proclimit.py).
 """
 
 import os

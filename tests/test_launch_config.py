@@ -9,6 +9,9 @@ import pytest
 
 from ingot._ingot import LAUNCH_CONFIG_VERSION, launch_config_json
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 FUNCTION = {"kind": "function", "module": "hello", "function": "main"}
 MODULE = {"kind": "module", "module": "app"}
 

@@ -24,7 +24,10 @@ from ingot.build.resolve.launcher import launcher_facts
 from ingot.errors import BuildError
 
 import proclimit
-from conftest import ROOT, interpreters, python_for
+from helpers import ROOT, interpreters, python_for
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 APP = {
     "app/__init__.py": "",
@@ -231,7 +234,7 @@ def sealed_app(tmp_path_factory, launcher, launcher_python):
 
 
 def run(app, *args, env=None, timeout=60):
-    """Runs the app under a process-count limit (tests/proclimit.py) and a timeout."""
+    """Runs the app under a process-count limit (tests/support/proclimit.py) and a timeout."""
     result = proclimit.run([str(app), *args], max_processes=16, env=env, timeout=timeout)
     assert not result.timed_out, f"timed out after {timeout} s: {result.stderr[-2000:]}"
     assert result.limit_hit == 0, f"hit the process limit: {result.stderr[-2000:]}"

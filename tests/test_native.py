@@ -10,7 +10,10 @@ import pytest
 
 import ingot
 
-from conftest import ArchiveBuilder, needed_by_stdlib_module, run_python
+from helpers import ArchiveBuilder, needed_by_stdlib_module, run_python
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 DYNLOAD = os.path.join(sysconfig.get_paths()["stdlib"], "lib-dynload")
 #: Extension modules that are files in lib-dynload in every build of CPython here (pyenv's and

@@ -5,7 +5,7 @@ nothing of Python in it, entered with chroot in a mount namespace of its own (a 
 The runtime comes from the store (`INGOT_RUNTIMES`); scripts/test builds it once and keeps it
 where the machine keeps caches. Without a runtime or root these tests skip, or fail under
 `INGOT_REQUIRE_PYTHONS` (CI). Every run is under a process-count limit and a timeout
-(tests/proclimit.py).
+(tests/support/proclimit.py).
 """
 
 import json
@@ -24,7 +24,7 @@ from ingot.machine import host_machine
 from ingot.runtime import store
 
 import proclimit
-from conftest import ROOT
+from helpers import ROOT
 
 VERSION = os.environ.get("INGOT_RUNTIME_VERSION", "3.11")  # the runtime the tests build with
 CHROOT = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "/usr/sbin/chroot"

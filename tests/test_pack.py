@@ -20,7 +20,10 @@ from ingot.build.archive.writer import KINDS, PackOptions, collect_directory, co
 from ingot.errors import CollectError, IngotError, PackError
 from ingot.stdlib import is_excluded
 
-from conftest import needed_by_stdlib_module
+from helpers import needed_by_stdlib_module
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

@@ -5,8 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ingot
 from ingot.build.resolve.launcher import find_launcher
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 
 def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):

@@ -4,6 +4,9 @@ import pkgutil
 
 import pytest
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture
 def app(builder, tmp_path):

@@ -12,8 +12,13 @@ import sys
 import textwrap
 import zipfile
 
+import pytest
+
 import proclimit
-from test_build import launcher_here, pip_build  # noqa: F401  (launcher_here: a fixture)
+from helpers import pip_build
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 
 def make_wheel(directory, name, files, data):

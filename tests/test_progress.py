@@ -10,7 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from ingot.build.progress import Ticker
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,10 +9,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ingot.build.archive.collect import Item
 from ingot.build.archive.reach import reach, stdlib_imports
 
-from test_build import launcher_here, pip_build  # noqa: F401 (a fixture)
+from helpers import pip_build
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> None:

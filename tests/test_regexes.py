@@ -26,7 +26,10 @@ from ingot.build.analysis.regexes import (
 )
 from ingot.build.archive.writer import pack
 
-from conftest import run_python
+from helpers import run_python
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 SOURCE = """
 import re

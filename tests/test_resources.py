@@ -6,6 +6,9 @@ import warnings
 
 import pytest
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture
 def app(builder, tmp_path):

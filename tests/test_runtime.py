@@ -29,6 +29,9 @@ from ingot.runtime import builder, recipes, store
 from ingot.runtime import sources as runtime_sources
 from ingot.runtime.toolchain import Toolchain
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 
 def extension_module(name):
     """The image of one of this Python's standard-library extension modules (pyenv's and

@@ -4,7 +4,7 @@ library; anyone else starting the executable gets the app, whatever its argument
 self-calls that never ends stops at a depth limit; the fast exit loses nothing finalization
 would have written.
 
-Every executable here runs under a process-count limit (tests/proclimit.py) and a timeout: a
+Every executable here runs under a process-count limit (tests/support/proclimit.py) and a timeout: a
 regression in self-calls fails a test instead of filling the machine with processes.
 """
 
@@ -25,6 +25,9 @@ from test_launcher import (  # noqa: F401 (launcher and launcher_python are fixt
     launcher_python_version,
     make_app,
 )
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 APP = {
     "selfapp/__init__.py": "",

@@ -6,7 +6,7 @@ variable where /proc cannot tell who the parent is, gets the application, not Py
 chain of starts that never ends stops at the depth limit even where it is not a chain of
 self-calls: through a shell, or with the environment dropped where /proc is absent.
 
-Every executable here runs under a process-count limit (tests/proclimit.py) and a timeout.
+Every executable here runs under a process-count limit (tests/support/proclimit.py) and a timeout.
 """
 
 import json
@@ -26,6 +26,9 @@ from test_launcher import (  # noqa: F401 (launcher and launcher_python are fixt
     launcher_python,
     make_app,
 )
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 APP = {
     "attackapp/__init__.py": "",

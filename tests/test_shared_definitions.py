@@ -19,6 +19,9 @@ from ingot import _ingot, elf
 from ingot.build.archive import writer as pack_module
 from ingot.build.archive.writer import pack
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 PYTHON_PACKAGE = Path(__file__).resolve().parent.parent / "python" / "ingot"
 NAMESPACES = ("modules", "files", "libraries")  # in the order of their tags (docs/format.md)
 

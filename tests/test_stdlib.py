@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, python_for, run_python
+from helpers import ROOT, python_for, run_python
 
 IMPORT_STDLIB = ROOT / "examples" / "import-stdlib" / "stdlib_modules.py"
 

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "python" / "ingot"
 CRATES = ROOT / "crates"

@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
+
 
 def test_stub_matches_the_compiled_module():
     if importlib.util.find_spec("mypy") is None:

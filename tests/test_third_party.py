@@ -10,7 +10,10 @@ import textwrap
 
 import pytest
 
-from conftest import run_python
+from helpers import run_python
+
+#: The fast tier (scripts/test --fast).
+pytestmark = pytest.mark.fast
 
 PACKAGES = ["rich", "click", "certifi", "jinja2", "pygments"]
 

@@ -13,7 +13,7 @@ The room shares the host's network namespace (only the mount namespace is privat
 the test runs on 127.0.0.1 is reachable from inside; there is no /etc/hosts or resolver
 configuration, so use addresses, not names.
 
-Every run is limited: it runs in a pids cgroup of its own (tests/proclimit.py) whose limit counts
+Every run is limited: it runs in a pids cgroup of its own (tests/support/proclimit.py) whose limit counts
 every process and thread the run makes (the room's own `unshare` and `sh` included; default 64),
 and under a timeout (default 120 s); whatever is left when the run ends or times out is killed.
 A fork storm (an app that starts itself, which starts itself...) thus fails the test instead of
@@ -60,7 +60,7 @@ import pytest
 import ingot
 from ingot.build.resolve.launcher import launcher_python
 
-from conftest import ROOT, RUNTIMES, interpreters, python_for
+from helpers import ROOT, RUNTIMES, interpreters, python_for
 
 __all__ = [
     "CHROOT",
@@ -423,7 +423,7 @@ class Room:
         (and /dev/shm) mounted, chroot (working directory /), the environment `env` only (default
         none).
 
-        The run is limited (tests/proclimit.py): at most `max_processes` processes and threads at
+        The run is limited (tests/support/proclimit.py): at most `max_processes` processes and threads at
         a time in its pids cgroup (the room's `unshare` and `sh` count: two of them), at most
         `timeout` seconds; what is left when it ends or times out is killed. The result is a
         CompletedProcess (text) with `limit_hit` (how many forks the limit refused) and

@@ -2,7 +2,7 @@
 between `<!-- matrix:start -->` and `<!-- matrix:end -->` of a Markdown file; rows of apps the
 report does not have are kept.
 
-    python tests/matrix_table.py REPORT.json docs/compatibility.md
+    python tests/support/matrix_table.py REPORT.json docs/compatibility.md
 """
 
 import json
