@@ -353,8 +353,13 @@ def test_launcher_for_another_python_is_refused(tmp_path, capsys):
 
 def test_executable_runs_end_to_end(tmp_path, launcher_here):
     out = tmp_path / "hello"
-    pip_build(tmp_path, EXAMPLES / "hello", "--launcher", launcher_here, "-o", out)
+    built = pip_build(tmp_path, EXAMPLES / "hello", "--launcher", launcher_here, "-o", out)
     shutil.rmtree(tmp_path / "dist", ignore_errors=True)
+    # The floor the build says (from what it packed) is the one the written file has.
+    floor = describe(out)["glibc_floor"]
+    assert f"runs on Linux with glibc {floor['version']} or later, set by {floor['set_by']}" in (
+        built.stderr
+    )
     run = proclimit.run(
         [str(out)], max_processes=8, timeout=120, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}
     )

@@ -350,3 +350,20 @@ def test_the_environment_page_lists_the_table():
         "run: python -c 'from ingot.build.resolve.environment import markdown_table as t; "
         'print(t(), end="")\' and paste it into docs/environment.md'
     )
+
+
+def test_python_decodes_no_file_format():
+    # Issue 38: "formats are defined once, in Rust": the archive (header, trailer, sizes) and ELF
+    # headers are read by ingot._ingot (archive_info, elf_class, the finder's methods); no
+    # Python module of ingot takes bytes apart.
+    decoding = re.compile(
+        r"\bint\.from_bytes\(|\bstruct\.(?:unpack|unpack_from|calcsize)\b|\bseek\(-"
+    )
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not {"_source", "_launcher"} & set(path.parts)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if decoding.search(line)
+    ]
+    assert found == []

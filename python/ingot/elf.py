@@ -26,13 +26,13 @@ import functools
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sysconfig
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ingot._ingot import elf_class as _elf_class
 from ingot._ingot import elf_dynamic, elf_version_needs
 from ingot.machine import machine_of_elf
 
@@ -40,6 +40,8 @@ __all__ = [
     "ElfObject",
     "GlibcFloor",
     "Resolution",
+    "VersionNeeds",
+    "archive_floor",
     "elf_class",
     "elf_machine",
     "find_library",
@@ -135,16 +137,9 @@ def read_elf(path: str) -> ElfObject:
 
 
 def elf_class(path: str) -> tuple[bool, int] | None:
-    """(is_64, machine) from the ELF header of ``path``; None if it is not a readable ELF file."""
-    try:
-        with open(path, "rb") as file:
-            header = file.read(20)
-    except OSError:
-        return None
-    if len(header) < 20 or header[:4] != b"\x7fELF" or header[4] not in (1, 2):
-        return None
-    order = "<" if header[5] == 1 else ">"
-    return header[4] == 2, struct.unpack_from(order + "H", header, 18)[0]
+    """(is_64, machine) from the ELF header of ``path``; None if it is not a readable ELF file
+    (read by ``ingot._ingot.elf_class``: Rust reads ELF headers, as it reads archives)."""
+    return _elf_class(path)
 
 
 def elf_machine(path: str | os.PathLike[str]) -> str | None:
@@ -309,6 +304,34 @@ def glibc_needed(image: bytes) -> tuple[int, int] | None:
             found = (int(match.group(1)), int(match.group(2)))
             newest = found if newest is None or found > newest else newest
     return newest
+
+
+#: What a native file of an archive needs: (kind, name, [(library, symbol version), ...]).
+VersionNeeds = tuple[str, str, list[tuple[str, str]]]
+
+
+def archive_floor(
+    launcher: bytes | None, native: Iterable[VersionNeeds], system_first: dict[str, list[str]]
+) -> GlibcFloor:
+    """The oldest glibc an executable runs on: the newest ``GLIBC_x.y`` its ``launcher`` image
+    (None: an archive alone) or any of its ``native`` files needs, and which one. A carried
+    library the executable takes from the system where the system's copy is new enough
+    (``system_first``) sets no floor of its own."""
+    floor = glibc_floor([("the launcher", launcher)] if launcher else [])
+    floor.system_first = system_first
+    for _kind, name, needs in native:
+        versions = [
+            tuple(int(part) for part in version[6:].split(".")[:2])
+            for _library, version in needs
+            if version.startswith("GLIBC_") and version[6:7].isdigit()
+        ]
+        needed = max(versions) if versions else None
+        floor.each[name] = needed  # type: ignore[assignment]
+        if name in system_first:
+            continue  # the system's copy where it is new enough: see GlibcFloor.system_first
+        if needed is not None and (floor.version is None or needed > floor.version):
+            floor = GlibcFloor(needed, name, floor.each, floor.system_first)  # type: ignore[arg-type]
+    return floor
 
 
 @dataclass

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ingot._ingot import LAUNCH_CONFIG, PREFIX_DATA, SYSTEM_FIRST, IngotFinder
-from ingot.elf import GlibcFloor, elf_machine, glibc_floor
+from ingot._ingot import LAUNCH_CONFIG, PREFIX_DATA, SYSTEM_FIRST, IngotFinder, archive_info
+from ingot.elf import GlibcFloor, archive_floor, elf_machine
 from ingot.errors import BuildError
 
 __all__ = ["describe", "executable_glibc_floor"]
@@ -26,77 +26,57 @@ def executable_glibc_floor(
     (an ``ingot.elf.GlibcFloor``)."""
     finder = finder or IngotFinder(str(path), any_python=True)
     if launcher_size is None:
-        with open(path, "rb") as file:
-            file.seek(-16, os.SEEK_END)
-            launcher_size = path.stat().st_size - int.from_bytes(file.read(8), "little")
-    images = []
+        launcher_size = archive_info(path)["launcher_size"]
+    launcher = None
     if launcher_size > 0:
         with open(path, "rb") as file:
-            images.append(("the launcher", file.read(launcher_size)))
-    floor = glibc_floor(images)
+            launcher = file.read(launcher_size)
     try:
-        native = finder._version_needs()
+        native = finder.version_needs()
     except (ValueError, OSError, ImportError) as error:
         raise BuildError(
             f"cannot read the native code in {path}: {error}",
             hint="the archive may be damaged: rebuild it",
         ) from error
     try:
-        system_first = json.loads(finder._read(SYSTEM_FIRST))
+        system_first = json.loads(finder.read(SYSTEM_FIRST))
     except (OSError, ValueError):
         system_first = {}  # (an archive without the table: every carried library counts)
-    floor.system_first = system_first
-    for _kind, name, needs in native:
-        versions = [
-            tuple(int(part) for part in version[6:].split(".")[:2])
-            for _library, version in needs
-            if version.startswith("GLIBC_") and version[6:7].isdigit()
-        ]
-        needed = max(versions) if versions else None
-        floor.each[name] = needed  # type: ignore[assignment]
-        if name in system_first:
-            continue  # the system's copy where it is new enough: see GlibcFloor.system_first
-        if needed is not None and (floor.version is None or needed > floor.version):
-            floor = GlibcFloor(needed, name, floor.each, floor.system_first)  # type: ignore[arg-type]
-    return floor
+    return archive_floor(launcher, native, system_first)
 
 
 def describe(path: str | os.PathLike[str]) -> Json:
     """What the executable or archive at ``path`` carries: entries, launch config, Python."""
     path = Path(path)
     try:
+        info = archive_info(path)
         finder = IngotFinder(str(path), any_python=True)
-        entries = finder._entry_sizes()
+        entries = finder.entry_sizes()
     except (OSError, ImportError, ValueError) as error:
         raise BuildError(
             f"cannot read {path}: {error}",
             hint="give an executable made by `ingot build` or an archive",
         ) from error
-    with open(path, "rb") as file:
-        file.seek(-16, os.SEEK_END)
-        archive_size = int.from_bytes(file.read(8), "little")
-        file.seek(-archive_size, os.SEEK_END)
-        header = file.read(96)
     try:
-        launch = json.loads(finder._read(LAUNCH_CONFIG))
+        launch = json.loads(finder.read(LAUNCH_CONFIG))
     except (OSError, ImportError, ValueError, KeyError):
         launch = None
-    floor = executable_glibc_floor(path, finder, path.stat().st_size - archive_size)
+    floor = executable_glibc_floor(path, finder, info["launcher_size"])
     try:
-        prefix_data = json.loads(finder._read(PREFIX_DATA))
+        prefix_data = json.loads(finder.read(PREFIX_DATA))
     except (OSError, ImportError, ValueError, KeyError):
         prefix_data = {}  # (none carried: sys.prefix is the executable's directory)
     runtime = runtime_facts((launch or {}).get("runtime"))
     # The architecture it runs on: its launcher's; an archive's, its runtime's (else unsaid).
-    machine = elf_machine(path) if path.stat().st_size > archive_size else None
+    machine = elf_machine(path) if info["launcher_size"] > 0 else None
     if machine is None and runtime and runtime.get("target"):
         machine = str(runtime["target"]).split("-", 1)[0]
     return {
         "path": str(path),
-        "size": path.stat().st_size,
-        "archive_size": archive_size,
-        "launcher_size": path.stat().st_size - archive_size,
-        "python": f"{header[76]}.{header[77]}",
+        "size": info["file_size"],
+        "archive_size": info["archive_size"],
+        "launcher_size": info["launcher_size"],
+        "python": info["python"],
         "machine": machine,
         "launch": launch,
         "glibc_floor": {
@@ -109,7 +89,7 @@ def describe(path: str | os.PathLike[str]) -> Json:
             "system_first": floor.system_first,
         },
         "runtime": runtime,
-        "files_packages": finder._files_packages(),
+        "files_packages": finder.files_packages(),
         # Distributions whose files installed outside their packages are carried (``*.dist-info``
         # -> top directories): then the executable is sys.prefix.
         "prefix_data": prefix_data,

@@ -23,6 +23,22 @@ pub fn elf_dynamic<'py>(py: Python<'py>, image: &[u8]) -> PyResult<Bound<'py, Py
     Ok(result)
 }
 
+#[cfg(feature = "writer")]
+/// `elf_class(path) -> tuple[bool, int] | None`: `(is_64, e_machine)` from the ELF header of the
+/// file at `path`, read by goblin; None if it cannot be read or is not an ELF file. The one ELF
+/// header reader of ingot's Python code (`ingot.elf.elf_class`, `elf_machine`).
+#[pyfunction]
+pub fn elf_class(path: std::path::PathBuf) -> Option<(bool, u16)> {
+    use std::io::Read;
+    let mut header = Vec::with_capacity(64);
+    std::fs::File::open(path).ok()?.take(64).read_to_end(&mut header).ok()?;
+    let parsed = goblin::elf::Elf::parse_header(&header).ok()?;
+    Some((
+        parsed.e_ident[goblin::elf::header::EI_CLASS] == goblin::elf::header::ELFCLASS64,
+        parsed.e_machine,
+    ))
+}
+
 /// `elf_version_needs(image: bytes) -> list[tuple[str, str]]`: the symbol versions an ELF object
 /// needs, as `(library, version)` pairs (`("libc.so.6", "GLIBC_2.17")`), from its `DT_VERNEED`
 /// table: read through the dynamic segment, so that it works on images whose section headers

@@ -602,6 +602,13 @@ impl IngotFinder {
 
     // --- for the support module and tools ----------------------------------------------------
 
+    /// `read(relative) -> bytes`: the bytes of the archive's file at `relative` (under the
+    /// archive's path: `pkg/data.txt`, `__ingot__/launch.json`); `FileNotFoundError` if there
+    /// is none.
+    fn read<'py>(&self, py: Python<'py>, relative: &str) -> PyResult<Bound<'py, PyBytes>> {
+        self._read(py, relative)
+    }
+
     fn _read<'py>(&self, py: Python<'py>, relative: &str) -> PyResult<Bound<'py, PyBytes>> {
         match self.view.read(relative)? {
             Some(bytes) => Ok(PyBytes::new(py, &bytes)),
@@ -647,7 +654,7 @@ impl IngotFinder {
     }
 
     /// The top-level packages under the `files` policy, sorted.
-    fn _files_packages(&self) -> Vec<String> {
+    fn files_packages(&self) -> Vec<String> {
         self.view.files.packages()
     }
 
@@ -686,7 +693,7 @@ impl IngotFinder {
     }
 
     /// Every entry as (kind, name, size of its blobs once decompressed, size stored in the archive).
-    fn _entry_sizes(&self) -> PyResult<Vec<(&'static str, String, u64, u64)>> {
+    fn entry_sizes(&self) -> PyResult<Vec<(&'static str, String, u64, u64)>> {
         let mut sizes = Vec::new();
         for entry in self.view.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;
@@ -730,7 +737,7 @@ impl IngotFinder {
 
     /// `[(kind, name, [(library, version), ...]), ...]`: the symbol versions each native entry
     /// (extension module, extension package, shared library) needs, from its `DT_VERNEED`.
-    fn _version_needs(&self) -> PyResult<Vec<VersionNeeds>> {
+    fn version_needs(&self) -> PyResult<Vec<VersionNeeds>> {
         let mut needs = Vec::new();
         for entry in self.view.archive.entries() {
             let entry = entry.map_err(|error| self.error(error))?;

@@ -27,6 +27,7 @@ mod view;
 mod writer;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 
 pub use finder::IngotFinder;
 pub use native::library_by_path;
@@ -50,6 +51,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(elf::elf_dynamic, module)?)?;
         module.add_function(wrap_pyfunction!(elf::loadable_image, module)?)?;
         module.add_function(wrap_pyfunction!(elf::elf_section, module)?)?;
+        module.add_function(wrap_pyfunction!(elf::elf_class, module)?)?;
         module.add_function(wrap_pyfunction!(binstrings::binary_names, module)?)?;
         module.add_function(wrap_pyfunction!(binstrings::loose_binary_names, module)?)?;
         module.add_function(wrap_pyfunction!(content_hash, module)?)?;
@@ -62,6 +64,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
+    module.add_function(wrap_pyfunction!(archive_info, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     module.add(
         "TRAILER_MAGIC",
@@ -102,6 +105,32 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // ingot's version (the crates', the Python package's and the launcher's are one).
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
+}
+
+/// `archive_info(path) -> dict`: what the file at `path` (an archive, or an executable with one
+/// appended) is, read by the format's reader (which treats it as hostile): `file_size`,
+/// `archive_size` (header to trailer), `launcher_size` (what comes before the archive),
+/// `format_version`, `python` (`"3.11"`, whose bytecode it holds), `bytecode_magic`, and
+/// `entries`. `ArchiveError` if it holds no readable archive.
+#[pyfunction]
+fn archive_info(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Bound<'_, PyDict>> {
+    let shown = path.display().to_string();
+    let archive = ingot_format::Archive::open_path(&path).map_err(|error| {
+        error::ArchiveError::new_err(format!("ingot archive `{shown}`: {error}"))
+    })?;
+    let header = archive.header();
+    let launcher = archive.start_offset();
+    let size = archive.bytes().len() as u64;
+    let info = PyDict::new(py);
+    info.set_item("file_size", launcher + size)?;
+    info.set_item("archive_size", size)?;
+    info.set_item("launcher_size", launcher)?;
+    info.set_item("format_version", header.version)?;
+    let (major, minor) = header.python_version;
+    info.set_item("python", format!("{major}.{minor}"))?;
+    info.set_item("bytecode_magic", PyBytes::new(py, &header.bytecode_magic))?;
+    info.set_item("entries", header.entry_count)?;
+    Ok(info)
 }
 
 /// `cache_root() -> str`: the extraction cache's root as the importer resolves it

@@ -97,7 +97,7 @@ def _build(
             early.stop()  # (ended already, unless something failed)
         check_archive(spec, packed, archive)
         size = assemble(spec, head, archive, say)
-    floor, notes, warnings = glibc_verdict(spec)
+    floor, notes, warnings = glibc_verdict(spec, packed, head)
     memo.flush()
     _say_cache(memo.stats(), say)
     return BuildResult(

@@ -116,6 +116,11 @@ class PackResult:
     regexes_size: int = 0
     #: What pruning left out (see :mod:`ingot.build.archive.reach`): group -> (origin, entries, bytes).
     left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    #: The symbol versions each native file the archive holds needs (the glibc floor's input).
+    native_needs: list[elf.VersionNeeds] = field(default_factory=list)
+    #: The carried libraries taken from the system where its copy is new enough
+    #: (``__ingot__/system-first.json``): soname -> the symbol versions needed of it.
+    system_first: dict[str, list[str]] = field(default_factory=dict)
 
     def names(self, kind: str) -> set[str]:
         return {entry.name for entry in self.manifest if entry.kind == kind}
@@ -262,21 +267,27 @@ def _dist_name(directory: str) -> str:
     return directory.removesuffix(".dist-info").rpartition("-")[0] or directory
 
 
-def system_first_table(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
+def system_first_table(
+    plan: dict[tuple[str, str], Item], native: list[elf.VersionNeeds]
+) -> dict[str, list[str]]:
     """For each carried library of :data:`SYSTEM_FIRST_LIBRARIES`, the symbol versions the
-    archive's native code needs of it (what ``__ingot__/system-first.json`` says)."""
+    archive's native code (``native``: what each native entry needs) needs of it (what
+    ``__ingot__/system-first.json`` says)."""
     carried = {name for name in SYSTEM_FIRST_LIBRARIES if ("libraries", name) in plan}
     needs: dict[str, set[str]] = {name: set() for name in carried}
-    for item in plan.values() if carried else ():
-        if item.kind in ("extension-module", "extension-package", "shared-library"):
-            try:
-                found = elf_version_needs(_read(item))
-            except (OSError, ValueError):
-                continue  # (said by the library resolution's warnings)
+    for kind, _name, found in native if carried else ():
+        if kind in ("extension-module", "extension-package", "shared-library"):
             for library, version in found:
                 if library in needs:
                     needs[library].add(version)
     return {name: sorted(versions) for name, versions in sorted(needs.items())}
+
+
+def _is_shared_object_name(name: str) -> bool:
+    """Whether a data file's name is a shared object's (``lib/x.so``, ``libz.so.1``), which a
+    package loads by path (``ctypes.CDLL``)."""
+    file = name.rsplit("/", 1)[-1]
+    return file.endswith(".so") or ".so." in file
 
 
 def _read(item: Item) -> bytes:
@@ -354,6 +365,15 @@ class _Scan:
     imports: dict[str, dict[str, list[str]]] | None = field(default_factory=dict)
     needed: dict[str, list[str]] = field(default_factory=dict)
     memo: BuildMemo = NO_CACHE
+    #: What each native entry needs of versioned symbols, as stored (the glibc floor's input).
+    version_needs: list[elf.VersionNeeds] = field(default_factory=list)
+
+    def native(self, kind: str, name: str, image: bytes) -> None:
+        """Records the symbol versions the native ``image`` of entry ``name`` needs."""
+        try:
+            self.version_needs.append((kind, name, elf_version_needs(image)))
+        except ValueError:
+            pass  # (not an ELF object the loader could load: no floor of its own)
 
     def wants_sources(self) -> bool:
         return self.patterns is not None or self.imports is not None
@@ -412,6 +432,15 @@ def _add(
             scan.source(item.name, item.source.read_bytes(), item.kind == "extension-package")
         except OSError:
             pass
+    if scan is not None and (
+        item.kind in ("extension-module", "extension-package", "shared-library")
+        or (
+            item.kind == "data-file"
+            and _is_shared_object_name(item.name)
+            and content[:4] == b"\x7fELF"
+        )
+    ):
+        scan.native(item.kind, item.name, content)
     if item.kind in ("extension-module", "extension-package"):
         needed = list(elf.ElfObject.from_image(str(item.path), content).needed)
         writer.add_extension_module(
@@ -865,6 +894,7 @@ def _tables(
     plan: dict[tuple[str, str], Item],
     trees: dict[str, dict[str, bytes]],
     extra: dict[str, bytes] | None,
+    system_first: dict[str, list[str]],
     say: Callable[[str], None],
 ) -> dict[str, bytes]:
     """ingot's own files of the archive (name -> content): the caller's ``extra`` ones, the
@@ -874,7 +904,6 @@ def _tables(
     for package, tree in trees.items():
         # Written by the importer's own definition (ingot-importer's files.rs), which reads it.
         extra_files[f"{FILES_MANIFEST_DIR}{package}.json"] = files_manifest(package, tree)
-    system_first = system_first_table(plan)
     if system_first:
         extra_files[SYSTEM_FIRST] = json.dumps(system_first, sort_keys=True).encode()
     prefix_data = _prefix_data(plan)
@@ -959,7 +988,9 @@ def pack(
         phase("compiling, scanning and compressing entries", len(plan))
         trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
         phase("adding ingot's tables")
-        extra_files = _tables(plan, trees, options.extra_files, say)
+        result.native_needs = sorted(scan.version_needs, key=lambda needs: needs[1])
+        result.system_first = system_first_table(plan, result.native_needs)
+        extra_files = _tables(plan, trees, options.extra_files, result.system_first, say)
         _add_extra_files(writer, extra_files, result)
         table = _add_regexes(writer, scan, result, say)
         if entry_modules is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ from ingot._ingot import (
     LAUNCH_CONFIG_VERSION,
     LAUNCHER_FACTS_FORMAT,
     LAUNCHER_FACTS_SECTION,
-    TRAILER_MAGIC,
+    ArchiveError,
+    archive_info,
     elf_section,
 )
 from ingot.build.resolve.environment import Environment
@@ -189,13 +189,10 @@ def check_launcher(path: Path, machine: str | None = None) -> Json:
 
 
 def is_ingot_file(path: Path) -> bool:
-    """Whether ``path`` ends with an ingot archive trailer (an earlier ingot output)."""
+    """Whether ``path`` holds an ingot archive (an earlier ingot output), as the format's reader
+    finds it (:func:`ingot._ingot.archive_info`)."""
     try:
-        with open(path, "rb") as file:
-            file.seek(0, os.SEEK_END)
-            if file.tell() < 16:
-                return False
-            file.seek(-8, os.SEEK_END)
-            return file.read(8) == TRAILER_MAGIC
-    except OSError:
+        archive_info(path)
+    except (ArchiveError, OSError, ValueError):
         return False
+    return True

@@ -10,9 +10,8 @@ from pathlib import Path
 from ingot._ingot import IngotFinder
 from ingot.build.archive.writer import PackResult
 from ingot.build.resolve.spec import Spec
-from ingot.elf import GlibcFloor
+from ingot.elf import GlibcFloor, archive_floor
 from ingot.errors import BuildError
-from ingot.inspection import executable_glibc_floor
 
 __all__ = ["check_archive", "glibc_verdict", "newest_versions"]
 
@@ -33,13 +32,16 @@ def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:
         _check_function(archive, module, spec.plan.run["function"])
 
 
-def glibc_verdict(spec: Spec) -> tuple[GlibcFloor | None, list[str], list[str]]:
-    """The oldest glibc the written executable runs on (None for an archive), and the notes and
-    warnings that go with it: a runtime's executable that needs more than 2.17 (a library it
-    carries)."""
+def glibc_verdict(
+    spec: Spec, packed: PackResult, launcher: bytes
+) -> tuple[GlibcFloor | None, list[str], list[str]]:
+    """The oldest glibc the executable runs on (None for an archive), from what it is made of
+    (the ``launcher`` image and what the ``packed`` archive's native files need), and the notes
+    and warnings that go with it: a runtime's executable that needs more than 2.17 (a library
+    it carries)."""
     if spec.archive_only:
         return None, [], []
-    floor = executable_glibc_floor(spec.plan.output)
+    floor = archive_floor(launcher, packed.native_needs, packed.system_first)
     notes: list[str] = []
     warnings: list[str] = []
     if floor.version is None:
