@@ -66,16 +66,13 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
     module.add_function(wrap_pyfunction!(archive_info, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
-    module.add(
-        "TRAILER_MAGIC",
-        pyo3::types::PyBytes::new(py, &ingot_format::layout::TRAILER_MAGIC),
-    )?;
+    module.add("TRAILER_MAGIC", PyBytes::new(py, &ingot_format::layout::TRAILER_MAGIC))?;
     // The entry kinds (`ingot_format::Kind`), for `ingot pack`: their labels in listing order,
     // and the name space of each.
     {
         use ingot_format::Kind;
         module.add("KINDS", pyo3::types::PyTuple::new(py, Kind::LISTED.map(Kind::label))?)?;
-        let namespaces = pyo3::types::PyDict::new(py);
+        let namespaces = PyDict::new(py);
         for kind in Kind::LISTED {
             namespaces.set_item(kind.label(), kind.namespace().label())?;
         }
