@@ -466,6 +466,40 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys):
     assert exit_info.value.code == 2
 
 
+def test_pack_and_build_take_the_archive_options_from_one_table(tmp_path, capsys):
+    # Issue 38: --optimize, --compress, --files, --no-precompile-regexes and -o of `ingot pack`
+    # are the settings table's, as for `ingot build`: one meaning, one range check.
+    from dataclasses import fields
+
+    from ingot.build.resolve.settings import PACK_SETTINGS, Settings
+
+    with pytest.raises(SystemExit):
+        cli.main(["pack", "--help"])
+    shown = capsys.readouterr().out
+    for field in fields(Settings):
+        if field.name in PACK_SETTINGS:
+            for flag in field.metadata["option"].flags:
+                assert flag in shown, flag
+    assert "--no-compress" in shown
+    for command in (["pack", "-o", str(tmp_path / "x.ingot")], ["build", "x.py"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main([*command, "--compress", "23"])
+        assert exit_info.value.code == 2
+        assert "'23' is not a zstd level (-7 to 22)" in capsys.readouterr().err
+    # The default compresses, as a build's does (an archive has no first-use region: every blob
+    # is one a start does not read); --no-compress stores as is.
+    src = make_tree(tmp_path / "src", {"big.py": "x = 1\n" * 20000})
+    sizes = {}
+    for options in ([], ["--no-compress"]):
+        out = tmp_path / f"a{len(options)}.ingot"
+        assert (
+            cli.main(["pack", "-q", "-o", str(out), "--no-stdlib", "--path", str(src), *options])
+            == 0
+        )
+        sizes[len(options)] = out.stat().st_size
+    assert sizes[0] < sizes[1] / 4, sizes
+
+
 def test_python_dash_m_ingot_runs_the_cli(tmp_path):
     src = make_tree(tmp_path / "src", {"m.py": ""})
     run = subprocess.run(

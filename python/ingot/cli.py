@@ -69,7 +69,6 @@ def _pack_parser(commands: _Commands) -> None:
         "directories of packages (site-packages, `pip install --target DIR`), with "
         "the shared libraries their extension modules need.",
     )
-    pack.add_argument("-o", "--output", required=True, metavar="OUT", help="archive to write")
     pack.add_argument(
         "--path",
         dest="paths",
@@ -97,13 +96,6 @@ def _pack_parser(commands: _Commands) -> None:
         help="keep what is left out by default (tests, idlelib, tkinter, ...)",
     )
     pack.add_argument(
-        "--optimize",
-        type=settings.parse_levels,
-        default=(0,),
-        metavar="LEVELS",
-        help="bytecode optimization levels to compile, e.g. 0,1,2 (default: 0)",
-    )
-    pack.add_argument(
         "--no-source",
         dest="source",
         action="store_false",
@@ -115,27 +107,17 @@ def _pack_parser(commands: _Commands) -> None:
         help="store extension modules and shared libraries whole, debug sections "
         "included (default: cut after their last loadable segment)",
     )
-    pack.add_argument(
-        "--compress",
-        type=int,
-        default=None,
-        metavar="LEVEL",
-        help="zstd-compress blobs at this level (default: store as is)",
-    )
-    pack.add_argument(
-        "--files",
-        action="append",
-        default=[],
-        metavar="PACKAGE",
-        help="put this top-level package under the files policy: materialized as "
-        "real files in the extraction cache when imported (repeatable; unlike "
-        "`ingot build`, no built-in defaults)",
-    )
-    pack.add_argument(
-        "--no-precompile-regexes",
-        dest="precompile_regexes",
-        action="store_false",
-        help="leave out the table of regular expressions compiled at build time",
+    # What an archive is written with: the settings `ingot build` takes too, from one table.
+    settings.add_options(
+        pack,
+        settings.PACK_SETTINGS,
+        required=("output",),
+        helps={
+            "output": "archive to write",
+            "files": "put this top-level package under the files policy: materialized as "
+            "real files in the extraction cache when imported (repeatable; unlike "
+            "`ingot build`, no built-in defaults)",
+        },
     )
     pack.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
 
@@ -289,17 +271,20 @@ def _pack(args: argparse.Namespace) -> int:
             print(message, file=sys.stderr)
 
     excludes = () if args.no_default_excludes else DEFAULT_STDLIB_EXCLUDES
+    compression, large_compression = settings.compression_levels(args.compress)
     options = PackOptions(
         stdlib=args.stdlib,
         directories=args.paths,
         stdlib_exclude=(*excludes, *args.stdlib_exclude),
-        optimize_levels=args.optimize,
+        optimize_levels=args.optimize or (0,),
         include_source=args.source,
-        compression_level=args.compress,
+        compression_level=compression,
+        large_compression_level=large_compression,
         keep_debug_info=args.keep_debug_info,
-        files_packages=args.files,
-        precompile_regexes=args.precompile_regexes,
+        files_packages=args.files or [],
+        precompile_regexes=args.precompile_regexes is not False,
         progress=say,
+        environment=snapshot(),
     )
     result = pack(args.output, options)
     for warning in result.warnings:

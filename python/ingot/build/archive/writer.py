@@ -68,6 +68,7 @@ from ingot.build.archive.reach import (
 from ingot.build.archive.stdlib_layout import Layout, running
 from ingot.build.progress import Ticker
 from ingot.build.resolve.environment import Environment, snapshot
+from ingot.build.resolve.settings import ZSTD_LEVELS
 from ingot.elf import elf_machine
 from ingot.errors import CompileError, PackError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
@@ -511,8 +512,11 @@ def _check_options(
             "modules would have neither bytecode nor source",
             hint="give at least one optimization level, or keep the source",
         )
-    if compression_level is not None and not -7 <= compression_level <= 22:
-        raise PackError(f"compression level {compression_level} is not a zstd level (-7 to 22)")
+    low, high = ZSTD_LEVELS
+    if compression_level is not None and not low <= compression_level <= high:
+        raise PackError(
+            f"compression level {compression_level} is not a zstd level ({low} to {high})"
+        )
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
         raise PackError(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeGuard
 
@@ -28,15 +28,19 @@ MACHINE_NAMES = frozenset(name for m in MACHINES.values() for name in (m.name, *
 __all__ = [
     "DEFAULT_COMPRESSION",
     "DEFAULT_LARGE_COMPRESSION",
+    "PACK_SETTINGS",
+    "ZSTD_LEVELS",
     "ConfigError",
     "Request",
     "Settings",
     "add_options",
+    "compression_levels",
     "from_args",
     "from_table",
     "is_str_list",
     "markdown_table",
     "merge",
+    "parse_compress",
     "parse_entry",
     "parse_levels",
 ]
@@ -49,6 +53,29 @@ DEFAULT_COMPRESSION = 12
 #: ... and for blobs over 64 KiB the dictionary does not serve (native code, data, large
 #: modules), unless ``--compress`` gives a level for all.
 DEFAULT_LARGE_COMPRESSION = 9
+#: zstd's levels (the fastest to the smallest).
+ZSTD_LEVELS = (-7, 22)
+
+
+def compression_levels(value: int | bool | None) -> tuple[int | None, int | None]:
+    """The zstd levels of a ``compress`` setting: (of the blobs a start does not read, of those
+    over 64 KiB; None: stored as is). Unset: the defaults; ``False``: everything stored as is; a
+    level: that level for all."""
+    if value is None:
+        return DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION
+    return (None, None) if value is False else (int(value), None)
+
+
+def parse_compress(text: str) -> int:
+    """``--compress LEVEL``: a zstd level."""
+    try:
+        level = int(text)
+    except ValueError:
+        level = ZSTD_LEVELS[1] + 1
+    if not ZSTD_LEVELS[0] <= level <= ZSTD_LEVELS[1]:
+        low, high = ZSTD_LEVELS
+        raise argparse.ArgumentTypeError(f"{text!r} is not a zstd level ({low} to {high})")
+    return level
 
 
 def is_str_list(value: object) -> TypeGuard[list[str]]:
@@ -262,9 +289,11 @@ class Settings:
         f"{DEFAULT_LARGE_COMPRESSION} over 64 KiB; those a start reads stay stored as is)",
         flags=("--compress",),
         metavar="LEVEL",
-        parse=int,
-        expected="an integer zstd level (-7 to 22), or false",
-        check=lambda value: value is False or (type(value) is int and -7 <= value <= 22),
+        parse=parse_compress,
+        expected=f"an integer zstd level ({ZSTD_LEVELS[0]} to {ZSTD_LEVELS[1]}), or false",
+        check=lambda value: (
+            value is False or (type(value) is int and ZSTD_LEVELS[0] <= value <= ZSTD_LEVELS[1])
+        ),
         off="--no-compress",
         off_help="store every blob as is",
         doc=f"zstd level of the blobs a start does not read (default {DEFAULT_COMPRESSION}, "
@@ -396,10 +425,27 @@ def toml_key(name: str) -> str:
 TOML_KEYS = {toml_key(name): name for name, option in _options(Settings) if option.toml}
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """Adds an option for every field of :class:`Request` and :class:`Settings` to ``parser``."""
+#: The settings ``ingot pack`` takes too: what an archive is written with.
+PACK_SETTINGS = ("output", "optimize", "compress", "files", "precompile_regexes")
+
+
+def add_options(
+    parser: argparse.ArgumentParser,
+    only: Iterable[str] | None = None,
+    *,
+    required: Iterable[str] = (),
+    helps: Mapping[str, str] | None = None,
+) -> None:
+    """Adds an option for every field of :class:`Request` and :class:`Settings` to ``parser``
+    (``only``: for these fields; ``required``: options the command cannot do without;
+    ``helps``: another command's words for a field)."""
     groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    chosen = None if only is None else set(only)
     for name, option in _options(Request) + _options(Settings):
+        if chosen is not None and name not in chosen:
+            continue
+        if helps and name in helps:
+            option = dataclasses.replace(option, help=helps[name])
         target: Any = parser
         if option.group is not None or option.off is not None or option.form == "switch":
             key = option.group or name
@@ -410,6 +456,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
             target.add_argument(name, nargs="?", metavar=option.metavar, help=option.help)
             continue
         common: dict[str, Any] = {"dest": name, "help": option.help}
+        if name in required:
+            common["required"] = True
         if option.form == "value":
             common.update(metavar=option.metavar, type=option.parse)
         elif option.form == "list":

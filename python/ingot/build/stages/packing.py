@@ -14,7 +14,7 @@ from ingot.build.archive.prefetch import Prefetch
 from ingot.build.archive.stdlib_layout import Layout, of_prefix, running
 from ingot.build.archive.writer import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.progress import Ticker
-from ingot.build.resolve.settings import DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, Settings
+from ingot.build.resolve.settings import Settings, compression_levels
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
 from ingot.build.stages.selection import Selection
@@ -47,8 +47,8 @@ def pack_archive(
         _options(spec, memo),
         directories=roots,
         exclude=tuple(settings.exclude),
-        compression_level=_compression(settings.compress),
-        large_compression_level=(DEFAULT_LARGE_COMPRESSION if settings.compress is None else None),
+        compression_level=compression_levels(settings.compress)[0],
+        large_compression_level=compression_levels(settings.compress)[1],
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
         strict_directories=roots[:1],
@@ -107,13 +107,6 @@ def launch_config(spec: Spec) -> bytes:
     if spec.plan.settings.filesystem_imports is False:
         launch["filesystem_imports"] = False  # sealed: the archive alone
     return launch_config_json(launch)  # the launcher's own struct checks and writes it
-
-
-def _compression(level: int | bool | None) -> int | None:
-    """The zstd level of a build (None: stored as is)."""
-    if level is None:
-        return DEFAULT_COMPRESSION
-    return None if level is False else int(level)
 
 
 def stdlib_excludes(settings: Settings) -> tuple[str, ...]:
