@@ -48,6 +48,13 @@ APP = {
             elif what == "chain":  # a shell that stays the parent starts the executable, again
                 command = f"{shlex.quote(sys.executable)} chain; exit $?"
                 sys.exit(subprocess.run(command, shell=True).returncode)
+            elif what == "as-user":  # as-user UID GID ARGS...: another user runs the executable
+                # with the app's whole environment (its variable and secret included)
+                uid, gid = sys.argv[2:4]
+                command = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                           sys.executable, *sys.argv[4:]]
+                done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+                print(json.dumps({"code": done.returncode, "err": done.stderr}))
             elif what == "again-scrubbed":  # starts itself without an environment, unconditionally
                 sys.exit(subprocess.run([sys.executable, "again-scrubbed"], env={}).returncode)
             else:
@@ -205,6 +212,19 @@ def test_a_forged_variable_from_a_parent_of_another_user_gets_the_app(shared, us
     result = run([*as_user, shared, "-c", writes(marker)], env=env, cwd=shared.parent)
     assert not marker.exists(), "the child ran Python"
     assert (result.returncode, result.stderr) == (1, "unknown -c\n")
+
+
+def test_the_apps_variable_passed_to_another_user_gets_the_app(shared, user, tmp_path):
+    # Since issue 37 a process that carries the variable of a live ancestor, through programs in
+    # between (a shell), reads a python command line. The variable, secret and all, handed to
+    # another user (sudo -E to that user, setpriv, su --preserve-environment) proves nothing:
+    # it names this user.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    uid, gid = user
+    marker = shared.parent / "ran"
+    result = run([shared, "as-user", str(uid), str(gid), "-c", writes(marker)], cwd=shared.parent)
+    assert json.loads(result.stdout) == {"code": 1, "err": "unknown -c\n"}
+    assert not marker.exists(), "another user ran Python with the app's variable"
 
 
 # --- chains that are not chains of self-calls ------------------------------------------------------

@@ -280,9 +280,11 @@ pub fn main() -> ! {
     std::env::remove_var(selfcall::PARENT_VARIABLE);
     let names_this = |name: &OsStr| names_executable(name, &exe);
     let mode = match call.map(|call| call.started) {
-        Some(selfcall::Started::Child) => selfcall::read_command_line(&argv, names_this),
+        Some(selfcall::Started::Child | selfcall::Started::Descendant) => {
+            selfcall::read_command_line(&argv, names_this)
+        }
         Some(selfcall::Started::Replaced) => selfcall::read_restart(&argv, names_this),
-        Some(selfcall::Started::Descendant) | None => Mode::App { argv: argv.clone() },
+        None => Mode::App { argv: argv.clone() },
     };
     // Built with --no-python-mode (a privilege boundary): every start runs the application.
     let mode = match mode {

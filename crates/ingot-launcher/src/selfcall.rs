@@ -7,15 +7,17 @@
 //! to the processes it starts in the variable [`PARENT_VARIABLE`] (`<pid>:<depth>:<uid>:<secret>`)
 //! and listens on an abstract Unix socket named after the executable file, its pid, its depth
 //! and the SHA-256 of the secret ([`offer`]). A child is a self-call when the variable names its
-//! parent and the socket that variable names exists, made (so the kernel says, `SO_PEERCRED`) by
-//! that pid as this user. Only processes the application started after it began have the
-//! secret: a child forked before its parent became the application (`exec` after `fork`), a
-//! forged variable, a person's shell or `sudo` gets the application. Nothing of /proc is read. A
-//! set-user-ID or file-capability start never gets Python mode.
+//! parent, or a live ancestor through programs in between that passed the environment on (`sh
+//! -c`, `shell=True`), and the socket that variable names exists, made (so the kernel says,
+//! `SO_PEERCRED`) by that pid as this user. Only processes the application started after it
+//! began have the secret: a child forked before its parent became the application (`exec` after
+//! `fork`), a forged variable, a person's shell, another user's process or `sudo` without the
+//! application's environment gets the application. Nothing of /proc is read. A set-user-ID or
+//! file-capability start never gets Python mode.
 //!
 //! The same variable, checked the same way, carries the depth of the chain of self-calls through
-//! programs in between (`sh -c`), so that an application that starts itself unconditionally
-//! stops at [`MAX_DEPTH`] instead of filling the machine with processes.
+//! programs in between, so that an application that starts itself unconditionally stops at
+//! [`MAX_DEPTH`] instead of filling the machine with processes.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::RawFd;
@@ -57,8 +59,10 @@ pub enum Started {
     Child,
     /// The application replaced itself with it (`os.execv(sys.executable, ...)`): same pid.
     Replaced,
-    /// Through another program (`sh -c`, a script): it runs the application, never Python, but
-    /// counts in the chain of self-calls.
+    /// Through another program (`sh -c`, `subprocess.run(..., shell=True)`, a script) that
+    /// passed on the variable: its command line is read as a child's, and it counts in the
+    /// chain of self-calls. Only the application's processes have the secret; a program in
+    /// between that drops the environment (`sudo` without `-E`) drops the variable too.
     Descendant,
 }
 
