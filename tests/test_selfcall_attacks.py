@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ APP = {
         import shlex
         import subprocess
         import sys
+        import time
 
         def main():
             what = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -55,6 +57,16 @@ APP = {
                            sys.executable, *sys.argv[4:]]
                 done = subprocess.run(command, capture_output=True, text=True, timeout=60)
                 print(json.dumps({"code": done.returncode, "err": done.stderr}))
+            elif what == "calls":  # calls READY GO N: READY made, GO awaited, N self-calls
+                open(sys.argv[2], "w").close()
+                while not os.path.exists(sys.argv[3]):
+                    time.sleep(0.01)
+                runs = [
+                    subprocess.run([sys.executable, "-c", "print('python')"], capture_output=True,
+                                   text=True, timeout=60)
+                    for _ in range(int(sys.argv[4]))
+                ]
+                print(json.dumps(sorted({run.stdout + run.stderr for run in runs})))
             elif what == "again-scrubbed":  # starts itself without an environment, unconditionally
                 sys.exit(subprocess.run([sys.executable, "again-scrubbed"], env={}).returncode)
             else:
@@ -225,6 +237,101 @@ def test_the_apps_variable_passed_to_another_user_gets_the_app(shared, user, tmp
     result = run([shared, "as-user", str(uid), str(gid), "-c", writes(marker)], cwd=shared.parent)
     assert json.loads(result.stdout) == {"code": 1, "err": "unknown -c\n"}
     assert not marker.exists(), "another user ran Python with the app's variable"
+
+
+#: `python -c FLOOD IDENTITY SECONDS`: connects to every listener of the executable whose
+#: device and inode are IDENTITY (`<dev>:<ino>` in hex; the names are public, in
+#: /proc/net/unix) and closes, again and again: each connection stays in the listener's queue
+#: until the app drains it.
+FLOOD = """
+import os, socket, sys, time
+identity, until = sys.argv[1], time.monotonic() + float(sys.argv[2])
+names = []
+count = 0
+while time.monotonic() < until:
+    if not names:
+        names = [line.split()[-1][1:] for line in open("/proc/net/unix").read().splitlines()[1:]
+                 if f"@ingot-self/{identity}/" in line]
+    for name in names:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect("\\0" + name)
+            count += 1
+        except OSError:
+            pass
+        s.close()
+print(len(names), count)
+"""
+
+
+def test_a_flood_of_connections_from_another_user_never_turns_a_self_call_into_the_app(
+    app, user, tmp_path
+):
+    # Issue 39, item 6: anyone may connect to an abstract socket. A flood keeps the listener's
+    # queue full: the app's drain is bounded, and a child that finds the queue full still
+    # finds the name its parent's secret makes.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    uid, gid = user
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    calls = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import proclimit, sys; r = proclimit.run(sys.argv[1:], "
+            "max_processes=16, timeout=120); print(r.stdout, r.returncode, r.limit_hit, r.timed_out)",
+            str(app),
+            "calls",
+            str(ready),
+            str(go),
+            "20",
+        ],
+        cwd=Path(proclimit.__file__).parent,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    for _ in range(600):
+        if ready.exists():
+            break
+        time.sleep(0.05)
+    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    identity = f"{os.stat(app).st_dev:x}:{os.stat(app).st_ino:x}"
+    floods = [
+        subprocess.Popen(
+            [*as_user, sys.executable, "-I", "-c", FLOOD, identity, "10"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    time.sleep(1)
+    go.touch()
+    out, _ = calls.communicate(timeout=180)
+    flooded = [int(flood.communicate(timeout=60)[0].split()[1]) for flood in floods]
+    assert sum(flooded) > 4096, flooded  # (the flood filled the listener's queue)
+    assert out.rsplit(" ", 3)[1:] == ["0", "0", "False\n"], out
+    assert json.loads(out.rsplit(" ", 3)[0]) == ["python\n"], out
+
+
+def test_a_set_user_id_start_without_proc_never_trusts_argv0(shared, user):
+    # Issue 39, item 2: without /proc, the launcher finds its own file from argv[0] and PATH,
+    # which the caller chooses: `exec -a ATTACKER_EXE SUID_EXE` ran the attacker's archive with
+    # the owner's privileges. A privileged start (AT_SECURE) never falls back: it stops.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    require(shutil.which("unshare") and shutil.which("bash"), "needs unshare and bash")
+    uid, gid = user
+    suid = shared.parent / "suid-app"
+    shutil.copyfile(shared, suid)
+    os.chown(suid, 0, 0)
+    suid.chmod(0o4755)
+    marker = shared.parent / "ran"
+    as_user = f"setpriv --reuid={uid} --regid={gid} --clear-groups"
+    # (the attacker's "archive" is any executable of theirs: here another copy of an app)
+    command = f"exec -a {shared} {suid} reap {marker}"
+    result = run([*NO_PROC, "sh", *as_user.split(), "bash", "-c", command])
+    assert not marker.exists(), "the set-user-ID executable ran the caller's archive"
+    assert result.returncode == 1, result
+    assert "privileged start" in result.stderr and "not trusted" in result.stderr, result.stderr
 
 
 # --- chains that are not chains of self-calls ------------------------------------------------------

@@ -13,6 +13,11 @@ pub enum LaunchError {
     /// Neither `/proc/self/exe` nor `argv[0]` gives the executable.
     #[error("cannot find its own executable: /proc/self/exe: {proc}; argv[0] {:?}: {argv0_error} (mount /proc, or start it by its path)", .argv0.to_string_lossy())]
     OwnExecutable { proc: std::io::Error, argv0: OsString, argv0_error: ExecutableError },
+    /// A set-user-ID, set-group-ID or file-capability start (or real and effective ids that
+    /// differ) without /proc: `argv[0]` and `PATH` are the caller's to choose, so they never say
+    /// which file runs.
+    #[error("cannot find its own executable: /proc/self/exe: {proc}; this is a privileged start (set-user-ID, set-group-ID or file capabilities), where argv[0] and PATH, which the caller chooses, are not trusted (mount /proc)")]
+    PrivilegedWithoutProc { proc: std::io::Error },
     #[error("{exe}")]
     Archive {
         exe: PathBuf,
@@ -62,6 +67,15 @@ mod tests {
         let exe = || PathBuf::from("/opt/app");
         let python = PYTHON_VERSION;
         let cases: Vec<(LaunchError, String)> = vec![
+            (
+                LaunchError::PrivilegedWithoutProc {
+                    proc: std::io::Error::from_raw_os_error(libc::ENOENT),
+                },
+                "cannot find its own executable: /proc/self/exe: No such file or directory (os error 2); \
+                 this is a privileged start (set-user-ID, set-group-ID or file capabilities), where \
+                 argv[0] and PATH, which the caller chooses, are not trusted (mount /proc)"
+                    .to_string(),
+            ),
             (
                 LaunchError::OwnExecutable {
                     proc: std::io::Error::from_raw_os_error(libc::ENOENT),

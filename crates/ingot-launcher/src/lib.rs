@@ -178,17 +178,34 @@ fn set_prefixes(py: Python<'_>, exe: &str) -> PyResult<()> {
 
 /// The executable file this process runs: `/proc/self/exe`, or, where /proc is not mounted (a
 /// chroot, a container without procfs), the file `argv[0]` names as a shell would have found it
-/// (see [`find_executable`]). The error names both attempts.
+/// (see [`find_executable`]). The error names both attempts. A privileged start (`AT_SECURE`:
+/// set-user-ID, set-group-ID, file capabilities; or real and effective ids that differ) never
+/// falls back: whoever starts it chooses `argv[0]` and `PATH`, and would choose the archive run
+/// with the executable's privileges.
 pub fn own_executable() -> Result<PathBuf, LaunchError> {
     let proc = match std::fs::read_link("/proc/self/exe") {
         Ok(exe) => return Ok(exe),
         Err(error) => error,
     };
+    if privileged() {
+        return Err(LaunchError::PrivilegedWithoutProc { proc });
+    }
     let argv0 = std::env::args_os().next().unwrap_or_default();
     let cwd = std::env::current_dir().ok();
     match find_executable(&argv0, std::env::var_os("PATH").as_deref(), cwd.as_deref()) {
         Ok(exe) => Ok(exe),
         Err(argv0_error) => Err(LaunchError::OwnExecutable { proc, argv0, argv0_error }),
+    }
+}
+
+/// A privileged start: `AT_SECURE` (the kernel sets it for set-user-ID, set-group-ID and
+/// file-capability executables), or real and effective user or group ids that differ.
+pub fn privileged() -> bool {
+    // SAFETY: getauxval reads the auxiliary vector; the id getters cannot fail.
+    unsafe {
+        libc::getauxval(libc::AT_SECURE) != 0
+            || libc::getuid() != libc::geteuid()
+            || libc::getgid() != libc::getegid()
     }
 }
 

@@ -210,10 +210,15 @@ pub fn offer(identity: (u64, u64), depth: u32, secret: &Secret) -> Option<RawFd>
     }
 }
 
+/// The most connections one [`drain`] closes: a flood of connections from other users (anyone
+/// may connect to an abstract socket) slows a start of a process by at most this many accepts.
+pub const DRAIN_LIMIT: usize = 256;
+
 /// Closes the connections children made to the listener `fd` (each check leaves one in its
-/// queue, which would fill up): called before the application starts a process.
+/// queue, which would fill up), at most [`DRAIN_LIMIT`]: called before the application starts a
+/// process.
 pub fn drain(fd: RawFd) {
-    loop {
+    for _ in 0..DRAIN_LIMIT {
         // SAFETY: accept4 on the listener this process made; the connection is closed at once.
         let connection = unsafe {
             libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
@@ -223,6 +228,21 @@ pub fn drain(fd: RawFd) {
         }
         // SAFETY: the fd accept4 just returned.
         unsafe { libc::close(connection) };
+    }
+}
+
+/// Whether the abstract socket address is bound (by someone): a socket of ours cannot bind it.
+/// The name holds the SHA-256 of a secret only the application's processes (of this user) know.
+fn name_in_use(address: &libc::sockaddr_un, length: libc::socklen_t) -> bool {
+    let Some(fd) = unix_socket() else {
+        return false;
+    };
+    // SAFETY: the socket made above, closed below; a valid address.
+    unsafe {
+        let bound = libc::bind(fd, (address as *const libc::sockaddr_un).cast(), length) == 0;
+        let in_use = !bound && *libc::__errno_location() == libc::EADDRINUSE;
+        libc::close(fd);
+        in_use
     }
 }
 
@@ -279,7 +299,14 @@ impl Process for ThisProcess {
         unsafe {
             let mut credentials: libc::ucred = std::mem::zeroed();
             let mut size = size_of::<libc::ucred>() as libc::socklen_t;
-            let proved = libc::connect(fd, (&raw const address).cast(), length) == 0
+            let connected = libc::connect(fd, (&raw const address).cast(), length) == 0;
+            if !connected && *libc::__errno_location() == libc::EAGAIN {
+                // The listener's queue is full (a flood of connections from anyone): the name
+                // exists, and only a process that knew the secret could make it.
+                libc::close(fd);
+                return name_in_use(&address, length);
+            }
+            let proved = connected
                 && libc::getsockopt(
                     fd,
                     libc::SOL_SOCKET,
@@ -643,5 +670,45 @@ mod tests {
         assert_eq!(restart(&["/bin/app", "/bin/app", "x"]), app(&["/bin/app", "x"]));
         assert_eq!(restart(&["/bin/app", "-c", "x"]), app(&["/bin/app", "-c", "x"]));
         assert_eq!(restart(&["/bin/app", "-m", "pip"]), app(&["/bin/app", "-m", "pip"]));
+    }
+
+    /// Connects to `address` without accepting, until the listener's queue is full: how many.
+    fn fill(address: &(libc::sockaddr_un, libc::socklen_t)) -> usize {
+        let mut count = 0;
+        loop {
+            let fd = unix_socket().expect("a socket");
+            // SAFETY: the socket just made, closed at once; a valid address.
+            let connected = unsafe {
+                let done = libc::connect(fd, (&raw const address.0).cast(), address.1) == 0;
+                libc::close(fd);
+                done
+            };
+            if !connected {
+                return count;
+            }
+            count += 1;
+        }
+    }
+
+    #[test]
+    fn a_full_queue_still_proves_and_a_drain_is_bounded() {
+        // Issue 39: anyone may connect to an abstract socket. With the listener's queue full, a
+        // child's check still finds the name its parent's secret made (and not another's); one
+        // drain closes at most DRAIN_LIMIT connections.
+        let this = ThisProcess::new(Path::new("/proc/self/exe"));
+        let identity = this.identity().expect("this test's executable");
+        let secret: Secret = new_secret().expect("random bytes");
+        let listener = offer(identity, 5, &secret).expect("a listener");
+        let pid = std::process::id();
+        let queued = fill(&address(identity, pid, 5, &secret));
+        assert!(queued > DRAIN_LIMIT, "{queued}");
+        assert!(this.proves(pid, 5, &secret));
+        assert!(!this.proves(pid, 5, &OTHER));
+        assert!(!this.proves(pid, 4, &secret));
+        drain(listener);
+        assert_eq!(fill(&address(identity, pid, 5, &secret)), DRAIN_LIMIT);
+        // SAFETY: the listener this test made.
+        unsafe { libc::close(listener) };
+        assert!(!this.proves(pid, 5, &secret));
     }
 }
