@@ -67,6 +67,9 @@ APP = {
                     for _ in range(int(sys.argv[4]))
                 ]
                 print(json.dumps(sorted({run.stdout + run.stderr for run in runs})))
+            elif what == "native":  # loads extension modules (memory files, or the cache)
+                import _json, math, select
+                print(json.dumps({"uid": os.getuid(), "euid": os.geteuid()}))
             elif what == "again-scrubbed":  # starts itself without an environment, unconditionally
                 sys.exit(subprocess.run([sys.executable, "again-scrubbed"], env={}).returncode)
             else:
@@ -332,6 +335,27 @@ def test_a_set_user_id_start_without_proc_never_trusts_argv0(shared, user):
     assert not marker.exists(), "the set-user-ID executable ran the caller's archive"
     assert result.returncode == 1, result
     assert "privileged start" in result.stderr and "not trusted" in result.stderr, result.stderr
+
+
+def test_a_set_user_id_start_ignores_the_callers_ingot_variables_and_umask(shared, user):
+    # Issue 39, item 3: INGOT_CACHE_DIR=/new/path INGOT_NATIVE=cache with umask 000 made root
+    # create world-writable directories wherever the caller said. A privileged start reads no
+    # INGOT_* variable (secure_getenv's rule), and makes no directory writable by others.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    uid, gid = user
+    suid = shared.parent / "suid-app"
+    shutil.copyfile(shared, suid)
+    os.chown(suid, 0, 0)
+    suid.chmod(0o4755)
+    chosen = shared.parent / "chosen" / "by" / "caller"
+    (shared.parent / "chosen").mkdir()
+    (shared.parent / "chosen").chmod(0o777)
+    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    env = {"PATH": os.environ["PATH"], "INGOT_CACHE_DIR": str(chosen), "INGOT_NATIVE": "cache"}
+    result = run([*as_user, "sh", "-c", 'umask 000; exec "$0" native', suid], env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"uid": uid, "euid": 0}
+    assert not (shared.parent / "chosen" / "by").exists(), "root made the caller's directories"
 
 
 # --- chains that are not chains of self-calls ------------------------------------------------------

@@ -253,7 +253,7 @@ _NAMED_READS = (
     r'\benv::var(?:_os)?\(\s*"([A-Z_][A-Z0-9_]*)"',
     r"\benv::var(?:_os)?\(\s*(?:\w+::)*([A-Z_][A-Z0-9_]*)\s*\)",
     r'\benv!\(\s*"([A-Z_][A-Z0-9_]*)"',
-    r'\babsolute\(\s*"?([A-Z_][A-Z0-9_]*)"?\s*\)',
+    r'\b(?:absolute|variable)\(\s*"?([A-Z_][A-Z0-9_]*)"?\s*\)',
 )
 #: Variables cargo sets for a crate's build: not ingot's choice.
 _CARGO_SETS = re.compile(r"CARGO_PKG_\w+|CARGO_MANIFEST_DIR|OUT_DIR")

@@ -34,6 +34,7 @@ __all__ = [
     "check_private",
     "in_use",
     "list_cache",
+    "make_directories",
     "prune",
     "root",
 ]
@@ -82,6 +83,20 @@ def root() -> Path:
         return Path(cache_root())
     except ValueError as error:
         raise CacheError(str(error), hint="set INGOT_CACHE_DIR to an absolute path") from None
+
+
+def make_directories(path: Path, mode: int = 0o755) -> None:
+    """``mkdir -p path``, each directory it makes with ``mode`` at most whatever the umask:
+    under ``umask 000``, ``os.makedirs`` would make the parents writable by anyone."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode & 0o755)
+        except FileExistsError:
+            pass
 
 
 def build_root() -> Path:

@@ -151,15 +151,37 @@ pub enum Strategy {
 impl Strategy {
     /// `$INGOT_WRITE_STRATEGY`, `stream` when unset.
     pub fn from_env() -> Result<Strategy, CacheError> {
-        match std::env::var(WRITE_STRATEGY_VAR) {
-            Err(_) => Ok(Strategy::Stream),
-            Ok(value) => match value.as_str() {
+        match variable(WRITE_STRATEGY_VAR).map(|value| value.to_string_lossy().into_owned()) {
+            None => Ok(Strategy::Stream),
+            Some(value) => match value.as_str() {
                 "" | "stream" => Ok(Strategy::Stream),
                 "mmap" => Ok(Strategy::Mmap),
                 other => Err(CacheError::BadStrategy { value: other.to_string() }),
             },
         }
     }
+}
+
+/// Whether this process started privileged: set-user-ID, set-group-ID or file capabilities
+/// (`AT_SECURE`), or real and effective ids that differ. Its environment is the caller's, who
+/// may be another user: [`variable`] reads none of it.
+pub fn privileged() -> bool {
+    // SAFETY: getauxval reads the auxiliary vector; the id getters cannot fail.
+    unsafe {
+        libc::getauxval(libc::AT_SECURE) != 0
+            || libc::getuid() != libc::geteuid()
+            || libc::getgid() != libc::getegid()
+    }
+}
+
+/// The environment variable `name`, as glibc's `secure_getenv` reads it: never in a
+/// [`privileged`] process (where `INGOT_CACHE_DIR`, `INGOT_NATIVE`, `HOME`, ... are the caller's
+/// to choose, and would make the owner write where the caller says).
+pub fn variable(name: &str) -> Option<std::ffi::OsString> {
+    if privileged() {
+        return None;
+    }
+    std::env::var_os(name)
 }
 
 /// The cache root: `$INGOT_CACHE_DIR` if set (to an absolute path: an empty or relative value is
@@ -170,8 +192,7 @@ impl Strategy {
 /// none usable, the last place tried, `/tmp/ingot-<uid>` (whose use then fails with a message that
 /// names it and why: another user's directory squatting the name, say).
 pub fn root() -> PathBuf {
-    let absolute =
-        |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|path| path.is_absolute());
+    let absolute = |name: &str| variable(name).map(PathBuf::from).filter(|path| path.is_absolute());
     if let Some(path) = absolute(CACHE_DIR_VAR) {
         return path;
     }
@@ -260,11 +281,11 @@ fn private_dir(path: &Path) -> Result<(), CacheError> {
         Ok(_) => {}
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             if let Some(parent) = path.parent() {
-                // Parents (such as ~/.cache) get the usual permissions, as `mkdir -p` gives them.
-                fs::create_dir_all(parent).map_err(|source| CacheError::CreateDir {
-                    path: parent.to_path_buf(),
-                    source,
-                })?;
+                // Parents (such as ~/.cache) get the usual permissions, `0755` at most whatever
+                // the umask (`mkdir -p` under umask 000 would make them writable by anyone).
+                fs::DirBuilder::new().recursive(true).mode(0o755).create(parent).map_err(
+                    |source| CacheError::CreateDir { path: parent.to_path_buf(), source },
+                )?;
             }
             match fs::DirBuilder::new().mode(0o700).create(path) {
                 Ok(()) => {}

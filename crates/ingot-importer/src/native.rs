@@ -43,10 +43,13 @@ pub struct BadMode {
 
 fn use_cache() -> Result<bool, BadMode> {
     static MODE: std::sync::OnceLock<Result<bool, BadMode>> = std::sync::OnceLock::new();
-    MODE.get_or_init(|| match std::env::var(NATIVE_VAR).as_deref() {
-        Err(_) | Ok("") | Ok("memory") => Ok(false),
-        Ok("cache") => Ok(true),
-        Ok(other) => Err(BadMode { value: other.to_string() }),
+    MODE.get_or_init(|| {
+        let value = cache::variable(NATIVE_VAR);
+        match value.as_deref().map(|value| value.to_string_lossy()).as_deref() {
+            None | Some("") | Some("memory") => Ok(false),
+            Some("cache") => Ok(true),
+            Some(other) => Err(BadMode { value: other.to_string() }),
+        }
     })
     .clone()
 }
@@ -691,7 +694,8 @@ pub fn library_directories() -> Vec<std::path::PathBuf> {
     const MULTIARCH: &str = "aarch64-linux-gnu";
     #[cfg(not(target_arch = "aarch64"))]
     const MULTIARCH: &str = "x86_64-linux-gnu";
-    let mut directories: Vec<std::path::PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+    // (ignored in a privileged start, as the loader ignores it)
+    let mut directories: Vec<std::path::PathBuf> = cache::variable("LD_LIBRARY_PATH")
         .map(|paths| std::env::split_paths(&paths).filter(|p| p.is_absolute()).collect())
         .unwrap_or_default();
     for directory in [

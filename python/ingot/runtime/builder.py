@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import ingot.runtime.toolchain as toolchain_module
+from ingot.cachedir import make_directories
 from ingot.elf import GlibcFloor, glibc_floor
 from ingot.machine import Machine, host_machine
 from ingot.runtime import recipes
@@ -149,7 +150,7 @@ def build_runtime(
     if wanted:
         _check_cross_version(toolchain, wanted)  # before anything is fetched
     root = store()
-    root.mkdir(parents=True, exist_ok=True)
+    make_directories(root)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
     if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
         pinned.pop("python", None)  # a patch release other than the pinned one

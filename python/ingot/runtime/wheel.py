@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ingot._ingot import __version__
+from ingot.cachedir import make_directories
 from ingot.machine import MACHINES, Machine, host_machine
 from ingot.runtime.builder import relocate
 from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store, trusted_files
@@ -253,7 +254,7 @@ def install_runtime(
             f"{version}` (from source), or --python local",
         )
     root = store()
-    root.mkdir(parents=True, exist_ok=True)
+    make_directories(root)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
         say(

@@ -105,10 +105,10 @@ def open_memo(root: Path | None) -> BuildMemo:
     directories (another user could put bytecode in an executable)."""
     if root is None:
         return NO_CACHE
-    from ingot.cachedir import CacheError, check_private
+    from ingot.cachedir import CacheError, check_private, make_directories
 
     try:
-        root.parent.parent.mkdir(parents=True, exist_ok=True)  # ~/.cache
+        make_directories(root.parent.parent)  # ~/.cache
         for path in (root.parent, root, root / ENTRIES, root / DEPS):
             # One by one: os.makedirs gives the parents it makes the umask's mode (0775 under
             # umask 002), which the check below would refuse.

@@ -40,7 +40,8 @@ VARIABLES: tuple[Variable, ...] = (
         "INGOT_CACHE_DIR",
         f"{IMPORTER}; {BUILD}",
         "the cache root (an absolute path): the files policy's trees, native code written to "
-        "disk, the build cache (`build/`); checked to be this user's and private",
+        "disk, the build cache (`build/`); checked to be this user's and private. Like every "
+        "variable the importer reads, ignored by a privileged (set-user-ID) start",
     ),
     Variable(
         "XDG_CACHE_HOME",
