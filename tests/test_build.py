@@ -900,7 +900,9 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, mo
     real_open, real_fsync = os.open, os.fsync
 
     def made_then_interrupted(*args, **kwargs):
-        real_open(*args, **kwargs)
+        fd = real_open(*args, **kwargs)
+        if "dir_fd" not in kwargs:
+            return fd  # (the output's directory)
         raise KeyboardInterrupt
 
     def interrupted(fd):
@@ -915,6 +917,29 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch, mo
     monkeypatch.setattr(assemble.os, "open", real_open)
     monkeypatch.setattr(assemble.os, "fsync", real_fsync)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_output_is_written_and_set_through_descriptors(tmp_path, monkeypatch):
+    # Issue 39, item 5: with the output's directory writable by another user, a link swapped in
+    # for the temporary file between its write and a chmod by path made root's 0600 file 0755.
+    # The mode is set on the descriptor and the rename is relative to the held directory: no
+    # path is used after the file is made.
+    from ingot.build.stages import assemble
+
+    used = []
+    for name in ("chmod", "rename", "replace"):
+        real = getattr(assemble.os, name)
+
+        def record(*args, _name=name, _real=real, **kwargs):
+            used.append((_name, args, kwargs))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(assemble.os, name, record)
+    assert assemble._write(tmp_path / "app", [b"launcher", b"archive"], 0o755) == 15
+    assert (tmp_path / "app").read_bytes() == b"launcherarchive"
+    assert (tmp_path / "app").stat().st_mode & 0o777 == 0o755
+    assert [name for name, _, _ in used] == ["replace"]
+    assert {"src_dir_fd", "dst_dir_fd"} <= set(used[0][2]) and "/" not in used[0][1][1]
 
 
 def test_a_folder_of_scripts_builds_into_one_out_directory(tmp_path, capsys):

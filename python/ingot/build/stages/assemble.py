@@ -115,31 +115,48 @@ def _check_output(output: Path, force: bool) -> None:
 def _write(output: Path, parts: list[bytes], mode: int) -> int:
     """Writes the concatenation of ``parts`` to ``output`` atomically (temp file + rename). The
     temporary file's name is chosen before it is made, so that an interrupt at any point leaves
-    nothing behind."""
-    temp = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    nothing behind. Everything goes through descriptors (the directory's, held open, and the
+    file's: ``fchmod``, then a rename relative to the directory): another user who may write
+    the directory cannot swap a link in between and have this user's permissions set on their
+    file (issue 39)."""
+    name = f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        directory = os.open(output.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise BuildError(
+            f"cannot write {output}: {error.strerror or error} (in {output.parent})",
+            hint="choose another -o/--output, in a directory you can write",
+        ) from None
+    try:
+        fd = os.open(
+            name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=directory,
+        )
         with os.fdopen(fd, "wb") as file:
             for part in parts:
                 file.write(part)
             file.flush()
+            os.fchmod(file.fileno(), mode)
             os.fsync(file.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, output)
+        os.replace(name, output.name, src_dir_fd=directory, dst_dir_fd=directory)
     except OSError as error:
-        _remove(temp)
+        _remove(name, directory)
         raise BuildError(
             f"cannot write {output}: {error.strerror or error}",
             hint="free some space, or choose another -o/--output",
         ) from None
     except BaseException:
-        _remove(temp)
+        _remove(name, directory)
         raise
+    finally:
+        os.close(directory)
     return sum(map(len, parts))
 
 
-def _remove(temp: Path) -> None:
+def _remove(name: str, directory: int) -> None:
     try:
-        os.unlink(temp)
+        os.unlink(name, dir_fd=directory)
     except FileNotFoundError:
         pass
