@@ -110,8 +110,8 @@ def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_p
 
 def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch, capsys):
     runtime, _ = stand_in_runtime(tmp_path / "built")
-    wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     assert cli.main(["runtime", "install", "3.11"]) == 0
@@ -134,7 +134,10 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
         "python/bin/python3.11",
     ]
     store.verify_runtime(found)
-    assert [entry.name for entry in (tmp_path / "store").iterdir()] == [installed.name]
+    assert sorted(entry.name for entry in (tmp_path / "store").iterdir()) == [
+        installed.name,
+        "trusted-wheels.json",  # (the hash of the wheel exported here)
+    ]
 
 
 def test_another_architectures_runtime_wheel_is_installed_when_asked_for(
@@ -144,13 +147,13 @@ def test_another_architectures_runtime_wheel_is_installed_when_asked_for(
     runtime, _ = stand_in_runtime(
         tmp_path / "built", target=f"{other}-linux-gnu.2.17", machine=other
     )
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     made = wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
     assert made.name.endswith(f"-py3-none-manylinux_2_17_{other}.manylinux2014_{other}.whl")
-    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
-    assert cli.main(["runtime", "install", "3.11"]) == 1  # none for this machine in the folder
-    assert "pip could not install ingot-runtime-cp311" in capsys.readouterr().err
+    assert cli.main(["runtime", "install", "3.11"]) == 1  # none for this machine exported
+    assert f"knows no sha256 for ingot_runtime_cp311-{ingot.__version__}" in capsys.readouterr().err
     assert cli.main(["runtime", "install", "3.11", "--target", other]) == 0
     installed = tmp_path / "store" / f"cpython-3.11.2-{other}-linux-gnu.2.17"
     assert capsys.readouterr().out.strip() == str(installed)
@@ -165,13 +168,13 @@ def test_a_runtime_wheel_whose_runtime_json_names_another_place_is_refused(
     tmp_path, monkeypatch, capsys, target
 ):
     runtime, _ = stand_in_runtime(tmp_path / "built", target=target)
-    wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     assert cli.main(["runtime", "install", "3.11"]) == 1
     assert "holds no usable runtime" in capsys.readouterr().err
-    assert list((tmp_path / "store").iterdir()) == []
+    assert [path.name for path in (tmp_path / "store").iterdir()] == ["trusted-wheels.json"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["built", "store", "wheels"]
 
 
@@ -243,3 +246,92 @@ def test_a_runtime_another_user_could_replace_is_refused_and_not_run(tmp_path, m
     assert cli.main(["build", *build]) == 1
     assert f"{tmp_path / 'store'} is writable by others (mode 775)" in capsys.readouterr().err
     assert not marker.exists()
+
+
+# --- which runtime wheels ingot installs (issue 39, item 1) ----------------------------------------
+
+
+def forged_then_real(tmp_path, monkeypatch):
+    """A folder with a forged runtime wheel (a self-consistent runtime.json; its "interpreter"
+    leaves a marker if ever run), and one with the real one, exported here (so trusted). The
+    forged one is made first, under the same name: exporting the real one records its hash."""
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    marker = tmp_path / "it-ran"
+    forged, _ = stand_in_runtime(tmp_path / "forged-runtime")
+    forged.python.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    forged_wheel = wheel.export_wheel(forged, tmp_path / "forged", say=lambda line: None)
+    runtime, _ = stand_in_runtime(tmp_path / "built")
+    real_wheel = wheel.export_wheel(runtime, tmp_path / "wheels", say=lambda line: None)
+    assert forged_wheel.name == real_wheel.name
+    assert forged_wheel.read_bytes() != real_wheel.read_bytes()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    return marker, forged_wheel, real_wheel
+
+
+def test_a_forged_runtime_wheel_is_refused_and_nothing_of_it_runs(tmp_path, monkeypatch, capsys):
+    marker, _, _ = forged_then_real(tmp_path, monkeypatch)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "forged"))
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
+    assert cli.main(["build", str(script), "--python", "3.11", "-o", str(tmp_path / "app")]) == 1
+    err = capsys.readouterr().err
+    assert "refusing the ingot-runtime-cp311" in err and "its sha256 is not the one" in err, err
+    assert not marker.exists() and not (tmp_path / "app").exists()
+    assert [p.name for p in (tmp_path / "store").iterdir() if p.is_dir()] == []
+
+
+def test_a_build_tagged_lookalike_beside_the_real_wheel_is_refused(tmp_path, monkeypatch, capsys):
+    # A wheel of the same name and version with a build tag (pip prefers it), in a second folder.
+    marker, forged_wheel, _ = forged_then_real(tmp_path, monkeypatch)
+    lookalike = tmp_path / "lookalike"
+    lookalike.mkdir()
+    name, version, rest = forged_wheel.name.split("-", 2)
+    (lookalike / f"{name}-{version}-1-{rest}").write_bytes(forged_wheel.read_bytes())
+    monkeypatch.setenv("PIP_FIND_LINKS", f"{tmp_path / 'wheels'} {lookalike}")
+    assert cli.main(["runtime", "install", "3.11"]) == 1
+    assert "its sha256 is not the one" in capsys.readouterr().err
+    assert not marker.exists()
+    # The real one alone installs.
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    assert cli.main(["runtime", "install", "3.11"]) == 0
+    assert store.find_runtime("3.11") is not None
+
+
+def test_a_runtime_wheel_ingot_knows_no_hash_of_is_not_asked_of_pip(tmp_path, monkeypatch, capsys):
+    # No pinned hash (a checkout's ingot) and none exported here: pip is not run at all, the
+    # user's index is never asked for a name that anyone could register.
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nowhere"))
+    assert cli.main(["runtime", "install", "3.11"]) == 1
+    err = capsys.readouterr().err
+    assert "knows no sha256 for ingot_runtime_cp311-" in err and "hint: build the runtime" in err
+    assert "pip install" not in err
+
+
+def test_the_trusted_hashes_of_a_store_another_user_could_write_are_refused(
+    tmp_path, monkeypatch, capsys
+):
+    _, _, _ = forged_then_real(tmp_path, monkeypatch)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    (tmp_path / "store").chmod(0o777)
+    assert cli.main(["runtime", "install", "3.11"]) == 1
+    assert "is writable by others (mode 777)" in capsys.readouterr().err
+    (tmp_path / "store").chmod(0o755)
+    assert cli.main(["runtime", "install", "3.11"]) == 0
+
+
+def test_a_build_whose_runtime_wrote_no_executable_fails(tmp_path, monkeypatch, capsys):
+    # Issue 39, item 1: a runtime's "interpreter" that does nothing and exits 0 (as the forged
+    # wheel's shell script did) made the build exit 0 without an executable.
+    runtime, _ = stand_in_runtime(tmp_path / "store")
+    runtime.python.write_text("#!/bin/sh\nexit 0\n")
+    store.record_hashes(runtime)
+    (runtime.path / "runtime.json").write_text(json.dumps(runtime.info))
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    assert cli.main(["build", str(script), "--python", "3.11", "-o", str(tmp_path / "app")]) == 1
+    assert "ended without error but wrote no" in capsys.readouterr().err

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
+from ingot.build.report import report_error
 from ingot.build.resolve.spec import Spec
+from ingot.errors import BuildError
 
 __all__ = ["build_under"]
 
@@ -39,4 +42,16 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
         spec_file = Path(path) / "spec.json"
         spec_file.write_text(spec.to_json())
         command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
-        return subprocess.run([*command, "quiet" if quiet else "say"]).returncode
+        started = time.time()
+        status = subprocess.run([*command, "quiet" if quiet else "say"]).returncode
+    output = spec.plan.output
+    if status == 0 and not (output.is_file() and output.stat().st_mtime >= started - 2):
+        # (what ran was not this ingot's build: nothing says it did what it was asked)
+        return report_error(
+            BuildError(
+                f"the build under {target.runtime_python} ended without error but wrote no "
+                f"{output}",
+                hint=f"check the runtime: ingot runtime remove {target.python}, then build again",
+            )
+        )
+    return status

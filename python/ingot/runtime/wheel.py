@@ -17,9 +17,12 @@ library a build leaves out by default (:data:`ingot.stdlib.DEFAULT_STDLIB_EXCLUD
 test suites, idlelib, tkinter, ensurepip...), and its ELF files without debug sections.
 
 :func:`export_wheel` writes one from a runtime of the store, byte for byte the same each time
-(sorted entries, fixed times and modes). :func:`install_runtime` installs one into the store with
-pip (its configuration: index, ``--find-links``, ``PIP_*`` variables), checked by pip against the
-wheel's RECORD, then moved into place in one rename.
+(sorted entries, fixed times and modes), and records its sha256 in the store's table of trusted
+wheels. :func:`install_runtime` installs one into the store with pip (its configuration: index,
+``--find-links``, ``PIP_*`` variables) in hash-checking mode (``--require-hashes``): only a
+wheel whose sha256 this ingot knows (its release's, :data:`PINNED_WHEELS`, or one exported
+here) is installed, never another project's or a lookalike of the same name; it is then checked
+against its RECORD and moved into place in one rename.
 """
 
 from __future__ import annotations
@@ -43,11 +46,34 @@ from ingot._ingot import __version__
 from ingot.cachedir import make_directories
 from ingot.machine import MACHINES, Machine, host_machine
 from ingot.runtime.builder import relocate
-from ingot.runtime.store import Runtime, RuntimeError_, read_runtime, store, trusted_files
+from ingot.runtime.store import (
+    Runtime,
+    RuntimeError_,
+    check_safe_path,
+    read_runtime,
+    store,
+    trusted_files,
+)
 from ingot.runtime.toolchain import ToolchainError, find_zig
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
-__all__ = ["distribution", "export_wheel", "install_runtime", "wheel_name", "wheel_platform"]
+__all__ = [
+    "PINNED_WHEELS",
+    "distribution",
+    "export_wheel",
+    "install_runtime",
+    "known_hash",
+    "trust_wheel",
+    "wheel_name",
+    "wheel_platform",
+]
+
+#: The sha256 of each runtime wheel of this ingot's release (wheel file name -> hex digest),
+#: written into ingot's own wheel by scripts/wheels, which builds the runtime wheels first
+#: (docs/security.md, "Runtime wheels"). Empty in a checkout.
+PINNED_WHEELS = Path(__file__).with_name("pinned_wheels.json")
+#: The hashes of the runtime wheels exported here (`ingot runtime export`), in the store.
+TRUSTED_WHEELS = "trusted-wheels.json"
 
 
 def wheel_platform(machine: str) -> str:
@@ -232,8 +258,54 @@ def export_wheel(runtime: Runtime, directory: Path, say: Callable[[str], None] =
         os.replace(partial, final)
     finally:
         partial.unlink(missing_ok=True)
+    trust_wheel(final)
     say(f"wrote {final} ({count} files, {final.stat().st_size / 2**20:.1f} MiB)")
     return final
+
+
+def _read_hashes(path: Path) -> dict[str, str]:
+    try:
+        table = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise RuntimeError_(
+            f"cannot read the runtime wheels' hashes in {path}: {error}",
+            hint=f"remove {path}, then export the runtime wheels again",
+        ) from None
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+    ):
+        raise RuntimeError_(f"{path} is not a table of wheel names and sha256 digests")
+    return table
+
+
+def trust_wheel(wheel: Path) -> None:
+    """Records the sha256 of ``wheel``, a runtime wheel exported here, in the store's table of
+    trusted wheels: what :func:`install_runtime` then installs besides its release's own."""
+    root = store()
+    make_directories(root)
+    table_path = root / TRUSTED_WHEELS
+    table = _read_hashes(table_path) if table_path.exists() else {}
+    table[wheel.name] = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    partial = table_path.with_name(f".{TRUSTED_WHEELS}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
+    partial.chmod(0o644)
+    os.replace(partial, table_path)
+
+
+def known_hash(name: str) -> str | None:
+    """The sha256 ingot trusts for the runtime wheel file ``name``: its release's
+    (:data:`PINNED_WHEELS`), else one exported here (the store's table, checked first: no
+    other user can have written it or a directory above it)."""
+    pinned = _read_hashes(PINNED_WHEELS).get(name)
+    if pinned is not None:
+        return pinned
+    table = store() / TRUSTED_WHEELS
+    if not table.exists():
+        return None
+    check_safe_path(table)
+    return _read_hashes(table).get(name)
 
 
 def install_runtime(
@@ -244,6 +316,18 @@ def install_runtime(
     returns it."""
     machine = machine or host_machine()
     requirement = f"{distribution(version)}=={__version__}"
+    expected = wheel_name(version, machine=machine.name)
+    digest = known_hash(expected)
+    if digest is None:
+        raise RuntimeError_(
+            f"no runtime for Python {version} ({machine.name}) in {store()}, and this ingot "
+            f"knows no sha256 for {expected}: it installs only its own release's runtime wheels "
+            "and those exported on this machine, never a wheel an index merely names",
+            hint=f"build the runtime from source: ingot runtime build {version}"
+            + (f" --target {machine.name}" if machine != host_machine() else "")
+            + "; or export the wheel of a runtime you built (ingot runtime export, "
+            "scripts/wheels), which records its hash",
+        )
     # Another machine's wheel: pip is told its platform (it would pick this machine's).
     platform = [] if machine == host_machine() else ["--platform", f"manylinux2014_{machine.name}"]
     if importlib.util.find_spec("pip") is None:
@@ -256,6 +340,8 @@ def install_runtime(
     root = store()
     make_directories(root)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
+    pinned = work / "requirements.txt"
+    pinned.write_text(f"{requirement} --hash=sha256:{digest}\n")
     try:
         say(
             f"installing the runtime for Python {version} ({machine.name}): pip install "
@@ -277,7 +363,9 @@ def install_runtime(
             "--progress-bar",
             "off",
             *platform,
-            requirement,
+            "--require-hashes",
+            "--requirement",
+            str(pinned),
         ]
         said: list[str] = []
         with subprocess.Popen(
@@ -288,6 +376,14 @@ def install_runtime(
                 if line.strip():
                     said.append(line.strip())
                     say(f"  pip: {line.strip()}")
+        if pip.returncode != 0 and any("DO NOT MATCH THE HASHES" in line for line in said):
+            raise RuntimeError_(
+                f"refusing the {requirement} wheel pip found: its sha256 is not the one this "
+                f"ingot knows for {expected} ({digest}); it is another build of that name (a "
+                "lookalike on an index or in a folder), and nothing of it was run",
+                hint="give pip the runtime wheels of this ingot's release, or build the runtime "
+                f"from source: ingot runtime build {version}",
+            )
         if pip.returncode != 0:
             cross = machine != host_machine()
             which = f" for {machine.name}" if cross else ""
