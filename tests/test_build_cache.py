@@ -214,6 +214,26 @@ def test_a_build_cache_others_can_write_is_refused(project):
     assert build(project, project.parent / "again.ingot", "--no-cache").returncode == 0
 
 
+def test_a_build_cache_below_another_users_directory_is_refused(project, monkeypatch):
+    # Issue 39, item 4: with INGOT_CACHE_DIR below a directory another user owns, that user
+    # could swap the cache in after the one-time check (forged bytecode ended up in root's
+    # executable). The rule of the extraction cache's root: every directory above it is root's
+    # or this user's, and not writable by others unless sticky.
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to give a directory to another user")
+    other = project.parent / "other-users"
+    other.mkdir()
+    os.chown(other, 65534, 65534)  # nobody
+    monkeypatch.setenv("INGOT_CACHE_DIR", str(other / "cache"))
+    refused = build(project, project.parent / "app.ingot", check=False)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert (
+        "refusing the build cache" in refused.stderr and "belongs to user 65534" in refused.stderr
+    )
+    assert not (other / "cache").exists() and not (project.parent / "app.ingot").exists()
+    assert build(project, project.parent / "app.ingot", "--no-cache").returncode == 0
+
+
 def test_values_asked_with_different_sets_of_present_modules_are_each_kept(tmp_path):
     """The standard library's pool (started before pip) and the packer ask about present modules
     with different sets: each gets its own value back on the next build, none is computed

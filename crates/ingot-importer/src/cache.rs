@@ -216,7 +216,7 @@ pub fn root() -> PathBuf {
 /// group or others unless sticky (`/tmp`), as OpenSSH's StrictModes asks of `~/.ssh`. Without
 /// it, a user who can write a parent could rename the cache away after its check and put
 /// another tree, with its own extension modules, where this process loads them.
-fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
+pub fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
     let Some(existing) = path.ancestors().find(|ancestor| ancestor.exists()) else {
         return Ok(());
     };

@@ -61,6 +61,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
         module.add_function(wrap_pyfunction!(launch::launch_config_json, module)?)?;
         module.add_function(wrap_pyfunction!(files::files_manifest, module)?)?;
+        module.add_function(wrap_pyfunction!(check_cache_ancestors, module)?)?;
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
@@ -128,6 +129,18 @@ fn archive_info(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Bound<'_, 
     info.set_item("bytecode_magic", PyBytes::new(py, &header.bytecode_magic))?;
     info.set_item("entries", header.entry_count)?;
     Ok(info)
+}
+
+#[cfg(feature = "writer")]
+/// `check_cache_ancestors(path)`: `ValueError` unless no other user can replace `path` or what it
+/// holds (every directory above it owned by root or this user, and not writable by others unless
+/// sticky): the rule the extraction cache's root follows, for the build cache's.
+#[pyfunction]
+fn check_cache_ancestors(path: std::path::PathBuf) -> PyResult<()> {
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    cache::safe_ancestors(&path, uid)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
 }
 
 /// `cache_root() -> str`: the extraction cache's root as the importer resolves it

@@ -105,7 +105,19 @@ def open_memo(root: Path | None) -> BuildMemo:
     directories (another user could put bytecode in an executable)."""
     if root is None:
         return NO_CACHE
+    from ingot._ingot import check_cache_ancestors
     from ingot.cachedir import CacheError, check_private, make_directories
+
+    try:
+        # (as the extraction cache's root: no other user may rename it away after the checks
+        # below and put entries, bytecode among them, where this build reads them)
+        check_cache_ancestors(root)
+    except ValueError as error:
+        raise CacheError(
+            f"refusing the build cache: {error}",
+            hint="set INGOT_CACHE_DIR to a directory only you (or root) can write and that no "
+            "other user's directory holds, or build with --no-cache",
+        ) from None
 
     try:
         make_directories(root.parent.parent)  # ~/.cache
