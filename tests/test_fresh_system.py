@@ -47,7 +47,7 @@ def wheels():
     given = os.environ.get("INGOT_TEST_WHEELS")
     require(given and Path(given).is_dir(), "INGOT_TEST_WHEELS names no folder of wheels")
     found = sorted(path.name for path in Path(given).glob("*.whl"))
-    for wanted in ("ingot-*-cp311-*", "ingot_runtime_cp311-*", "ingot_runtime_cp313-*"):
+    for wanted in ("pyingot-*-cp311-*", "pyingot_runtime_cp311-*", "pyingot_runtime_cp313-*"):
         require(
             any(re.fullmatch(wanted.replace("*", ".*"), name) for name in found),
             f"no {wanted} wheel in {given} (scripts/wheels makes them)",
@@ -135,14 +135,14 @@ def test_ingot_installs_without_a_compiler_and_builds_portable_executables(
         started = time.monotonic()
         installed = in_root(
             debian12,
-            f"cd {place} && venv/bin/pip install -q --no-index --find-links wheels ingot && "
+            f"cd {place} && venv/bin/pip install -q --no-index --find-links wheels pyingot && "
             "venv/bin/ingot --version",
         )
         seconds = time.monotonic() - started
         assert installed.returncode == 0, installed.stdout + installed.stderr
         assert "ingot " in installed.stdout and "(Python 3.11." in installed.stdout
         # For the note (pytest -s shows it); not a timed assertion.
-        print(f"\npip install --no-index --find-links wheels ingot: {seconds:.1f} s")
+        print(f"\npip install --no-index --find-links wheels pyingot: {seconds:.1f} s")
         pip = f"PIP_NO_INDEX=1 PIP_FIND_LINKS={place}/wheels INGOT_RUNTIMES={place}/runtimes"
         # The build cache goes with the rest of this run, not into the kept root's home.
         pip += f" INGOT_CACHE_DIR={place}/cache"

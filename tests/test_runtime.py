@@ -448,7 +448,7 @@ def test_without_a_runtime_or_its_wheel_the_build_says_how_to_get_one(
     script.write_text("print('hi')\n")
     assert cli.main(["build", str(script), "-o", str(tmp_path / "app")]) == 1
     err = capsys.readouterr().err
-    wanted = f"ingot-runtime-cp{HERE.replace('.', '')}=={ingot.__version__}"
+    wanted = f"pyingot-runtime-cp{HERE.replace('.', '')}=={ingot.__version__}"
     assert f"error: no runtime for Python {HERE} in {tmp_path / 'store'}, and pip could not " in err
     assert f"install {wanted}" in err
     assert "hint: give pip a folder or index that has it (PIP_FIND_LINKS=DIR" in err

@@ -1,5 +1,5 @@
 """Runtimes as wheels (python/ingot/runtime/wheel.py): a runtime of the store written as the wheel
-`ingot-runtime-cp3X`, byte for byte the same each time, and installed back into a store by pip
+`pyingot-runtime-cp3X`, byte for byte the same each time, and installed back into a store by pip
 (for real, from a folder of wheels); and what a build checks of a runtime before it runs any of it
 (its files' hashes, who could have changed them). The runtime here is a small stand-in with a
 runtime's layout; tests/test_fresh_system.py installs the real ones and runs what they build."""
@@ -75,7 +75,7 @@ def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_p
     second = wheel.export_wheel(runtime, tmp_path / "b", say=lambda line: None)
     assert first.read_bytes() == second.read_bytes()
     assert first.name == (
-        f"ingot_runtime_cp311-{ingot.__version__}-py3-none-"
+        f"pyingot_runtime_cp311-{ingot.__version__}-py3-none-"
         f"manylinux_2_17_{HOST}.manylinux2014_{HOST}.whl"
     )
     with zipfile.ZipFile(first) as archive:
@@ -83,8 +83,8 @@ def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_p
         modes = {
             info.filename: stat.S_IMODE(info.external_attr >> 16) for info in archive.infolist()
         }
-        info = json.loads(archive.read("ingot_runtime_cp311/runtime.json"))
-    package = "ingot_runtime_cp311/"
+        info = json.loads(archive.read("pyingot_runtime_cp311/runtime.json"))
+    package = "pyingot_runtime_cp311/"
     assert sorted(name.removeprefix(package) for name in names if name.startswith(package)) == [
         "launcher/_ingot.cpython-311-x86_64-linux-gnu.so",
         "launcher/ingot-launcher-3.11",
@@ -96,7 +96,7 @@ def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_p
         "python/lib/python3.11/os.py",
         "runtime.json",
     ]
-    dist_info = f"ingot_runtime_cp311-{ingot.__version__}.dist-info/"
+    dist_info = f"pyingot_runtime_cp311-{ingot.__version__}.dist-info/"
     assert {name for name in names if not name.startswith(package)} == {
         dist_info + "METADATA",
         dist_info + "WHEEL",
@@ -118,7 +118,7 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
     out, err = capsys.readouterr()
     installed = tmp_path / "store" / f"cpython-3.11.2-{HOST}-linux-gnu.2.17"
     assert out.strip() == str(installed)
-    assert f"pip install ingot-runtime-cp311=={ingot.__version__}" in err
+    assert f"pip install pyingot-runtime-cp311=={ingot.__version__}" in err
     assert os.access(installed / "python" / "bin" / "python3.11", os.X_OK)
     assert not os.access(installed / "python" / "lib" / "python3.11" / "os.py", os.X_OK)
     # sysconfig's data names the prefix where the runtime now is, not where it was built.
@@ -126,7 +126,7 @@ def test_a_runtime_wheel_installs_into_the_store_with_pip(tmp_path, monkeypatch,
     assert data == f"build_time_vars = {{'prefix': '{installed / 'python'}'}}\n"
     found = store.find_runtime("3.11")
     assert found.path == installed
-    assert found.info["wheel"]["installed"] == f"ingot-runtime-cp311=={ingot.__version__}"
+    assert found.info["wheel"]["installed"] == f"pyingot-runtime-cp311=={ingot.__version__}"
     # It carries the hashes of its interpreter, launcher and extension module, which match.
     assert sorted(found.info["hashes"]) == [
         "launcher/_ingot.cpython-311-x86_64-linux-gnu.so",
@@ -153,7 +153,9 @@ def test_another_architectures_runtime_wheel_is_installed_when_asked_for(
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     assert cli.main(["runtime", "install", "3.11"]) == 1  # none for this machine exported
-    assert f"knows no sha256 for ingot_runtime_cp311-{ingot.__version__}" in capsys.readouterr().err
+    assert (
+        f"knows no sha256 for pyingot_runtime_cp311-{ingot.__version__}" in capsys.readouterr().err
+    )
     assert cli.main(["runtime", "install", "3.11", "--target", other]) == 0
     installed = tmp_path / "store" / f"cpython-3.11.2-{other}-linux-gnu.2.17"
     assert capsys.readouterr().out.strip() == str(installed)
@@ -276,7 +278,7 @@ def test_a_forged_runtime_wheel_is_refused_and_nothing_of_it_runs(tmp_path, monk
     monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
     assert cli.main(["build", str(script), "--python", "3.11", "-o", str(tmp_path / "app")]) == 1
     err = capsys.readouterr().err
-    assert "refusing the ingot-runtime-cp311" in err and "its sha256 is not the one" in err, err
+    assert "refusing the pyingot-runtime-cp311" in err and "its sha256 is not the one" in err, err
     assert not marker.exists() and not (tmp_path / "app").exists()
     assert [p.name for p in (tmp_path / "store").iterdir() if p.is_dir()] == []
 
@@ -306,7 +308,7 @@ def test_a_runtime_wheel_ingot_knows_no_hash_of_is_not_asked_of_pip(tmp_path, mo
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nowhere"))
     assert cli.main(["runtime", "install", "3.11"]) == 1
     err = capsys.readouterr().err
-    assert "knows no sha256 for ingot_runtime_cp311-" in err and "hint: build the runtime" in err
+    assert "knows no sha256 for pyingot_runtime_cp311-" in err and "hint: build the runtime" in err
     assert "pip install" not in err
 
 

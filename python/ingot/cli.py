@@ -228,7 +228,7 @@ def _runtime_parser(commands: _Commands) -> None:
     relink.add_argument("version", metavar="VERSION")
     install = actions.add_parser(
         "install",
-        help="install a runtime from its wheel (ingot-runtime-cp3X) with pip and its "
+        help="install a runtime from its wheel (pyingot-runtime-cp3X) with pip and its "
         "configuration (index, find-links, PIP_* variables)",
     )
     install.add_argument("version", metavar="VERSION", help="the Python version, e.g. 3.13")

@@ -1,14 +1,14 @@
 """Runtimes as wheels: how a runtime travels through the package indexes users already run (PyPI,
 a devpi or Artifactory mirror, a folder of wheels) instead of a download server of ingot's own.
 
-The runtime of CPython 3.X is the distribution ``ingot-runtime-cp3X``, one wheel per version of
+The runtime of CPython 3.X is the distribution ``pyingot-runtime-cp3X``, one wheel per version of
 ingot (its launcher and ingot's extension module are that ingot's):
 
-    ingot_runtime_cp311-0.1.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
-        ingot_runtime_cp311/runtime.json             what it is (runtime.json of the store)
-        ingot_runtime_cp311/python/bin/python3.11    the interpreter that runs a build's stages
-        ingot_runtime_cp311/python/lib/python3.11/   its standard library and lib-dynload
-        ingot_runtime_cp311/launcher/                ingot-launcher-3.11, _ingot.cpython-311-...so
+    pyingot_runtime_cp311-0.1.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+        pyingot_runtime_cp311/runtime.json             what it is (runtime.json of the store)
+        pyingot_runtime_cp311/python/bin/python3.11    the interpreter that runs a build's stages
+        pyingot_runtime_cp311/python/lib/python3.11/   its standard library and lib-dynload
+        pyingot_runtime_cp311/launcher/                ingot-launcher-3.11, _ingot.cpython-311-...so
 
 Its tag is ``py3-none``: it carries its own interpreter, so any Python ingot runs under installs
 it. It holds what builds and executables use and nothing else: no static libraries, headers or
@@ -92,9 +92,9 @@ _NAME = re.compile(r"cpython-\d+\.\d+\.\d+[a-z0-9]*-[a-z0-9_]+-linux-gnu\.\d+\.\
 
 def distribution(version: str) -> str:
     """The distribution of the runtime of Python ``version`` ("3.11" or "3.11.2"):
-    ``ingot-runtime-cp311``."""
+    ``pyingot-runtime-cp311``."""
     major, minor = version.split(".")[:2]
-    return f"ingot-runtime-cp{major}{minor}"
+    return f"pyingot-runtime-cp{major}{minor}"
 
 
 def wheel_name(version: str, ingot_version: str = __version__, machine: str | None = None) -> str:
@@ -308,14 +308,9 @@ def known_hash(name: str) -> str | None:
     return _read_hashes(table).get(name)
 
 
-def install_runtime(
-    version: str, say: Callable[[str], None] = print, machine: Machine | None = None
-) -> Runtime:
-    """Installs the runtime of Python ``version`` ("3.11") for ``machine`` (default: this one)
-    from its wheel of this ingot's version into the store, with pip and its configuration;
-    returns it."""
-    machine = machine or host_machine()
-    requirement = f"{distribution(version)}=={__version__}"
+def _expected(version: str, machine: Machine) -> tuple[str, str]:
+    """The file name of the runtime wheel of Python ``version`` for ``machine``, and the sha256
+    this ingot knows for it (:func:`known_hash`); RuntimeError_ when it knows none."""
     expected = wheel_name(version, machine=machine.name)
     digest = known_hash(expected)
     if digest is None:
@@ -328,6 +323,18 @@ def install_runtime(
             + "; or export the wheel of a runtime you built (ingot runtime export, "
             "scripts/wheels), which records its hash",
         )
+    return expected, digest
+
+
+def install_runtime(
+    version: str, say: Callable[[str], None] = print, machine: Machine | None = None
+) -> Runtime:
+    """Installs the runtime of Python ``version`` ("3.11") for ``machine`` (default: this one)
+    from its wheel of this ingot's version into the store, with pip and its configuration;
+    returns it."""
+    machine = machine or host_machine()
+    requirement = f"{distribution(version)}=={__version__}"
+    expected, digest = _expected(version, machine)
     # Another machine's wheel: pip is told its platform (it would pick this machine's).
     platform = [] if machine == host_machine() else ["--platform", f"manylinux2014_{machine.name}"]
     if importlib.util.find_spec("pip") is None:

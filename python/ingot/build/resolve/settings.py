@@ -332,7 +332,7 @@ class Settings:
     )
     python: str | None = setting(
         help="build with the runtime of this Python version, for any Linux with glibc 2.17 or "
-        "later (installed from its wheel, ingot-runtime-cp3X, through pip's configuration if "
+        "later (installed from its wheel, pyingot-runtime-cp3X, through pip's configuration if "
         "missing), or 'local': with the Python ingot runs under and its launcher, for this "
         "machine's glibc (default: the runtime of the Python ingot runs under)",
         flags=("--python",),
