@@ -593,6 +593,26 @@ def test_warnings_in_an_executables_script_show_their_source_lines(tmp_path, lau
     )
 
 
+def test_excluding_a_module_the_app_imports_at_top_level_stops_the_build(tmp_path, capsys):
+    # Issue 40: --exclude of what the app's own code imports unconditionally would make the
+    # executable stop at that import; the build says so, as for a missing import.
+    script = tmp_path / "tool.py"
+    script.write_text("import json\nimport email.message\nprint(json.dumps(1))\n")
+    out = tmp_path / "tool.ingot"
+    for pattern, named in (("json", "json"), ("email.*", "email.message")):
+        argv = ["build", str(script), "--archive-only", "-o", str(out), "--exclude", pattern]
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert (
+            f"tool.py:{1 if named == 'json' else 2} (left out by --exclude) imports `{named}`"
+            in err
+        )
+        assert "remove the --exclude" in err and not out.exists()
+    assert (
+        cli.main(["build", str(script), "--archive-only", "-o", str(out), "--exclude", "xml"]) == 0
+    )
+
+
 def test_a_module_level_import_the_build_does_not_carry_stops_it_unless_allowed(tmp_path, capsys):
     # Issue 27: the executable would die at start with ModuleNotFoundError: the build says so
     # (file and line) and fails, unless --allow-missing names the module. Optional imports (in

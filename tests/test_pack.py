@@ -461,9 +461,7 @@ def test_cli_bad_arguments_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["pack", "-o", str(tmp_path / "x.ingot"), "--optimize", "3"])
     assert exit_info.value.code == 2
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main([])
-    assert exit_info.value.code == 2
+    assert cli.main([]) == 2  # (the commands and a quick start, on stderr)
 
 
 def test_pack_and_build_take_the_archive_options_from_one_table(tmp_path, capsys):

@@ -11,7 +11,7 @@ from ingot.build.resolve.inputs import console_script_plan
 from ingot.build.resolve.project import load_project
 from ingot.build.resolve.settings import Request, Settings
 from ingot.build.stages.packing import stdlib_excludes
-from ingot.errors import ConfigError
+from ingot.errors import BuildError, ConfigError
 
 from helpers import EXAMPLES, plan, write_project
 
@@ -215,3 +215,86 @@ def test_include_re_admits_default_stdlib_exclusions():
     excludes = stdlib_excludes(Settings(include=["tkinter", "test.support"], exclude=["xml.*"]))
     assert "tkinter" not in excludes and "test" not in excludes and "idlelib" in excludes
     assert excludes[-1] == "xml.*"
+
+
+# --- bad input: a clean error before any work (issue 40) -------------------------------------------
+
+
+@pytest.mark.parametrize("given", ["3.9", "banana", "2.7", "3.16", "4.0"])
+def test_an_unsupported_python_is_refused_naming_those_supported(given, capsys):
+    from ingot import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["build", "x.py", "--python", given])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{given!r} is not a Python version ingot builds for: 3.10 to 3.15" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"), [("python3.12", "3.12"), ("cp313", "3.13"), ("3.13.5", "3.13.5")]
+)
+def test_python_versions_are_read_as_people_write_them(given, meant):
+    from ingot.build.resolve.settings import parse_python
+
+    assert parse_python(given) == meant
+    assert parse_python("local") == "local"
+
+
+def test_a_pep723_block_left_open_is_an_error_naming_its_line(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text('"""doc"""\n# /// script\n# dependencies = ["six"]\nimport six\n')
+    with pytest.raises(ConfigError, match=r"app\.py:2: the '# /// script' block is never closed"):
+        plan(script)
+
+
+def test_requires_python_that_excludes_the_target_is_an_error_naming_both(tmp_path):
+    from ingot.build.resolve.spec import resolve
+
+    script = tmp_path / "app.py"
+    script.write_text('# /// script\n# requires-python = ">=3.99"\n# ///\nprint(1)\n')
+    request = Request(source=str(script), archive_only=True)
+    with pytest.raises(BuildError, match=r"requires-python '>=3\.99' excludes Python 3\.\d+"):
+        resolve(request)
+    script.write_text('# /// script\n# requires-python = ">=3.10"\n# ///\nprint(1)\n')
+    assert resolve(request).plan.requires_python[0] == ">=3.10"
+    project = write_project(
+        tmp_path / "proj",
+        """
+        [project]
+        name = "p"
+        version = "1"
+        requires-python = "<3.10"
+        [project.scripts]
+        p = "p:main"
+        """,
+    )
+    with pytest.raises(BuildError, match=r"proj/pyproject\.toml \[project\]: requires-python"):
+        resolve(Request(source=str(project), archive_only=True))
+
+
+def test_a_misspelled_command_or_key_names_the_one_meant(tmp_path, capsys):
+    from ingot import cli
+
+    assert cli.main(["buidl", "x.py"]) == 2
+    assert "unknown command 'buidl'; did you mean 'build'?" in capsys.readouterr().err
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert "quick start:" in err and "ingot build hello.py" in err and "runtime" in err
+    project = write_project(tmp_path / "p", '[tool.ingot]\npyhton = "3.12"\n')
+    with pytest.raises(ConfigError, match="unknown key 'pyhton'") as error:
+        load_project(project)
+    assert error.value.hint == "did you mean 'python'?"
+
+
+def test_build_help_is_grouped_and_ends_with_examples(capsys):
+    from ingot import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["build", "--help"])
+    shown = capsys.readouterr().out
+    titles = ["what to run:", "dependencies:", "what to carry:", "output:", "runtime:"]
+    assert [shown.index(title) for title in titles] == sorted(shown.index(t) for t in titles)
+    assert shown.rstrip().splitlines()[-1].lstrip().startswith("ingot build")
+    assert "examples:" in shown

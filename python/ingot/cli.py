@@ -17,6 +17,7 @@ import difflib
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,13 +257,29 @@ def _build_parser(commands: _Commands) -> None:
     build = commands.add_parser(
         "build",
         help="build an application into one executable",
-        description="Build an application (a project directory with pyproject.toml, a package "
-        "directory, a script, or an installed console script), its dependencies and "
-        "the standard library into one executable: the launcher binary followed by "
-        "an archive. Options override the project's [tool.ingot] settings.",
+        description=textwrap.fill(
+            "Build an application (a project directory with pyproject.toml, a package "
+            "directory, a script, or an installed console script), its dependencies and "
+            "the standard library into one executable: the launcher binary followed by "
+            "an archive. Options override the project's [tool.ingot] settings.",
+            78,
+        ),
+        epilog=_BUILD_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     settings.add_options(build)
     build.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
+
+
+_BUILD_EXAMPLES = """examples:
+  ingot build app.py                     a script (its PEP 723 block: dependencies): dist/app
+  ingot build .                          the project here: [project.scripts] or [tool.ingot]
+  ingot build app.py --python 3.13       for another Python version (its runtime)
+  ingot build app.py --target aarch64    for ARM64 Linux, built on x86-64
+  ingot build --console-script http      an installed console script, pinned as installed
+  ingot build app.py --files certifi     a package that needs real files
+  ingot build app.py --python local      this machine's Python (for this machine's glibc)
+"""
 
 
 def _pack(args: argparse.Namespace) -> int:
@@ -521,9 +538,39 @@ def _runtime(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What `ingot` alone prints after the commands.
+_QUICK_START = """
+quick start:
+  ingot build hello.py             writes dist/hello: CPython, the stdlib it uses and hello.py
+  ./dist/hello                     runs on any Linux with glibc 2.17 or later, no Python needed
+  ingot build path/to/project      a project: [project.scripts] or [tool.ingot] say what to run
+  ingot build --help               every option, grouped, with examples
+"""
+
+_COMMANDS = ("pack", "build", "inspect", "cache", "runtime")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``ingot`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
-    args = _parse(_parser(), argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if not given:
+        parser.print_help(sys.stderr)
+        print(_QUICK_START, end="", file=sys.stderr)
+        return 2
+    first = given[0]
+    if not first.startswith("-") and first not in _COMMANDS:
+        close = difflib.get_close_matches(first, _COMMANDS, n=1, cutoff=0.5)
+        parser.print_usage(sys.stderr)
+        print(
+            f"ingot: error: unknown command {first!r}"
+            + (
+                f"; did you mean {close[0]!r}?" if close else f" (commands: {', '.join(_COMMANDS)})"
+            ),
+            file=sys.stderr,
+        )
+        return 2
+    args = _parse(parser, given)
     try:
         if args.command == "pack":
             return _pack(args)

@@ -71,6 +71,9 @@ class Plan:
     #: script's, from the running environment): pip installs them without resolving again.
     pinned: bool = False
     notes: tuple[str, ...] = ()  # what the build should tell the user
+    #: The Python versions the application says it runs on (PEP 723's or [project]'s
+    #: ``requires-python``), and where it says so.
+    requires_python: tuple[str, str] | None = None
 
 
 @dataclass
@@ -89,6 +92,7 @@ class _Draft:
     requirement_files: list[Path] = field(default_factory=list)
     pinned: bool = False
     notes: list[str] = field(default_factory=list)
+    requires_python: tuple[str, str] | None = None
 
 
 def _absolute(settings: Settings, root: Path) -> Settings:
@@ -103,25 +107,47 @@ def _absolute(settings: Settings, root: Path) -> Settings:
     return dataclasses.replace(settings, **paths)  # type: ignore[arg-type]
 
 
-def inline_dependencies(script: Path) -> list[str]:
-    """The ``dependencies`` of a script's inline metadata (PEP 723 ``# /// script`` block)."""
-    block = _INLINE.search(script.read_text(encoding="utf-8", errors="replace"))
+def inline_metadata(script: Path) -> dict[str, object]:
+    """A script's inline metadata (PEP 723 ``# /// script`` block), parsed; empty without one.
+    ConfigError for a block that is never closed or is not TOML."""
+    text = script.read_text(encoding="utf-8", errors="replace")
+    block = _INLINE.search(text)
     if not block:
-        return []
+        opened = re.search(r"(?m)^# /// script[ \t]*$", text)
+        if opened:
+            line = text.count("\n", 0, opened.start()) + 1
+            raise ConfigError(
+                f"{script}:{line}: the '# /// script' block is never closed",
+                hint="end it with a line '# ///' (PEP 723), every line between starting with '#'",
+            )
+        return {}
     content = "".join(
         line[2:] if line.startswith("# ") else line[1:]
         for line in block.group("content").splitlines(keepends=True)
     )
     tomllib = tomllib_for(script)
     try:
-        dependencies = tomllib.loads(content).get("dependencies", [])
+        table: dict[str, object] = tomllib.loads(content)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(
             f"{script}: the '# /// script' block is not valid TOML: {error}"
         ) from error
+    return table
+
+
+def inline_dependencies(script: Path) -> list[str]:
+    """The ``dependencies`` of a script's inline metadata (PEP 723 ``# /// script`` block)."""
+    dependencies = inline_metadata(script).get("dependencies", [])
     if not is_str_list(dependencies):
         raise ConfigError(f"{script}: '# /// script' dependencies must be a list of strings")
     return dependencies
+
+
+def _script_requires_python(script: Path) -> str | None:
+    value = inline_metadata(script).get("requires-python")
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{script}: '# /// script' requires-python must be a string")
+    return value
 
 
 def _run(config: Settings, where: str, script_module: str | None = None) -> dict[str, str] | None:
@@ -341,6 +367,8 @@ def _project_plan(source: Path, overrides: Settings) -> _Draft:
         ((name, entry),) = project.scripts.items()
         settings = dataclasses.replace(settings, entry=entry)
     plan = _Draft(name, {}, settings, Path())
+    if project.requires_python is not None:
+        plan.requires_python = (project.requires_python, f"{project.pyproject} [project]")
     if settings.packages is None:
         plan.pip_project = project.root
     plan.requirements = list(
@@ -357,6 +385,9 @@ def _script_plan(source: Path, overrides: Settings) -> _Draft:
         # run as __main__; --entry can call a function of it instead
         settings = dataclasses.replace(settings, module=name)
     plan = _Draft(name, {}, settings, Path())
+    requires = _script_requires_python(source)
+    if requires is not None:
+        plan.requires_python = (requires, f"{source}'s '# /// script' block")
     plan.copies.append((f"{name}.py", source))
     if settings.packages is None:
         beside = beside_script(source)
@@ -421,6 +452,7 @@ def finish(plan: _Draft, request: Request) -> Plan:
         tuple(plan.requirement_files),
         plan.pinned,
         tuple(plan.notes),
+        plan.requires_python,
     )
 
 

@@ -33,6 +33,7 @@ class Project:
     settings: Settings
     scripts: dict[str, str]  # [project.scripts]: command name -> "module:function"
     project_dependencies: list[str] | None  # [project].dependencies (None: not given)
+    requires_python: str | None = None  # [project].requires-python
 
     @property
     def dependencies(self) -> list[str]:
@@ -71,4 +72,12 @@ def load_project(path: str | os.PathLike[str]) -> Project:
         settings=from_table(table, str(pyproject)),
         scripts=dict(scripts),
         project_dependencies=dependencies,
+        requires_python=_requires_python(project, pyproject),
     )
+
+
+def _requires_python(table: dict[str, object], where: Path) -> str | None:
+    value = table.get("requires-python")
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{where}: [project] requires-python must be a string, not {value!r}")
+    return value

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -43,6 +44,7 @@ __all__ = [
     "parse_compress",
     "parse_entry",
     "parse_levels",
+    "parse_python",
 ]
 
 #: The zstd level ``ingot build`` compresses with by default: the blobs a start reads stay stored
@@ -64,6 +66,29 @@ def compression_levels(value: int | bool | None) -> tuple[int | None, int | None
     if value is None:
         return DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION
     return (None, None) if value is False else (int(value), None)
+
+
+#: The Python versions a build can be for (runtimes, launchers, bytecode).
+SUPPORTED_PYTHONS = "3.10 to 3.15"
+_PYTHON = re.compile(r"3\.1[0-5](\.\d+)?")
+
+
+def parse_python(text: str) -> str:
+    """``--python VERSION``: ``local``, or a supported version (``3.12``, ``3.13.5``; also as
+    ``python3.12`` or ``cp312``, which mean the same)."""
+    value = text.strip()
+    if value == "local":
+        return value
+    value = re.sub(r"^(python|py|cpython-?)", "", value)
+    found = re.fullmatch(r"cp(\d)(\d+)", text.strip())
+    if found:
+        value = f"{found[1]}.{found[2]}"
+    if not _PYTHON.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Python version ingot builds for: {SUPPORTED_PYTHONS} (such as "
+            "3.11 or 3.13.5), or 'local' (the Python ingot runs under)"
+        )
+    return value
 
 
 def parse_compress(text: str) -> int:
@@ -337,10 +362,11 @@ class Settings:
         "machine's glibc (default: the runtime of the Python ingot runs under)",
         flags=("--python",),
         metavar="VERSION",
-        expected="'local' or a Python version from 3.10 to 3.15, such as '3.11' or '3.13.5'",
+        parse=parse_python,
+        expected=f"'local' or a Python version from {SUPPORTED_PYTHONS}, such as '3.11' or "
+        "'3.13.5'",
         check=lambda value: (
-            isinstance(value, str)
-            and (value == "local" or re.fullmatch(r"3\.1[0-5](\.\d+)?", value) is not None)
+            isinstance(value, str) and (value == "local" or _PYTHON.fullmatch(value) is not None)
         ),
         doc_type="str",
     )
@@ -428,6 +454,17 @@ TOML_KEYS = {toml_key(name): name for name, option in _options(Settings) if opti
 #: The settings ``ingot pack`` takes too: what an archive is written with.
 PACK_SETTINGS = ("output", "optimize", "compress", "files", "precompile_regexes")
 
+#: ``ingot build --help``'s groups of options, in order: title -> fields.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "what to run": ("source", "console_script", "entry", "module", "script"),
+    "dependencies": ("dependencies", "requirements", "packages", "refresh"),
+    "what to carry": ("include", "exclude", "allow_missing", "files", "memory"),
+    "output": ("output", "force", "archive_only", "optimize", "compress", "precompile_regexes"),
+    "runtime": ("python", "target", "launcher"),
+    "start-up and self-calls": ("fast_exit", "python_mode", "filesystem_imports"),
+    "the build cache": ("no_cache",),
+}
+
 
 def add_options(
     parser: argparse.ArgumentParser,
@@ -441,16 +478,22 @@ def add_options(
     ``helps``: another command's words for a field)."""
     groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
     chosen = None if only is None else set(only)
+    sections: dict[str, Any] = {}
+    if only is None:  # (a command with every setting: its help in groups)
+        for title, names in SECTIONS.items():
+            group = parser.add_argument_group(title)
+            sections.update(dict.fromkeys(names, group))
     for name, option in _options(Request) + _options(Settings):
         if chosen is not None and name not in chosen:
             continue
         if helps and name in helps:
             option = dataclasses.replace(option, help=helps[name])
-        target: Any = parser
+        home: Any = sections.get(name, parser)
+        target: Any = home
         if option.group is not None or option.off is not None or option.form == "switch":
             key = option.group or name
             if key not in groups:
-                groups[key] = parser.add_mutually_exclusive_group()
+                groups[key] = home.add_mutually_exclusive_group()
             target = groups[key]
         if option.form == "positional":
             target.add_argument(name, nargs="?", metavar=option.metavar, help=option.help)
@@ -510,7 +553,7 @@ def from_table(table: object, where: str) -> Settings:
         if key not in TOML_KEYS:
             close = [
                 known for known in TOML_KEYS if known.replace("-", "_") == key.replace("-", "_")
-            ]
+            ] or difflib.get_close_matches(key, list(TOML_KEYS), n=1, cutoff=0.6)
             raise ConfigError(
                 f"{where}: unknown key {key!r} in [tool.ingot]",
                 hint=f"did you mean {close[0]!r}?"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -120,6 +122,38 @@ def _plan(request: Request) -> Plan:
     return plan_source(request)
 
 
+def _check_requires_python(plan: Plan, resolved: Target) -> None:
+    """ConfigError when the application's ``requires-python`` excludes the target's Python (its
+    runtime's release, else this one's)."""
+    if plan.requires_python is None:
+        return
+    wanted, where = plan.requires_python
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    except ImportError:  # (pip's copy is the same code)
+        from pip._vendor.packaging.specifiers import (  # type: ignore[assignment]
+            InvalidSpecifier,
+            SpecifierSet,
+        )
+    try:
+        specifiers = SpecifierSet(wanted)
+    except InvalidSpecifier:
+        raise BuildError(
+            f"{where}: requires-python {wanted!r} is not a version specifier",
+            hint="e.g. '>=3.11'",
+        ) from None
+    release = re.search(r"cpython-(\d+\.\d+\.\d+)", resolved.runtime or "")
+    version = release[1] if release else ".".join(map(str, sys.version_info[:3]))
+    if resolved.python != ".".join(version.split(".")[:2]):
+        version = resolved.python
+    if not specifiers.contains(version, prereleases=True):
+        raise BuildError(
+            f"{where}: requires-python {wanted!r} excludes Python {version}, which the build is "
+            "for",
+            hint="build for a version it allows: --python X.Y (or [tool.ingot] python)",
+        )
+
+
 def provide_runtimes(
     request: Request, say: Say = lambda message: None, environment: Environment | None = None
 ) -> None:
@@ -140,9 +174,11 @@ def resolve(
     environment."""
     plan = _plan(request)
     environment = environment if environment is not None else snapshot()
+    resolved = target.resolve_target(request, plan.settings, say, environment)
+    _check_requires_python(plan, resolved)
     return Spec(
         plan=plan,
-        target=target.resolve_target(request, plan.settings, say, environment),
+        target=resolved,
         environment=environment,
         cache_root=None if request.no_cache else cachedir.build_root(),
         force=request.force,

@@ -21,6 +21,7 @@ from ingot.build.resolve.settings import Settings
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
 from ingot.errors import BuildError
+from ingot.stdlib import is_excluded
 
 __all__ = ["Selection", "select"]
 
@@ -42,7 +43,9 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
     files_packages, warnings = _file_policy(
         spec.plan.settings, roots, say, executable=not spec.archive_only, memo=memo
     )
-    warnings += _missing_imports(roots, spec.plan.settings.allow_missing)
+    warnings += _missing_imports(
+        roots, spec.plan.settings.allow_missing, spec.plan.settings.exclude
+    )
     prepared: list[Path] = []
     warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
     return Selection(files_packages, warnings, prepared)
@@ -111,7 +114,9 @@ def _cached_scan(memo: BuildMemo) -> Callable[[bytes, str, str], list[filescan.F
     return scan
 
 
-def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
+def _missing_imports(
+    roots: list[Path], allowed: list[str], excluded: list[str] | None = None
+) -> list[str]:
     """The modules the application's own code (``roots[0]``) imports at module level,
     unconditionally, that neither the build nor the standard library has (nor the interpreter,
     built in or frozen: ``__hello__``): the executable would
@@ -145,6 +150,8 @@ def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
             top = name.split(".")[0]
             if top not in present and top != "__future__" and not _imp.is_frozen(top):
                 missing.setdefault(top, f"{relative.as_posix()}:{line}")
+            elif excluded and is_excluded(name, excluded):
+                missing.setdefault(name, f"{relative.as_posix()}:{line} (left out by --exclude)")
     said = [
         f"{where} imports `{name}`, which the build does not carry: the executable would stop "
         "there with ModuleNotFoundError"
@@ -157,7 +164,13 @@ def _missing_imports(roots: list[Path], allowed: list[str]) -> list[str]:
             "\n  ".join(
                 ["the application's own code imports what the build cannot carry:", *refused]
             ),
-            hint="add the distribution that provides it to the dependencies (a script's "
+            hint=(
+                "keep what the code imports: remove the --exclude (or [tool.ingot] exclude) "
+                "pattern that matches it; "
+                if any("--exclude" in missing[name] for name in names)
+                else ""
+            )
+            + "add the distribution that provides it to the dependencies (a script's "
             "`# /// script` block, [project] dependencies, or --dependency); or, if the "
             "executable never reaches that import, --allow-missing "
             + " --allow-missing ".join(names),
