@@ -572,6 +572,27 @@ def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_p
     assert (run.returncode, run.stdout) == (0, "Welcome, Ada!\n['logo.svg'] 6 False\n"), run.stderr
 
 
+def test_a_single_data_file_beside_a_script_is_carried(tmp_path, launcher_here):
+    # Issue 40: a file the script opens next to itself, as a directory is; files it does not
+    # name (an earlier executable among them) stay out.
+    tmp_path, work = tmp_path / "app", tmp_path
+    tmp_path.mkdir()
+    (tmp_path / "greeting.txt").write_text("hello from beside the script\n")
+    (tmp_path / "unrelated.csv").write_text("a,b\n")
+    script = tmp_path / "greet.py"
+    script.write_text(
+        "from pathlib import Path\n"
+        "here = Path(__file__)\n"
+        "print(here.with_name('greeting.txt').read_text(), end='')\n"
+        "print(here.with_name('un' + 'related.csv').exists())\n"  # (a name no string holds)
+    )
+    out = work / "greet"
+    argv = ["build", str(script), "--launcher", str(launcher_here), "-o", str(out), "-q"]
+    assert cli.main(argv) == 0
+    run = proclimit.run([str(out)], max_processes=8, timeout=60, cwd="/")
+    assert (run.returncode, run.stdout) == (0, "hello from beside the script\nFalse\n"), run.stderr
+
+
 def test_warnings_in_an_executables_script_show_their_source_lines(tmp_path, launcher_here):
     script = tmp_path / "warner.py"
     script.write_text(

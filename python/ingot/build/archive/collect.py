@@ -423,7 +423,11 @@ def collect_directory(
                 f"{name}: .pth files are not supported, left out (the paths or code it "
                 "adds to sys.path are not in the archive)"
             )
-        return not name.endswith(_SOURCE_SUFFIX) and _extension_module(entry, suffixes) is None
+        module = name.endswith(_SOURCE_SUFFIX) or _extension_module(entry, suffixes) is not None
+        if top_level_data and not module and entry.is_file() and not name.endswith(".pth"):
+            # (the application's own data file beside its script: answered at <exe>/NAME)
+            walker.add("data-file", name, Path(entry.path))
+        return not module
 
     walker.package(root, "", top_level)
     walker.prefix_data(prefix_listed)

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -233,11 +234,12 @@ def beside_script(script: Path) -> list[tuple[str, Path]]:
     data = {
         entry.name: entry
         for entry in sorted(directory.iterdir())
-        if entry.name in named and _data_directory(entry)
+        if entry.name in named and (_data_directory(entry) or _data_file(entry, script))
     }
     found.update((name, path) for name, path in data.items() if name not in found)
     return [
-        (name + (".py" if path.is_file() else ""), path) for name, path in sorted(found.items())
+        (name + (".py" if path.is_file() and path.suffix == ".py" else ""), path)
+        for name, path in sorted(found.items())
     ]
 
 
@@ -295,6 +297,25 @@ def _data_directory(entry: Path) -> bool:
             if count > DATA_DIRECTORY_LIMITS[0] or size > DATA_DIRECTORY_LIMITS[1]:
                 return False
     return count > 0
+
+
+def _data_file(entry: Path, script: Path) -> bool:
+    """Whether ``entry``, beside a script and named by its code
+    (``Path(__file__).with_name("data.txt")``), is a file of data it may read next to its
+    ``__file__``: a regular file, not code, not hidden, not ingot's output, not the script, and
+    small (see :data:`DATA_DIRECTORY_LIMITS`)."""
+    try:
+        info = entry.lstat()
+    except OSError:
+        return False
+    return (
+        stat.S_ISREG(info.st_mode)
+        and info.st_size <= DATA_DIRECTORY_LIMITS[1]
+        and not entry.name.startswith(".")
+        and not entry.name.endswith((".py", ".pyc", ".pth", ".so"))
+        and entry.resolve() != script.resolve()
+        and not is_ingot_file(entry)
+    )
 
 
 def _add_packages(plan: _Draft) -> None:
