@@ -572,6 +572,23 @@ def test_a_script_reads_the_data_directories_beside_it_from_the_executable(tmp_p
     assert (run.returncode, run.stdout) == (0, "Welcome, Ada!\n['logo.svg'] 6 False\n"), run.stderr
 
 
+def test_an_executable_sets_no_sys_frozen_and_says_what_it_is(tmp_path, launcher_here):
+    # Issue 40: the decision in docs/importer.md: no sys.frozen (code written for python runs as
+    # it is), and the archive's finder, first on sys.meta_path, names the executable.
+    script = tmp_path / "where.py"
+    script.write_text(
+        "import sys\n"
+        "finder = sys.meta_path[0]\n"
+        "print(hasattr(sys, 'frozen'), type(finder).__name__ == 'IngotFinder'"
+        " and finder.path == sys.executable)\n"
+    )
+    out = tmp_path / "where"
+    argv = ["build", str(script), "--launcher", str(launcher_here), "-o", str(out), "-q"]
+    assert cli.main(argv) == 0
+    run = proclimit.run([str(out)], max_processes=8, timeout=60, cwd="/")
+    assert (run.returncode, run.stdout) == (0, "False True\n"), run.stderr
+
+
 def test_a_single_data_file_beside_a_script_is_carried(tmp_path, launcher_here):
     # Issue 40: a file the script opens next to itself, as a directory is; files it does not
     # name (an earlier executable among them) stay out.
