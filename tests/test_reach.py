@@ -139,6 +139,8 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
     assert ("files", "plugin_c-1.0.dist-info/entry_points.txt") in decided.kept
     assert ("files", "pip-26.0.dist-info/RECORD") not in decided.kept
     assert decided.left_out["pip"][0] == "env"
+    # (a left-out part of a carried package is named as such, not as the package: issue 40)
+    assert "lib_a.tests" in decided.left_out and "lib_a" not in decided.left_out
     # --include carries what nothing reaches.
     assert "pip._internal" in _modules(reach(plan, origin, ["main"], keep=["pip"]))
 

@@ -743,6 +743,10 @@ class _Walk:
                 if item.kind == "dist-info-file" or item.dist is not None
                 else (_top(key, item) or name)
             )
+            if namespace == _MODULE_NAMESPACE and group in kept_tops:
+                # Part of a package that is carried (click.testing of click): named as such,
+                # not as the package.
+                group = ".".join(name.split(".")[:2])
             count, size = self.result.left_out.get(group, (where, 0, 0))[1:]
             self.result.left_out[group] = (where, count + 1, size + _size(item))
         return self.result
