@@ -367,3 +367,20 @@ def test_python_decodes_no_file_format():
         if decoding.search(line)
     ]
     assert found == []
+
+
+def test_the_readme_opens_with_a_short_quick_start_under_the_projects_own_name():
+    # Issue 40: `pip install ingot` got another project's package; the distribution is pyingot.
+    import tomllib
+
+    from ingot.runtime.wheel import distribution
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == "pyingot"
+    assert distribution("3.11") == "pyingot-runtime-cp311"
+    readme = (ROOT / "README.md").read_text()
+    sections = readme.split("\n## ")
+    assert sections[1].startswith("Quick start\n"), sections[1][:40]
+    block = sections[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    assert len(block.splitlines()) <= 15
+    for step in ("pip install pyingot", "ingot build", "dist/", "ingot runtime build"):
+        assert step in block, step
