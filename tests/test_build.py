@@ -589,6 +589,26 @@ def test_an_executable_sets_no_sys_frozen_and_says_what_it_is(tmp_path, launcher
     assert (run.returncode, run.stdout) == (0, "False True\n"), run.stderr
 
 
+def test_an_app_importing_tkinter_gets_it_or_a_clear_refusal(tmp_path, launcher_here, capsys):
+    # Issue 37: tkinter is left out by default; `import tkinter` built with exit 0 and failed at
+    # start. It is carried when the code imports it (with _tkinter), and a Python built without
+    # Tk is refused at build time.
+    import importlib.util
+
+    script = tmp_path / "gui.py"
+    script.write_text("import tkinter\nprint(tkinter.TkVersion > 8)\n")
+    out = tmp_path / "gui"
+    argv = ["build", str(script), "--launcher", str(launcher_here), "-o", str(out)]
+    if importlib.util.find_spec("_tkinter") is None:
+        assert cli.main(argv) == 1
+        assert "`tkinter` needs `_tkinter`, which the target" in capsys.readouterr().err
+        return
+    assert cli.main(argv) == 0
+    assert "as the code imports it: _tkinter, tkinter" in capsys.readouterr().err
+    run = proclimit.run([str(out)], max_processes=8, timeout=60, cwd="/")
+    assert (run.returncode, run.stdout) == (0, "True\n"), run.stderr
+
+
 def test_a_single_data_file_beside_a_script_is_carried(tmp_path, launcher_here):
     # Issue 40: a file the script opens next to itself, as a directory is; files it does not
     # name (an earlier executable among them) stay out.

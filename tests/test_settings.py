@@ -298,3 +298,57 @@ def test_build_help_is_grouped_and_ends_with_examples(capsys):
     assert [shown.index(title) for title in titles] == sorted(shown.index(t) for t in titles)
     assert shown.rstrip().splitlines()[-1].lstrip().startswith("ingot build")
     assert "examples:" in shown
+
+
+# --- what the defaults leave out of the standard library (issue 37, item 7) -----------------------
+
+
+def _layout(root, with_tkinter):
+    from ingot.build.archive.stdlib_layout import Layout
+
+    stdlib, dynload = root / "lib", root / "lib" / "lib-dynload"
+    (stdlib / "tkinter").mkdir(parents=True)
+    (stdlib / "tkinter" / "__init__.py").write_text("import enum\nimport _tkinter\n")
+    (stdlib / "turtle.py").write_text("import tkinter\n")
+    dynload.mkdir()
+    if with_tkinter:
+        (dynload / "_tkinter.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    return Layout(
+        stdlib, dynload, (".cpython-311-x86_64-linux-gnu.so", ".so"), "x86_64", "a Python"
+    )
+
+
+def test_what_the_defaults_leave_out_is_carried_when_the_app_imports_it(tmp_path):
+    from ingot.build.stages.selection import _default_excluded_imports
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "gui.py").write_text("import json\ndef main():\n    import tkinter.ttk\n")
+    found = _default_excluded_imports(app, _layout(tmp_path / "with", True))
+    assert found == ["_tkinter", "tkinter.ttk"]
+    (app / "gui.py").write_text("import json\n")
+    assert _default_excluded_imports(app, _layout(tmp_path / "again", True)) == []
+    # The app's own module of a name the standard library has (its test.py) is its own.
+    (app / "gui.py").write_text("import test\nimport turtle\n")
+    (app / "test.py").write_text("")
+    # (turtle needs tkinter, which needs _tkinter: all carried)
+    assert _default_excluded_imports(app, _layout(tmp_path / "own", True)) == [
+        "_tkinter",
+        "tkinter",
+        "turtle",
+    ]
+
+
+def test_a_module_the_target_lacks_stops_the_build(tmp_path):
+    # A runtime's CPython is built without Tcl/Tk: `import tkinter` would fail at start.
+    from ingot.build.stages.selection import _default_excluded_imports
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "gui.py").write_text("import tkinter\n")
+    with pytest.raises(
+        BuildError,
+        match=r"gui\.py:1 imports `tkinter`, but `tkinter` needs "
+        r"`_tkinter`, which the target \(a Python\) was built without",
+    ):
+        _default_excluded_imports(app, _layout(tmp_path / "without", False))

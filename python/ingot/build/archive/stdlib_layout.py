@@ -21,7 +21,7 @@ from ingot.errors import BuildError
 from ingot.machine import host_machine
 from ingot.runtime.store import sysconfig_vars
 
-__all__ = ["Layout", "of_prefix", "running"]
+__all__ = ["Layout", "for_target", "of_prefix", "running"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,9 @@ def of_prefix(prefix: Path, machine: str) -> Layout:
         machine=machine,
         owner=str(prefix),
     )
+
+
+def for_target(stdlib_prefix: Path | None, machine: str) -> Layout:
+    """The standard library a target's archive takes: of the interpreter the build runs under,
+    or, for another architecture, of the target runtime's CPython at ``stdlib_prefix``."""
+    return of_prefix(stdlib_prefix, machine) if stdlib_prefix is not None else running()

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
 from ingot.build.archive.prefetch import Prefetch
-from ingot.build.archive.stdlib_layout import Layout, of_prefix, running
+from ingot.build.archive.stdlib_layout import Layout, for_target
 from ingot.build.archive.writer import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.progress import Ticker
 from ingot.build.resolve.settings import Settings, compression_levels
@@ -51,6 +52,7 @@ def pack_archive(
         large_compression_level=compression_levels(settings.compress)[1],
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
+        stdlib_exclude=stdlib_excludes(settings, selection.stdlib_imported),
         strict_directories=roots[:1],
         keep=tuple(settings.include),
         progress=say,
@@ -84,8 +86,7 @@ def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
 def stdlib_layout(spec: Spec) -> Layout:
     """The standard library the target's archive takes: of the interpreter the build runs under,
     or, for another architecture, of the target runtime's CPython (read from its files)."""
-    prefix = spec.target.stdlib_prefix
-    return of_prefix(prefix, spec.target.machine) if prefix is not None else running()
+    return for_target(spec.target.stdlib_prefix, spec.target.machine)
 
 
 def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
@@ -109,12 +110,14 @@ def launch_config(spec: Spec) -> bytes:
     return launch_config_json(launch)  # the launcher's own struct checks and writes it
 
 
-def stdlib_excludes(settings: Settings) -> tuple[str, ...]:
-    """The default stdlib exclusions minus those an ``include`` pattern names, plus ``exclude``."""
+def stdlib_excludes(settings: Settings, imported: Iterable[str] = ()) -> tuple[str, ...]:
+    """The default stdlib exclusions minus those an ``include`` pattern names or the
+    application's code ``imported`` (:attr:`Selection.stdlib_imported`), plus ``exclude``."""
+    wanted = [*settings.include, *imported]
     kept = [
         pattern
         for pattern in DEFAULT_STDLIB_EXCLUDES
-        if not any(is_excluded(include, (pattern,)) for include in settings.include)
+        if not any(is_excluded(name, (pattern,)) for name in wanted)
     ]
     return (*kept, *settings.exclude)
 

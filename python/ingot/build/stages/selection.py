@@ -16,12 +16,13 @@ from pathlib import Path
 from ingot.build.analysis import filescan
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
+from ingot.build.archive.stdlib_layout import Layout, for_target
 from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Settings
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
 from ingot.errors import BuildError
-from ingot.stdlib import is_excluded
+from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
 __all__ = ["Selection", "select"]
 
@@ -33,6 +34,9 @@ class Selection:
     files_packages: list[str]
     warnings: list[str]
     prepared: list[Path] = field(default_factory=list)  # roots a preparation wrote into
+    #: Standard-library modules the defaults leave out (tkinter, turtle, ...) that the
+    #: application's own code imports: carried.
+    stdlib_imported: list[str] = field(default_factory=list)
 
 
 def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) -> Selection:
@@ -48,7 +52,97 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
     )
     prepared: list[Path] = []
     warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
-    return Selection(files_packages, warnings, prepared)
+    layout = for_target(spec.target.stdlib_prefix, spec.target.machine)
+    imported = _default_excluded_imports(roots[0], layout)
+    if imported:
+        say(
+            f"carrying what the defaults leave out of the standard library, as the code imports it: {', '.join(imported)}"
+        )
+    return Selection(files_packages, warnings, prepared, imported)
+
+
+def _default_excluded_imports(app: Path, layout: Layout) -> list[str]:
+    """The standard-library modules the defaults leave out (:data:`DEFAULT_STDLIB_EXCLUDES`) that
+    the application's own code (``app``) imports anywhere: the build carries them. BuildError
+    when the target's standard library (``layout``) lacks one, or a module it imports at its
+    top level, unconditionally (tkinter's ``_tkinter``, which a CPython built without Tcl/Tk
+    lacks): the executable would stop at that import."""
+    wanted: dict[str, str] = {}
+    for file in sorted(app.rglob("*.py")):
+        try:
+            tree = ast.parse(file.read_bytes(), str(file))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                own = (app / f"{top}.py").exists() or (app / top).is_dir()  # (its own test.py)
+                if (
+                    not own
+                    and top in sys.stdlib_module_names
+                    and is_excluded(name, DEFAULT_STDLIB_EXCLUDES)
+                ):
+                    where = f"{file.relative_to(app).as_posix()}:{getattr(node, 'lineno', 0)}"
+                    wanted.setdefault(name, where)
+    carried = set(wanted)
+    queue = sorted(wanted.items())
+    while queue:
+        name, where = queue.pop()
+        needs, lacking = _needs(name, layout)
+        if lacking is not None:
+            raise BuildError(
+                f"{where} imports `{name}`, but {lacking}: the executable would stop there "
+                "with ModuleNotFoundError",
+                hint="build with a Python that has it (--python local, if this machine's "
+                "does), or leave the import out",
+            )
+        for needed in needs:  # (turtle needs tkinter, which needs _tkinter)
+            if needed not in carried:
+                carried.add(needed)
+                if not needed.startswith("_"):  # (an extension module, found: nothing to read)
+                    queue.append((needed, where))
+    return sorted(carried)
+
+
+def _needs(name: str, layout: Layout) -> tuple[list[str], str | None]:
+    """The extension modules the top level of standard-library module ``name`` imports
+    unconditionally (tkinter's ``_tkinter``), and what of them, or of the module, the target's
+    standard library lacks (None: nothing)."""
+    top = name.split(".")[0]
+    package, module = layout.stdlib / top, layout.stdlib / f"{top}.py"
+    source = package / "__init__.py" if package.is_dir() else module
+    if not source.is_file():
+        return [], f"the target's standard library ({layout.owner}) has no `{top}`"
+    try:
+        body = ast.parse(source.read_bytes()).body
+    except (OSError, SyntaxError, ValueError):
+        return [], None
+    needs: list[str] = []
+    for node in body:  # (module level, not in try/if)
+        for needed in [a.name for a in node.names] if isinstance(node, ast.Import) else []:
+            if not needed.startswith("_"):
+                if is_excluded(needed, DEFAULT_STDLIB_EXCLUDES):
+                    needs.append(needed)  # (another module the defaults leave out)
+                continue
+            if needed not in sys.builtin_module_names:
+                found = layout.lib_dynload is not None and any(
+                    (layout.lib_dynload / f"{needed}{suffix}").is_file()
+                    for suffix in layout.extension_suffixes
+                )
+                if not found:
+                    return needs, (
+                        f"`{top}` needs `{needed}`, which the target ({layout.owner}) was built "
+                        "without"
+                    )
+                needs.append(needed)
+    return needs, None
 
 
 def _file_policy(
