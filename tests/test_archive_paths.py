@@ -69,6 +69,27 @@ with tempfile.TemporaryDirectory() as scratch:
     attempt("copytree", lambda: sorted(os.listdir(shutil.copytree(data, os.path.join(scratch, "tree")))))
     attempt("make_zip", lambda: sorted(zipfile.ZipFile(shutil.make_archive(os.path.join(scratch, "z"), "zip", data)).namelist()))
 
+def load_plugins():
+    # A plugin system: list the package's plugin directory, then load each file by its path
+    # (importlib's SourceFileLoader reads through io.open_code; issue 37).
+    import importlib.util
+    found = []
+    for name in sorted(os.listdir(here / "plugins")):
+        if name.endswith(".py"):
+            path = here / "plugins" / name
+            spec = importlib.util.spec_from_file_location("plugin_" + name[:-3], path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            found.append([module.NAME, rel(module.__file__)])
+    return found
+
+
+attempt("plugins_by_path", load_plugins)
+attempt("open_code", lambda: __import__("io").open_code(str(here / "plugins" / "alpha.py")).read().decode())
+# An "install directory" computed as dirname(pkg.__file__)/..: the executable, in one (a file
+# missing below it is missing, not NotADirectoryError).
+attempt("below_the_install_directory", lambda: open(here.parent / "reader.cfg").read())
+
 # What stays an error: a file that is not there, a directory opened as a file.
 attempt("missing", lambda: open(data / "nothing.txt"))
 attempt("is_a_directory", lambda: open(data / "sub").read())
@@ -136,6 +157,7 @@ FILES = {
     "reader/data/notes.txt": "first line\nsecond line, café\n",
     "reader/data/sub/blob.bin": b"\x00\x01binary",
     "reader/data/compressed.gz": gzip.compress(b"unzipped", mtime=0),
+    "reader/plugins/alpha.py": 'NAME = "alpha"\n',
 }
 
 
@@ -186,6 +208,8 @@ def test_reading_next_to_modules_matches_python(reader_app):
     ]
     assert expected["gzip"] == "unzipped"
     assert expected["missing"] == ["FileNotFoundError", 2]
+    assert expected["plugins_by_path"] == [["alpha", "plugins/alpha.py"]]
+    assert expected["below_the_install_directory"] == ["FileNotFoundError", 2]
     assert {
         key: (value, expected.get(key)) for key, value in got.items() if value != expected.get(key)
     } == {}

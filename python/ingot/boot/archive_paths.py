@@ -70,6 +70,20 @@ def serve_archive_paths(finder: "IngotFinder") -> None:
                 if isinstance(members, set) and real in members:
                     members.add(function)
     builtins.open = io.open = open_file  # type: ignore[assignment]  # one signature for the overloads
+    # io.open_code (PEP 578), which importlib's SourceFileLoader.get_data reads through: the
+    # plugins a package loads by path (spec_from_file_location(name, <exe>/pkg/plugins/x.py)).
+    # importlib calls it as an attribute of _io at each read.
+    import _io
+
+    real_open_code = _io.open_code
+
+    def open_code(path: str) -> "IO[bytes]":
+        if path.__class__ is str and inside(path) is not None:
+            return open_file(path, "rb")
+        return real_open_code(path)
+
+    open_code.__name__ = open_code.__qualname__ = "open_code"
+    _io.open_code = io.open_code = open_code
 
 
 def _archive_inside(
