@@ -739,6 +739,23 @@ def check_plugins(app: App):
     assert "Missing argument 'NAME'" in bad.stderr
 
 
+@case("pathplugins")
+def check_pathplugins(app: App):
+    """Plugins listed in a directory of the package and loaded by their file path (io.open_code
+    answered from the archive), a file missing below the "install directory" (the executable):
+    FileNotFoundError, a python command line through a shell (`shell=True`) and a frozen
+    module (issue 37)."""
+    # (a shell in the room for shell=True: dash, which needs only libc)
+    room = app.room(copy={"/bin/sh": "/bin/dash"})
+    seen = app.json(room.run("hello", max_processes=16, timeout=60))
+    assert seen == {
+        "plugins": {"reverse": "olleh", "shout": "HELLO!"},
+        "config": "FileNotFoundError",
+        "shell": [0, '["one", "two"]', ""],
+        "frozen_module": "__hello__",
+    }
+
+
 # Values checked below come from the same main module run by Python 3.11.7 in a venv with the
 # pinned wheels installed (pip install of the app's dependencies).
 
@@ -1113,6 +1130,7 @@ ORDER = [
     "django",
     "timezones",
     "plugins",
+    "pathplugins",
     "matplotlib",
     "dataframes",
     "pillow",
