@@ -318,10 +318,15 @@ def _expected(version: str, machine: Machine) -> tuple[str, str]:
             f"no runtime for Python {version} ({machine.name}) in {store()}, and this ingot "
             f"knows no sha256 for {expected}: it installs only its own release's runtime wheels "
             "and those exported on this machine, never a wheel an index merely names",
-            hint=f"build the runtime from source: ingot runtime build {version}"
-            + (f" --target {machine.name}" if machine != host_machine() else "")
+            hint=f"build the runtime from source: `ingot runtime build {version}"
+            + (f" --target {machine.name}`" if machine != host_machine() else "`")
             + "; or export the wheel of a runtime you built (ingot runtime export, "
-            "scripts/wheels), which records its hash",
+            "scripts/wheels), which records its hash"
+            + (
+                ""
+                if machine != host_machine()
+                else "; or build for this machine's Python: --python local"
+            ),
         )
     return expected, digest
 
