@@ -352,3 +352,16 @@ def test_a_module_the_target_lacks_stops_the_build(tmp_path):
         r"`_tkinter`, which the target \(a Python\) was built without",
     ):
         _default_excluded_imports(app, _layout(tmp_path / "without", False))
+
+
+@pytest.mark.parametrize("action", ["build", "install", "export", "remove", "launcher"])
+def test_a_runtime_command_refuses_a_version_it_cannot_make(action, capsys):
+    from ingot import cli
+
+    for given in ("banana", "2.7", "local"):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["runtime", action, given])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"{given!r} is not a Python version ingot makes runtimes of: 3.10 to 3.15" in err
+        assert "Traceback" not in err

@@ -181,6 +181,19 @@ def _source(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _runtime_version(text: str) -> str:
+    """A runtime's Python version (``3.13``, ``3.13.5``; ``python3.13`` too), never ``local``."""
+    if text.strip() != "local":
+        try:
+            return settings.parse_python(text)
+        except argparse.ArgumentTypeError:
+            pass
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a Python version ingot makes runtimes of: "
+        f"{settings.SUPPORTED_PYTHONS} (such as 3.11 or 3.13.5)"
+    )
+
+
 def _runtime_parser(commands: _Commands) -> None:
     runtime = commands.add_parser(
         "runtime",
@@ -194,6 +207,7 @@ def _runtime_parser(commands: _Commands) -> None:
     build.add_argument(
         "version",
         metavar="VERSION",
+        type=_runtime_version,
         help="the CPython version, e.g. 3.11 (checked against the source)",
     )
     build.add_argument(
@@ -226,22 +240,24 @@ def _runtime_parser(commands: _Commands) -> None:
         help="build a runtime's launcher (and ingot's extension "
         "module for it) again from this ingot's source tree",
     )
-    relink.add_argument("version", metavar="VERSION")
+    relink.add_argument("version", metavar="VERSION", type=_runtime_version)
     install = actions.add_parser(
         "install",
         help="install a runtime from its wheel (pyingot-runtime-cp3X) with pip and its "
         "configuration (index, find-links, PIP_* variables)",
     )
-    install.add_argument("version", metavar="VERSION", help="the Python version, e.g. 3.13")
+    install.add_argument(
+        "version", metavar="VERSION", type=_runtime_version, help="the Python version, e.g. 3.13"
+    )
     export = actions.add_parser(
         "export", help="write a runtime of the store as a wheel that `runtime install` takes"
     )
-    export.add_argument("version", metavar="VERSION")
+    export.add_argument("version", metavar="VERSION", type=_runtime_version)
     export.add_argument(
         "-o", "--output", type=Path, default=Path("."), metavar="DIR", help="the wheel's folder"
     )
     remove = actions.add_parser("remove", help="remove a runtime")
-    remove.add_argument("version", metavar="VERSION")
+    remove.add_argument("version", metavar="VERSION", type=_runtime_version)
     actions.add_parser("dir", help="print the runtimes' directory")
     for parser in (build, relink, install, export, remove):
         parser.add_argument(
