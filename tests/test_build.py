@@ -925,10 +925,10 @@ def test_ingot_says_its_version_and_python(capsys):
     assert stopped.value.code == 0
     out = capsys.readouterr().out
     assert out == (
-        f"ingot {importlib.metadata.version('ingot')} (Python {sys.version.split()[0]} at "
+        f"ingot {importlib.metadata.version('pyingot')} (Python {sys.version.split()[0]} at "
         f"{sys.executable})\n"
     )
-    assert ingot.__version__ == importlib.metadata.version("ingot")
+    assert ingot.__version__ == importlib.metadata.version("pyingot")
 
 
 def test_an_output_directory_it_cannot_write_is_refused_before_any_work(tmp_path):

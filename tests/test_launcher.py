@@ -495,7 +495,7 @@ def test_launcher_facts_from_its_elf_section(launcher, launcher_python, tmp_path
     ).stdout.split()
     assert (facts["python"], facts["bytecode_magic"]) == (python, magic)
     assert facts["python_release"] == release
-    assert facts["ingot"] == importlib.metadata.version("ingot")
+    assert facts["ingot"] == importlib.metadata.version("pyingot")
     assert facts["format"] == 1 and facts["launch_config"] == [1]
     # The bare launcher says the same.
     bare = run(launcher)

@@ -205,8 +205,8 @@ def test_console_script_pins_the_installed_distributions():
     assert f"pluggy=={importlib.metadata.version('pluggy')}" in resolved.requirements
     with pytest.raises(ConfigError, match="no console script 'no-such-command'"):
         console_script_plan("no-such-command", Request())
-    if "file://" in (importlib.metadata.distribution("ingot").read_text("direct_url.json") or ""):
-        with pytest.raises(ConfigError, match=r"ingot .* is installed from file://") as error:
+    if "file://" in (importlib.metadata.distribution("pyingot").read_text("direct_url.json") or ""):
+        with pytest.raises(ConfigError, match=r"pyingot .* is installed from file://") as error:
             console_script_plan("ingot", Request())  # installed from this checkout
         assert "ingot build " in error.value.hint
 
