@@ -327,13 +327,10 @@ def test_the_trusted_hashes_of_a_store_another_user_could_write_are_refused(
 def test_a_build_whose_runtime_wrote_no_executable_fails(tmp_path, monkeypatch, capsys):
     # Issue 39, item 1: a runtime's "interpreter" that does nothing and exits 0 (as the forged
     # wheel's shell script did) made the build exit 0 without an executable.
-    runtime, _ = stand_in_runtime(tmp_path / "store")
+    runtime, _, build = planted_runtime(tmp_path, monkeypatch)
     runtime.python.write_text("#!/bin/sh\nexit 0\n")
-    store.record_hashes(runtime)
+    store.record_hashes(runtime)  # (made so: the store's checks pass)
     (runtime.path / "runtime.json").write_text(json.dumps(runtime.info))
-    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
-    monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
-    script = tmp_path / "app.py"
-    script.write_text("print('hi')\n")
-    assert cli.main(["build", str(script), "--python", "3.11", "-o", str(tmp_path / "app")]) == 1
+    assert cli.main(["build", *build]) == 1
     assert "ended without error but wrote no" in capsys.readouterr().err
+    assert not (tmp_path / "app").exists()

@@ -9,6 +9,9 @@ mod binstrings;
 #[cfg(feature = "writer")]
 mod buildcache;
 mod cache;
+/// Whether this process started privileged (set-user-ID, file capabilities; ids that differ): the
+/// launcher trusts neither `argv[0]` nor the environment then.
+pub use cache::privileged;
 mod decompressed;
 mod elf;
 mod error;

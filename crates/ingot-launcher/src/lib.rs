@@ -187,7 +187,7 @@ pub fn own_executable() -> Result<PathBuf, LaunchError> {
         Ok(exe) => return Ok(exe),
         Err(error) => error,
     };
-    if privileged() {
+    if ingot_importer::privileged() {
         return Err(LaunchError::PrivilegedWithoutProc { proc });
     }
     let argv0 = std::env::args_os().next().unwrap_or_default();
@@ -195,17 +195,6 @@ pub fn own_executable() -> Result<PathBuf, LaunchError> {
     match find_executable(&argv0, std::env::var_os("PATH").as_deref(), cwd.as_deref()) {
         Ok(exe) => Ok(exe),
         Err(argv0_error) => Err(LaunchError::OwnExecutable { proc, argv0, argv0_error }),
-    }
-}
-
-/// A privileged start: `AT_SECURE` (the kernel sets it for set-user-ID, set-group-ID and
-/// file-capability executables), or real and effective user or group ids that differ.
-pub fn privileged() -> bool {
-    // SAFETY: getauxval reads the auxiliary vector; the id getters cannot fail.
-    unsafe {
-        libc::getauxval(libc::AT_SECURE) != 0
-            || libc::getuid() != libc::geteuid()
-            || libc::getgid() != libc::getegid()
     }
 }
 

@@ -47,13 +47,14 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
     files_packages, warnings = _file_policy(
         spec.plan.settings, roots, say, executable=not spec.archive_only, memo=memo
     )
+    trees = _app_trees(roots[0])
     warnings += _missing_imports(
-        roots, spec.plan.settings.allow_missing, spec.plan.settings.exclude
+        roots, spec.plan.settings.allow_missing, spec.plan.settings.exclude, trees
     )
     prepared: list[Path] = []
     warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
     layout = for_target(spec.target.stdlib_prefix, spec.target.machine)
-    imported = _default_excluded_imports(roots[0], layout)
+    imported = _default_excluded_imports(roots[0], layout, trees)
     if imported:
         say(
             f"carrying what the defaults leave out of the standard library, as the code imports it: {', '.join(imported)}"
@@ -61,18 +62,16 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
     return Selection(files_packages, warnings, prepared, imported)
 
 
-def _default_excluded_imports(app: Path, layout: Layout) -> list[str]:
+def _default_excluded_imports(
+    app: Path, layout: Layout, trees: list[tuple[str, ast.Module]] | None = None
+) -> list[str]:
     """The standard-library modules the defaults leave out (:data:`DEFAULT_STDLIB_EXCLUDES`) that
     the application's own code (``app``) imports anywhere: the build carries them. BuildError
     when the target's standard library (``layout``) lacks one, or a module it imports at its
     top level, unconditionally (tkinter's ``_tkinter``, which a CPython built without Tcl/Tk
     lacks): the executable would stop at that import."""
     wanted: dict[str, str] = {}
-    for file in sorted(app.rglob("*.py")):
-        try:
-            tree = ast.parse(file.read_bytes(), str(file))
-        except (OSError, SyntaxError, ValueError):
-            continue
+    for relative, tree in trees if trees is not None else _app_trees(app):
         for node in ast.walk(tree):
             names = (
                 [alias.name for alias in node.names]
@@ -89,7 +88,7 @@ def _default_excluded_imports(app: Path, layout: Layout) -> list[str]:
                     and top in sys.stdlib_module_names
                     and is_excluded(name, DEFAULT_STDLIB_EXCLUDES)
                 ):
-                    where = f"{file.relative_to(app).as_posix()}:{getattr(node, 'lineno', 0)}"
+                    where = f"{relative}:{getattr(node, 'lineno', 0)}"
                     wanted.setdefault(name, where)
     carried = set(wanted)
     queue = sorted(wanted.items())
@@ -208,8 +207,25 @@ def _cached_scan(memo: BuildMemo) -> Callable[[bytes, str, str], list[filescan.F
     return scan
 
 
+def _app_trees(app: Path) -> list[tuple[str, ast.Module]]:
+    """The syntax tree of each module of the application's own code (``app``), with its path
+    relative to it, in path order; a file that does not parse is left out (the packer says so)."""
+    trees = []
+    for file in sorted(app.rglob("*.py")):
+        try:
+            trees.append(
+                (file.relative_to(app).as_posix(), ast.parse(file.read_bytes(), str(file)))
+            )
+        except (OSError, SyntaxError, ValueError):
+            continue
+    return trees
+
+
 def _missing_imports(
-    roots: list[Path], allowed: list[str], excluded: list[str] | None = None
+    roots: list[Path],
+    allowed: list[str],
+    excluded: list[str] | None = None,
+    trees: list[tuple[str, ast.Module]] | None = None,
 ) -> list[str]:
     """The modules the application's own code (``roots[0]``) imports at module level,
     unconditionally, that neither the build nor the standard library has (nor the interpreter,
@@ -221,14 +237,8 @@ def _missing_imports(
     present = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
     for root in roots:
         present |= top_level_names(root)
-    app = roots[0]
     missing: dict[str, str] = {}
-    for file in sorted(app.rglob("*.py")):
-        relative = file.relative_to(app)
-        try:
-            tree = ast.parse(file.read_bytes(), str(file))
-        except (OSError, SyntaxError, ValueError):
-            continue
+    for relative, tree in trees if trees is not None else _app_trees(roots[0]):
         imported = [
             (alias.name, node.lineno)
             for node in tree.body
@@ -243,9 +253,9 @@ def _missing_imports(
         for name, line in imported:
             top = name.split(".")[0]
             if top not in present and top != "__future__" and not _imp.is_frozen(top):
-                missing.setdefault(top, f"{relative.as_posix()}:{line}")
+                missing.setdefault(top, f"{relative}:{line}")
             elif excluded and is_excluded(name, excluded):
-                missing.setdefault(name, f"{relative.as_posix()}:{line} (left out by --exclude)")
+                missing.setdefault(name, f"{relative}:{line} (left out by --exclude)")
     said = [
         f"{where} imports `{name}`, which the build does not carry: the executable would stop "
         "there with ModuleNotFoundError"
