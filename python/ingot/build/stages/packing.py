@@ -80,6 +80,7 @@ def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
         prune=True,
         cache=memo,
         stdlib_layout=stdlib_layout(spec),
+        environment=spec.environment,  # (read while resolving, not now)
     )
 
 
