@@ -330,6 +330,48 @@ def test_a_flood_of_connections_from_another_user_never_turns_a_self_call_into_t
     assert json.loads(out.rsplit(" ", 3)[0]) == ["python\n"], out
 
 
+def test_a_set_user_id_start_without_proc_never_trusts_argv0(shared, user):
+    # Issue 39, item 2: without /proc, the launcher finds its own file from argv[0] and PATH,
+    # which the caller chooses: `exec -a ATTACKER_EXE SUID_EXE` ran the attacker's archive with
+    # the owner's privileges. A privileged start (AT_SECURE) never falls back: it stops.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    require(shutil.which("unshare") and shutil.which("bash"), "needs unshare and bash")
+    uid, gid = user
+    suid = shared.parent / "suid-app"
+    shutil.copyfile(shared, suid)
+    os.chown(suid, 0, 0)
+    suid.chmod(0o4755)
+    marker = shared.parent / "ran"
+    as_user = f"setpriv --reuid={uid} --regid={gid} --clear-groups"
+    # (the attacker's "archive" is any executable of theirs: here another copy of an app)
+    command = f"exec -a {shared} {suid} reap {marker}"
+    result = run([*NO_PROC, "sh", *as_user.split(), "bash", "-c", command])
+    assert not marker.exists(), "the set-user-ID executable ran the caller's archive"
+    assert result.returncode == 1, result
+    assert "privileged start" in result.stderr and "not trusted" in result.stderr, result.stderr
+
+
+def test_a_set_user_id_start_ignores_the_callers_ingot_variables_and_umask(shared, user):
+    # Issue 39, item 3: INGOT_CACHE_DIR=/new/path INGOT_NATIVE=cache with umask 000 made root
+    # create world-writable directories wherever the caller said. A privileged start reads no
+    # INGOT_* variable (secure_getenv's rule), and makes no directory writable by others.
+    require(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv")
+    uid, gid = user
+    suid = shared.parent / "suid-app"
+    shutil.copyfile(shared, suid)
+    os.chown(suid, 0, 0)
+    suid.chmod(0o4755)
+    chosen = shared.parent / "chosen" / "by" / "caller"
+    (shared.parent / "chosen").mkdir()
+    (shared.parent / "chosen").chmod(0o777)
+    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    env = {"PATH": os.environ["PATH"], "INGOT_CACHE_DIR": str(chosen), "INGOT_NATIVE": "cache"}
+    result = run([*as_user, "sh", "-c", 'umask 000; exec "$0" native', suid], env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"uid": uid, "euid": 0}
+    assert not (shared.parent / "chosen" / "by").exists(), "root made the caller's directories"
+
+
 # --- chains that are not chains of self-calls ------------------------------------------------------
 
 
