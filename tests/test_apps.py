@@ -1105,6 +1105,17 @@ def check_humanize(app: App):
     }
 
 
+@case("opencv")
+def check_opencv(app: App):
+    """OpenCV's loader: its directory first on sys.path and `import cv2` again, answered with
+    `cv2.abi3.so` from that directory (issue 37, item 5); drawing, edges, a PNG round trip."""
+    seen = app.json(app.room().run())
+    assert seen["version"] == "5.0.0" and seen["native"] == f"/app/cv2/cv2{EXT}"
+    assert seen["circle_pixel"] == [0, 200, 255] and seen["blurred_corner"] == 0
+    assert seen["edge_pixels"] == 432 and seen["contours"] == 2
+    assert seen["png_ok"] is True and seen["round_trip"] is True
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = [
@@ -1155,6 +1166,7 @@ ORDER = [
     "numba",
     "boto3",
     "humanize",
+    "opencv",
 ]
 assert (
     sorted(ORDER)

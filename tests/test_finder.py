@@ -2,6 +2,7 @@
 
 import importlib
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -163,6 +164,94 @@ def test_archive_on_sys_path_works_through_the_path_hook(app, clean_imports):
 
     assert pkg.sub.VALUE == 42
     assert pkg.__file__ == f"{app}/pkg/__init__.py"
+
+
+#: A package that loads itself as OpenCV's does: it puts its own directory first on sys.path,
+#: leaves sys.modules and imports its own name again, expecting the module of that name in its
+#: directory; a second run of its __init__ is the recursion its guard refuses.
+SELF_LOADER = """
+import importlib, os, sys
+if hasattr(sys, "SELFLOAD_LOADER"):
+    raise ImportError("recursion is detected during loading of 'selfload'")
+sys.SELFLOAD_LOADER = True
+saved = list(sys.path)
+sys.path.insert(0, os.path.dirname(__file__))
+outer = sys.modules.pop("selfload")
+inner = importlib.import_module("selfload")
+sys.modules["selfload"] = outer
+sys.path[:] = saved
+del sys.SELFLOAD_LOADER
+INNER = inner
+"""
+
+
+@pytest.fixture
+def search_app(builder, tmp_path):
+    builder.package("selfload", SELF_LOADER)
+    builder.module(
+        "selfload.selfload", "WHERE = 'inner'\ndef fail():\n    raise ValueError('inner')\n"
+    )
+    builder.package("pkg", "")
+    builder.module("pkg.vendor.six", "WHERE = 'vendored'\n")
+    builder.package("pkg.vendor.vendortools", "WHERE = 'vendored package'\n")
+    builder.module("pkg.vendor.vendortools.part", "WHERE = 'vendored part'\n")
+    builder.module("six", "WHERE = 'top level'\n")
+    return builder.write(tmp_path / "search.ingot")
+
+
+def test_a_package_that_imports_itself_again_through_sys_path_gets_the_module_there(
+    search_app, install
+):
+    install(search_app)
+    sys.path.insert(0, str(search_app))
+    import selfload
+
+    assert selfload.INNER.WHERE == "inner"
+    assert selfload.INNER.__name__ == "selfload"
+    assert selfload.INNER.__file__ == f"{search_app}/selfload/selfload.py"
+    assert type(selfload.INNER.__loader__).__name__ == "IngotAliasLoader"
+    # Its source and tracebacks are the stored module's.
+    assert "WHERE = 'inner'" in inspect.getsource(selfload.INNER)
+    try:
+        selfload.INNER.fail()
+    except ValueError as error:
+        (last,) = traceback.extract_tb(error.__traceback__)[-1:]
+    assert last.filename == f"{search_app}/selfload/selfload.py"
+    assert last.line == "raise ValueError('inner')"
+
+
+def test_directories_inside_the_archive_are_searched_in_sys_path_order(search_app, install):
+    install(search_app)
+    sys.path[:0] = [str(search_app)]
+    sys.modules.pop("six", None)
+    import six
+
+    assert six.WHERE == "top level"  # the root comes first
+    del sys.modules["six"]
+    sys.path.insert(0, f"{search_app}/pkg/vendor")
+    import six
+
+    assert six.WHERE == "vendored"
+    assert six.__spec__.origin == f"{search_app}/pkg/vendor/six.py"
+    import vendortools.part
+
+    assert vendortools.WHERE == "vendored package"
+    assert vendortools.__path__ == [f"{search_app}/pkg/vendor/vendortools"]
+    assert vendortools.part.WHERE == "vendored part"
+    assert vendortools.part.__file__ == f"{search_app}/pkg/vendor/vendortools/part.py"
+
+
+def test_a_directory_inside_the_archive_after_the_root_answers_what_the_root_lacks(
+    search_app, install
+):
+    install(search_app)
+    sys.path[:0] = [str(search_app)]
+    sys.path.append(f"{search_app}/pkg/vendor")
+    import vendortools
+
+    assert vendortools.WHERE == "vendored package"
+    with pytest.raises(ModuleNotFoundError):
+        import not_anywhere  # noqa: F401
 
 
 def test_path_hook_rejects_paths_outside_the_archive(app, install, tmp_path):

@@ -209,6 +209,59 @@ def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_po
         assert report["file"].startswith(f"{archive}/")
 
 
+@pytest.mark.parametrize("files_policy", [False, True], ids=["memory", "files"])
+def test_a_package_reimporting_its_name_through_sys_path_gets_its_extension_module(
+    tmp_path, files_policy
+):
+    """OpenCV's loader: `cv2/__init__.py` puts its directory first on sys.path, leaves
+    sys.modules and imports `cv2` again, to get `cv2/cv2.abi3.so` (here `_queue` in `_queue/`)."""
+    import shutil
+
+    from ingot.build.archive.writer import pack
+
+    (source,) = glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))
+    package = tmp_path / "site" / "_queue"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "import importlib, os, sys\n"
+        "if hasattr(sys, 'LOADING'):\n"
+        "    raise ImportError('recursion is detected')\n"
+        "sys.LOADING = True\n"
+        "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+        "outer = sys.modules.pop('_queue')\n"
+        "native = importlib.import_module('_queue')\n"
+        "sys.modules['_queue'] = outer\n"
+        "del sys.path[0], sys.LOADING\n"
+        "SimpleQueue = native.SimpleQueue\n"
+    )
+    shutil.copy(source, package / "_queue.abi3.so")
+    archive = pack(
+        tmp_path / "reimport.ingot",
+        stdlib=False,
+        directories=[tmp_path / "site"],
+        files_packages=["_queue"] if files_policy else (),
+    ).output
+    result = run_python(
+        sys.executable,
+        """
+        import json, sys, ingot
+        ingot.install(sys.argv[1])
+        sys.path.insert(0, sys.argv[1])
+        import _queue
+        queue = _queue.SimpleQueue()
+        queue.put(7)
+        print(json.dumps({"got": queue.get(), "native": _queue.native.__file__,
+                          "name": _queue.native.__name__, "outer": _queue.__file__}))
+    """,
+        archive,
+        env=dict(os.environ, INGOT_CACHE_DIR=str(tmp_path / "cache")),
+    )
+    report = json.loads(result.stdout)
+    assert report["got"] == 7 and report["name"] == "_queue"
+    assert report["outer"].endswith("/_queue/__init__.py")
+    assert report["native"].startswith(report["outer"].rsplit("/", 1)[0] + "/_queue.")
+
+
 def test_a_library_the_process_already_has_is_not_loaded_twice(native_archive):
     result = run_python(
         sys.executable,

@@ -111,6 +111,127 @@ impl IngotFinder {
         })
     }
 
+    /// A spec named `fullname` for the archive's module `stored`: the same name, or the module a
+    /// directory inside the archive on `sys.path` gives that name (then its loader is an
+    /// [`IngotAliasLoader`]); `None` if the archive holds no such module.
+    fn spec_for<'py>(
+        slf: &Bound<'py, Self>,
+        fullname: &str,
+        stored: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let finder = slf.get();
+        let Some(entry) = finder.view.module(stored)? else {
+            return Ok(None);
+        };
+        let Some(kind) = entry.kind() else {
+            return Ok(None);
+        };
+        let spec_class = finder.module_spec.bind(py);
+        let kwargs = PyDict::new(py);
+        let is_package =
+            matches!(kind, Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage);
+        let tree = finder.view.tree_root(py, stored)?;
+        let origin = finder.origin(stored, kind, tree.as_deref());
+        if let Some(origin) = &origin {
+            kwargs.set_item(intern!(py, "origin"), origin)?;
+        }
+        if is_package {
+            kwargs.set_item(intern!(py, "is_package"), true)?;
+        }
+        let spec = if stored == fullname {
+            spec_class.call((fullname, slf), Some(&kwargs))?
+        } else {
+            let loader = IngotAliasLoader { finder: slf.clone().unbind(), stored: stored.into() };
+            spec_class.call((fullname, Bound::new(py, loader)?), Some(&kwargs))?
+        };
+        if is_package {
+            let directory = match &tree {
+                Some(root) => files::package_dir(root, stored),
+                None => format!("{}{}", finder.view.prefix, stored.replace('.', "/")),
+            };
+            spec.setattr(intern!(py, "submodule_search_locations"), PyList::new(py, [directory])?)?;
+        }
+        // `has_location` stays false, as for frozen modules: the origin is not a file a path-based
+        // loader could read, `__cached__` would name a file that cannot exist, and importlib's
+        // `__file__`/`__cached__` step costs more per module than the rest of this finder.
+        // `exec_module` sets `__file__` itself.
+        Ok(Some(spec))
+    }
+
+    /// `create_module` for the archive's module `stored` (the spec's name, or the module an alias
+    /// stands for).
+    fn create_stored<'py>(
+        slf: &Bound<'py, Self>,
+        spec: &Bound<'py, PyAny>,
+        stored: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let finder = slf.get();
+        let entry = finder.entry(py, stored)?;
+        if matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage)) {
+            return finder.create_extension(py, slf, spec, &entry).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// `exec_module` for the archive's module `stored`.
+    fn exec_stored<'py>(
+        slf: &Bound<'py, Self>,
+        module: &Bound<'py, PyAny>,
+        stored: &str,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let finder = slf.get();
+        let name = stored;
+        let entry = finder.entry(py, name)?;
+        let kind = entry.kind();
+        match kind {
+            Some(Kind::Module | Kind::Package) => {
+                let tree = finder.view.tree_root(py, name)?;
+                let origin = finder
+                    .origin(name, kind.unwrap_or(Kind::Module), tree.as_deref())
+                    .unwrap_or_default();
+                let origin = PyString::new(py, &origin);
+                let globals = match module.cast::<PyModule>() {
+                    Ok(module) => module.dict(),
+                    Err(_) => module.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?,
+                };
+                globals.set_item(intern!(py, "__file__"), &origin)?;
+                // As for a module python imports without a `.pyc` to write (`python -m inspect
+                // MODULE --details` reads it): there is no cache file.
+                if !globals.contains(intern!(py, "__cached__"))? {
+                    globals.set_item(intern!(py, "__cached__"), py.None())?;
+                }
+                let code = finder.code(py, &entry, &origin)?;
+                if !globals.contains(intern!(py, "__builtins__"))? {
+                    // As `exec()` does.
+                    // SAFETY: returns a borrowed reference to the current builtins dict.
+                    let builtins =
+                        unsafe { Bound::from_borrowed_ptr(py, ffi::PyEval_GetBuiltins()) };
+                    globals.set_item(intern!(py, "__builtins__"), builtins)?;
+                }
+                // SAFETY: `code` is a code object (checked in `code`) and `globals` a dict.
+                let result = unsafe {
+                    Bound::from_owned_ptr_or_err(
+                        py,
+                        ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()),
+                    )
+                };
+                if result.is_ok() {
+                    for hook in finder.after_exec.iter().filter(|hook| hook.module == name) {
+                        (hook.run)(py, &finder.view, &globals);
+                    }
+                }
+                result.map(|_| ())
+            }
+            Some(Kind::ExtensionModule | Kind::ExtensionPackage) => {
+                finder.exec_dynamic.bind(py).call1((module,)).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn error(&self, error: ingot_format::Error) -> PyErr {
         self.view.error(error)
     }
@@ -258,7 +379,11 @@ impl IngotFinder {
             )?;
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
-        let loading_spec = self.module_spec.bind(py).call((name, slf), Some(&kwargs))?;
+        // The spec's name, which names the init function: an alias's differs from the entry's.
+        let loading_spec = self
+            .module_spec
+            .bind(py)
+            .call((spec.getattr(intern!(py, "name"))?, slf), Some(&kwargs))?;
         let module = self
             .create_dynamic
             .bind(py)
@@ -333,6 +458,13 @@ impl IngotFinder {
     // --- importlib.abc.MetaPathFinder -------------------------------------------------------
 
     /// Mirrors `zipimporter.find_spec`: a spec for a module the archive holds, `None` otherwise.
+    ///
+    /// Directories inside the archive on `sys.path` (or in a package's `__path__`) are searched
+    /// in their order with the file finder's rule (the module's last name, in that directory): a
+    /// package that puts its own directory first on `sys.path` and imports its name again gets
+    /// the extension module in that directory (OpenCV's loader), not its `__init__` again. The
+    /// archive's root answers by full name, as before; with no such directory on the path, the
+    /// search costs one string comparison per entry before the root.
     #[pyo3(signature = (fullname, path = None, target = None))]
     fn find_spec<'py>(
         slf: &Bound<'py, Self>,
@@ -340,40 +472,63 @@ impl IngotFinder {
         path: Option<&Bound<'py, PyAny>>,
         target: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let _ = (path, target);
+        let _ = target;
         let py = slf.py();
         let finder = slf.get();
-        let Some(entry) = finder.view.module(fullname)? else {
-            return Ok(None);
-        };
-        let Some(kind) = entry.kind() else {
-            return Ok(None);
-        };
-        let spec_class = finder.module_spec.bind(py);
-        let kwargs = PyDict::new(py);
-        let is_package =
-            matches!(kind, Kind::Package | Kind::NamespacePackage | Kind::ExtensionPackage);
-        let tree = finder.view.tree_root(py, fullname)?;
-        let origin = finder.origin(fullname, kind, tree.as_deref());
-        if let Some(origin) = &origin {
-            kwargs.set_item(intern!(py, "origin"), origin)?;
+        match path {
+            None => {
+                let mut root_seen = false;
+                // SAFETY: a borrowed reference (or NULL) to `sys.path`, used with the GIL held.
+                let entries = unsafe { ffi::PySys_GetObject(c"path".as_ptr()) };
+                if !entries.is_null() {
+                    // SAFETY: not NULL; borrowed from the sys module, which outlives this call.
+                    let entries = unsafe { Bound::from_borrowed_ptr(py, entries) };
+                    if let Ok(entries) = entries.cast::<PyList>() {
+                        for entry in entries.iter() {
+                            let Ok(entry) = entry.cast::<PyString>() else { continue };
+                            let entry = entry.to_str()?;
+                            if entry == finder.view.path {
+                                root_seen = true;
+                                if let Some(spec) = IngotFinder::spec_for(slf, fullname, fullname)?
+                                {
+                                    return Ok(Some(spec));
+                                }
+                            } else if let Some(relative) = finder.view.relative_any(entry) {
+                                let stored = stored_name(&relative, fullname);
+                                if let Some(spec) = IngotFinder::spec_for(slf, fullname, &stored)? {
+                                    return Ok(Some(spec));
+                                }
+                            }
+                        }
+                    }
+                }
+                if root_seen {
+                    return Ok(None);
+                }
+                IngotFinder::spec_for(slf, fullname, fullname)
+            }
+            Some(path) => {
+                let mut inside = false;
+                if let Ok(entries) = path.try_iter() {
+                    for entry in entries {
+                        let entry = entry?;
+                        let Ok(entry) = entry.cast::<PyString>() else { continue };
+                        let Some(relative) = finder.view.relative_any(entry.to_str()?) else {
+                            continue;
+                        };
+                        inside = true;
+                        let stored = stored_name(&relative, fullname);
+                        if let Some(spec) = IngotFinder::spec_for(slf, fullname, &stored)? {
+                            return Ok(Some(spec));
+                        }
+                    }
+                }
+                if inside {
+                    return Ok(None);
+                }
+                IngotFinder::spec_for(slf, fullname, fullname)
+            }
         }
-        if is_package {
-            kwargs.set_item(intern!(py, "is_package"), true)?;
-        }
-        let spec = spec_class.call((fullname, slf), Some(&kwargs))?;
-        if is_package {
-            let directory = match &tree {
-                Some(root) => files::package_dir(root, fullname),
-                None => format!("{}{}", finder.view.prefix, fullname.replace('.', "/")),
-            };
-            spec.setattr(intern!(py, "submodule_search_locations"), PyList::new(py, [directory])?)?;
-        }
-        // `has_location` stays false, as for frozen modules: the origin is not a file a path-based
-        // loader could read, `__cached__` would name a file that cannot exist, and importlib's
-        // `__file__`/`__cached__` step costs more per module than the rest of this finder.
-        // `exec_module` sets `__file__` itself.
-        Ok(Some(spec))
     }
 
     fn invalidate_caches(&self) {}
@@ -385,75 +540,21 @@ impl IngotFinder {
         slf: &Bound<'py, Self>,
         spec: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let py = slf.py();
-        let finder = slf.get();
-        let name = spec.getattr(intern!(py, "name"))?;
-        let name = name.cast::<PyString>()?.to_str()?;
-        let entry = finder.entry(py, name)?;
-        if matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage)) {
-            return finder.create_extension(py, slf, spec, &entry).map(Some);
-        }
-        Ok(None)
+        let name = spec.getattr(intern!(slf.py(), "name"))?;
+        IngotFinder::create_stored(slf, spec, name.cast::<PyString>()?.to_str()?)
     }
 
     /// Runs the module's code in its namespace (`SourceLoader.exec_module`), or executes a
     /// multi-phase extension module (`ExtensionFileLoader.exec_module`).
     fn exec_module<'py>(slf: &Bound<'py, Self>, module: &Bound<'py, PyAny>) -> PyResult<()> {
         let py = slf.py();
-        let finder = slf.get();
         // The spec's name, not `__name__`: an extension module can name itself otherwise
         // (`_decimal` creates a module called `decimal`), and `decimal` is another entry.
         let name = match module.getattr(intern!(py, "__spec__")) {
             Ok(spec) if !spec.is_none() => spec.getattr(intern!(py, "name"))?,
             _ => module.getattr(intern!(py, "__name__"))?,
         };
-        let name = name.cast::<PyString>()?.to_str()?;
-        let entry = finder.entry(py, name)?;
-        let kind = entry.kind();
-        match kind {
-            Some(Kind::Module | Kind::Package) => {
-                let tree = finder.view.tree_root(py, name)?;
-                let origin = finder
-                    .origin(name, kind.unwrap_or(Kind::Module), tree.as_deref())
-                    .unwrap_or_default();
-                let origin = PyString::new(py, &origin);
-                let globals = match module.cast::<PyModule>() {
-                    Ok(module) => module.dict(),
-                    Err(_) => module.getattr(intern!(py, "__dict__"))?.cast_into::<PyDict>()?,
-                };
-                globals.set_item(intern!(py, "__file__"), &origin)?;
-                // As for a module python imports without a `.pyc` to write (`python -m inspect
-                // MODULE --details` reads it): there is no cache file.
-                if !globals.contains(intern!(py, "__cached__"))? {
-                    globals.set_item(intern!(py, "__cached__"), py.None())?;
-                }
-                let code = finder.code(py, &entry, &origin)?;
-                if !globals.contains(intern!(py, "__builtins__"))? {
-                    // As `exec()` does.
-                    // SAFETY: returns a borrowed reference to the current builtins dict.
-                    let builtins =
-                        unsafe { Bound::from_borrowed_ptr(py, ffi::PyEval_GetBuiltins()) };
-                    globals.set_item(intern!(py, "__builtins__"), builtins)?;
-                }
-                // SAFETY: `code` is a code object (checked in `code`) and `globals` a dict.
-                let result = unsafe {
-                    Bound::from_owned_ptr_or_err(
-                        py,
-                        ffi::PyEval_EvalCode(code.as_ptr(), globals.as_ptr(), globals.as_ptr()),
-                    )
-                };
-                if result.is_ok() {
-                    for hook in finder.after_exec.iter().filter(|hook| hook.module == name) {
-                        (hook.run)(py, &finder.view, &globals);
-                    }
-                }
-                result.map(|_| ())
-            }
-            Some(Kind::ExtensionModule | Kind::ExtensionPackage) => {
-                finder.exec_dynamic.bind(py).call1((module,)).map(|_| ())
-            }
-            _ => Ok(()),
-        }
+        IngotFinder::exec_stored(slf, module, name.cast::<PyString>()?.to_str()?)
     }
 
     // --- importlib.abc.InspectLoader / ExecutionLoader --------------------------------------
@@ -783,7 +884,8 @@ pub struct IngotPathEntryFinder {
 
 #[pymethods]
 impl IngotPathEntryFinder {
-    /// `importlib.abc.PathEntryFinder.find_spec`: a spec for a module directly in this directory.
+    /// `importlib.abc.PathEntryFinder.find_spec`: a spec for a module directly in this directory,
+    /// by the file finder's rule (its last name), whatever package the name is in.
     #[pyo3(signature = (fullname, target = None))]
     fn find_spec<'py>(
         &self,
@@ -791,14 +893,12 @@ impl IngotPathEntryFinder {
         fullname: &str,
         target: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let parent = fullname
-            .rsplit_once('.')
-            .map(|(parent, _)| parent.replace('.', "/"))
-            .unwrap_or_default();
-        if parent != self.relative {
-            return Ok(None);
-        }
-        IngotFinder::find_spec(self.finder.bind(py), fullname, None, target)
+        let _ = target;
+        IngotFinder::spec_for(
+            self.finder.bind(py),
+            fullname,
+            &stored_name(&self.relative, fullname),
+        )
     }
 
     #[pyo3(signature = (prefix = ""))]
@@ -824,6 +924,84 @@ impl IngotPathEntryFinder {
 
     fn __repr__(&self) -> String {
         format!("<IngotPathEntryFinder {:?}>", self.path())
+    }
+}
+
+/// The loader of a module found under another name than the archive's: `sys.path` (or a
+/// package's `__path__`) held a directory inside the archive, and the module's last name was
+/// found there (`cv2` from `<exe>/cv2` is the archive's `cv2.cv2`). Everything is the
+/// [`IngotFinder`]'s, asked for the stored module.
+#[pyclass(module = "ingot._ingot", frozen)]
+pub struct IngotAliasLoader {
+    finder: Py<IngotFinder>,
+    stored: String,
+}
+
+#[pymethods]
+impl IngotAliasLoader {
+    fn create_module<'py>(&self, spec: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        IngotFinder::create_stored(self.finder.bind(spec.py()), spec, &self.stored)
+    }
+
+    fn exec_module<'py>(&self, module: &Bound<'py, PyAny>) -> PyResult<()> {
+        IngotFinder::exec_stored(self.finder.bind(module.py()), module, &self.stored)
+    }
+
+    /// The stored module's, whatever name it is asked by (linecache asks by `__name__`).
+    fn get_code<'py>(
+        &self,
+        py: Python<'py>,
+        fullname: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let _ = fullname;
+        IngotFinder::get_code(self.finder.bind(py), &self.stored)
+    }
+
+    fn get_source<'py>(
+        &self,
+        py: Python<'py>,
+        fullname: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let _ = fullname;
+        IngotFinder::get_source(self.finder.bind(py), &self.stored)
+    }
+
+    fn is_package(&self, py: Python<'_>, fullname: &str) -> PyResult<bool> {
+        let _ = fullname;
+        self.finder.get().is_package(py, &self.stored)
+    }
+
+    fn get_filename(&self, py: Python<'_>, fullname: &str) -> PyResult<String> {
+        let _ = fullname;
+        self.finder.get().get_filename(py, &self.stored)
+    }
+
+    fn get_data<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+        self.finder.get().get_data(py, path)
+    }
+
+    fn get_resource_reader<'py>(
+        &self,
+        py: Python<'py>,
+        fullname: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = fullname;
+        IngotFinder::get_resource_reader(self.finder.bind(py), &self.stored)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<IngotAliasLoader {:?} in {:?}>", self.stored, self.finder.get().view.path)
+    }
+}
+
+/// The archive's name for the module `fullname` in the archive directory `relative` (`""`, the
+/// root), by the file finder's rule: its last name, in that directory.
+fn stored_name(relative: &str, fullname: &str) -> String {
+    let last = fullname.rsplit('.').next().unwrap_or(fullname);
+    if relative.is_empty() {
+        last.to_string()
+    } else {
+        format!("{}.{last}", relative.replace('/', "."))
     }
 }
 

@@ -43,6 +43,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ArchiveError", py.get_type::<error::ArchiveError>())?;
     module.add_class::<IngotFinder>()?;
     module.add_class::<finder::IngotPathEntryFinder>()?;
+    module.add_class::<finder::IngotAliasLoader>()?;
     #[cfg(feature = "writer")]
     module.add_class::<writer::ArchiveWriter>()?;
     #[cfg(feature = "writer")]
