@@ -163,3 +163,28 @@ def test_known_libraries_are_used_and_their_needs_resolved(tmp_path):
     resolution = elf.resolve([], known=[libssl])
     assert resolution.libraries["libssl.so.3"] is libssl
     assert "libcrypto.so.3" in resolution.libraries
+
+
+def test_desktop_libraries_are_left_to_the_system_and_named():
+    """X11, GL, CUPS, ... belong to the target's desktop (issue 37): not carried, not followed,
+    not reported missing, whether or not this machine has them; the rest is collected."""
+    needed = ("libX11.so.6", "libxcb-icccm.so.4", "libGL.so.1", "libcups.so.2", "libz.so.1")
+    obj = replace(needs_libz(), needed=(*needed, "libc.so.6"))
+    resolution = elf.resolve([obj])
+    assert resolution.desktop == dict.fromkeys(needed[:4], obj.path)
+    assert set(resolution.libraries) == {"libz.so.1"}
+    assert resolution.missing == []
+    for name in ("libfontconfig.so.1", "libglib-2.0.so.0", "libXext.so.6", "libEGL.so.1"):
+        assert elf.is_desktop_library(name), name
+    for name in ("libz.so.1", "libssl.so.3", "libSDL2-2.0.so.0", "libxml2.so.2", "libgomp.so.1"):
+        assert not elf.is_desktop_library(name), name
+
+
+def test_a_wheels_own_copy_of_a_desktop_library_is_carried(tmp_path):
+    libz = elf.find_library("libz.so.1", needs_libz())
+    shutil.copy(libz, tmp_path / "libfreetype.so.6")
+    shipped = elf.read_elf(str(tmp_path / "libfreetype.so.6"))
+    obj = replace(needs_libz(), needed=("libfreetype.so.6", "libc.so.6"))
+    resolution = elf.resolve([obj], known=[shipped])
+    assert resolution.libraries["libfreetype.so.6"] is shipped
+    assert resolution.desktop == {}

@@ -14,7 +14,9 @@ For a ``DT_NEEDED`` name of an object, glibc's ``ld.so`` searches, in order:
 is an ELF object of the requester's class and machine, as ``ld.so`` does.
 
 What is *not* collected: glibc's own libraries and the loader (the host's glibc must serve the
-host's ``libc.so.6``; mixing glibcs crashes), and ``libpython`` (the host interpreter provides it).
+host's ``libc.so.6``; mixing glibcs crashes), ``libpython`` (the host interpreter provides it),
+and the desktop's libraries (:data:`DESKTOP_LIBRARIES`: X11, GL, fontconfig, GLib, CUPS, ...),
+which the target system provides.
 Everything else is collected, including ``libgcc_s.so.1``, ``libstdc++`` and ``libcrypt.so.1``
 (libxcrypt): they are not part of glibc and need not exist, or be recent enough, on the target.
 """
@@ -47,6 +49,7 @@ __all__ = [
     "find_library",
     "glibc_floor",
     "glibc_needed",
+    "is_desktop_library",
     "is_host_library",
     "ld_cache",
     "parse_ldconfig",
@@ -82,6 +85,62 @@ HOST_LIBRARIES = (
     "libpython3*.so*",
 )
 
+#: Libraries of the desktop: the display (X11, xcb, Wayland), graphics drivers (GL, EGL, Vulkan,
+#: DRM), fonts (fontconfig, FreeType), GLib, D-Bus, printing (CUPS), sound (ALSA, PulseAudio) and
+#: the GTK stack. The target system provides them, matched to its hardware and display server, as
+#: manylinux's policy says (PEP 599 lists X11, GL and GLib): a copy from the build machine would
+#: raise the executable's glibc floor to the build machine's (CUPS's to 2.36 here) and replace
+#: the target's drivers. They are not carried, nor followed; the build names them
+#: (:attr:`Resolution.desktop`). A wheel's own copy (``*.libs``, a hashed name) is carried.
+DESKTOP_LIBRARIES = (
+    "libX11.so.*",
+    "libX11-xcb.so.*",
+    "libX[a-z]*.so.*",  # libXext, libXrender, libXi, libXau, libXdmcp, libXfixes, ...
+    "libICE.so.*",
+    "libSM.so.*",
+    "libxcb.so.*",
+    "libxcb-*.so.*",
+    "libxkbcommon.so.*",
+    "libxkbcommon-x11.so.*",
+    "libwayland-*.so.*",
+    "libdecor-0.so.*",
+    "libGL.so.*",
+    "libGLX.so.*",
+    "libGLdispatch.so.*",
+    "libOpenGL.so.*",
+    "libEGL.so.*",
+    "libGLESv1_CM.so.*",
+    "libGLESv2.so.*",
+    "libgbm.so.*",
+    "libdrm.so.*",
+    "libvulkan.so.*",
+    "libfontconfig.so.*",
+    "libfreetype.so.*",
+    "libglib-2.0.so.*",
+    "libgobject-2.0.so.*",
+    "libgio-2.0.so.*",
+    "libgmodule-2.0.so.*",
+    "libgthread-2.0.so.*",
+    "libdbus-1.so.*",
+    "libcups.so.*",
+    "libcupsimage.so.*",
+    "libasound.so.*",
+    "libpulse.so.*",
+    "libpulse-simple.so.*",
+    "libpulse-mainloop-glib.so.*",
+    "libgtk-*.so.*",
+    "libgdk-*.so.*",
+    "libgdk_pixbuf-2.0.so.*",
+    "libpango-1.0.so.*",
+    "libpangocairo-1.0.so.*",
+    "libpangoft2-1.0.so.*",
+    "libcairo.so.*",
+    "libcairo-gobject.so.*",
+    "libatk-1.0.so.*",
+    "libatk-bridge-2.0.so.*",
+    "libatspi.so.*",
+)
+
 _MULTIARCH = {
     62: "x86_64-linux-gnu",
     183: "aarch64-linux-gnu",
@@ -91,6 +150,12 @@ _MULTIARCH = {
     22: "s390x-linux-gnu",
     243: "riscv64-linux-gnu",
 }
+
+
+def is_desktop_library(name: str) -> bool:
+    """Whether ``name`` (a ``DT_NEEDED`` or file name) is one of :data:`DESKTOP_LIBRARIES`."""
+    base = os.path.basename(name)
+    return any(fnmatch.fnmatchcase(base, pattern) for pattern in DESKTOP_LIBRARIES)
 
 
 def is_host_library(name: str) -> bool:
@@ -239,6 +304,9 @@ class Resolution:
     libraries: dict[str, ElfObject] = field(default_factory=dict)  # file name -> object
     missing: list[tuple[str, str]] = field(default_factory=list)  # (requester path, needed name)
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (name, kept, other)
+    #: Desktop libraries (:data:`DESKTOP_LIBRARIES`) needed and left to the system: name -> the
+    #: path of the first object that needs it.
+    desktop: dict[str, str] = field(default_factory=dict)
 
 
 def resolve(
@@ -267,6 +335,9 @@ def resolve(
         )
         for name in requester.needed:
             if is_host_library(name):
+                continue
+            if is_desktop_library(name) and os.path.basename(name) not in result.libraries:
+                result.desktop.setdefault(os.path.basename(name), requester.path)
                 continue
             path = find_library(name, requester, loader_rpath, library_path)
             file_name = os.path.basename(name)

@@ -119,6 +119,9 @@ class PackResult:
     left_out: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     #: The symbol versions each native file the archive holds needs (the glibc floor's input).
     native_needs: list[elf.VersionNeeds] = field(default_factory=list)
+    #: Desktop libraries the native code needs and the target system provides (not carried):
+    #: name -> what needs it first (:data:`ingot.elf.DESKTOP_LIBRARIES`).
+    desktop_libraries: dict[str, str] = field(default_factory=dict)
     #: The carried libraries taken from the system where its copy is new enough
     #: (``__ingot__/system-first.json``): soname -> the symbol versions needed of it.
     system_first: dict[str, list[str]] = field(default_factory=dict)
@@ -151,12 +154,13 @@ def _add_libraries(
     *,
     only_needed: bool = False,
     library_path: str | None = None,
-) -> None:
+) -> dict[str, str]:
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`),
     and those that shared libraries stored as data files need (a package's ``lib/lib_x.so``, which
     its code loads by path through ``ctypes``: the executable loads it from memory, after them);
     with ``only_needed``, the collected libraries nothing needs go. ``library_path``:
-    ``LD_LIBRARY_PATH``, as the environment of the build had it."""
+    ``LD_LIBRARY_PATH``, as the environment of the build had it. Returns the desktop libraries
+    needed, which the target system provides (name -> what needs it first)."""
     roots: list[elf.ElfObject] = []
     known: list[elf.ElfObject] = []
     owner: dict[str, str] = {}
@@ -194,6 +198,10 @@ def _add_libraries(
         )
     for name, kept, other in sorted(set(resolution.conflicts)):
         warnings.append(f"{name}: {kept} collected; some object would load {other} instead")
+    return {
+        name: owner.get(requester, os.path.basename(requester))
+        for name, requester in sorted(resolution.desktop.items())
+    }
 
 
 def _is_shared_object(item: Item) -> bool:
@@ -979,7 +987,7 @@ def pack(
             memo=options.cache,
         )
         phase("resolving shared libraries")
-        _add_libraries(
+        result.desktop_libraries = _add_libraries(
             plan,
             result.warnings,
             only_needed=options.prune,

@@ -39,10 +39,17 @@ def glibc_verdict(
     (the ``launcher`` image and what the ``packed`` archive's native files need), and the notes
     and warnings that go with it: a runtime's executable that needs more than 2.17 (a library
     it carries)."""
-    if spec.archive_only:
-        return None, [], []
-    floor = archive_floor(launcher, packed.native_needs, packed.system_first)
     notes: list[str] = []
+    if packed.desktop_libraries:
+        names = sorted(packed.desktop_libraries)
+        notes.append(
+            "needs from the target system (desktop libraries, not carried): "
+            + ", ".join(names[:10])
+            + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        )
+    if spec.archive_only:
+        return None, notes, []
+    floor = archive_floor(launcher, packed.native_needs, packed.system_first)
     warnings: list[str] = []
     if floor.version is None:
         return floor, notes, warnings
