@@ -1116,6 +1116,71 @@ def check_opencv(app: App):
     assert seen["png_ok"] is True and seen["round_trip"] is True
 
 
+@case("pyproj")
+def check_pyproj(app: App):
+    """PROJ opens proj.db by path: zero-config, the build gives pyproj real files (issue 37,
+    item 4)."""
+    seen = app.json(app.room().run(env={"INGOT_CACHE_DIR": "/cache"}))
+    assert seen == {
+        "mercator": [261845.7, 6250564.3],
+        "lambert": "RGF93 v1 / Lambert-93",
+        "paris_london_km": 343.9,
+    }
+
+
+def _window_app(app: App, title: str) -> tuple[dict, object]:
+    """Runs a GUI app of the matrix on an X server of its own (Xvfb) and returns what it says and
+    a screenshot of its window. It runs on this machine, not in the room: the X client libraries,
+    GL and fontconfig are the desktop's (the build does not carry them)."""
+    from xvfb import run_window, xvfb_display
+
+    runtime_dir = app.tmp_path / "xdg"
+    runtime_dir.mkdir(mode=0o700)
+    env = {
+        "INGOT_CACHE_DIR": str(app.tmp_path / "cache"),
+        "XDG_RUNTIME_DIR": str(runtime_dir),  # (Qt warns on stderr without one)
+        "SDL_AUDIODRIVER": "dummy",  # (no sound card: ALSA's complaints)
+        "PYGAME_HIDE_SUPPORT_PROMPT": "1",  # (pygame's greeting on stdout)
+    }
+    with xvfb_display() as display:
+        result, shot = run_window(app.executable, display, title, app.tmp_path / "window", env=env)
+    assert result.returncode == 0 and not result.timed_out and not result.limit_hit, (
+        result.stdout + result.stderr
+    )
+    assert shot is not None, result.stderr
+    return app.json(result), shot
+
+
+def _check_drawing(shot) -> None:
+    """The drawing both GUI apps make: white, a red rectangle, a blue disc."""
+    assert (shot.width, shot.height) == (200, 120)
+    assert shot.pixel(5, 5) == (255, 255, 255)
+    assert shot.pixel(50, 50) == (200, 30, 30) and shot.pixel(119, 79) == (200, 30, 30)
+    assert shot.pixel(160, 60) == (30, 60, 200)
+    assert shot.count((20, 20, 120, 80), lambda rgb: rgb == (200, 30, 30)) == 100 * 60
+
+
+@case("pygame")
+def check_pygame(app: App):
+    """A real SDL window under Xvfb; the default font, which pygame's C code reopens by name
+    (zero-config: the build gives pygame real files)."""
+    seen, shot = _window_app(app, "ingot pygame")
+    assert seen["driver"] == "x11" and seen["size"] == [200, 120]
+    _check_drawing(shot)
+    # "ingot" in black, 24 px: dark pixels where the text is, as many as the font draws.
+    width, height = seen["text_size"]
+    dark = shot.count((20, 90, 20 + width, min(120, 90 + height)), lambda rgb: max(rgb) < 100)
+    assert width > 30 and dark > 60, (width, dark)
+
+
+@case("pyqt5")
+def check_pyqt5(app: App):
+    """A real Qt window under Xvfb through the xcb platform plugin."""
+    seen, shot = _window_app(app, "ingot pyqt5")
+    assert seen == {"platform": "xcb", "size": [200, 120]}
+    _check_drawing(shot)
+
+
 # --- the matrix -----------------------------------------------------------------------------------
 
 ORDER = [
@@ -1167,6 +1232,9 @@ ORDER = [
     "boto3",
     "humanize",
     "opencv",
+    "pyproj",
+    "pygame",
+    "pyqt5",
 ]
 assert (
     sorted(ORDER)

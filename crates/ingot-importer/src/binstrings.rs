@@ -108,6 +108,48 @@ pub fn loose_binary_names(py: Python<'_>, image: &[u8]) -> HashSet<String> {
     py.detach(|| strings(loose(image)))
 }
 
+/// The NUL-terminated runs of printable, non-blank ASCII in `image`, 4 to 255 bytes long: the
+/// C strings a native image holds (paths among them).
+fn c_strings(image: &[u8]) -> impl Iterator<Item = &[u8]> {
+    // (up to the last NUL: a run after it is not terminated)
+    let terminated = &image[..image.iter().rposition(|&byte| byte == 0).unwrap_or(0)];
+    terminated.split(|&byte| byte == 0).filter_map(|run| {
+        // The printable tail of the run, up to its NUL.
+        let start =
+            run.iter().rposition(|byte| !(0x21..=0x7e).contains(byte)).map_or(0, |at| at + 1);
+        let text = &run[start..];
+        (4..=255).contains(&text.len()).then_some(text)
+    })
+}
+
+/// `binary_path_names(image: bytes) -> set[str]`: the last components of the C strings of
+/// `image` that hold a `/` or a `.` (`"%s/proj.db"` gives `proj.db`, `"/platforms"` gives
+/// `platforms/`: a name after a slash ends in one), for finding the files of its package that
+/// native code opens by path (`ingot.build.analysis.nativefiles`).
+#[pyfunction]
+pub fn binary_path_names(py: Python<'_>, image: &[u8]) -> HashSet<String> {
+    py.detach(|| {
+        let mut found = HashSet::new();
+        for text in c_strings(image) {
+            let (last, slashed) = match text.iter().rposition(|&byte| byte == b'/') {
+                Some(at) => (&text[at + 1..], true),
+                None => (text, false),
+            };
+            if last.is_empty() {
+                continue;
+            }
+            let last = String::from_utf8_lossy(last);
+            if slashed {
+                found.insert(format!("{last}/"));
+            }
+            if last.contains('.') {
+                found.insert(last.into_owned());
+            }
+        }
+        found
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +175,13 @@ mod tests {
         let image = [&[b'a'; 130][..], b"-.b-cd"].concat();
         let found = sorted(loose(&image));
         assert_eq!(found, ["aaaaaaaaa".to_string(), "a".repeat(121), "cd".to_string()]);
+    }
+
+    #[test]
+    fn c_strings_are_printable_runs_before_a_nul() {
+        let image = b"\x01\x02%s/proj.db\0abc\0\xffplatforms\0with space\0tail";
+        let found: Vec<&[u8]> = c_strings(image).collect();
+        assert_eq!(found, [b"%s/proj.db".as_slice(), b"platforms", b"space"]);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(elf::elf_class, module)?)?;
         module.add_function(wrap_pyfunction!(binstrings::binary_names, module)?)?;
         module.add_function(wrap_pyfunction!(binstrings::loose_binary_names, module)?)?;
+        module.add_function(wrap_pyfunction!(binstrings::binary_path_names, module)?)?;
         module.add_function(wrap_pyfunction!(content_hash, module)?)?;
         module.add_function(wrap_pyfunction!(marshal::canonical_marshal, module)?)?;
         module.add_function(wrap_pyfunction!(write_tree, module)?)?;

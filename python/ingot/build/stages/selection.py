@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build.analysis import filescan
+from ingot.build.analysis import filescan, nativefiles
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
 from ingot.build.archive.stdlib_layout import Layout, for_target
@@ -159,6 +159,12 @@ def _file_policy(
     decision = resolve_policy(
         present, files=config.files, memory=config.memory, executable=executable
     )
+    for name, root in sorted(present.items()):
+        if name not in decision.files and name not in config.memory:
+            why = nativefiles.opens_own_files(root, name)
+            if why:
+                decision.files.add(name)
+                decision.reasons[name] = f"zero-config: native code opens its files by path: {why}"
     for name in sorted(decision.files):
         say(f"files policy: {name} ({decision.reasons[name]})")
     warnings: list[str] = []
