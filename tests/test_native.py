@@ -163,26 +163,38 @@ def test_a_corrupted_extension_image_is_refused_before_it_is_loaded(native_archi
     assert "_queue" in result.stdout and "corrupted" in result.stdout
 
 
-@pytest.mark.parametrize("files_policy", [False, True], ids=["memory", "files"])
-def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_policy):
-    import importlib.machinery
+def queue_package_archive(tmp_path, files: dict[str, str], image_name: str, files_policy: bool):
+    """An archive of a package `_queue` holding `files` (name -> source) and lib-dynload's
+    `_queue` extension module copied as `image_name`, under the files policy or not."""
     import shutil
 
     from ingot.build.archive.writer import pack
 
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     (source,) = glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))
     package = tmp_path / "site" / "_queue"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text("raise ImportError('the .py was imported')\n")
-    (package / "helper.py").write_text("VALUE = 5\n")
-    shutil.copy(source, package / f"__init__{suffix}")
-    archive = pack(
-        tmp_path / "extpkg.ingot",
+    for name, text in files.items():
+        (package / name).write_text(text)
+    shutil.copy(source, package / image_name)
+    return pack(
+        tmp_path / "queue.ingot",
         stdlib=False,
         directories=[tmp_path / "site"],
         files_packages=["_queue"] if files_policy else (),
     ).output
+
+
+@pytest.mark.parametrize("files_policy", [False, True], ids=["memory", "files"])
+def test_extension_package_is_imported_from_its_compiled_init(tmp_path, files_policy):
+    import importlib.machinery
+
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    archive = queue_package_archive(
+        tmp_path,
+        {"__init__.py": "raise ImportError('the .py was imported')\n", "helper.py": "VALUE = 5\n"},
+        f"__init__{suffix}",
+        files_policy,
+    )
     result = run_python(
         sys.executable,
         """
@@ -215,32 +227,25 @@ def test_a_package_reimporting_its_name_through_sys_path_gets_its_extension_modu
 ):
     """OpenCV's loader: `cv2/__init__.py` puts its directory first on sys.path, leaves
     sys.modules and imports `cv2` again, to get `cv2/cv2.abi3.so` (here `_queue` in `_queue/`)."""
-    import shutil
-
-    from ingot.build.archive.writer import pack
-
-    (source,) = glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))
-    package = tmp_path / "site" / "_queue"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        "import importlib, os, sys\n"
-        "if hasattr(sys, 'LOADING'):\n"
-        "    raise ImportError('recursion is detected')\n"
-        "sys.LOADING = True\n"
-        "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
-        "outer = sys.modules.pop('_queue')\n"
-        "native = importlib.import_module('_queue')\n"
-        "sys.modules['_queue'] = outer\n"
-        "del sys.path[0], sys.LOADING\n"
-        "SimpleQueue = native.SimpleQueue\n"
+    archive = queue_package_archive(
+        tmp_path,
+        {
+            "__init__.py": (
+                "import importlib, os, sys\n"
+                "if hasattr(sys, 'LOADING'):\n"
+                "    raise ImportError('recursion is detected')\n"
+                "sys.LOADING = True\n"
+                "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+                "outer = sys.modules.pop('_queue')\n"
+                "native = importlib.import_module('_queue')\n"
+                "sys.modules['_queue'] = outer\n"
+                "del sys.path[0], sys.LOADING\n"
+                "SimpleQueue = native.SimpleQueue\n"
+            )
+        },
+        "_queue.abi3.so",
+        files_policy,
     )
-    shutil.copy(source, package / "_queue.abi3.so")
-    archive = pack(
-        tmp_path / "reimport.ingot",
-        stdlib=False,
-        directories=[tmp_path / "site"],
-        files_packages=["_queue"] if files_policy else (),
-    ).output
     result = run_python(
         sys.executable,
         """
