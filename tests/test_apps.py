@@ -1179,6 +1179,52 @@ def check_pyqt5(app: App):
     seen, shot = _window_app(app, "ingot pyqt5")
     assert seen == {"platform": "xcb", "size": [200, 120]}
     _check_drawing(shot)
+    # Qt's optional plugins get nothing of this machine (the SQL drivers' libpq and ODBC,
+    # multimedia's GStreamer): they load where the target system has those, as without ingot.
+    from ingot._ingot import IngotFinder
+
+    libraries = {
+        name
+        for kind, name, _ in IngotFinder(str(app.executable)).entries()
+        if kind == "shared-library"
+    }
+    assert not libraries & {"libpq.so.5", "libodbc.so.2", "libgstreamer-1.0.so.0"}, libraries
+
+
+@case("pyqt6")
+def check_pyqt6(app: App):
+    """A real Qt 6 window under Xvfb through the xcb platform plugin (PyQt6)."""
+    seen, shot = _window_app(app, "ingot pyqt6")
+    assert seen == {"platform": "xcb", "size": [200, 120]}
+    _check_drawing(shot)
+
+
+@case("tkinter")
+def check_tkinter(app: App):
+    """A real Tk window under Xvfb: the runtime's Tcl/Tk, its script libraries read from the
+    files the build gave tkinter (zero-config: `import tkinter` carries them), the system's
+    libX11."""
+    seen, shot = _window_app(app, "ingot tkinter")
+    assert seen["windowing"] == "x11" and seen["tk"].startswith("8.6."), seen
+    assert seen["size"] == [200, 120] and seen["encoding"] == "utf-8", seen
+    from cleanroom import RUNTIME
+
+    if RUNTIME:  # (a local Python's Tcl finds its own library, where its build put it)
+        # The runtime's Tcl library: the materialized tkinter package's, in the extraction cache.
+        cache = str(app.tmp_path / "cache")
+        assert seen["library"].startswith(cache), seen
+        assert seen["library"].endswith("/tkinter/tcl8.6"), seen
+    _check_drawing(shot)
+    dark = shot.count((20, 90, 80, 120), lambda rgb: max(rgb) < 100)
+    assert dark > 20, dark  # "ingot" in Tk's default font
+
+
+@case("pyside6")
+def check_pyside6(app: App):
+    """A real Qt 6 window under Xvfb through the xcb platform plugin (PySide6)."""
+    seen, shot = _window_app(app, "ingot pyside6")
+    assert seen == {"platform": "xcb", "size": [200, 120]}
+    _check_drawing(shot)
 
 
 # --- the matrix -----------------------------------------------------------------------------------
@@ -1235,6 +1281,9 @@ ORDER = [
     "pyproj",
     "pygame",
     "pyqt5",
+    "pyqt6",
+    "pyside6",
+    "tkinter",
 ]
 assert (
     sorted(ORDER)

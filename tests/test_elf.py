@@ -188,3 +188,29 @@ def test_a_wheels_own_copy_of_a_desktop_library_is_carried(tmp_path):
     resolution = elf.resolve([obj], known=[shipped])
     assert resolution.libraries["libfreetype.so.6"] is shipped
     assert resolution.desktop == {}
+
+
+def test_a_plugins_needs_come_only_from_the_collected_directories(tmp_path):
+    """Qt's SQL driver plugins need libpq, which the wheel does not ship: taken from the build
+    machine, it raised the floor (issue 37). A confined object's needs found outside ``within``,
+    or nowhere, are left to the target system, and not reported missing; found inside, they are
+    carried; something else's need of the same library still carries it."""
+    libz = elf.find_library("libz.so.1", needs_libz())
+    shutil.copy(libz, tmp_path / "libshipped.so.1")
+    plugin = replace(
+        needs_libz(),
+        path=str(tmp_path / "plugin.so"),
+        needed=("libz.so.1", "libshipped.so.1", "libnowhere.so.9", "libc.so.6"),
+        runpath=(str(tmp_path),),
+    )
+    resolution = elf.resolve([], confined=[plugin], within=[str(tmp_path)])
+    assert set(resolution.libraries) == {"libshipped.so.1"}
+    assert resolution.left_to_system == {
+        "libz.so.1": plugin.path,
+        "libnowhere.so.9": plugin.path,
+    }
+    assert resolution.missing == []
+    # An extension module that needs libz too: carried, and no longer left to the system.
+    resolution = elf.resolve([needs_libz()], confined=[plugin], within=[str(tmp_path)])
+    assert {"libz.so.1", "libshipped.so.1"} <= set(resolution.libraries)
+    assert resolution.left_to_system == {"libnowhere.so.9": plugin.path}

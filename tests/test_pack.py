@@ -572,3 +572,45 @@ def test_package_with_a_compiled_init_is_an_extension_package(tmp_path):
     assert found["package"] == set() and found["extension-module"] == set()
     assert found["module"] == {f"{name}.helper"} and found["data-file"] == set()
     assert collection.warnings == []
+
+
+def test_tcl_and_tk_script_libraries_go_with_tkinter_under_the_files_policy(tmp_path):
+    """A runtime keeps Tcl's and Tk's script libraries beside its standard library
+    (lib/tcl8.6, lib/tk8.6); Tcl reads them by path. Collected with tkinter (as its data,
+    tkinter/tcl8.6/...), they put tkinter under the files policy, and the build says why; without
+    tkinter, or without them (a distribution's Python), nothing is added."""
+    from ingot.build.archive.stdlib_layout import Layout
+
+    prefix = make_tree(
+        tmp_path / "python",
+        {
+            "lib/python3.11/os.py": "",
+            "lib/python3.11/tkinter/__init__.py": "import _tkinter\n",
+            "lib/tcl8.6/init.tcl": "# init\n",
+            "lib/tcl8.6/encoding/utf-8.enc": "",
+            "lib/tk8.6/tk.tcl": "# tk\n",
+        },
+    )
+    layout = Layout(
+        stdlib=prefix / "lib" / "python3.11",
+        lib_dynload=None,
+        extension_suffixes=tuple(importlib.machinery.EXTENSION_SUFFIXES),
+        machine=elf.machine_of_elf(elf.read_elf(sys.executable).machine),
+        owner="a runtime",
+    )
+    data = kinds(collect_stdlib(exclude=(), layout=layout))["data-file"]
+    assert {"tkinter/tcl8.6/init.tcl", "tkinter/tcl8.6/encoding/utf-8.enc"} <= data
+    assert "tkinter/tk8.6/tk.tcl" in data
+    assert not kinds(collect_stdlib(exclude=("tkinter",), layout=layout))["data-file"]
+    said = []
+    result = pack(
+        tmp_path / "a.ingot", stdlib_exclude=(), stdlib_layout=layout, progress=said.append
+    )
+    assert "files policy: tkinter (Tcl and Tk read their script libraries by path)" in said
+    assert result.counts["data-file"] >= 3
+    from ingot._ingot import IngotFinder
+
+    assert IngotFinder(str(tmp_path / "a.ingot")).files_packages() == ["tkinter"]
+    shutil.rmtree(prefix / "lib" / "tcl8.6")
+    data = kinds(collect_stdlib(exclude=(), layout=layout))["data-file"]
+    assert not any(name.startswith("tkinter/tk") for name in data)

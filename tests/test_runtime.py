@@ -9,6 +9,7 @@ import hashlib
 import http.server
 import importlib
 import json
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -87,6 +88,10 @@ DEBIAN = [
     "expat_2.5.0.orig.tar.gz",
     "mpdecimal_4.0.1.orig.tar.gz",
     "util-linux_2.38.1.orig.tar.xz",
+    "x11proto-dev_2022.1-1_all.deb",
+    "libx11_1.8.4.orig.tar.gz",
+    "tcl8.6_8.6.13+dfsg.orig.tar.gz",
+    "tk8.6_8.6.13.orig.tar.gz",
 ]
 UPSTREAM = [
     "Python-3.13.1.tar.xz",
@@ -101,6 +106,10 @@ UPSTREAM = [
     "expat-2.6.2.tar.xz",
     "mpdecimal-4.0.0.tar.gz",
     "libuuid-1.0.3.tar.gz",
+    "xorgproto-2024.1.tar.gz",
+    "libX11-1.8.13.tar.gz",
+    "tcl8.6.14-src.tar.gz",
+    "tk8.6.14-src.tar.gz",
 ]
 
 
@@ -123,6 +132,10 @@ def test_sources_are_found_by_their_release_names(tmp_path, names):
             "openssl",
             "ncurses",
             "readline",
+            "xorgproto",
+            "libx11",
+            "tcl",
+            "tk",
         ]
     )
     chosen = {path.name for path in found.values()}
@@ -154,9 +167,48 @@ def test_a_source_given_by_name_wins_and_missing_ones_are_listed(tmp_path):
     assert error.value.message.startswith(
         "no source release for python, bzip2, xz, expat, "
         "mpdecimal, libuuid, libffi, sqlite, openssl, "
-        "ncurses, readline in "
+        "ncurses, readline, xorgproto, libx11, tcl, tk in "
     )
     assert "--source NAME=PATH" in error.value.hint
+
+
+def test_a_debian_package_of_headers_is_unpacked_as_installed(tmp_path):
+    """x11proto-dev: Debian's mirror serves no source of xorgproto, its package holds the
+    headers; a .deb is an ar archive whose data.tar.* is the installed tree."""
+    tree = tmp_path / "pkg"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN" / "control").write_text(
+        "Package: x11proto-dev\nVersion: 2022.1-1\nArchitecture: all\n"
+        "Maintainer: nobody <nobody@example.org>\nDescription: headers\n"
+    )
+    (tree / "usr" / "include" / "X11").mkdir(parents=True)
+    (tree / "usr" / "include" / "X11" / "X.h").write_text("#define X_PROTOCOL 11\n")
+    deb = tmp_path / "x11proto-dev_2022.1-1_all.deb"
+    subprocess.run(["dpkg-deb", "--build", str(tree), str(deb)], check=True, capture_output=True)
+    top = runtime_sources.unpack(deb, tmp_path / "src")
+    assert top.name == "x11proto-dev_2022.1-1_all"
+    assert (top / "usr" / "include" / "X11" / "X.h").read_text() == "#define X_PROTOCOL 11\n"
+    (tmp_path / "bad.deb").write_bytes(b"!<arch>\n")
+    with pytest.raises(IngotError, match=r"without data\.tar"):
+        runtime_sources.unpack(tmp_path / "bad.deb", tmp_path / "src")
+
+
+def test_tkinter_is_taught_where_an_executable_keeps_tcls_library(tmp_path):
+    """The runtime's _tkinter.c looks for Tcl's script library beside the tkinter package,
+    before Tcl_AppInit, once; a _tkinter.c without that call is an error, not a silent skip."""
+    modules = tmp_path / "Modules"
+    modules.mkdir()
+    source = "static int x;\n    if (Tcl_AppInit(v->interp) != TCL_OK) {\n        return 0;\n"
+    (modules / "_tkinter.c").write_text(source)
+    recipes.patch_python(tmp_path)
+    patched = (modules / "_tkinter.c").read_text()
+    assert patched.index('"tcl_library"') < patched.index("Tcl_AppInit(v->interp)")
+    assert 'getenv("TCL_LIBRARY") == NULL' in patched
+    recipes.patch_python(tmp_path)
+    assert (modules / "_tkinter.c").read_text() == patched
+    (modules / "_tkinter.c").write_text("static int x;\n")
+    with pytest.raises(IngotError, match="Tcl_AppInit"):
+        recipes.patch_python(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -325,6 +377,10 @@ def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
         "openssl-3.0.13.tar.gz",
         "ncurses-6.4.tar.gz",
         "readline-8.2.tar.gz",
+        "xorgproto-2024.1.tar.gz",
+        "libX11-1.8.13.tar.gz",
+        "tcl8.6.14-src.tar.gz",
+        "tk8.6.14-src.tar.gz",
     ):
         (sources / name).write_bytes(b"x")
     (served / "zlib-1.3.1.tar.gz").write_bytes(b"zlib release")

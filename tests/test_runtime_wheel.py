@@ -45,6 +45,12 @@ def stand_in_runtime(root, version="3.11.2", target=f"{HOST}-linux-gnu.2.17", ma
         f"lib/python{minor}/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so": "not elf",
         f"lib/python{minor}/lib-dynload/_testcapi.cpython-311-x86_64-linux-gnu.so": "",
         f"lib/python{minor}/site-packages/README.txt": "",
+        f"lib/python{minor}/tkinter/__init__.py": "",
+        f"lib/python{minor}/tkinter/test/test_tkinter.py": "",
+        f"lib/python{minor}/lib-dynload/_tkinter.cpython-311-x86_64-linux-gnu.so": "not elf",
+        "lib/tcl8.6/init.tcl": "",
+        "lib/tcl8.6/encoding/utf-8.enc": "",
+        "lib/tk8.6/tk.tcl": "",
     }
     for name, text in files.items():
         (prefix / name).parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +99,12 @@ def test_a_runtime_wheel_carries_what_builds_use_and_is_the_same_each_time(tmp_p
         "python/lib/python3.11/ctypes/__init__.py",
         "python/lib/python3.11/json/__init__.py",
         "python/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so",
+        "python/lib/python3.11/lib-dynload/_tkinter.cpython-311-x86_64-linux-gnu.so",
         "python/lib/python3.11/os.py",
+        "python/lib/python3.11/tkinter/__init__.py",
+        "python/lib/tcl8.6/encoding/utf-8.enc",
+        "python/lib/tcl8.6/init.tcl",
+        "python/lib/tk8.6/tk.tcl",
         "runtime.json",
     ]
     dist_info = f"pyingot_runtime_cp311-{ingot.__version__}.dist-info/"

@@ -307,6 +307,9 @@ class Resolution:
     #: Desktop libraries (:data:`DESKTOP_LIBRARIES`) needed and left to the system: name -> the
     #: path of the first object that needs it.
     desktop: dict[str, str] = field(default_factory=dict)
+    #: What the ``confined`` objects need from outside ``within`` (found on this machine, or not
+    #: at all), left to the target system: name -> the path of the first object that needs it.
+    left_to_system: dict[str, str] = field(default_factory=dict)
 
 
 def resolve(
@@ -314,19 +317,30 @@ def resolve(
     *,
     known: Iterable[ElfObject] = (),
     library_path: str | None = None,
+    confined: Iterable[ElfObject] = (),
+    within: Iterable[str] = (),
 ) -> Resolution:
     """Finds every library ``objects`` need, breadth first, in the order given.
 
     ``known``: libraries already chosen (shipped in a wheel's ``*.libs``), keyed by file name: a
     needed name found among them is not searched for. Their own needs are resolved too.
+
+    ``confined``: objects whose needs are taken only from the directories ``within`` (plugins a
+    package loads by path, which may need what it does not ship: Qt's SQL drivers need libpq);
+    what they need from elsewhere is left to the target system
+    (:attr:`Resolution.left_to_system`), unless something else needs it too.
     """
     result = Resolution()
+    inside = tuple(os.path.join(os.path.realpath(directory), "") for directory in within)
     for library in known:
         result.libraries.setdefault(os.path.basename(library.path), library)
-    queue: deque[tuple[ElfObject, tuple[str, ...]]] = deque((obj, ()) for obj in objects)
-    queue.extend((library, ()) for library in result.libraries.values())
+    queue: deque[tuple[ElfObject, tuple[str, ...], bool]] = deque(
+        (obj, (), False) for obj in objects
+    )
+    queue.extend((library, (), False) for library in result.libraries.values())
+    queue.extend((obj, (), True) for obj in confined)
     while queue:
-        requester, loader_rpath = queue.popleft()
+        requester, loader_rpath, confining = queue.popleft()
         origin = os.path.dirname(os.path.abspath(requester.path))
         child_rpath = (
             loader_rpath
@@ -346,6 +360,9 @@ def resolve(
                 if path is not None and os.path.realpath(path) != os.path.realpath(kept.path):
                     result.conflicts.append((file_name, kept.path, path))
                 continue
+            if confining and (path is None or not os.path.realpath(path).startswith(inside)):
+                result.left_to_system.setdefault(file_name, requester.path)
+                continue
             if path is None:
                 result.missing.append((requester.path, name))
                 continue
@@ -355,7 +372,10 @@ def resolve(
                 result.missing.append((requester.path, name))
                 continue
             result.libraries[file_name] = library
-            queue.append((library, child_rpath))
+            queue.append((library, child_rpath, confining))
+    for name in list(result.left_to_system):
+        if name in result.libraries:  # needed by something else too: carried
+            del result.left_to_system[name]
     return result
 
 

@@ -192,9 +192,10 @@ def build_runtime(
             builder, found, source_root, python_source, prefix, libraries, jobs, build_python
         )
         if toolchain.cross:
-            _check_modules_present(prefix, python_source)
+            _check_modules_present(prefix, python_source, REQUIRED_MODULES + DESKTOP_MODULES)
         else:
             _check_modules(prefix, minor, builder.runner(python_source, libraries), python_source)
+            _check_modules_present(prefix, python_source, DESKTOP_MODULES)
         floor = glibc_floor(_elf_images(prefix))
         if floor.version is not None and floor.version > toolchain.glibc:
             raise RuntimeError_(
@@ -304,9 +305,12 @@ def _compile(
         prefix, libraries, machine, build_python
     )
     run = builder.runner(python_source, libraries)
+    recipes.patch_python(python_source)
     run(["./configure", *arguments], cwd=python_source, extra=environment)
     run(["make", f"-j{jobs}"], cwd=python_source)
     run(["make", "install"], cwd=python_source)
+    for script_library in recipes.SCRIPT_LIBRARIES:  # Tcl's and Tk's, beside lib/python3.X
+        shutil.copytree(libraries / "lib" / script_library, prefix / "lib" / script_library)
     timings["python"] = round(time.monotonic() - begun, 1)
     return timings
 
@@ -376,6 +380,10 @@ REQUIRED_MODULES = (
     "readline",
     "_uuid",
 )
+
+#: Standard-library extension modules a runtime must have built that need a desktop library of
+#: the target system (``_tkinter``: libX11), which the build machine may lack: checked as files.
+DESKTOP_MODULES = ("_tkinter",)
 
 
 #: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
@@ -568,17 +576,17 @@ def _elf_images(prefix: Path) -> Iterable[tuple[str, bytes]]:
             yield str(path.relative_to(prefix)), path.read_bytes()
 
 
-def _check_modules_present(prefix: Path, python_source: Path) -> None:
-    """A cross build's check of :data:`REQUIRED_MODULES` (its interpreter cannot run here): each
-    is built into the interpreter (``Modules/config.c``) or is a file of ``lib-dynload`` with
-    the runtime's extension suffix."""
+def _check_modules_present(prefix: Path, python_source: Path, names: Iterable[str]) -> None:
+    """A check of modules that cannot be imported here (a cross build's, or one needing a
+    desktop library): each is built into the interpreter (``Modules/config.c``) or is a file of
+    ``lib-dynload`` with the runtime's extension suffix."""
     config = (python_source / "Modules" / "config.c").read_text(errors="replace")
     builtin = set(re.findall(r'\{"([A-Za-z0-9_.]+)", PyInit_', config))
     suffix = sysconfig_vars(prefix)["EXT_SUFFIX"]
     dynload = next(prefix.glob("lib/python3.*/lib-dynload"), prefix / "lib-dynload")
     missing = [
         name
-        for name in REQUIRED_MODULES
+        for name in names
         if name not in builtin and not (dynload / f"{name}{suffix}").is_file()
     ]
     if missing:

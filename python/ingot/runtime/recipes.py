@@ -10,7 +10,12 @@ command with the build's environment (plus ``extra``) and log, ``$NAME`` in an a
 for that environment variable (``$CC``: the toolchain's compiler). Recipes are data plus a few commands each; what a source release must look
 like is said where it matters (``sqlite``: the amalgamation, or the full tree with ``tclsh``).
 
-Left out, on purpose: gdbm/ndbm, Tk, libnsl (``nis``), libxcrypt (``crypt``).
+Tcl and Tk (``_tkinter``) are static too, but Tk draws through libX11, which belongs to the
+desktop (manylinux's policy): ``_tkinter`` needs the target system's ``libX11.so.6``, linked
+against a stand-in made from Xlib's headers (:func:`_libx11`). Tcl's and Tk's script libraries
+(``init.tcl``, ``tk.tcl``, encodings) are installed as ``lib/tcl8.6`` and ``lib/tk8.6``.
+
+Left out, on purpose: gdbm/ndbm, libnsl (``nis``), libxcrypt (``crypt``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ from pathlib import Path
 
 from ingot.machine import Machine, host_machine
 
-__all__ = ["LIBRARIES", "Recipe", "cross_options", "python_configure_arguments"]
+__all__ = [
+    "LIBRARIES",
+    "SCRIPT_LIBRARIES",
+    "Recipe",
+    "cross_options",
+    "patch_python",
+    "python_configure_arguments",
+]
 
 Run = Callable[..., None]
 #: A recipe's build: the unpacked source, the prefix, the runner, the jobs, the target machine.
@@ -330,6 +342,150 @@ def _libuuid(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) 
     )(source, prefix, run, jobs, machine)
 
 
+def _xorgproto(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+    # The X protocol's headers (X.h, Xproto.h, keysymdef.h, ...): nothing is compiled. From
+    # upstream's release (configure generates Xfuncproto.h and Xpoll.h), or from Debian's
+    # x11proto-dev package (its headers, as installed: Debian's mirror has no source of it).
+    if (source / "usr" / "include" / "X11").is_dir():
+        shutil.copytree(source / "usr" / "include", prefix / "include", dirs_exist_ok=True)
+        return
+    run(["./configure", f"--prefix={prefix}", *cross_options(machine)], cwd=source)
+    run(["make", "install"], cwd=source)
+
+
+#: The script libraries the Tcl and Tk recipes install in ``lib/`` (copied into the runtime).
+SCRIPT_LIBRARIES = ("tcl8.6", "tk8.6")
+
+#: Where :func:`_libx11` puts the stand-in ``libX11.so`` that Tk and ``_tkinter`` link against.
+X11_STAND_IN = "x11-stand-in"
+
+
+def _libx11(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+    # Xlib's headers, and a stand-in shared library: one empty function for every function they
+    # declare, named libX11.so.6 (the soname of every libX11 since 1995). Linking against it
+    # records what the target system's libX11 must provide (it has no symbol versions), and lets
+    # configure's link tests and a misspelled name fail as they would against the real one;
+    # nothing of it is installed in the runtime.
+    headers = prefix / "include" / "X11"
+    headers.mkdir(parents=True, exist_ok=True)
+    for header in (source / "include" / "X11").glob("*.h"):
+        shutil.copy2(header, headers / header.name)
+    (headers / "XlibConf.h").write_text(
+        "#ifndef _XLIBCONF_H_\n#define _XLIBCONF_H_\n"
+        "#define XTHREADS 1\n#define XUSE_MTSAFE_API 1\n#endif\n"
+    )
+    declared = source / "x11-declared.c"
+    declared.write_text(
+        "".join(
+            f"#include <X11/{name}>\n"
+            for name in ("Xlib.h", "Xutil.h", "Xresource.h", "XKBlib.h", "Xlocale.h", "Xcms.h")
+        )
+    )
+    run(
+        ["$CC", f"-I{prefix / 'include'}", "-E", "-P", "-o", "x11-declared.i", declared.name],
+        cwd=source,
+    )
+    text = (source / "x11-declared.i").read_text()
+    # A declaration's name is followed by its parameters (`*XOpenDisplay(`); a pointer to a
+    # function (`(*XErrorHandler)(`) is not, and macros are gone after the preprocessor.
+    names = sorted(set(re.findall(r"\b(_?X[A-Za-z0-9_]*)\s*\(", text)) - _X_NOT_FUNCTIONS)
+    if len(names) < 500:
+        from ingot.errors import IngotError
+
+        raise IngotError(
+            f"{source}: found {len(names)} functions in Xlib's headers, expected more than 500",
+            hint="give libX11's source release (libX11-1.x.tar.*)",
+        )
+    stand_in = prefix / "lib" / X11_STAND_IN
+    stand_in.mkdir(parents=True, exist_ok=True)
+    (source / "x11-stand-in.c").write_text("".join(f"void {name}(void) {{}}\n" for name in names))
+    run(
+        [
+            "$CC",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libX11.so.6",
+            "-o",
+            str(stand_in / "libX11.so"),
+            "x11-stand-in.c",
+        ],
+        cwd=source,
+    )
+
+
+#: Names followed by `(` in Xlib's headers that are not libX11's functions: types (in a pointer
+#: to a function's declaration), and two functions XKBlib.h declares and libX11 never defined.
+_X_NOT_FUNCTIONS = frozenset(
+    {"XPointer", "XID", "XkbAddSymInterpret", "XkbGetDeviceIndicatorState"}
+)
+
+
+def _copy_script_library(library: Path, target: Path, leave_out: tuple[str, ...]) -> None:
+    """Installs a Tcl script library as it is in the source tree (``library/``): what ``make
+    install`` puts in ``lib/tcl8.6`` less its Tcl modules' renaming, which needs a tclsh that
+    runs here (a cross build has none); Tcl finds the packages by their ``pkgIndex.tcl``."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(library, target, ignore=shutil.ignore_patterns(*leave_out))
+
+
+def _tcl(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+    # The bundled extensions (pkgs/: itcl, thread, sqlite, tdbc) are not needed by tkinter.
+    shutil.rmtree(source / "pkgs", ignore_errors=True)
+    unix = source / "unix"
+    run(
+        [
+            "./configure",
+            f"--prefix={prefix}",
+            "--disable-shared",
+            "--enable-threads",
+            *cross_options(machine),
+        ],
+        cwd=unix,
+        extra={
+            "CFLAGS": CFLAGS,
+            "CPPFLAGS": f"-I{prefix / 'include'}",
+            "LDFLAGS": f"-L{prefix / 'lib'}",
+        },
+    )
+    run(["make", f"-j{jobs}", "binaries"], cwd=unix)
+    run(["make", "install-binaries", "install-headers", "install-private-headers"], cwd=unix)
+    _copy_script_library(source / "library", prefix / "lib" / "tcl8.6", ("dde", "reg"))
+
+
+def _tk(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+    unix = source / "unix"
+    run(
+        [
+            "./configure",
+            f"--prefix={prefix}",
+            "--disable-shared",
+            "--enable-threads",
+            f"--with-tcl={prefix / 'lib'}",
+            f"--x-includes={prefix / 'include'}",
+            f"--x-libraries={prefix / 'lib' / X11_STAND_IN}",
+            "--disable-xft",
+            "--disable-xss",
+            *cross_options(machine),
+        ],
+        cwd=unix,
+        extra={"CFLAGS": CFLAGS, "CPPFLAGS": f"-I{prefix / 'include'}"},
+    )
+    run(["make", f"-j{jobs}", "libtk8.6.a"], cwd=unix)
+    run(["make", "install-headers", "install-private-headers"], cwd=unix)
+    shutil.copy2(unix / "libtk8.6.a", prefix / "lib" / "libtk8.6.a")
+    _copy_script_library(source / "library", prefix / "lib" / "tk8.6", ("demos",))
+
+
+def _tcltk_variables(prefix: Path) -> dict[str, str]:
+    lib = prefix / "lib"
+    return {
+        "TCLTK_CFLAGS": f"-I{prefix / 'include'}",
+        "TCLTK_LIBS": f"-L{lib} -ltk8.6 -ltcl8.6 -L{lib / X11_STAND_IN} -lX11 -lz -lpthread "
+        "-ldl -lm",
+    }
+
+
 def _curses_variables(prefix: Path) -> dict[str, str]:
     cflags = f"-I{prefix / 'include' / 'ncursesw'} -D_GNU_SOURCE -DNCURSES_WIDECHAR"
     libs = f"-L{prefix / 'lib'}"
@@ -438,8 +594,80 @@ LIBRARIES: dict[str, Recipe] = {
             _readline,
             _variables("LIBREADLINE", "readline", "-lncursesw"),
         ),
+        Recipe(
+            "xorgproto",
+            "tkinter (the X protocol's headers)",
+            ("xorgproto-*.tar.*", "xorgproto_*.orig.tar.*", "x11proto-dev_*.deb"),
+            _xorgproto,
+        ),
+        Recipe(
+            "libx11",
+            "tkinter (Xlib's headers; libX11 is the target system's)",
+            ("libX11-*.tar.*", "libx11_*.orig.tar.*"),
+            _libx11,
+        ),
+        Recipe("tcl", "tkinter (Tcl)", ("tcl8.6*-src.tar.*", "tcl8.6_*.orig.tar.*"), _tcl),
+        Recipe(
+            "tk",
+            "tkinter (Tk)",
+            ("tk8.6*-src.tar.*", "tk8.6_*.orig.tar.*"),
+            _tk,
+            _tcltk_variables,
+        ),
     ]
 }
+
+#: Where `_tkinter` starts Tcl, and what it does first there: an executable carries Tcl's and Tk's
+#: script libraries in its `tkinter` package, whose files it materializes (`tkinter/tcl8.6`,
+#: `tkinter/tk8.6`); there, no path Tcl searches by itself leads to them. TCL_LIBRARY still
+#: wins, and a runtime's own interpreter, whose `tkinter` has no `tcl8.6`, finds its
+#: `lib/tcl8.6` as before (next to `bin/`). Tk finds `tk8.6` next to Tcl's library.
+_TKAPP_INIT = "    if (Tcl_AppInit(v->interp) != TCL_OK) {\n"
+_TCL_LIBRARY_BESIDE_TKINTER = """\
+#ifndef MS_WINDOWS
+    /* ingot: Tcl's script library beside the tkinter package (an executable's files). */
+    if (getenv("TCL_LIBRARY") == NULL) {
+        PyObject *tkinter = PyImport_ImportModule("tkinter");
+        PyObject *file = tkinter ? PyObject_GetAttrString(tkinter, "__file__") : NULL;
+        const char *path = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        if (slash != NULL) {
+            size_t length = (size_t)(slash - path);
+            char *library = PyMem_Malloc(length + sizeof("/tcl" TCL_VERSION "/init.tcl"));
+            if (library != NULL) {
+                memcpy(library, path, length);
+                strcpy(library + length, "/tcl" TCL_VERSION "/init.tcl");
+                if (access(library, R_OK) == 0) {
+                    library[length + sizeof("/tcl" TCL_VERSION) - 1] = '\\0';
+                    Tcl_SetVar(v->interp, "tcl_library", library, TCL_GLOBAL_ONLY);
+                }
+                PyMem_Free(library);
+            }
+        }
+        PyErr_Clear();
+        Py_XDECREF(file);
+        Py_XDECREF(tkinter);
+    }
+#endif
+"""
+
+
+def patch_python(source: Path) -> None:
+    """What a runtime changes in CPython's source before configure: `_tkinter` finds Tcl's script
+    library beside the `tkinter` package (:data:`_TCL_LIBRARY_BESIDE_TKINTER`)."""
+    tkinter = source / "Modules" / "_tkinter.c"
+    text = tkinter.read_text()
+    if _TCL_LIBRARY_BESIDE_TKINTER not in text:
+        if text.count(_TKAPP_INIT) != 1:
+            from ingot.errors import IngotError
+
+            raise IngotError(
+                f"{tkinter}: no single `Tcl_AppInit(v->interp)` call to put the search for Tcl's "
+                "library before",
+                hint="this CPython's _tkinter differs from 3.10-3.14's; report it",
+            )
+        tkinter.write_text(text.replace(_TKAPP_INIT, _TCL_LIBRARY_BESIDE_TKINTER + _TKAPP_INIT))
+
 
 #: CPython's own source release.
 PYTHON_PATTERNS = ("Python-3.*.t*z", "python3.*_3.*.orig.tar.*")
@@ -470,6 +698,9 @@ def python_configure_arguments(
         "--disable-shared",
         "--without-ensurepip",
         f"--with-openssl={libraries}",
+        # 3.10's setup.py (3.11 reads TCLTK_CFLAGS and TCLTK_LIBS).
+        f"--with-tcltk-includes={_tcltk_variables(libraries)['TCLTK_CFLAGS']}",
+        f"--with-tcltk-libs={_tcltk_variables(libraries)['TCLTK_LIBS']}",
         "--with-openssl-rpath=no",
         "--with-system-expat",
         "--with-system-libmpdec",

@@ -7,6 +7,7 @@ what is pinned, or an URL with the sha256 the user vouches for.
 from __future__ import annotations
 
 import fnmatch
+import io
 import re
 import shutil
 import tarfile
@@ -152,9 +153,41 @@ def resolve_sources(
     return found
 
 
+def _deb_data(archive: Path) -> bytes:
+    """The ``data.tar.*`` member of a Debian package (an ``ar`` archive)."""
+    blob = archive.read_bytes()
+    if not blob.startswith(b"!<arch>\n"):
+        raise RuntimeError_(f"{archive}: not a Debian package (no ar header)")
+    offset = 8
+    while offset + 60 <= len(blob):
+        header = blob[offset : offset + 60]
+        name = header[:16].decode("ascii", "replace").strip().rstrip("/")
+        try:
+            size = int(header[48:58].decode("ascii").strip())
+        except ValueError:
+            break
+        offset += 60
+        if name.startswith("data.tar"):
+            return blob[offset : offset + size]
+        offset += size + (size & 1)
+    raise RuntimeError_(f"{archive}: a Debian package without data.tar")
+
+
 def unpack(archive: Path, into: Path) -> Path:
-    """Unpacks a source tarball into ``into``; returns its top directory."""
+    """Unpacks a source tarball into ``into``; returns its top directory. A Debian package
+    (``.deb``: a library's headers, where Debian's mirror serves no source) is unpacked, as
+    installed, into a directory named after it."""
     into.mkdir(parents=True, exist_ok=True)
+    if archive.name.endswith(".deb"):
+        top = into / archive.name.removesuffix(".deb")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(_deb_data(archive))) as tar:
+                tar.extractall(top, filter="data") if hasattr(
+                    tarfile, "data_filter"
+                ) else tar.extractall(top)
+        except (tarfile.TarError, OSError) as error:
+            raise RuntimeError_(f"cannot unpack {archive}: {error}") from None
+        return top
     try:
         with tarfile.open(archive) as tar:
             members = tar.getmembers()

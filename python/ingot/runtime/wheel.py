@@ -14,7 +14,9 @@ Its tag is ``py3-none``: it carries its own interpreter, so any Python ingot run
 it. It holds what builds and executables use and nothing else: no static libraries, headers or
 build log (``ingot runtime launcher`` cannot relink it), no ``__pycache__``, none of the standard
 library a build leaves out by default (:data:`ingot.stdlib.DEFAULT_STDLIB_EXCLUDES`: the
-test suites, idlelib, tkinter, ensurepip...), and its ELF files without debug sections.
+test suites, idlelib, ensurepip...) but tkinter (a build carries it when the application imports
+it, with Tcl's and Tk's script libraries, ``python/lib/tcl8.6`` and ``tk8.6``), and its ELF files
+without debug sections.
 
 :func:`export_wheel` writes one from a runtime of the store, byte for byte the same each time
 (sorted entries, fixed times and modes), and records its sha256 in the store's table of trusted
@@ -46,6 +48,7 @@ from ingot._ingot import __version__
 from ingot.cachedir import make_directories
 from ingot.machine import MACHINES, Machine, host_machine
 from ingot.runtime.builder import relocate
+from ingot.runtime.recipes import SCRIPT_LIBRARIES
 from ingot.runtime.store import (
     Runtime,
     RuntimeError_,
@@ -105,6 +108,21 @@ def wheel_name(version: str, ingot_version: str = __version__, machine: str | No
     return f"{package}-{ingot_version}-py3-none-{platform}.whl"
 
 
+#: What a runtime's wheel carries of what builds leave out by default: modules an application
+#: may import (a build then carries them), with the files they need.
+WHEEL_CARRIES = ("tkinter", "_tkinter")
+
+
+#: What a runtime's wheel leaves out (of the test suites: tkinter's too).
+_WHEEL_EXCLUDES = tuple(
+    pattern for pattern in DEFAULT_STDLIB_EXCLUDES if pattern not in WHEEL_CARRIES
+)
+
+
+def _excluded(dotted: str) -> bool:
+    return is_excluded(dotted, _WHEEL_EXCLUDES)
+
+
 def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
     """(name in the wheel's package, file) of what a runtime's wheel carries, sorted."""
     minor = ".".join(runtime.version.split(".")[:2])
@@ -112,6 +130,10 @@ def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
     found: list[tuple[str, Path]] = [("python/bin/" + runtime.python.name, runtime.python)]
     for launcher in sorted((runtime.path / "launcher").iterdir()):
         found.append((f"launcher/{launcher.name}", launcher))
+    for library in SCRIPT_LIBRARIES:  # Tcl's and Tk's (tkinter), beside the standard library
+        for path in sorted((stdlib.parent / library).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                found.append((f"python/lib/{path.relative_to(stdlib.parent).as_posix()}", path))
     for directory, subdirectories, files in os.walk(stdlib):
         here = Path(directory)
         relative = here.relative_to(stdlib)
@@ -121,9 +143,7 @@ def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
             dotted = f"{module}.{name}" if module else name
             if name == "__pycache__" or name == "site-packages" or name.startswith("config-"):
                 continue
-            if relative.parts[:1] != ("lib-dynload",) and is_excluded(
-                dotted, DEFAULT_STDLIB_EXCLUDES
-            ):
+            if relative.parts[:1] != ("lib-dynload",) and _excluded(dotted):
                 continue
             kept.append(name)
         subdirectories[:] = kept
@@ -131,7 +151,7 @@ def _carried(runtime: Runtime) -> Iterator[tuple[str, Path]]:
             stem = name.split(".")[0]
             top = relative.parts[:1] in ((), ("lib-dynload",))
             dotted = stem if top else f"{module}.{stem}"
-            if is_excluded(dotted, DEFAULT_STDLIB_EXCLUDES):
+            if _excluded(dotted):
                 continue
             path = here / name
             if path.is_symlink() or not path.is_file():

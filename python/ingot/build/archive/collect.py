@@ -367,7 +367,29 @@ def collect_stdlib(
         dynload_walker.package(
             dynload, "", lambda entry: entry.is_dir() or entry.name.endswith(_SOURCE_SUFFIX)
         )
+    if any(item.name == "tkinter" for item in collection.items):
+        _add_tcl_libraries(root.parent, collection)
     return collection
+
+
+#: The Tcl and Tk script libraries (``init.tcl``, ``tk.tcl``, encodings) of a runtime, installed
+#: beside its ``lib/python3.X`` (:data:`ingot.runtime.recipes.SCRIPT_LIBRARIES`).
+TCL_SCRIPT_LIBRARIES = ("tcl8.6", "tk8.6")
+
+
+def _add_tcl_libraries(lib: Path, collection: Collection) -> None:
+    """Carries the Tcl and Tk script libraries found in ``lib`` (a runtime's) as data of the
+    ``tkinter`` package (``tkinter/tcl8.6/init.tcl``): Tcl reads them by path, so the build puts
+    ``tkinter`` under the files policy, and the runtime's ``_tkinter`` looks for them beside
+    the package (:func:`ingot.runtime.recipes.patch_python`). An interpreter without them (a
+    distribution's, whose Tcl knows its own) carries none."""
+    if not (lib / TCL_SCRIPT_LIBRARIES[0] / "init.tcl").is_file():
+        return
+    for library in TCL_SCRIPT_LIBRARIES:
+        for path in sorted((lib / library).rglob("*")):
+            if path.is_file():
+                name = f"tkinter/{path.relative_to(lib).as_posix()}"
+                collection.items.append(Item("data-file", name, path))
 
 
 def collect_directory(

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ from ingot.build.analysis.regexes import (
 )
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo, cached_imports
 from ingot.build.archive.collect import (
+    TCL_SCRIPT_LIBRARIES,
     Collection,
     Item,
     collect_directory,
@@ -122,6 +124,9 @@ class PackResult:
     #: Desktop libraries the native code needs and the target system provides (not carried):
     #: name -> what needs it first (:data:`ingot.elf.DESKTOP_LIBRARIES`).
     desktop_libraries: dict[str, str] = field(default_factory=dict)
+    #: What plugins need that no collected directory has (left to the target system, not taken
+    #: from the build machine): name -> the plugin that needs it first.
+    plugin_needs: dict[str, str] = field(default_factory=dict)
     #: The carried libraries taken from the system where its copy is new enough
     #: (``__ingot__/system-first.json``): soname -> the symbol versions needed of it.
     system_first: dict[str, list[str]] = field(default_factory=dict)
@@ -154,23 +159,32 @@ def _add_libraries(
     *,
     only_needed: bool = False,
     library_path: str | None = None,
-) -> dict[str, str]:
+    within: Iterable[str] = (),
+) -> tuple[dict[str, str], dict[str, str]]:
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`),
     and those that shared libraries stored as data files need (a package's ``lib/lib_x.so``, which
     its code loads by path through ``ctypes``: the executable loads it from memory, after them);
     with ``only_needed``, the collected libraries nothing needs go. ``library_path``:
-    ``LD_LIBRARY_PATH``, as the environment of the build had it. Returns the desktop libraries
-    needed, which the target system provides (name -> what needs it first)."""
+    ``LD_LIBRARY_PATH``, as the environment of the build had it.
+
+    Plugins (:func:`_plugins`: Qt's ``plugins/sqldrivers/libqsqlpsql.so``) take what they need
+    only from the collected directories ``within``, as the package installed by pip would: what
+    they need of the build machine (libpq) is left to the target system, and a plugin whose
+    needs it lacks does not load there, as without ingot.
+
+    Returns the desktop libraries needed, which the target system provides, and what plugins
+    need and are not given (each: name -> what needs it first)."""
     roots: list[elf.ElfObject] = []
     known: list[elf.ElfObject] = []
     owner: dict[str, str] = {}
+    loaded_by_path: list[tuple[Item, elf.ElfObject]] = []
     for item in plan.values():
         if item.kind == "data-file" and _is_shared_object(item):
             try:
                 obj = elf.read_elf(str(item.path))
             except (OSError, ValueError):
                 continue
-            roots.append(obj)
+            loaded_by_path.append((item, obj))
             owner[obj.path] = f"the library {item.name} (a data file: loaded by its path)"
         elif item.kind in ("extension-module", "extension-package", "shared-library"):
             try:
@@ -183,7 +197,15 @@ def _add_libraries(
                 continue
             (roots if item.kind != "shared-library" else known).append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
-    resolution = elf.resolve(roots, known=known, library_path=library_path)
+    plugins = _plugins(loaded_by_path, [*roots, *known])
+    roots += [obj for item, obj in loaded_by_path if item.name not in plugins]
+    resolution = elf.resolve(
+        roots,
+        known=known,
+        library_path=library_path,
+        confined=[obj for item, obj in loaded_by_path if item.name in plugins],
+        within=within,
+    )
     if only_needed:
         for key in [key for key in plan if key[0] == "libraries"]:
             if key[1] not in resolution.libraries:
@@ -198,10 +220,44 @@ def _add_libraries(
         )
     for name, kept, other in sorted(set(resolution.conflicts)):
         warnings.append(f"{name}: {kept} collected; some object would load {other} instead")
-    return {
-        name: owner.get(requester, os.path.basename(requester))
-        for name, requester in sorted(resolution.desktop.items())
-    }
+    return (
+        {
+            name: owner.get(requester, os.path.basename(requester))
+            for name, requester in sorted(resolution.desktop.items())
+        },
+        {
+            name: plugins.get(requester) or owner.get(requester, os.path.basename(requester))
+            for name, requester in sorted(resolution.left_to_system.items())
+        },
+    )
+
+
+def _plugins(
+    loaded_by_path: list[tuple[Item, elf.ElfObject]], others: list[elf.ElfObject]
+) -> dict[str, str]:
+    """The shared libraries among data files that are plugins: no extension module needs them,
+    directly or through other libraries (they are found by listing a directory: Qt's
+    ``plugins/platforms``, ``qml/...``), and their package has at least two such libraries (a
+    package's one library loaded through ``ctypes``, ``libllvmlite.so``, is its own code, which
+    gets what it needs). Archive name and path of each -> archive name."""
+    by_name = {os.path.basename(item.name): obj for item, obj in loaded_by_path}
+    wanted = [name for obj in others for name in obj.needed]
+    reached: set[str] = set()
+    while wanted:
+        name = os.path.basename(wanted.pop())
+        if name in by_name and name not in reached:
+            reached.add(name)
+            wanted += by_name[name].needed
+    unreached = [
+        (item, obj) for item, obj in loaded_by_path if os.path.basename(item.name) not in reached
+    ]
+    per_package = Counter(item.name.split("/", 1)[0] for item, _ in unreached)
+    plugins: dict[str, str] = {}
+    for item, obj in unreached:
+        if per_package[item.name.split("/", 1)[0]] >= 2:
+            plugins[item.name] = item.name
+            plugins[obj.path] = item.name
+    return plugins
 
 
 def _is_shared_object(item: Item) -> bool:
@@ -980,18 +1036,24 @@ def pack(
                 f"carrying {len(plan)} entries that the application can use; left out "
                 f"{sum(count for _, count, _ in result.left_out.values())}"
             )
-        files_packages = _files_packages(options.files_packages, plan, collected, say)
+        files_names = list(options.files_packages)
+        tcl = f"tkinter/{TCL_SCRIPT_LIBRARIES[0]}/init.tcl"
+        if ("files", tcl) in plan and "tkinter" not in files_names:
+            say("files policy: tkinter (Tcl and Tk read their script libraries by path)")
+            files_names.append("tkinter")
+        files_packages = _files_packages(files_names, plan, collected, say)
         scan = _Scan(
             patterns={} if options.precompile_regexes else None,
             imports=dict(prefilled_imports) if entry_modules is not None else None,
             memo=options.cache,
         )
         phase("resolving shared libraries")
-        result.desktop_libraries = _add_libraries(
+        result.desktop_libraries, result.plugin_needs = _add_libraries(
             plan,
             result.warnings,
             only_needed=options.prune,
             library_path=options.environment.library_path,
+            within=[str(collection.root) for collection in collections],
         )
         say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
         writer = _new_writer(options, plan, collections, own)

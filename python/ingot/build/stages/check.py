@@ -47,6 +47,16 @@ def glibc_verdict(
             + ", ".join(names[:10])
             + (f" and {len(names) - 10} more" if len(names) > 10 else "")
         )
+    if packed.plugin_needs:
+        by_plugin: dict[str, list[str]] = {}
+        for name, plugin in sorted(packed.plugin_needs.items()):
+            by_plugin.setdefault(plugin, []).append(name)
+        shown = [f"{plugin} ({', '.join(names)})" for plugin, names in sorted(by_plugin.items())]
+        notes.append(
+            "plugins that load only where the target system has what they need (not carried): "
+            + ", ".join(shown[:6])
+            + (f" and {len(shown) - 6} more" if len(shown) > 6 else "")
+        )
     if spec.archive_only:
         return None, notes, []
     floor = archive_floor(launcher, packed.native_needs, packed.system_first)

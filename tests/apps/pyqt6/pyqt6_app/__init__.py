@@ -1,0 +1,50 @@
+"""PyQt6: a real window on the X server in $DISPLAY, through Qt's xcb platform plugin (found by
+listing PyQt6/Qt6/plugins/platforms, then loaded by path: the build gives PyQt6 real files) and
+the system's X client libraries. The window stays up until the test has taken its screenshot:
+`pyqt6-app DIR` writes DIR/ready, then waits for DIR/done."""
+
+import json
+import os
+import sys
+
+
+def main():
+    from PyQt6.QtCore import QTimer
+    from PyQt6.QtGui import QColor, QPainter
+    from PyQt6.QtWidgets import QApplication, QWidget
+
+    directory = sys.argv[1]
+
+    class Canvas(QWidget):
+        def paintEvent(self, event):
+            painter = QPainter(self)
+            painter.fillRect(self.rect(), QColor(255, 255, 255))
+            painter.fillRect(20, 20, 100, 60, QColor(200, 30, 30))
+            painter.setBrush(QColor(30, 60, 200))
+            painter.setPen(QColor(30, 60, 200))
+            painter.drawEllipse(140, 40, 40, 40)
+            painter.end()
+
+    app = QApplication([sys.argv[0]])
+    window = Canvas()
+    window.setWindowTitle("ingot pyqt6")
+    window.setFixedSize(200, 120)
+    window.show()
+    report = {"platform": app.platformName(), "size": [window.width(), window.height()]}
+
+    def announce():
+        with open(os.path.join(directory, "ready.tmp"), "w") as file:
+            json.dump(report, file)
+        os.rename(os.path.join(directory, "ready.tmp"), os.path.join(directory, "ready"))
+
+    def poll():
+        if os.path.exists(os.path.join(directory, "done")):
+            app.quit()
+
+    QTimer.singleShot(500, announce)  # (once the window is mapped and painted)
+    timer = QTimer()
+    timer.timeout.connect(poll)
+    timer.start(50)
+    QTimer.singleShot(60000, app.quit)
+    app.exec()
+    print(json.dumps(report))
