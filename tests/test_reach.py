@@ -143,6 +143,10 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
     assert "lib_a.tests" in decided.left_out and "lib_a" not in decided.left_out
     # --include carries what nothing reaches.
     assert "pip._internal" in _modules(reach(plan, origin, ["main"], keep=["pip"]))
+    # What only the package's going whole brings is said (its native code gets nothing of the
+    # build machine's system: PyQt5.QtNetwork of an app that imports QtWidgets); what an import,
+    # a name or an entry point leads to is not.
+    assert decided.whole_only == {"lib_a.loaded_by_name"}
 
 
 def test_functions_only_the_main_block_calls_are_not_followed():

@@ -219,6 +219,10 @@ class Reach:
 
     kept: set[tuple[str, str]] = field(default_factory=set)
     imports: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    #: Modules carried only because their package is carried whole: no import, name or probe
+    #: leads to them from what the application runs (PyQt5.QtNetwork of an app that imports
+    #: QtWidgets). Their native code's needs of the system are not taken from the build machine.
+    whole_only: set[str] = field(default_factory=set)
     left_out: dict[str, tuple[str, int, int]] = field(
         default_factory=dict
     )  # group -> (origin, n, bytes)
@@ -561,6 +565,7 @@ def reach(
             walk.visit(key[1])
         if key[0] == _MODULE_NAMESPACE and keep and _matches(key[1], keep):
             walk.visit(key[1])
+    starts = list(walk.queue)
     native_tops = {
         name.split(".")[0]
         for name, key in walk.modules.items()
@@ -574,8 +579,12 @@ def reach(
             break
         probed.update(unprobed)
         for found in probe(unprobed):
+            walk.edges.setdefault("", set()).add(found)
             walk.visit(found)
-    return walk.decide(keep)
+    decided = walk.decide(keep)
+    followed = walk.followed([*starts, ""])
+    decided.whole_only = {name for name in walk.reached if name not in followed}
+    return decided
 
 
 class _Walk:
@@ -614,10 +623,27 @@ class _Walk:
         self.dists: set[str] = set()  # dist-info directories reached through entry points
         self.mains: set[str] = set()  # the modules that may run as __main__
         self.queue: list[str] = []
+        #: module -> the modules it leads to, other than by carrying its package whole.
+        self.edges: dict[str, set[str]] = {}
+        self.current = ""  # the module being read ("": the roots, the probe)
 
     def visit(self, name: str) -> None:
-        if name in self.modules and name not in self.reached:
-            self.queue.append(name)
+        if name in self.modules:
+            self.edges.setdefault(self.current, set()).add(name)
+            if name not in self.reached:
+                self.queue.append(name)
+
+    def followed(self, starts: Iterable[str]) -> set[str]:
+        """The modules the edges lead to from ``starts``."""
+        seen: set[str] = set()
+        pending = list(starts)
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            pending += self.edges.get(name, ())
+        return seen
 
     def strings(self, source: bytes, package: str, stdlib: bool) -> None:
         imported, texts = source_strings(self.memo, source, package, stdlib)
@@ -638,6 +664,7 @@ class _Walk:
             if name in self.reached:
                 continue
             self.reached.add(name)
+            self.current = name
             for imported in _CALLED_BACK.get(name, ()):
                 self.visit(imported)
             key = self.modules[name]
@@ -648,9 +675,11 @@ class _Walk:
             top = name.split(".")[0]
             if self.origin.get(key) != "stdlib" and top not in self.whole:
                 self.whole.add(top)
+                self.current = "\0whole"  # (not an edge of this module's)
                 for other in self.by_top.get(top, []):
                     if other[0] == _MODULE_NAMESPACE and not in_test_package(other[1]):
                         self.visit(other[1])
+                self.current = name
             if self.origin.get(key) == "stdlib" and name in COMPUTED_IMPORTS:
                 patterns = COMPUTED_IMPORTS[name][0]
                 for module in self.modules:

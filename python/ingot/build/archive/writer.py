@@ -124,6 +124,10 @@ class PackResult:
     #: Desktop libraries the native code needs and the target system provides (not carried):
     #: name -> what needs it first (:data:`ingot.elf.DESKTOP_LIBRARIES`).
     desktop_libraries: dict[str, str] = field(default_factory=dict)
+    #: Modules carried only because their package is carried whole (see
+    #: :attr:`ingot.build.archive.reach.Reach.whole_only`): their native code is treated as
+    #: plugins are (:func:`_add_libraries`).
+    whole_only: set[str] = field(default_factory=set)
     #: What plugins need that no collected directory has (left to the target system, not taken
     #: from the build machine): name -> the plugin that needs it first.
     plugin_needs: dict[str, str] = field(default_factory=dict)
@@ -160,6 +164,7 @@ def _add_libraries(
     only_needed: bool = False,
     library_path: str | None = None,
     within: Iterable[str] = (),
+    not_imported: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Adds the shared libraries the extension modules need, transitively (see :mod:`ingot.elf`),
     and those that shared libraries stored as data files need (a package's ``lib/lib_x.so``, which
@@ -172,12 +177,16 @@ def _add_libraries(
     they need of the build machine (libpq) is left to the target system, and a plugin whose
     needs it lacks does not load there, as without ingot.
 
+    So are the extension modules ``not_imported`` (carried with their package, but nothing the
+    application runs leads to them: PyQt5.QtNetwork, whose libQt5Network needs GSSAPI).
+
     Returns the desktop libraries needed, which the target system provides, and what plugins
     need and are not given (each: name -> what needs it first)."""
     roots: list[elf.ElfObject] = []
     known: list[elf.ElfObject] = []
     owner: dict[str, str] = {}
     loaded_by_path: list[tuple[Item, elf.ElfObject]] = []
+    unimported: list[tuple[Item, elf.ElfObject]] = []
     for item in plan.values():
         if item.kind == "data-file" and _is_shared_object(item):
             try:
@@ -195,15 +204,25 @@ def _add_libraries(
                     "are not collected"
                 )
                 continue
-            (roots if item.kind != "shared-library" else known).append(obj)
+            if item.kind == "shared-library":
+                known.append(obj)
+            elif item.name in not_imported:
+                unimported.append((item, obj))
+            else:
+                roots.append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
     plugins = _plugins(loaded_by_path, [*roots, *known])
     roots += [obj for item, obj in loaded_by_path if item.name not in plugins]
+    for item, obj in unimported:
+        plugins[item.name] = plugins[obj.path] = f"{item.name} (not imported)"
     resolution = elf.resolve(
         roots,
         known=known,
         library_path=library_path,
-        confined=[obj for item, obj in loaded_by_path if item.name in plugins],
+        confined=[
+            *(obj for item, obj in loaded_by_path if item.name in plugins),
+            *(obj for _, obj in unimported),
+        ],
         within=within,
     )
     if only_needed:
@@ -306,6 +325,7 @@ def _prune(
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
     result.left_out = decided.left_out
+    result.whole_only = decided.whole_only
     return decided.imports
 
 
@@ -1054,6 +1074,7 @@ def pack(
             only_needed=options.prune,
             library_path=options.environment.library_path,
             within=[str(collection.root) for collection in collections],
+            not_imported=result.whole_only,
         )
         say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
         writer = _new_writer(options, plan, collections, own)
