@@ -756,6 +756,27 @@ def check_pathplugins(app: App):
     }
 
 
+@case("invoke")
+def check_invoke(app: App):
+    """invoke runs its commands through a shell (`/bin/sh -c`) with a copy of os.environ: behind
+    it, `sys.executable SCRIPT ARGS` is python running the script, not the app again (issue 37:
+    a shell in between); a command's exit status and both streams come back."""
+    script = app.tmp_path / "work" / "child.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import json, sys\n"
+        "print(json.dumps({'argv': sys.argv[1:], 'name': __name__,"
+        " 'app_loaded': 'invoke_app' in sys.modules}))\n"
+    )
+    room = app.room(copy={"/bin/sh": "/bin/dash", "/work": script.parent})
+    seen = app.json(room.run("/work/child.py", max_processes=16, timeout=60))
+    assert seen == {
+        "child": {"argv": ["one", "two words"], "name": "__main__", "app_loaded": False},
+        "exited": 3,
+        "streams": ["out", "err"],
+    }
+
+
 # Values checked below come from the same main module run by Python 3.11.7 in a venv with the
 # pinned wheels installed (pip install of the app's dependencies).
 
@@ -1284,6 +1305,7 @@ ORDER = [
     "pyqt6",
     "pyside6",
     "tkinter",
+    "invoke",
 ]
 assert (
     sorted(ORDER)

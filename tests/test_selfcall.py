@@ -56,9 +56,11 @@ APP = {
             elif what == "call":  # call JSON-ARGS [JSON-OPTIONS]: start sys.executable
                 options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
                 print(json.dumps(child(json.loads(sys.argv[2]), **options)))
-            elif what == "shell":  # shell COMMAND [ARG]: a shell runs COMMAND, $0 the executable
+            elif what in ("shell", "shellenv"):  # shell COMMAND [ARG]: $0 is the executable
+                # (shellenv: with a copy of os.environ, as invoke and other task runners give)
+                env = dict(os.environ) if what == "shellenv" else None
                 done = subprocess.run(["sh", "-c", sys.argv[2], sys.executable, *sys.argv[3:]],
-                                      capture_output=True, text=True, timeout=60)
+                                      capture_output=True, text=True, timeout=60, env=env)
                 print(json.dumps({"code": done.returncode, "out": done.stdout,
                                   "err": done.stderr}))
             elif what == "forked":  # a forked child of the app calls sys.executable
@@ -345,6 +347,10 @@ def test_a_shell_the_app_runs_passes_python_mode_on(app, tmp_path):
     # A program in between that drops the environment drops the proof: the app runs.
     shell = run(app, "shell", 'env -i "$0" -c "print(42)"; echo done')
     assert json.loads(shell.stdout) == {"code": 0, "out": "done\n", "err": "unknown -c\n"}
+    # The shell given an environment of the app's making (a copy of os.environ, which lacks the
+    # variable: invoke does so) gets the variable as a child that inherits it would.
+    shell = run(app, "shellenv", '"$0" "$1" b && sleep 0', str(script))
+    assert json.loads(shell.stdout) == {"code": 0, "out": "script ['b']\n", "err": ""}
 
 
 def test_sudo_gets_the_app(app, tmp_path):

@@ -133,12 +133,14 @@ def mark_forked_children(variable, renew_proof, current_value, executable):
             setattr(sys.modules["os"], name, function)
 
 
-def prepare_spawns(variable, drain_proof, current_value, executable):
+def prepare_spawns(variable, drain_proof, current_value):
     """Before each start of a process (`os.fork`, and `_posixsubprocess.fork_exec`, which
     `subprocess`, multiprocessing and loky use): the connections children's checks left in this
-    process's listener are closed (its queue would fill up), and a start of this executable with
-    an environment of the application's making (`env=`) gets the variable that proves the
-    application started it (the launcher takes it out before the application sees it). The
+    process's listener are closed (its queue would fill up), and a start with an environment of
+    the application's making (`env=`) gets the variable that proves the application started it
+    (the launcher takes it out before the application sees it), as a child that inherits the
+    environment does: this executable, or a shell that will start it (invoke and other task
+    runners give the shell a copy of `os.environ`, which lacks the variable). The
     module is wrapped when first used, not imported here: an application that starts no process
     pays nothing, and one whose archive lacks it fails as it would have."""
     import posix
@@ -147,7 +149,6 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
     posix.register_at_fork(before=drain_proof)
     name = "_posixsubprocess"
     prefix = variable.encode() + b"="
-    target = executable.encode("utf-8", "surrogateescape")  # the launcher requires a UTF-8 path
 
     def wrap(module):
         fork_exec = module.fork_exec
@@ -155,7 +156,7 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
         def drained_fork_exec(*args):
             drain_proof()
             environment = args[5] if len(args) > 5 else None
-            if environment is not None and target in (args[1] or ()):
+            if environment is not None:
                 ours = prefix + current_value().encode()
                 args = (
                     *args[:5],
@@ -170,7 +171,7 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
     for spawn in ("posix_spawn", "posix_spawnp"):
         original = getattr(posix, spawn, None)
         if original is not None:
-            drained = _drained_spawn(original, drain_proof, variable, current_value, executable)
+            drained = _drained_spawn(original, drain_proof, variable, current_value)
             setattr(posix, spawn, drained)
             if "os" in sys.modules:
                 setattr(sys.modules["os"], spawn, drained)
@@ -211,13 +212,13 @@ def prepare_spawns(variable, drain_proof, current_value, executable):
     sys.modules[name] = pending
 
 
-def _drained_spawn(original, drain_proof, variable, current_value, executable):
+def _drained_spawn(original, drain_proof, variable, current_value):
     """``os.posix_spawn`` (or ``posix_spawnp``) that drains the listener first, and gives a start
-    of this executable with an environment of the application's making the variable."""
+    with an environment of the application's making the variable (:func:`prepare_spawns`)."""
 
     def spawn(path, argv, env, *args, **kwargs):
         drain_proof()
-        if env is not None and path in (executable, executable.encode("utf-8", "surrogateescape")):
+        if env is not None:
             env = dict(env)
             key = variable.encode() if env and isinstance(next(iter(env)), bytes) else variable
             value = current_value()

@@ -734,7 +734,6 @@ fn prepare<'py>(
         selfcall::PARENT_VARIABLE,
         drain,
         current,
-        exe,
     ))?;
     py.import("sys")?.setattr("executable", exe)?;
     // For the children, in the C environment they inherit, after `posix.environ` (hence
