@@ -125,6 +125,41 @@ def test_the_runtime_needs_at_most_glibc_2_17(built_runtime):
     ) <= (2, 17)
 
 
+@pytest.mark.parametrize("version", ["3.11", "3.13"])
+def test_each_runtimes_tcl_finds_its_script_library(runtime_store, version):
+    """tkinter in both runtimes (issue 37): Tcl and Tk static in `_tkinter`, which needs only
+    the system's libX11 (this machine's: scripts/test installs the X client libraries), and the
+    script libraries beside the standard library: encodings, clock's time zones, msgcat, Tk's
+    own library (found from Tcl's)."""
+    found = store.find_runtime(version)
+    require(found is not None, f"no runtime {version} in {store.store()} (scripts/test builds it)")
+    code = textwrap.dedent(
+        """
+        import json, tkinter, _tkinter
+        tcl = tkinter.Tcl()
+        print(json.dumps({
+            "library": tcl.eval("info library"),
+            "encoding": tcl.eval("encoding convertto iso8859-15 \\u20ac") == "\\xa4",
+            "clock": tcl.eval("clock format 0 -timezone :America/New_York -format %H"),
+            "msgcat": tcl.eval("package require msgcat"),
+            "tk": tcl.eval("file exists [file join [file dirname [info library]] tk8.6 tk.tcl]"),
+            "module": _tkinter.__file__,
+        }))
+        """
+    )
+    done = proclimit.run([str(found.python), "-I", "-c", code], max_processes=8, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["library"] == str(found.python.parent.parent / "lib" / "tcl8.6"), seen
+    assert seen["encoding"] is True and seen["clock"] == "19" and seen["tk"] == "1", seen
+    assert seen["msgcat"].startswith("1."), seen
+    needed = subprocess.run(["readelf", "-d", seen["module"]], capture_output=True, text=True)
+    libraries = sorted(
+        line.split("[")[1].rstrip("]") for line in needed.stdout.splitlines() if "(NEEDED)" in line
+    )
+    assert libraries == ["libX11.so.6", "libc.so.6", "libdl.so.2", "libm.so.6", "libpthread.so.0"]
+
+
 def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
     app, log = build(tmp_path, ROOT / "examples" / "hello")
     assert "runs on Linux with glibc 2.17 or later" in log, log
