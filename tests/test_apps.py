@@ -1194,12 +1194,44 @@ def check_pygame(app: App):
     assert width > 30 and dark > 60, (width, dark)
 
 
+def _check_qt(app: App, title: str) -> None:
+    """A real Qt window under Xvfb through the xcb platform plugin: the drawing, text in a font
+    fontconfig found, the image-format plugins; then the offscreen platform plugin, the window
+    drawn into an image that goes through the JPEG plugin."""
+    import proclimit
+
+    seen, shot = _window_app(app, title)
+    assert seen["platform"] == "xcb" and seen["size"] == [200, 120], seen
+    assert {"gif", "ico", "jpeg", "svg"} <= set(seen["formats"]) and seen["fonts"], seen
+    _check_drawing(shot)
+    dark = shot.count((20, 95, 90, 120), lambda rgb: max(rgb) < 100)
+    assert dark > 40, dark  # "ingot" in DejaVu Sans
+    work = app.tmp_path / "offscreen"
+    work.mkdir()
+    runtime_dir = app.tmp_path / "xdg-offscreen"
+    runtime_dir.mkdir(mode=0o700)
+    env = {
+        "QT_QPA_PLATFORM": "offscreen",
+        "INGOT_CACHE_DIR": str(app.tmp_path / "cache"),
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    }
+    done = proclimit.run([app.executable, work], env=env, timeout=120, max_processes=32)
+    assert done.returncode == 0 and not done.timed_out, done.stdout + done.stderr
+    off = json.loads(done.stdout)
+    assert off["platform"] == "offscreen" and off["jpeg"] is True, off
+    assert off["pixels"] == {
+        "5,5": [255, 255, 255],
+        "50,50": [200, 30, 30],
+        "160,60": [30, 60, 200],
+    }
+    assert all(abs(a - b) <= 24 for a, b in zip(off["jpeg_pixel"], (200, 30, 30))), off
+
+
 @case("pyqt5")
 def check_pyqt5(app: App):
-    """A real Qt window under Xvfb through the xcb platform plugin."""
-    seen, shot = _window_app(app, "ingot pyqt5")
-    assert seen == {"platform": "xcb", "size": [200, 120]}
-    _check_drawing(shot)
+    """PyQt5 (manylinux2014 wheels): _check_qt."""
+    _check_qt(app, "ingot pyqt5")
     # Qt's optional plugins get nothing of this machine (the SQL drivers' libpq and ODBC,
     # multimedia's GStreamer): they load where the target system has those, as without ingot.
     from ingot._ingot import IngotFinder
@@ -1214,10 +1246,14 @@ def check_pyqt5(app: App):
 
 @case("pyqt6")
 def check_pyqt6(app: App):
-    """A real Qt 6 window under Xvfb through the xcb platform plugin (PyQt6)."""
-    seen, shot = _window_app(app, "ingot pyqt6")
-    assert seen == {"platform": "xcb", "size": [200, 120]}
-    _check_drawing(shot)
+    """PyQt6 (manylinux_2_28 wheels): _check_qt."""
+    _check_qt(app, "ingot pyqt6")
+
+
+@case("pyside6")
+def check_pyside6(app: App):
+    """PySide6 (manylinux_2_28 wheels): _check_qt."""
+    _check_qt(app, "ingot pyside6")
 
 
 @case("tkinter")
@@ -1238,14 +1274,6 @@ def check_tkinter(app: App):
     _check_drawing(shot)
     dark = shot.count((20, 90, 80, 120), lambda rgb: max(rgb) < 100)
     assert dark > 20, dark  # "ingot" in Tk's default font
-
-
-@case("pyside6")
-def check_pyside6(app: App):
-    """A real Qt 6 window under Xvfb through the xcb platform plugin (PySide6)."""
-    seen, shot = _window_app(app, "ingot pyside6")
-    assert seen == {"platform": "xcb", "size": [200, 120]}
-    _check_drawing(shot)
 
 
 # --- the matrix -----------------------------------------------------------------------------------

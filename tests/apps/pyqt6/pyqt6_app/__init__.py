@@ -1,7 +1,11 @@
 """PyQt6: a real window on the X server in $DISPLAY, through Qt's xcb platform plugin (found by
 listing PyQt6/Qt6/plugins/platforms, then loaded by path: the build gives PyQt6 real files) and
-the system's X client libraries. The window stays up until the test has taken its screenshot:
-`pyqt6-app DIR` writes DIR/ready, then waits for DIR/done."""
+the system's X client libraries, with text in a font fontconfig finds. The window stays up until
+the test has taken its screenshot: `pyqt6-app DIR` writes DIR/ready, then waits for DIR/done.
+
+With QT_QPA_PLATFORM=offscreen (the offscreen platform plugin, no display): the window is drawn
+into an image, which goes through the JPEG image-format plugin (written to DIR, read back); the
+app says what it saw and exits."""
 
 import json
 import os
@@ -10,7 +14,7 @@ import sys
 
 def main():
     from PyQt6.QtCore import QTimer
-    from PyQt6.QtGui import QColor, QPainter
+    from PyQt6.QtGui import QColor, QFont, QFontDatabase, QImage, QImageReader, QPainter
     from PyQt6.QtWidgets import QApplication, QWidget
 
     directory = sys.argv[1]
@@ -23,6 +27,9 @@ def main():
             painter.setBrush(QColor(30, 60, 200))
             painter.setPen(QColor(30, 60, 200))
             painter.drawEllipse(140, 40, 40, 40)
+            painter.setPen(QColor(0, 0, 0))
+            painter.setFont(QFont("DejaVu Sans", 14))
+            painter.drawText(20, 112, "ingot")
             painter.end()
 
     app = QApplication([sys.argv[0]])
@@ -30,7 +37,25 @@ def main():
     window.setWindowTitle("ingot pyqt6")
     window.setFixedSize(200, 120)
     window.show()
-    report = {"platform": app.platformName(), "size": [window.width(), window.height()]}
+    formats = {bytes(name).decode() for name in QImageReader.supportedImageFormats()}
+    report = {
+        "platform": app.platformName(),
+        "size": [window.width(), window.height()],
+        "formats": sorted(formats & {"gif", "ico", "jpeg", "svg", "tiff", "webp"}),
+        "fonts": "DejaVu Sans" in QFontDatabase.families(),
+    }
+    if app.platformName() == "offscreen":
+        app.processEvents()
+        image = window.grab().toImage()
+        report["pixels"] = {
+            f"{x},{y}": list(image.pixelColor(x, y).getRgb()[:3])
+            for x, y in ((5, 5), (50, 50), (160, 60))
+        }
+        path = os.path.join(directory, "window.jpg")
+        report["jpeg"] = image.save(path, "JPEG", 95)
+        report["jpeg_pixel"] = list(QImage(path).pixelColor(50, 50).getRgb()[:3])
+        print(json.dumps(report))
+        return
 
     def announce():
         with open(os.path.join(directory, "ready.tmp"), "w") as file:
