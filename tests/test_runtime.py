@@ -588,3 +588,40 @@ def test_a_cross_runtime_build_of_3_10_is_refused_before_any_work(tmp_path, monk
     with pytest.raises(IngotError, match=r"cross builds need 3\.11 or later"):
         builder.build_runtime({}, wanted="3.10", machine=other, say=lambda line: None)
     assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
+
+
+def test_a_runtime_build_missing_what_its_launcher_needs_stops_before_any_work(
+    tmp_path, monkeypatch
+):
+    """Issue 41: a cross build without Rust's standard library for the target compiled for 14
+    minutes, then stopped at the launcher. cargo, cargo-zigbuild and the Rust target are checked
+    first: nothing fetched, nothing made."""
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    other = next(machine for machine in MACHINES.values() if machine != host_machine())
+    # No cargo on PATH.
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(IngotError, match="needs Rust's cargo") as error:
+        builder.build_runtime({}, wanted="3.13", say=lambda line: None)
+    assert "rustup" in error.value.hint
+    # cargo, but no cargo-zigbuild (here nor beside this interpreter).
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("cargo", "rustc"):
+        (tools / name).write_text("#!/bin/sh\nexit 0\n")
+        (tools / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.setattr(builder.sys, "executable", str(tmp_path / "python"))
+    with pytest.raises(IngotError, match="needs cargo-zigbuild") as error:
+        builder.build_runtime({}, wanted="3.13", say=lambda line: None)
+    assert "pip install cargo-zigbuild" in error.value.hint
+    # Both, but a rustc whose sysroot has no standard library for the other machine.
+    (tools / "cargo-zigbuild").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "cargo-zigbuild").chmod(0o755)
+    sysroot = tmp_path / "sysroot"
+    (sysroot / "lib" / "rustlib" / host_machine().rust / "lib").mkdir(parents=True)
+    (tools / "rustc").write_text(f"#!/bin/sh\necho {sysroot}\n")
+    with pytest.raises(IngotError, match=f"no standard library for {other.rust}") as error:
+        builder.build_runtime({}, wanted="3.13", machine=other, say=lambda line: None)
+    assert error.value.hint == f"rustup target add {other.rust}"
+    assert not (tmp_path / "store").exists()  # nothing fetched, nothing made

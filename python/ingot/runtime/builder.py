@@ -149,6 +149,7 @@ def build_runtime(
     toolchain = Toolchain(zig, machine=machine or host_machine())
     if wanted:
         _check_cross_version(toolchain, wanted)  # before anything is fetched
+    check_launcher_prerequisites(toolchain)  # (needed last, checked first)
     root = store()
     make_directories(root)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
@@ -425,6 +426,38 @@ def source_tree() -> Path | None:
     return None
 
 
+def check_launcher_prerequisites(toolchain: Toolchain) -> tuple[Path, str]:
+    """What building a runtime's launcher needs besides zig: ingot's source tree, cargo,
+    cargo-zigbuild and, for another machine, Rust's standard library for it. Checked before a
+    runtime build does any work (issue 41: a missing Rust target stopped a build after 14
+    minutes of compiling); RuntimeError_ naming the first missing one. Returns the source tree
+    and cargo-zigbuild's path."""
+    tree = source_tree()
+    if tree is None:
+        raise RuntimeError_(
+            "building a runtime's launcher needs ingot's source tree (its Rust "
+            "crates), which this installation does not have",
+            hint="set INGOT_SOURCE_TREE to a checkout of ingot",
+        )
+    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(
+        Path(sys.executable).parent / "cargo-zigbuild"
+    )
+    if shutil.which("cargo") is None:
+        raise RuntimeError_(
+            "building a runtime's launcher needs Rust's cargo, which is not on PATH",
+            hint="install Rust (https://rustup.rs), then run the build again",
+        )
+    if not os.access(cargo_zigbuild, os.X_OK):
+        raise RuntimeError_(
+            "building a runtime's launcher needs cargo-zigbuild, which is not on PATH "
+            f"(nor beside {sys.executable})",
+            hint="pip install cargo-zigbuild (or install ingot with its [runtime] extra)",
+        )
+    if toolchain.cross:
+        _check_rust_target(toolchain.machine.rust)
+    return tree, cargo_zigbuild
+
+
 def build_launcher(
     stage: Path,
     prefix: Path,
@@ -436,21 +469,7 @@ def build_launcher(
     runtime's glibc and machine (cargo-zigbuild), into ``stage/launcher/``. For another machine,
     pyo3 and the launcher's build script read the runtime's sysconfig data through
     ``build_python`` (this machine's interpreter of the same release)."""
-    tree = source_tree()
-    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(
-        Path(sys.executable).parent / "cargo-zigbuild"
-    )
-    if tree is None:
-        raise RuntimeError_(
-            "building a runtime's launcher needs ingot's source tree (its Rust "
-            "crates), which this installation does not have",
-            hint="set INGOT_SOURCE_TREE to a checkout of ingot",
-        )
-    if not os.access(cargo_zigbuild, os.X_OK) or shutil.which("cargo") is None:
-        raise RuntimeError_(
-            "building a runtime's launcher needs cargo and cargo-zigbuild",
-            hint="install Rust (rustup) and `pip install cargo-zigbuild`",
-        )
+    tree, cargo_zigbuild = check_launcher_prerequisites(toolchain)
     python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
     # Kept in the store between builds: relinking after a change of ingot is incremental.
     target_dir = store() / ".cargo-target" / stage.name
@@ -458,7 +477,6 @@ def build_launcher(
     rust_target = toolchain.machine.rust
     extra = {}
     if toolchain.cross:
-        _check_rust_target(rust_target)
         assert build_python is not None
         python = _cross_python(stage.parent, build_python, prefix)
         extra["PYO3_CROSS_LIB_DIR"] = str(prefix / "lib")
