@@ -1,7 +1,7 @@
 """How fast interpreters run Python code: pyperformance's pure-Python benchmarks, one benchmark
 at a time, the interpreters in turn (A B A B ...), so that a drift of the machine's speed falls on
-all of them. For issue 41: a runtime's CPython (zig's clang, -O3, ThinLTO) against a
-distribution's build of the same release (Debian's python3.11, PGO and LTO).
+all of them. For issue 41: a runtime's CPython (built by zig's clang) against a distribution's
+build of the same release (Debian's python3.11, PGO and LTO).
 
     python3 bench/interpreters.py runtime=$(ingot runtime dir)/cpython-3.11.2-*/python/bin/python3.11 \\
         debian=/usr/bin/python3.11 [--rounds 3] [--benchmarks richards,nbody]
