@@ -211,8 +211,12 @@ def _add_libraries(
             else:
                 roots.append(obj)
             owner[obj.path] = f"{item.kind} {item.name!r}"
-    plugins = _plugins(loaded_by_path, [*roots, *known])
-    roots += [obj for item, obj in loaded_by_path if item.name not in plugins]
+    plugins, dependents = _plugins(loaded_by_path, [*roots, *known])
+    roots += [
+        obj
+        for item, obj in loaded_by_path
+        if item.name not in plugins and item.name not in dependents
+    ]
     for item, obj in unimported:
         plugins[item.name] = plugins[obj.path] = f"{item.name} (not imported)"
     resolution = elf.resolve(
@@ -253,12 +257,20 @@ def _add_libraries(
 
 def _plugins(
     loaded_by_path: list[tuple[Item, elf.ElfObject]], others: list[elf.ElfObject]
-) -> dict[str, str]:
-    """The shared libraries among data files that are plugins: no extension module needs them,
-    directly or through other libraries (they are found by listing a directory: Qt's
-    ``plugins/platforms``, ``qml/...``), and their package has at least two such libraries (a
-    package's one library loaded through ``ctypes``, ``libllvmlite.so``, is its own code, which
-    gets what it needs). Archive name and path of each -> archive name."""
+) -> tuple[dict[str, str], set[str]]:
+    """The shared libraries among data files that no extension module needs, directly or through
+    other libraries (found by listing a directory, or loaded by path through ``ctypes``), split
+    in two:
+
+    - plugins: those no other such library needs either (the tops: Qt's
+      ``plugins/platforms/libqxcb.so``), where the package has at least two (a package's one
+      library loaded through ``ctypes``, ``libllvmlite.so`` or ``lib/libgreet.so``, is its own
+      code, which gets what it needs, its own libraries and the build machine's);
+    - the libraries only those tops need (``libQt5MultimediaGstTools``, which Qt's GStreamer
+      plugins need): no root of their own, resolved as what needs them is.
+
+    Returns (archive name and path of each plugin -> archive name, the second kind's archive
+    names)."""
     by_name = {os.path.basename(item.name): obj for item, obj in loaded_by_path}
     wanted = [name for obj in others for name in obj.needed]
     reached: set[str] = set()
@@ -270,13 +282,18 @@ def _plugins(
     unreached = [
         (item, obj) for item, obj in loaded_by_path if os.path.basename(item.name) not in reached
     ]
-    per_package = Counter(item.name.split("/", 1)[0] for item, _ in unreached)
+    needed_among = {os.path.basename(name) for _, obj in unreached for name in obj.needed}
+    tops = [
+        (item, obj) for item, obj in unreached if os.path.basename(item.name) not in needed_among
+    ]
+    per_package = Counter(item.name.split("/", 1)[0] for item, _ in tops)
     plugins: dict[str, str] = {}
-    for item, obj in unreached:
+    for item, obj in tops:
         if per_package[item.name.split("/", 1)[0]] >= 2:
             plugins[item.name] = item.name
             plugins[obj.path] = item.name
-    return plugins
+    dependents = {item.name for item, _ in unreached} - {item.name for item, _ in tops}
+    return plugins, dependents
 
 
 def _is_shared_object(item: Item) -> bool:
