@@ -234,6 +234,14 @@ def _runtime_parser(commands: _Commands) -> None:
     build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs (default: CPUs)")
     build.add_argument("--force", action="store_true", help="rebuild if it exists")
     build.add_argument("--keep-build", action="store_true", help="keep the build directory")
+    build.add_argument(
+        "--pgo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="profile-guided optimization: a training run of CPython's test suite (the "
+        "default of a native build; needs llvm-profdata of LLVM 19+ and the source of LLVM's "
+        "compiler-rt, see docs/runtimes.md); --no-pgo: -O3 and ThinLTO only",
+    )
     actions.add_parser("list", help="list the runtimes")
     relink = actions.add_parser(
         "launcher",
@@ -548,6 +556,7 @@ def _runtime(args: argparse.Namespace) -> int:
         force=args.force,
         keep_build=args.keep_build,
         machine=machine,
+        pgo=args.pgo,
         say=lambda line: print(line, file=sys.stderr),
     )
     print(built.path)

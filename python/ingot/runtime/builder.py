@@ -38,7 +38,7 @@ from ingot.runtime.store import (
     store,
     sysconfig_vars,
 )
-from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_zig
+from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_llvm_profdata, find_zig
 
 __all__ = [
     "REQUIRED_MODULES",
@@ -72,6 +72,8 @@ class _Builder:
         self.log_path = log
         self.say = say
         self.started = time.monotonic()
+        #: What a profile-guided build's training counted (recipes.build_python).
+        self.profile: dict[str, int] | None = None
 
     def runner(self, build: Path, prefix: Path) -> Callable[..., None]:
         environment = self.toolchain.environment(build, prefix)
@@ -138,26 +140,44 @@ def build_runtime(
     force: bool = False,
     keep_build: bool = False,
     machine: Machine | None = None,
+    pgo: bool | None = None,
     say: Callable[[str], None] = print,
 ) -> Runtime:
     """Builds a runtime from the given sources and stores it; returns it. ``wanted`` (``3.11``)
     must match the CPython source's version. For another ``machine`` than this one (a cross
     build), the runtime of this machine of the same CPython release is used to build it (and
-    built first, from the same sources, when the store lacks it)."""
+    built first, from the same sources, when the store lacks it). ``pgo``: profile-guided
+    optimization (the default of a native build; a cross build cannot run its training)."""
     directories = [Path(directory) for directory in directories]
     zig = find_zig()
     toolchain = Toolchain(zig, machine=machine or host_machine())
     if wanted:
         _check_cross_version(toolchain, wanted)  # before anything is fetched
     check_launcher_prerequisites(toolchain)  # (needed last, checked first)
+    if pgo and toolchain.cross:
+        raise RuntimeError_(
+            f"a runtime for {toolchain.machine.name} cannot be built with profile-guided "
+            f"optimization on {host_machine().name}: its training run would not run here",
+            hint="leave out --pgo (a cross build is optimized with -O3 and ThinLTO)",
+        )
+    profile_guided = not toolchain.cross if pgo is None else pgo
+    llvm_profdata = find_llvm_profdata()[0] if profile_guided else None
     root = store()
     make_directories(root)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
     if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
         pinned.pop("python", None)  # a patch release other than the pinned one
     found = resolve_sources(
-        sources, directories, root / ".downloads", wanted, pinned=pinned, say=say
+        sources,
+        directories,
+        root / ".downloads",
+        wanted,
+        pinned=pinned,
+        say=say,
+        tools=[recipes.PROFILE_RUNTIME.name] if profile_guided else [],
     )
+    if profile_guided:
+        _check_profile_runtime(toolchain, found[recipes.PROFILE_RUNTIME.name])
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
@@ -175,7 +195,7 @@ def build_runtime(
         _check_cross_version(toolchain, version)
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
-        existing = None if force else _built_already(final, say)
+        existing = None if force else _built_already(final, say, profile_guided)
         if existing is not None:
             return existing
         stage = work / name
@@ -185,12 +205,20 @@ def build_runtime(
         stage.mkdir(parents=True)
         build_python = None
         if toolchain.cross:
-            build_python = _build_python(version, sources, directories, jobs, say)
+            build_python = _build_python(version, sources, directories, jobs, pgo, say)
         builder = _Builder(toolchain, log, say)
         started = time.monotonic()
         say(f"building runtime {name} with zig {toolchain.version()} ({jobs} jobs); log: {log}")
         timings = _compile(
-            builder, found, source_root, python_source, prefix, libraries, jobs, build_python
+            builder,
+            found,
+            source_root,
+            python_source,
+            prefix,
+            libraries,
+            jobs,
+            build_python,
+            llvm_profdata,
         )
         if toolchain.cross:
             _check_modules_present(prefix, python_source, REQUIRED_MODULES + DESKTOP_MODULES)
@@ -206,6 +234,7 @@ def build_runtime(
             )
         timings["total"] = round(time.monotonic() - started, 1)
         info = _runtime_info(version, toolchain, floor, found, timings)
+        info["optimization"] = _optimization(llvm_profdata, jobs, builder.profile)
         info["launcher"] = _launcher(stage, prefix, toolchain, builder, build_python, log)
         record_hashes(Runtime(stage, info))
         (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
@@ -219,9 +248,51 @@ def build_runtime(
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _built_already(final: Path, say: Callable[[str], None]) -> Runtime | None:
-    """The runtime stored at ``final``, if it was built with these recipes."""
+def _optimization(
+    llvm_profdata: Path | None, jobs: int, profile: dict[str, int] | None
+) -> dict[str, Any]:
+    """What ``runtime.json`` says of how CPython was optimized."""
+    return {
+        "cflags": "CPython's own (-O3)",
+        "lto": "thin",
+        "pgo": {
+            "profile_task": recipes.PROFILE_TASK.format(jobs=jobs),
+            "llvm_profdata": str(llvm_profdata),
+            "counted": profile,
+        }
+        if llvm_profdata is not None
+        else None,
+    }
+
+
+def _check_profile_runtime(toolchain: Toolchain, source: Path) -> None:
+    """RuntimeError_ unless the LLVM source of the profile runtime is the release zig's clang
+    is: instrumented code and its runtime must agree on the profile's format."""
+    release = recipes.llvm_version_of(source)
+    clang = toolchain.clang_major()
+    if release is None or clang is None or release[0] != clang:
+        raise RuntimeError_(
+            f"the profile runtime's source {source.name} is LLVM "
+            f"{'.'.join(map(str, release)) if release else '(unknown)'}, but zig's clang is "
+            f"LLVM {clang if clang is not None else '(unknown)'}",
+            hint=f"give LLVM {clang}'s source (--source compiler-rt=PATH: llvm-project-{clang}.*"
+            f".src.tar.xz, or Debian's llvm-toolchain-{clang}_*.orig.tar.xz), or --no-pgo",
+        )
+
+
+def _built_already(final: Path, say: Callable[[str], None], pgo: bool) -> Runtime | None:
+    """The runtime stored at ``final``, if it was built with these recipes (and as
+    profile-guided as wanted)."""
     existing = read_runtime(final) if final.exists() else None
+    if (
+        existing is not None
+        and (existing.info.get("optimization") or {}).get("pgo") is None
+        and pgo
+    ):
+        say(
+            f"runtime {final.name} was built without profile-guided optimization: building it again"
+        )
+        return None
     if existing is not None and existing.info.get("recipes") == recipes_fingerprint():
         say(f"runtime {final.name} is already built ({final}); --force rebuilds it")
         return existing
@@ -267,14 +338,19 @@ def _check_cross_version(toolchain: Toolchain, version: str) -> None:
 
 
 def _build_python(
-    version: str, sources: dict[str, str], directories: list[Path], jobs: int, say: Say
+    version: str,
+    sources: dict[str, str],
+    directories: list[Path],
+    jobs: int,
+    pgo: bool | None,
+    say: Say,
 ) -> Path:
     """The interpreter a cross build of CPython ``version`` runs here: this machine's runtime of
     the same release, built first (from the same sources) when the store lacks it."""
     host = find_runtime(version, host_machine().name)
     if host is None or host.version != version:
         say(f"a cross build needs this machine's runtime of CPython {version}: building it first")
-        host = build_runtime(sources, directories, wanted=version, jobs=jobs, say=say)
+        host = build_runtime(sources, directories, wanted=version, jobs=jobs, pgo=pgo, say=say)
     return host.python
 
 
@@ -287,12 +363,21 @@ def _compile(
     libraries: Path,
     jobs: int,
     build_python: Path | None,
+    llvm_profdata: Path | None = None,
 ) -> dict[str, float]:
-    """Builds every library of the recipes into ``libraries``, then CPython into ``prefix``;
-    returns the seconds each took."""
+    """Builds every library of the recipes into ``libraries``, then CPython into ``prefix``
+    (profile-guided with ``llvm_profdata``: first the profile runtime); returns the seconds each
+    took."""
     say = builder.say
     machine = builder.toolchain.machine
     timings = {}
+    if llvm_profdata is not None:
+        begun = time.monotonic()
+        recipe = recipes.PROFILE_RUNTIME
+        say(f"  {recipe.name} ({recipe.purpose}) from {found[recipe.name].name}")
+        source = unpack(found[recipe.name], source_root, only=recipes.PROFILE_RUNTIME_MEMBERS)
+        recipe.build(source, libraries, builder.runner(source, libraries), jobs, machine)
+        timings[recipe.name] = round(time.monotonic() - begun, 1)
     for library, recipe in recipes.LIBRARIES.items():
         begun = time.monotonic()
         say(f"  {library} ({recipe.purpose}) from {found[library].name}")
@@ -301,15 +386,20 @@ def _compile(
         timings[library] = round(time.monotonic() - begun, 1)
     begun = time.monotonic()
     version = ".".join(str(part) for part in recipes.python_version_of(python_source))
-    say(f"  CPython {version} from {found['python'].name}")
-    arguments, environment = recipes.python_configure_arguments(
-        prefix, libraries, machine, build_python
+    how = "-O3, ThinLTO" + (", profile-guided (a training run)" if llvm_profdata else "")
+    say(f"  CPython {version} from {found['python'].name} ({how})")
+    profile = recipes.build_python(
+        python_source,
+        prefix,
+        libraries,
+        builder.runner(python_source, libraries),
+        jobs,
+        machine,
+        build_python,
+        llvm_profdata,
     )
-    run = builder.runner(python_source, libraries)
-    recipes.patch_python(python_source)
-    run(["./configure", *arguments], cwd=python_source, extra=environment)
-    run(["make", f"-j{jobs}"], cwd=python_source)
-    run(["make", "install"], cwd=python_source)
+    if profile is not None:
+        builder.profile = profile
     for script_library in recipes.SCRIPT_LIBRARIES:  # Tcl's and Tk's, beside lib/python3.X
         shutil.copytree(libraries / "lib" / script_library, prefix / "lib" / script_library)
     timings["python"] = round(time.monotonic() - begun, 1)

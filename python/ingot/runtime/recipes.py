@@ -30,8 +30,11 @@ from ingot.machine import Machine, host_machine
 
 __all__ = [
     "LIBRARIES",
+    "PROFILE_RUNTIME",
     "SCRIPT_LIBRARIES",
+    "TOOLS",
     "Recipe",
+    "build_python",
     "cross_options",
     "patch_python",
     "python_configure_arguments",
@@ -378,7 +381,16 @@ def _libx11(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -
     declared.write_text(
         "".join(
             f"#include <X11/{name}>\n"
-            for name in ("Xlib.h", "Xutil.h", "Xresource.h", "XKBlib.h", "Xlocale.h", "Xcms.h")
+            # ImUtil.h: _XInitImageFuncPtrs, which Tk's images call.
+            for name in (
+                "Xlib.h",
+                "Xutil.h",
+                "Xresource.h",
+                "XKBlib.h",
+                "Xlocale.h",
+                "Xcms.h",
+                "ImUtil.h",
+            )
         )
     )
     run(
@@ -617,6 +629,152 @@ LIBRARIES: dict[str, Recipe] = {
     ]
 }
 
+
+def _profile_runtime(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+    # compiler-rt's profile runtime (lib/profile), as its CMakeLists builds it for Linux, into
+    # lib/pgo/libclang_rt.profile.a: what clang's driver links into a -fprofile-instr-generate
+    # binary and zig's does not. Only the training run of a profile-guided build uses it.
+    profile = source / "compiler-rt" / "lib" / "profile"
+    units = sorted(profile.glob("*.c")) + sorted(profile.glob("*.cpp"))
+    if not (profile / "InstrProfiling.c").is_file():
+        from ingot.errors import IngotError
+
+        raise IngotError(
+            f"{source}: no compiler-rt/lib/profile/InstrProfiling.c",
+            hint="give LLVM's source release (llvm-project-*.src.tar.xz, or Debian's "
+            "llvm-toolchain-*.orig.tar.xz) of the LLVM that zig's clang is",
+        )
+    flags = [
+        "-O2",
+        "-fPIC",
+        # Each binary linked with it (the interpreter, every extension module) keeps a copy of
+        # its own: none exports or takes another's, so each writes its own counters.
+        "-fvisibility=hidden",
+        "-Wno-pedantic",
+        f"-I{source / 'compiler-rt' / 'include'}",
+        f"-I{profile.parent}",
+        "-DCOMPILER_RT_HAS_ATOMICS=1",
+        "-DCOMPILER_RT_HAS_FCNTL_LCK=1",
+        "-DCOMPILER_RT_HAS_FLOCK=1",
+        "-DCOMPILER_RT_HAS_UNAME=1",
+    ]
+    objects = []
+    for unit in units:
+        compiler = "$CXX" if unit.suffix == ".cpp" else "$CC"
+        extra = ["-nostdinc++", "-fno-exceptions", "-fno-rtti"] if unit.suffix == ".cpp" else []
+        run([compiler, *flags, *extra, "-c", unit.name, "-o", f"{unit.stem}.o"], cwd=profile)
+        objects.append(f"{unit.stem}.o")
+    target = prefix / "lib" / "pgo"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / PROFILE_RUNTIME_FILE).unlink(missing_ok=True)
+    run(["$AR", "rcs", str(target / PROFILE_RUNTIME_FILE), *objects], cwd=profile)
+
+
+#: The file :data:`PROFILE_RUNTIME` makes, under ``lib/pgo`` of the libraries' prefix.
+PROFILE_RUNTIME_FILE = "libclang_rt.profile.a"
+
+#: compiler-rt's profile runtime, for a profile-guided build (not part of a runtime). Its source
+#: is LLVM's, of the release zig's clang is (``zig cc --version``); of the whole tree only the
+#: profile runtime is unpacked (:data:`PROFILE_RUNTIME_MEMBERS`).
+PROFILE_RUNTIME = Recipe(
+    "compiler-rt",
+    "the profile runtime of PGO's training run (not in the runtime)",
+    ("llvm-project-*.src.tar.*", "compiler-rt-*.src.tar.*", "llvm-toolchain-*.orig.tar.*"),
+    _profile_runtime,
+)
+PROFILE_RUNTIME_MEMBERS = ("compiler-rt/lib/profile/", "compiler-rt/include/profile/")
+
+#: What a build needs the sources of besides CPython and its libraries, by name.
+TOOLS = {PROFILE_RUNTIME.name: PROFILE_RUNTIME}
+
+
+def llvm_version_of(archive: Path) -> tuple[int, int, int] | None:
+    """The LLVM release of an LLVM source tarball, from its name (``llvm-project-22.1.8.src``,
+    ``llvm-toolchain-22_22.1.8.orig``, ``compiler-rt-22.1.8.src``)."""
+    match = re.search(r"(?:^|[-_])(\d+)\.(\d+)\.(\d+)(?:[.~+-]|$)", archive.name)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+#: The training run of a profile-guided build: CPython's own PGO task (`-m test --pgo`: 44 test
+#: modules, the default of CPython's Makefile), a worker per job.
+PROFILE_TASK = "-m test --pgo --timeout=1200 -j{jobs}"
+
+#: The profiles each instrumented binary writes: one file per binary (`%m`: the interpreter and
+#: every extension module), merged across the training's processes.
+PROFILE_FILE = "LLVM_PROFILE_FILE=code-%m.profclangr"
+
+
+def build_python(
+    source: Path,
+    prefix: Path,
+    libraries: Path,
+    run: Run,
+    jobs: int,
+    machine: Machine,
+    build_python: Path | None = None,
+    llvm_profdata: Path | None = None,
+) -> dict[str, int] | None:
+    """Configures, compiles and installs CPython (``source``) into ``prefix``, optimized like
+    distributions' builds: CPython's own ``-O3``, ThinLTO, and with ``llvm_profdata`` (a native
+    build whose profile runtime is under ``libraries``) profile-guided
+    (``--enable-optimizations``, trained by :data:`PROFILE_TASK`). Returns, for a profile-guided
+    build, what the profile counted (:func:`_check_profile`)."""
+    arguments, environment = python_configure_arguments(prefix, libraries, machine, build_python)
+    patch_python(source)
+    make = ["make", f"-j{jobs}"]
+    if llvm_profdata is not None:
+        arguments.append("--enable-optimizations")
+        environment.update(
+            LLVM_PROFDATA=str(llvm_profdata),
+            INGOT_PROFILE_RUNTIME=str(libraries / "lib" / "pgo" / PROFILE_RUNTIME_FILE),
+        )
+        make += [f"PROFILE_TASK={PROFILE_TASK.format(jobs=jobs)}", f"LLVM_PROF_FILE={PROFILE_FILE}"]
+    run(["./configure", *arguments], cwd=source, extra=environment)
+    run(make, cwd=source, extra=environment)
+    profile = _check_profile(source, run, llvm_profdata) if llvm_profdata is not None else None
+    run(["make", "install"], cwd=source, extra=environment)
+    return profile
+
+
+#: Functions a training run must have counted: the interpreter's loop, and one of an extension
+#: module (each binary writes its own profile: :data:`PROFILE_FILE`).
+PROFILED_FUNCTIONS = ("_PyEval_EvalFrameDefault", "_json.c:scanstring_unicode")
+
+
+def _check_profile(source: Path, run: Run, llvm_profdata: Path) -> dict[str, int]:
+    """How many times the merged profile (``code.profclangd``, CPython's name) counted each of
+    :data:`PROFILED_FUNCTIONS`, and how many functions it has; an error if it counted none of
+    one (a training run that did not run, or profiles that were not written)."""
+    from ingot.errors import IngotError
+
+    counts = {}
+    for function in PROFILED_FUNCTIONS:
+        shown = source / "profile-shown.txt"
+        run(
+            [
+                str(llvm_profdata),
+                "show",
+                f"--function={function.rpartition(':')[2]}",
+                f"--output={shown}",
+                "code.profclangd",
+            ],
+            cwd=source,
+        )
+        text = shown.read_text()
+        found = re.search(
+            rf"^\s*{re.escape(function)}:\n(?:\s+.*\n)*?\s+Function count: (\d+)", text, re.M
+        )
+        if not found or int(found[1]) == 0:
+            raise IngotError(
+                f"{source / 'code.profclangd'}: the training run counted no call of {function}",
+                hint="see the training run's output in the build log (--keep-build keeps the tree)",
+            )
+        counts[function] = int(found[1])
+        total = re.search(r"^Total functions: (\d+)", text, re.M)
+        counts["functions"] = int(total[1]) if total else 0
+    return counts
+
+
 #: Where `_tkinter` starts Tcl, and what it does first there: an executable carries Tcl's and Tk's
 #: script libraries in its `tkinter` package, whose files it materializes (`tkinter/tcl8.6`,
 #: `tkinter/tk8.6`); there, no path Tcl searches by itself leads to them. TCL_LIBRARY still
@@ -704,14 +862,19 @@ def python_configure_arguments(
         "--with-openssl-rpath=no",
         "--with-system-expat",
         "--with-system-libmpdec",
+        # Link-time optimization across the interpreter's objects (ThinLTO, zig's clang and lld):
+        # configure turns it on for a compiler named *clang*, with llvm-ar (both zig's).
+        "--with-lto=thin",
+        "CC=$CLANG",
     ]
     cross = cross_options(machine)
     if cross:
         assert build_python is not None, "a cross build needs the build machine's interpreter"
         arguments += [*cross, f"--with-build-python={build_python}"]
     environment = {
-        # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__).
-        "CFLAGS": "-O2 -Wno-error=date-time",
+        # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__). No -O: CPython's
+        # own (-O3) holds.
+        "CFLAGS": "-Wno-error=date-time",
         # include/ncursesw: where ncurses puts curses.h and term.h (CPython's configure looks in
         # /usr/include/ncursesw, which the toolchain drops).
         # include/uuid: where util-linux puts uuid.h (3.10's setup.py looks for uuid.h).

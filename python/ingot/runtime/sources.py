@@ -84,21 +84,25 @@ def resolve_sources(
     python_version: str | None = None,
     pinned: dict[str, tuple[str, str]] | None = None,
     say: Callable[[str], None] = lambda message: None,
+    tools: Iterable[str] = (),
 ) -> dict[str, Path]:
-    """The source release of CPython (``python``) and of every library: given by name (a path or
-    ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for CPython, the
-    release of ``python_version`` when the directories hold several), else downloaded from its
-    ``pinned`` URL (checked against its sha256)."""
-    names = ["python", *recipes.LIBRARIES]
-    unknown = sorted(set(given) - set(names))
+    """The source release of CPython (``python``), of every library and of the build's
+    ``tools`` (:data:`recipes.TOOLS`: ``compiler-rt`` for a profile-guided build): given by name
+    (a path or ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for
+    CPython, the release of ``python_version`` when the directories hold several), else
+    downloaded from its ``pinned`` URL (checked against its sha256)."""
+    known = ["python", *recipes.LIBRARIES, *recipes.TOOLS]
+    names = ["python", *recipes.LIBRARIES, *tools]
+    unknown = sorted(set(given) - set(known))
     if unknown:
         raise RuntimeError_(
             f"unknown source name(s): {', '.join(unknown)}",
-            hint=f"the sources a runtime is built from: {', '.join(names)}",
+            hint=f"the sources a runtime is built from: {', '.join(known)}",
         )
     patterns = {
         "python": recipes.PYTHON_PATTERNS,
         **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()},
+        **{name: recipe.patterns for name, recipe in recipes.TOOLS.items()},
     }
     files = [
         path
@@ -173,10 +177,11 @@ def _deb_data(archive: Path) -> bytes:
     raise RuntimeError_(f"{archive}: a Debian package without data.tar")
 
 
-def unpack(archive: Path, into: Path) -> Path:
-    """Unpacks a source tarball into ``into``; returns its top directory. A Debian package
-    (``.deb``: a library's headers, where Debian's mirror serves no source) is unpacked, as
-    installed, into a directory named after it."""
+def unpack(archive: Path, into: Path, only: tuple[str, ...] = ()) -> Path:
+    """Unpacks a source tarball into ``into``; returns its top directory. With ``only``
+    (directories under the top one, ``compiler-rt/lib/profile/``), only what is under them. A
+    Debian package (``.deb``: a library's headers, where Debian's mirror serves no source) is
+    unpacked, as installed, into a directory named after it."""
     into.mkdir(parents=True, exist_ok=True)
     if archive.name.endswith(".deb"):
         top = into / archive.name.removesuffix(".deb")
@@ -197,9 +202,19 @@ def unpack(archive: Path, into: Path) -> Path:
                     f"{archive}: not a source release (expected one top "
                     f"directory, found {len(tops)})"
                 )
-            tar.extractall(into, filter="data") if hasattr(
+            chosen = [
+                member
+                for member in members
+                if not only or member.name.partition("/")[2].startswith(only)
+            ]
+            if not chosen:
+                raise RuntimeError_(
+                    f"{archive}: nothing under {', '.join(only)}",
+                    hint="is it the right source release?",
+                )
+            tar.extractall(into, members=chosen, filter="data") if hasattr(
                 tarfile, "data_filter"
-            ) else tar.extractall(into)
+            ) else tar.extractall(into, members=chosen)
     except (tarfile.TarError, OSError) as error:
         raise RuntimeError_(f"cannot unpack {archive}: {error}") from None
     return into / tops.pop()
