@@ -6,6 +6,11 @@ build of the same release (Debian's python3.11, PGO and LTO).
     python3 bench/interpreters.py runtime=$(ingot runtime dir)/cpython-3.11.2-*/python/bin/python3.11 \\
         debian=/usr/bin/python3.11 [--rounds 3] [--benchmarks richards,nbody]
 
+An interpreter of another system is named ``NAME=ROOT:PATH``: ``PATH`` inside the Debian root
+``ROOT`` (``scripts/debian-root trixie DIR python3.13``: trixie's python3.13 against the 3.13
+runtime), run there by chroot in a mount namespace of its own that sees the benchmark's files
+(root only).
+
 The first interpreter named is the one the ratios are of (A / each other). Writes
 results/interpreters-<utc>.json and prints, per benchmark, each interpreter's median time and
 the ratio of the medians, then the geometric mean of the ratios. Needs pip (to fetch pyperf and
@@ -19,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,6 +92,21 @@ def prepare() -> tuple[str, str]:
     return site, scripts
 
 
+def command(python: str) -> list[str]:
+    """How to start ``python`` (``PATH``, or ``ROOT:PATH`` for one inside a Debian root: chroot
+    in a mount namespace where the root also sees this machine's /proc, /dev, /tmp and the
+    benchmark's files, at the same paths)."""
+    root, _, inside = python.rpartition(":")
+    if not root:
+        return [python]
+    binds = " && ".join(
+        f'mkdir -p "$0"{path} && mount --rbind {path} "$0"{path}'
+        for path in ("/proc", "/dev", "/tmp", WORK)
+    )
+    chroot = shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin") or "chroot"
+    return ["unshare", "--mount", "sh", "-c", f'{binds} && exec {chroot} "$0" "$@"', root, inside]
+
+
 def run_once(python: str, script: str, site: str, processes: int, values: int) -> list[float]:
     """One pyperf run of a benchmark script: its values (seconds)."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -93,7 +114,7 @@ def run_once(python: str, script: str, site: str, processes: int, values: int) -
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": site, "HOME": scratch}
         done = subprocess.run(
             [
-                python,
+                *command(python),
                 script,
                 "--processes",
                 str(processes),

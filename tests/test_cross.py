@@ -105,6 +105,49 @@ def inspect(path):
     return json.loads(done.stdout)
 
 
+def test_the_other_architectures_runtime_is_optimized_without_a_training_run(runtimes):
+    """Issue 41: a cross build cannot run its PGO training here; it gets CPython's -O3 and
+    ThinLTO, said in its runtime.json and its sysconfig data."""
+    target, _host = runtimes
+    assert target.info["optimization"]["lto"] == "thin", target.info
+    assert target.info["optimization"]["pgo"] is None, target.info
+    (data,) = (target.path / "python" / "lib").glob("python3.*/_sysconfigdata_*.py")
+    text = data.read_text()
+    assert "'--with-lto=thin'" in text and "--enable-optimizations" not in text
+
+
+def _defines(runtime):
+    """The ``pyconfig.h`` of a runtime, as {name: value or None (undefined)}."""
+    (header,) = (runtime.path / "python" / "include").glob("python3.*/pyconfig.h")
+    defines = {}
+    for line in header.read_text().splitlines():
+        if line.startswith("#define "):
+            name, _, value = line[len("#define ") :].partition(" ")
+            defines[name] = value
+        elif line.startswith("/* #undef ") and line.endswith(" */"):
+            defines[line[len("/* #undef ") : -len(" */")]] = None
+    return defines
+
+
+def test_the_cross_build_configures_cpython_as_the_native_build_does(runtimes):
+    """configure cannot run programs built for the other machine and then assumes the cautious
+    answer: the aarch64 runtime had no computed gotos (a slower evaluation loop), FNV instead
+    of SipHash for str hashes, no time.tzset. The recipes give configure the answers for Linux
+    on either machine: the cross build's pyconfig.h is the native build's, but for what is the
+    machine's own (x86 inline assembly)."""
+    target, host = runtimes
+    native, cross = _defines(host), _defines(target)
+    differing = sorted(
+        name for name in native.keys() | cross.keys() if native.get(name) != cross.get(name)
+    )
+    machine_specific = {"HAVE_GCC_ASM_FOR_X64", "HAVE_GCC_ASM_FOR_X87"}
+    assert set(differing) <= machine_specific, {
+        name: (native.get(name), cross.get(name)) for name in differing
+    }
+    assert cross["HAVE_COMPUTED_GOTOS"] == "1" and cross["HAVE_WORKING_TZSET"] == "1"
+    assert cross["HAVE_ALIGNED_REQUIRED"] is None
+
+
 def test_hello_built_for_the_other_architecture_runs_there(runtimes, qemu, root, tmp_path):
     target, _host = runtimes
     app, log = build(tmp_path, ROOT / "examples" / "hello")

@@ -125,6 +125,64 @@ def test_the_runtime_needs_at_most_glibc_2_17(built_runtime):
     ) <= (2, 17)
 
 
+def _section_names(path):
+    """The section names of an ELF file, or None for another file."""
+    with open(path, "rb") as file:
+        if file.read(4) != b"\x7fELF":
+            return None
+    done = subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True, text=True)
+    return {
+        line.split("]", 1)[1].split()[0]
+        for line in done.stdout.splitlines()
+        if line.strip().startswith("[") and "]" in line and line.split("]", 1)[1].split()
+    }
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.13"])
+def test_each_native_runtime_is_optimized_like_the_fastest_builds(runtime_store, version, tmp_path):
+    """Issue 41: CPython's own -O3, ThinLTO and PGO, trained on CPython's PGO tests: the
+    training counted the interpreter's loop and an extension module's code (each binary writes
+    its own profile), and nothing of the instrumentation is left in what ships: no profile
+    sections in any ELF file, no profile written by a run."""
+    found = store.find_runtime(version)
+    require(found is not None, f"no runtime {version} in {store.store()} (scripts/test builds it)")
+    optimization = found.info["optimization"]
+    assert optimization["lto"] == "thin", optimization
+    assert optimization["pgo"] is not None, optimization
+    counted = optimization["pgo"]["counted"]
+    assert counted["_PyEval_EvalFrameDefault"] > 1_000_000, counted
+    assert counted["_json.c:scanstring_unicode"] > 0, counted
+    assert counted["functions"] > 5_000, counted
+    code = (
+        "import json, sys, sysconfig; print(json.dumps({name: sysconfig.get_config_var(name) for "
+        "name in ('CONFIG_ARGS', 'OPT', 'CFLAGS', 'PY_CFLAGS_NODIST', 'PY_LDFLAGS_NODIST')} | "
+        "{'hash': sys.hash_info.algorithm}))"
+    )
+    done = proclimit.run(
+        [str(found.python), "-I", "-c", code], max_processes=8, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    variables = json.loads(done.stdout)
+    assert "'--enable-optimizations'" in variables["CONFIG_ARGS"], variables
+    assert "'--with-lto=thin'" in variables["CONFIG_ARGS"], variables
+    assert "-O3" in variables["OPT"].split(), variables
+    assert "-O2" not in variables["CFLAGS"].split(), variables
+    assert "-fprofile-instr-use" in variables["PY_CFLAGS_NODIST"], variables
+    assert "-flto=thin" in variables["PY_LDFLAGS_NODIST"], variables
+    # str and bytes hashed with SipHash, CPython's default on machines that read unaligned
+    # words (FNV until 2026-11-28: configure's test of it, at -O0, trapped under zig's clang).
+    assert variables["hash"] == "siphash13", variables
+    assert sorted(path.name for path in tmp_path.iterdir()) == [], "a run wrote a profile"
+    instrumented = [
+        str(path.relative_to(found.path))
+        for path in found.path.rglob("*")
+        if path.is_file()
+        and not path.is_symlink()
+        and any(name.startswith("__llvm_prf") for name in (_section_names(path) or ()))
+    ]
+    assert instrumented == [], instrumented
+
+
 @pytest.mark.parametrize("version", ["3.11", "3.13"])
 def test_each_runtimes_tcl_finds_its_script_library(runtime_store, version):
     """tkinter in both runtimes (issue 37): Tcl and Tk static in `_tkinter`, which needs only

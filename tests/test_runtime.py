@@ -1,7 +1,7 @@
 """Runtimes (python/ingot/runtime/: store, sources, builder, recipes, toolchain; and
 python/ingot/build/resolve/target.py, which chooses one): the glibc floor of ELF objects,
-finding source releases, the store and its command line. The build itself (minutes of
-compiling) is tests/test_runtime_build.py."""
+finding source releases, the store and its command line. What a built runtime is (minutes of
+compiling, done by scripts/test) is tested in tests/test_old_system.py."""
 
 import fnmatch
 import functools
@@ -11,6 +11,7 @@ import importlib
 import json
 import subprocess
 import sys
+import tarfile
 import threading
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from ingot.errors import IngotError
 from ingot.machine import MACHINES, host_machine
 from ingot.runtime import builder, recipes, store
 from ingot.runtime import sources as runtime_sources
+from ingot.runtime import toolchain as toolchain_module
 from ingot.runtime.toolchain import Toolchain
 
 #: The fast tier (scripts/test --fast).
@@ -625,3 +627,109 @@ def test_a_runtime_build_missing_what_its_launcher_needs_stops_before_any_work(
         builder.build_runtime({}, wanted="3.13", machine=other, say=lambda line: None)
     assert error.value.hint == f"rustup target add {other.rust}"
     assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
+
+
+def _tool(directory, name, output):
+    """An executable ``name`` in ``directory`` that prints ``output``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(f"#!/bin/sh\necho '{output}'\n")
+    (directory / name).chmod(0o755)
+    return directory / name
+
+
+def test_a_profile_guided_build_without_a_fitting_llvm_profdata_stops_before_any_work(
+    tmp_path, monkeypatch
+):
+    """Issue 41: PGO's profiles are merged by llvm-profdata, which must read the raw profiles of
+    zig's clang (LLVM 19 or later). It is looked for first: nothing fetched, nothing made."""
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    monkeypatch.setattr(builder.sys, "executable", str(tmp_path / "tools" / "python"))
+    tools = tmp_path / "tools"
+    for name in ("cargo", "cargo-zigbuild"):
+        _tool(tools, name, "")
+    old = _tool(tools, "llvm-profdata-14", "Ubuntu LLVM version 14.0.6")
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.delenv("LLVM_PROFDATA", raising=False)
+    with pytest.raises(IngotError, match="needs llvm-profdata of LLVM 19 or later") as error:
+        builder.build_runtime({}, wanted="3.13", say=lambda line: None)
+    assert f"found only {old} (LLVM 14)" in str(error.value)
+    assert "apt install llvm-19" in error.value.hint and "--no-pgo" in error.value.hint
+    assert not (tmp_path / "store").exists()
+    # $LLVM_PROFDATA is the one taken, and said.
+    monkeypatch.setenv("LLVM_PROFDATA", str(old))
+    with pytest.raises(IngotError, match=r"\(\$LLVM_PROFDATA\)"):
+        builder.build_runtime({}, wanted="3.13", pgo=True, say=lambda line: None)
+    # The newest fitting one wins over older ones and the unversioned name.
+    monkeypatch.delenv("LLVM_PROFDATA")
+    _tool(tools, "llvm-profdata", "LLVM version 18.1.8")
+    newest = _tool(tools, "llvm-profdata-21", "Debian LLVM version 21.1.2")
+    _tool(tools, "llvm-profdata-19", "Debian LLVM version 19.1.7")
+    assert toolchain_module.find_llvm_profdata() == (newest, 21)
+    # Without PGO, none is needed (the build goes on, here to the sources: none in an empty
+    # directory, and the pinned ones are not fetched from this test).
+    (tools / "llvm-profdata-21").unlink()
+    (tools / "llvm-profdata-19").unlink()
+    monkeypatch.setattr(builder, "pinned_sources", lambda version: {})
+    with pytest.raises(IngotError, match="no source release for python"):
+        builder.build_runtime({}, [tmp_path], wanted="3.13", pgo=False, say=lambda line: None)
+
+
+def test_a_cross_build_cannot_be_profile_guided(tmp_path, monkeypatch):
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    monkeypatch.setattr(builder, "check_launcher_prerequisites", lambda toolchain: None)
+    other = next(machine for machine in MACHINES.values() if machine != host_machine())
+    with pytest.raises(IngotError, match="cannot be built with profile-guided optimization"):
+        builder.build_runtime({}, wanted="3.13", machine=other, pgo=True, say=lambda line: None)
+    assert not (tmp_path / "store").exists()
+
+
+def test_the_profile_runtimes_llvm_must_be_the_release_zigs_clang_is(tmp_path):
+    names = {
+        "llvm-toolchain-22_22.1.8.orig.tar.xz": (22, 1, 8),
+        "llvm-project-21.1.0.src.tar.xz": (21, 1, 0),
+        "compiler-rt-19.1.7.src.tar.xz": (19, 1, 7),
+        "llvm.tar.xz": None,
+    }
+    for name, version in names.items():
+        assert recipes.llvm_version_of(Path(name)) == version, name
+    zig = _tool(tmp_path, "zig", "clang version 22.1.8")
+    toolchain = Toolchain(zig)
+    assert toolchain.clang_major() == 22
+    builder._check_profile_runtime(toolchain, Path("llvm-toolchain-22_22.1.8.orig.tar.xz"))
+    with pytest.raises(IngotError, match=r"is LLVM 21\.1\.0, but zig's clang is LLVM 22") as error:
+        builder._check_profile_runtime(toolchain, Path("llvm-project-21.1.0.src.tar.xz"))
+    assert "llvm-project-22" in error.value.hint and "--no-pgo" in error.value.hint
+
+
+def test_llvms_source_is_a_tool_source_found_by_name_and_unpacked_in_part(tmp_path):
+    tree = tmp_path / "tree" / "llvm-toolchain-22_22.1.8"
+    for name in (
+        "compiler-rt/lib/profile/InstrProfiling.c",
+        "compiler-rt/include/profile/InstrProfData.inc",
+        "compiler-rt/lib/asan/asan.c",
+        "llvm/lib/big.cpp",
+    ):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(name)
+    archive = tmp_path / "sources" / "llvm-toolchain-22_22.1.8.orig.tar.xz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:xz") as tar:
+        tar.add(tree, arcname=tree.name)
+    for name in DEBIAN:  # every other source, by Debian's names
+        (archive.parent / name).write_bytes(b"x")
+    found = runtime_sources.resolve_sources({}, [archive.parent], tmp_path / "downloads")
+    assert "compiler-rt" not in found  # only for a profile-guided build
+    found = runtime_sources.resolve_sources(
+        {}, [archive.parent], tmp_path / "downloads", tools=["compiler-rt"]
+    )
+    assert found["compiler-rt"] == archive
+    top = runtime_sources.unpack(archive, tmp_path / "src", only=recipes.PROFILE_RUNTIME_MEMBERS)
+    unpacked = sorted(str(path.relative_to(top)) for path in top.rglob("*") if path.is_file())
+    assert unpacked == [
+        "compiler-rt/include/profile/InstrProfData.inc",
+        "compiler-rt/lib/profile/InstrProfiling.c",
+    ]
+    with pytest.raises(IngotError, match="nothing under nowhere/"):
+        runtime_sources.unpack(archive, tmp_path / "src2", only=("nowhere/",))

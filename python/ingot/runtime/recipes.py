@@ -881,12 +881,25 @@ def python_configure_arguments(
         "CPPFLAGS": f"-I{libraries / 'include'} -I{libraries / 'include' / 'ncursesw'} "
         f"-I{libraries / 'include' / 'uuid'}",
         "LDFLAGS": f"-L{libraries / 'lib'}",
+        # x86-64 and aarch64 read unaligned words. configure's test for it runs a misaligned
+        # read, compiled with its CFLAGS (no -O here): zig's clang at -O0 traps undefined
+        # behaviour, the test "fails", and CPython then hashes str and bytes with FNV instead
+        # of SipHash (no protection from hash flooding, and slower dicts of strings).
+        "ac_cv_aligned_required": "no",
     }
     if cross:
-        # Linux has /dev/ptmx (not /dev/ptc), and glibc's getaddrinfo is not the buggy one
-        # configure tests for by running a program.
+        # What configure finds out by running a program, for Linux with glibc on either
+        # machine (its cross-build defaults are the cautious ones): /dev/ptmx (not /dev/ptc),
+        # getaddrinfo, sem_getvalue and tzset that work, computed gotos (the evaluation loop's
+        # dispatch: without them 3.13's interpreter is slower), PTHREAD_SCOPE_SYSTEM.
         environment.update(
-            ac_cv_file__dev_ptmx="yes", ac_cv_file__dev_ptc="no", ac_cv_buggy_getaddrinfo="no"
+            ac_cv_file__dev_ptmx="yes",
+            ac_cv_file__dev_ptc="no",
+            ac_cv_buggy_getaddrinfo="no",
+            ac_cv_broken_sem_getvalue="no",
+            ac_cv_working_tzset="yes",
+            ac_cv_computed_gotos="yes",
+            ac_cv_pthread_system_supported="yes",
         )
     for recipe in LIBRARIES.values():
         environment.update(recipe.configure_environment(libraries))
