@@ -652,10 +652,18 @@ def test_a_profile_guided_build_without_a_fitting_llvm_profdata_stops_before_any
     monkeypatch.setenv("PATH", str(tools))
     monkeypatch.delenv("LLVM_PROFDATA", raising=False)
     with pytest.raises(IngotError, match="needs llvm-profdata of LLVM 19 or later") as error:
-        builder.build_runtime({}, wanted="3.13", say=lambda line: None)
+        builder.build_runtime({}, wanted="3.13", pgo=True, say=lambda line: None)
     assert f"found only {old} (LLVM 14)" in str(error.value)
     assert "apt install llvm-19" in error.value.hint and "--no-pgo" in error.value.hint
     assert not (tmp_path / "store").exists()
+    # Not asked for (the default): the build says why it goes on without it, and goes on (here
+    # to the sources, none in an empty directory; the pinned ones are not fetched by this test).
+    said = []
+    monkeypatch.setattr(builder, "pinned_sources", lambda version: {})
+    with pytest.raises(IngotError, match="no source release for python"):
+        builder.build_runtime({}, [tmp_path], wanted="3.13", say=said.append)
+    assert "building without profile-guided optimization" in said[0], said
+    assert "needs llvm-profdata of LLVM 19" in said[0] and "apt install llvm-19" in said[0]
     # $LLVM_PROFDATA is the one taken, and said.
     monkeypatch.setenv("LLVM_PROFDATA", str(old))
     with pytest.raises(IngotError, match=r"\(\$LLVM_PROFDATA\)"):
@@ -666,13 +674,21 @@ def test_a_profile_guided_build_without_a_fitting_llvm_profdata_stops_before_any
     newest = _tool(tools, "llvm-profdata-21", "Debian LLVM version 21.1.2")
     _tool(tools, "llvm-profdata-19", "Debian LLVM version 19.1.7")
     assert toolchain_module.find_llvm_profdata() == (newest, 21)
-    # Without PGO, none is needed (the build goes on, here to the sources: none in an empty
-    # directory, and the pinned ones are not fetched from this test).
+    # With llvm-profdata but no LLVM source (none is pinned), the default goes on without PGO
+    # too, and says so; --pgo stops.
+    said.clear()
+    with pytest.raises(IngotError, match="no source release for python"):
+        builder.build_runtime({}, [tmp_path], wanted="3.13", say=said.append)
+    assert "no LLVM source" in said[0], said
+    with pytest.raises(IngotError, match=r"no source release for python, .*, compiler-rt in"):
+        builder.build_runtime({}, [tmp_path], wanted="3.13", pgo=True, say=said.append)
+    # Without PGO, none is needed.
     (tools / "llvm-profdata-21").unlink()
     (tools / "llvm-profdata-19").unlink()
-    monkeypatch.setattr(builder, "pinned_sources", lambda version: {})
+    said.clear()
     with pytest.raises(IngotError, match="no source release for python"):
-        builder.build_runtime({}, [tmp_path], wanted="3.13", pgo=False, say=lambda line: None)
+        builder.build_runtime({}, [tmp_path], wanted="3.13", pgo=False, say=said.append)
+    assert not any("profile-guided" in line for line in said), said
 
 
 def test_a_cross_build_cannot_be_profile_guided(tmp_path, monkeypatch):

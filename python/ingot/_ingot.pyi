@@ -182,6 +182,7 @@ class ArchiveWriter:
         python_version: tuple[int, int],
         compression_level: int | None = None,
         large_compression_level: int | None = None,
+        native_compression_level: int | None = None,
     ) -> Self: ...
     def add_module(
         self,

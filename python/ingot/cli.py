@@ -238,9 +238,10 @@ def _runtime_parser(commands: _Commands) -> None:
         "--pgo",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="profile-guided optimization: a training run of CPython's test suite (the "
-        "default of a native build; needs llvm-profdata of LLVM 19+ and the source of LLVM's "
-        "compiler-rt, see docs/runtimes.md); --no-pgo: -O3 and ThinLTO only",
+        help="profile-guided optimization: a training run of CPython's PGO tests, needing "
+        "llvm-profdata of LLVM 19+ and LLVM's source (docs/runtimes.md). Default: for a native "
+        "build, when both are at hand (else the build says why it goes on without); --pgo: "
+        "an error without them; --no-pgo: -O3 and ThinLTO only",
     )
     actions.add_parser("list", help="list the runtimes")
     relink = actions.add_parser(
@@ -312,7 +313,7 @@ def _pack(args: argparse.Namespace) -> int:
             print(message, file=sys.stderr)
 
     excludes = () if args.no_default_excludes else DEFAULT_STDLIB_EXCLUDES
-    compression, large_compression = settings.compression_levels(args.compress)
+    compression, large_compression, native_compression = settings.compression_levels(args.compress)
     options = PackOptions(
         stdlib=args.stdlib,
         directories=args.paths,
@@ -321,6 +322,7 @@ def _pack(args: argparse.Namespace) -> int:
         include_source=args.source,
         compression_level=compression,
         large_compression_level=large_compression,
+        native_compression_level=native_compression,
         keep_debug_info=args.keep_debug_info,
         files_packages=args.files or [],
         precompile_regexes=args.precompile_regexes is not False,
@@ -439,6 +441,48 @@ def _native_floors(each: dict[str, str | None], target: str | None, shown: int =
     print(f"native code{above}: {listed}{more}")
 
 
+#: Native images at least this large are stored compressed by a default build, even those a start
+#: reads (ingot.build.resolve.settings.DEFAULT_NATIVE_COMPRESSION; the format's NATIVE_BLOB_MIN).
+_NATIVE_COMPRESSED_FROM = 1 << 20
+_NATIVE_KINDS = ("extension-module", "extension-package", "shared-library")
+
+
+def _could_shrink(entries: list[dict[str, Any]]) -> list[str]:
+    """What of an archive a build could store smaller or leave out: native code stored as is,
+    and packages' test suites."""
+    lines = []
+    raw = [
+        entry
+        for entry in entries
+        if entry["kind"] in _NATIVE_KINDS and entry["stored"] >= entry["size"] > 0
+    ]
+    large = [entry for entry in raw if entry["size"] >= _NATIVE_COMPRESSED_FROM]
+    if raw:
+        lines.append(
+            f"native code stored as is: {report.size(sum(e['stored'] for e in raw))} in "
+            f"{len(raw)} images"
+            + (
+                f" ({report.size(sum(e['stored'] for e in large))} of it in images of 1 MiB or "
+                "more, which a build with compression on stores compressed)"
+                if large
+                else ""
+            )
+        )
+    tests = [
+        entry
+        for entry in entries
+        if {"tests", "test", "testing"} & set(re.split(r"[./]", entry["name"])[1:-1])
+    ]
+    if tests:
+        packages = sorted({re.split(r"[./]", entry["name"])[0] for entry in tests})
+        lines.append(
+            f"test suites: {report.size(sum(e['stored'] for e in tests))} in {len(tests)} "
+            f"entries of {', '.join(packages[:5])}{' ...' if len(packages) > 5 else ''} "
+            "(--exclude 'PACKAGE.tests' leaves them out, if the app does not run them)"
+        )
+    return lines
+
+
 def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
     """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
     groups: dict[str, list[int]] = {}
@@ -460,6 +504,8 @@ def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
     print(
         f"{len(entries)} entries: {report.size(total_stored)} stored ({report.size(total)} decompressed)"
     )
+    for line in _could_shrink(entries):
+        print(line)
     print(f"\nbiggest groups{'':<26}{'entries':>8}{'stored':>12}{'decompressed':>14}")
     for group, (count, stored, size) in sorted(groups.items(), key=lambda item: -item[1][1])[
         :shown

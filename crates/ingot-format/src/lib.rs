@@ -17,7 +17,7 @@ mod writer;
 pub use error::{chain, Error, Result};
 pub use reader::{Archive, Blob, Entry, Header};
 #[cfg(feature = "writer")]
-pub use writer::{ArchiveWriter, WriterCache, WriterOptions};
+pub use writer::{ArchiveWriter, WriterCache, WriterOptions, NATIVE_BLOB_MIN};
 
 /// What an entry is. The tag values are in [`layout::kind`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

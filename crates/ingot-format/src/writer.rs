@@ -26,7 +26,18 @@ pub struct WriterOptions {
     /// modules), when compressing; `None`: `zstd_level`. A lower level builds faster, for a few
     /// percent of size (docs/benchmarks.md).
     pub large_zstd_level: Option<i32>,
+    /// The zstd level of the native images a start reads (the content of a first-use extension
+    /// module or shared library), when compressing; `None`: stored as is, like the rest of what a
+    /// start reads. Native images are copied into memory files before the loader maps them, so
+    /// storing them compressed costs a start their decompression (done ahead of the import, on
+    /// the read-ahead thread), not a copy: see [`NATIVE_BLOB_MIN`].
+    pub native_zstd_level: Option<i32>,
 }
+
+/// The smallest native image a start reads that [`WriterOptions::native_zstd_level`] compresses:
+/// below it, the standard library's extension modules stay as they are (decompressing them made
+/// an import of 455 stdlib modules 18% slower on one CPU), and what there is to save is small.
+pub const NATIVE_BLOB_MIN: usize = 1 << 20;
 
 /// Blobs above this size are "large" ([`WriterOptions::large_zstd_level`]): those the dictionary
 /// does not serve.
@@ -102,6 +113,12 @@ fn uses_dictionary(kind: Kind, role: Role, size: usize) -> bool {
 /// optimization levels the interpreter was not asked for.
 fn read_at_start(role: Role) -> bool {
     !matches!(role, Role::Source | Role::Bytecode(1) | Role::Bytecode(2))
+}
+
+/// Whether a blob is the image of an extension module or a shared library.
+fn is_native_image(kind: Kind, role: Role) -> bool {
+    matches!(kind, Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
+        && role == Role::Content
 }
 
 fn allowed_roles(kind: Kind) -> &'static [Role] {
@@ -192,7 +209,7 @@ struct StoredBlob<'a> {
 /// hash; a blob's compressed bytes come from `cache` when it has them.
 fn compress_blobs(
     blobs: &mut [StoredBlob<'_>],
-    (level, large_level): (i32, i32),
+    (level, large_level, native_level): (i32, i32, Option<i32>),
     dictionary: Option<(&[u8], u128)>,
     cache: Option<&dyn WriterCache>,
 ) -> Result<()> {
@@ -204,11 +221,20 @@ fn compress_blobs(
         }
         None => None,
     };
+    let mut native = match native_level {
+        Some(native_level) => {
+            Some(zstd::bulk::Compressor::new(native_level).map_err(Error::Write)?)
+        }
+        None => None,
+    };
     for blob in blobs {
-        if blob.rank.is_some() && read_at_start(blob.role) {
-            // Read by a start: stays zero-copy. Native images too: they are copied into memory
-            // files anyway, but decompressing them made an import of 455 stdlib modules 18% slower
-            // on one CPU.
+        // A native image a start reads, compressed anyway (large enough, and asked for).
+        let native_at_start = blob.rank.is_some()
+            && native.is_some()
+            && is_native_image(blob.kind, blob.role)
+            && blob.bytes.len() >= NATIVE_BLOB_MIN;
+        if blob.rank.is_some() && read_at_start(blob.role) && !native_at_start {
+            // Read by a start: stays zero-copy (bytecode, ELF metadata, small native images).
             continue;
         }
         let dictionary_used =
@@ -219,7 +245,11 @@ fn compress_blobs(
             layout::compression::ZSTD
         };
         let is_large = !dictionary_used && blob.bytes.len() > LARGE_BLOB;
-        let blob_level = if is_large { large_level } else { level };
+        let blob_level = match native_level {
+            Some(native_level) if native_at_start => native_level,
+            _ if is_large => large_level,
+            _ => level,
+        };
         let key = cache.map(|_| {
             let dictionary = dictionary.filter(|_| dictionary_used).map(|d| d.1);
             compressed_key(blob_level, dictionary, &blob.bytes)
@@ -233,8 +263,9 @@ fn compress_blobs(
         let packed = match cached {
             Some(packed) => packed,
             None => {
-                let packed = match with_dictionary.as_mut() {
-                    Some(compressor) if dictionary_used => compressor.compress(&blob.bytes),
+                let packed = match (with_dictionary.as_mut(), native.as_mut()) {
+                    (Some(compressor), _) if dictionary_used => compressor.compress(&blob.bytes),
+                    (_, Some(compressor)) if native_at_start => compressor.compress(&blob.bytes),
                     _ if is_large => large.compress(&blob.bytes),
                     _ => plain.compress(&blob.bytes),
                 }
@@ -485,7 +516,7 @@ impl ArchiveWriter {
         let mut blobs = self.stored_blobs();
         if let Some(level) = self.options.zstd_level {
             let large = self.options.large_zstd_level.unwrap_or(level);
-            self.compress(&mut blobs, (level, large))?;
+            self.compress(&mut blobs, (level, large, self.options.native_zstd_level))?;
         }
         let regions = self.regions(entry_count, blob_count)?;
         let data = DataLayout::of(&blobs);
@@ -533,7 +564,11 @@ impl ArchiveWriter {
 
     /// Compresses the blobs with zstd at `level` where that pays (see [`compress_blobs`]). Blobs
     /// are compressed independently: spread over the CPUs.
-    fn compress(&self, blobs: &mut [StoredBlob<'_>], levels: (i32, i32)) -> Result<()> {
+    fn compress(
+        &self,
+        blobs: &mut [StoredBlob<'_>],
+        levels: (i32, i32, Option<i32>),
+    ) -> Result<()> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
         let chunk = blobs.len().div_ceil(threads).max(1);
         let dictionary = self.dictionary.as_deref().map(|bytes| (bytes, xxh3_128(bytes)));

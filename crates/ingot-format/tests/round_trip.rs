@@ -1153,3 +1153,53 @@ fn large_blobs_are_compressed_at_their_own_level_and_read_back() {
     };
     assert_eq!(small_of(archive_with(Some(1))), &text[..1000]);
 }
+
+#[test]
+fn large_native_images_a_start_reads_are_compressed_only_when_asked() {
+    // Issue 42: a first-use shared library of 1 MiB or more is compressed at the native level;
+    // a small one, and bytecode a start reads, stay as they are.
+    let big = compressible("big", ingot_format::NATIVE_BLOB_MIN + 1);
+    assert!(big.len() >= ingot_format::NATIVE_BLOB_MIN);
+    let small = compressible("small", 4000);
+    let archive_with = |native: Option<i32>| {
+        let mut options = options(Some(3));
+        options.native_zstd_level = native;
+        let mut writer = ArchiveWriter::new(options);
+        for (name, bytes) in [("libbig.so.1", &big), ("libsmall.so.1", &small)] {
+            writer
+                .add(
+                    Kind::SharedLibrary,
+                    name,
+                    vec![(Role::Content, bytes.clone()), (Role::Soname, name.as_bytes().to_vec())],
+                )
+                .unwrap();
+        }
+        writer
+            .add(
+                Kind::Module,
+                "m",
+                vec![(Role::Bytecode(0), compressible("code", 200)), (Role::Source, b"x".to_vec())],
+            )
+            .unwrap();
+        writer.set_first_use([
+            (Namespace::Modules, "m".to_string()),
+            (Namespace::Libraries, "libbig.so.1".to_string()),
+            (Namespace::Libraries, "libsmall.so.1".to_string()),
+        ]);
+        Archive::from_vec(writer.to_vec().unwrap()).unwrap()
+    };
+    let compression = |archive: &Archive, namespace, name, role| {
+        let entry = archive.find(namespace, name).unwrap().unwrap();
+        let blob = entry.blob(role).unwrap().unwrap();
+        (blob.compression(), archive.data(&blob).unwrap().into_owned())
+    };
+    let raw = layout::compression::NONE;
+    let asked = archive_with(Some(1));
+    let (tag, bytes) = compression(&asked, Namespace::Libraries, "libbig.so.1", Role::Content);
+    assert_eq!((tag, bytes == big), (layout::compression::ZSTD, true));
+    let (tag, bytes) = compression(&asked, Namespace::Libraries, "libsmall.so.1", Role::Content);
+    assert_eq!((tag, bytes == small), (raw, true));
+    assert_eq!(compression(&asked, Namespace::Modules, "m", Role::Bytecode(0)).0, raw);
+    let not_asked = archive_with(None);
+    assert_eq!(compression(&not_asked, Namespace::Libraries, "libbig.so.1", Role::Content).0, raw);
+}

@@ -31,13 +31,15 @@ impl ArchiveWriter {
 impl ArchiveWriter {
     #[new]
     #[pyo3(signature = (
-        *, bytecode_magic, python_version, compression_level = None, large_compression_level = None
+        *, bytecode_magic, python_version, compression_level = None, large_compression_level = None,
+        native_compression_level = None
     ))]
     fn new(
         bytecode_magic: &[u8],
         python_version: (u8, u8),
         compression_level: Option<i32>,
         large_compression_level: Option<i32>,
+        native_compression_level: Option<i32>,
     ) -> PyResult<Self> {
         let bytecode_magic: [u8; 4] = bytecode_magic.try_into().map_err(|_| {
             PyValueError::new_err("bytecode_magic is 4 bytes (importlib.util.MAGIC_NUMBER)")
@@ -47,6 +49,7 @@ impl ArchiveWriter {
             python_version,
             zstd_level: compression_level,
             large_zstd_level: large_compression_level,
+            native_zstd_level: native_compression_level,
         };
         Ok(ArchiveWriter { inner: ingot_format::ArchiveWriter::new(options) })
     }

@@ -8,6 +8,7 @@ interrupted build leaves no half runtime.
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import hashlib
 import json
 import os
@@ -38,7 +39,13 @@ from ingot.runtime.store import (
     store,
     sysconfig_vars,
 )
-from ingot.runtime.toolchain import GLIBC_FLOOR, Toolchain, find_llvm_profdata, find_zig
+from ingot.runtime.toolchain import (
+    GLIBC_FLOOR,
+    Toolchain,
+    ToolchainError,
+    find_llvm_profdata,
+    find_zig,
+)
 
 __all__ = [
     "REQUIRED_MODULES",
@@ -161,12 +168,30 @@ def build_runtime(
             hint="leave out --pgo (a cross build is optimized with -O3 and ThinLTO)",
         )
     profile_guided = not toolchain.cross if pgo is None else pgo
-    llvm_profdata = find_llvm_profdata()[0] if profile_guided else None
+    llvm_profdata = None
+    if profile_guided:
+        try:
+            llvm_profdata = find_llvm_profdata()[0]
+        except ToolchainError as error:
+            if pgo:  # asked for: what it needs must be there
+                raise
+            say(_without_pgo(str(error), error.hint))
+            profile_guided = False
     root = store()
     make_directories(root)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
     if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
         pinned.pop("python", None)  # a patch release other than the pinned one
+    if profile_guided and not pgo and not _llvm_source_at_hand(sources, directories):
+        say(
+            _without_pgo(
+                "no LLVM source (for compiler-rt's profile runtime) given or in the --sources "
+                "directories, and none is pinned",
+                "scripts/runtime-sources DIR fetches Debian's (llvm-toolchain-22); or give "
+                "--source compiler-rt=PATH",
+            )
+        )
+        profile_guided, llvm_profdata = False, None
     found = resolve_sources(
         sources,
         directories,
@@ -246,6 +271,27 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _without_pgo(why: str, hint: str | None) -> str:
+    """What a build says when it goes on without the PGO it would do by default."""
+    return (
+        f"building without profile-guided optimization (its Python code runs about 8% slower): "
+        f"{why}" + (f"\n  hint: {hint}" if hint else "") + "\n  (--pgo makes this an error)"
+    )
+
+
+def _llvm_source_at_hand(sources: dict[str, str], directories: Iterable[Path]) -> bool:
+    """Whether the LLVM source of the profile runtime is given, or in one of the directories."""
+    if recipes.PROFILE_RUNTIME.name in sources:
+        return True
+    return any(
+        fnmatch.fnmatchcase(path.name, pattern)
+        for directory in directories
+        if Path(directory).is_dir()
+        for path in Path(directory).iterdir()
+        for pattern in recipes.PROFILE_RUNTIME.patterns
+    )
 
 
 def _optimization(

@@ -15,6 +15,7 @@ pub fn options(zstd_level: Option<i32>) -> WriterOptions {
         python_version: (3, 11),
         zstd_level,
         large_zstd_level: None,
+        native_zstd_level: None,
     }
 }
 

@@ -646,6 +646,8 @@ class PackOptions:
     compression_level: int | None = None
     #: zstd level of those over 64 KiB the dictionary does not serve (None: the same).
     large_compression_level: int | None = None
+    #: zstd level of the native images of 1 MiB or more a start reads (None: stored as is).
+    native_compression_level: int | None = None
     #: Extension modules and shared libraries keep their debug sections.
     keep_debug_info: bool = False
     #: Globs on dotted names: modules and packages of ``directories`` left out.
@@ -988,6 +990,7 @@ def _new_writer(
         python_version=sys.version_info[:2],
         compression_level=options.compression_level,
         large_compression_level=options.large_compression_level,
+        native_compression_level=options.native_compression_level,
     )
     if options.cache.store is not None:
         writer.set_cache(options.cache.store)

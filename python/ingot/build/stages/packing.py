@@ -50,6 +50,7 @@ def pack_archive(
         exclude=tuple(settings.exclude),
         compression_level=compression_levels(settings.compress)[0],
         large_compression_level=compression_levels(settings.compress)[1],
+        native_compression_level=compression_levels(settings.compress)[2],
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
         stdlib_exclude=stdlib_excludes(settings, selection.stdlib_imported),
