@@ -149,6 +149,50 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
     assert decided.whole_only == {"lib_a.loaded_by_name"}
 
 
+def test_what_only_a_string_names_is_said_with_its_size_and_what_names_it(tmp_path):
+    # Issue 42, item 3: a module no import leads to, carried because a string names it (a dotted
+    # name in a source, a name in a binary), is worth a line in the build's report.
+    from ingot.build.archive.writer import PackResult
+    from ingot.build.report import summary
+
+    _tree(
+        tmp_path,
+        {
+            "app/main.py": """
+            import used, lib_a
+            BACKEND = "lib_b.backends"
+            SHOWN = "lib_a.io"
+            """,
+            "lib/used.py": "import _ext\n",
+            "lib/_ext.so": b"\x7fELF\x00\x00named_in_binary\x00",
+            "lib/named_in_binary.py": "import brought_along\n",
+            "lib/brought_along.py": "x = 1\n" * 100,
+            "env/lib_a/__init__.py": "from . import io\n",
+            "env/lib_a/io.py": "",
+            "env/lib_b/__init__.py": "",
+            "env/lib_b/backends.py": "#" * 3000,
+            "env/lib_b/other.py": "",
+        },
+    )
+    plan, origin = _plan(tmp_path, {"app": "app", "lib": "stdlib", "env": "env"})
+    decided = reach(plan, origin, ["main"])
+    assert {"named_in_binary", "brought_along", "lib_b.other", "lib_a.io"} <= _modules(decided)
+    # (lib_a.io is imported too; lib_b goes whole with the module named, all of it for the name)
+    assert decided.named_only == {
+        "named_in_binary": ("_ext", len("import brought_along\n") + len("x = 1\n" * 100)),
+        "lib_b.backends": ("main", 3000),
+    }
+    result = PackResult(tmp_path / "out", 0)
+    result.named_only = decided.named_only
+    said: list[str] = []
+    summary(result, said.append)
+    assert said[-1] == (
+        "carried only because a string names them (no import seen): lib_b.backends (in main: "
+        "2.9 KiB), named_in_binary (in _ext: 621 B) (3.5 KiB in all; --exclude NAME leaves one "
+        "out)"
+    )
+
+
 def test_functions_only_the_main_block_calls_are_not_followed():
     source = textwrap.dedent("""
         def main():

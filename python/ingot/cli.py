@@ -443,7 +443,7 @@ def _native_floors(each: dict[str, str | None], target: str | None, shown: int =
 
 #: Native images at least this large are stored compressed by a default build, even those a start
 #: reads (ingot.build.resolve.settings.DEFAULT_NATIVE_COMPRESSION; the format's NATIVE_BLOB_MIN).
-_NATIVE_COMPRESSED_FROM = 1 << 20
+_NATIVE_COMPRESSED_FROM = 64 << 10
 _NATIVE_KINDS = ("extension-module", "extension-package", "shared-library")
 
 
@@ -462,7 +462,7 @@ def _could_shrink(entries: list[dict[str, Any]]) -> list[str]:
             f"native code stored as is: {report.size(sum(e['stored'] for e in raw))} in "
             f"{len(raw)} images"
             + (
-                f" ({report.size(sum(e['stored'] for e in large))} of it in images of 1 MiB or "
+                f" ({report.size(sum(e['stored'] for e in large))} of it in images of 64 KiB or "
                 "more, which a build with compression on stores compressed)"
                 if large
                 else ""

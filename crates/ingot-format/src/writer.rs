@@ -32,12 +32,18 @@ pub struct WriterOptions {
     /// storing them compressed costs a start their decompression (done ahead of the import, on
     /// the read-ahead thread), not a copy: see [`NATIVE_BLOB_MIN`].
     pub native_zstd_level: Option<i32>,
+    /// The smallest native image a start reads that `native_zstd_level` compresses (`None`:
+    /// [`NATIVE_BLOB_MIN`]).
+    pub native_zstd_min: Option<usize>,
 }
 
-/// The smallest native image a start reads that [`WriterOptions::native_zstd_level`] compresses:
-/// below it, the standard library's extension modules stay as they are (decompressing them made
-/// an import of 455 stdlib modules 18% slower on one CPU), and what there is to save is small.
-pub const NATIVE_BLOB_MIN: usize = 1 << 20;
+/// The smallest native image a start reads that [`WriterOptions::native_zstd_level`] compresses by
+/// default: smaller ones save little and cost a decompression each. Measured (issue 42, 2 CPUs,
+/// farm-bench, 40 runs): an import of 455 stdlib modules with every native image compressed took
+/// the same wall time as with none (median ratio 1.00; 16% more CPU, on the read-ahead thread);
+/// on one CPU it was 18% slower (an earlier measurement), which is why small images stayed raw
+/// before.
+pub const NATIVE_BLOB_MIN: usize = LARGE_BLOB;
 
 /// Blobs above this size are "large" ([`WriterOptions::large_zstd_level`]): those the dictionary
 /// does not serve.
@@ -209,7 +215,7 @@ struct StoredBlob<'a> {
 /// hash; a blob's compressed bytes come from `cache` when it has them.
 fn compress_blobs(
     blobs: &mut [StoredBlob<'_>],
-    (level, large_level, native_level): (i32, i32, Option<i32>),
+    (level, large_level, native_level, native_min): (i32, i32, Option<i32>, usize),
     dictionary: Option<(&[u8], u128)>,
     cache: Option<&dyn WriterCache>,
 ) -> Result<()> {
@@ -232,7 +238,7 @@ fn compress_blobs(
         let native_at_start = blob.rank.is_some()
             && native.is_some()
             && is_native_image(blob.kind, blob.role)
-            && blob.bytes.len() >= NATIVE_BLOB_MIN;
+            && blob.bytes.len() >= native_min;
         if blob.rank.is_some() && read_at_start(blob.role) && !native_at_start {
             // Read by a start: stays zero-copy (bytecode, ELF metadata, small native images).
             continue;
@@ -516,7 +522,8 @@ impl ArchiveWriter {
         let mut blobs = self.stored_blobs();
         if let Some(level) = self.options.zstd_level {
             let large = self.options.large_zstd_level.unwrap_or(level);
-            self.compress(&mut blobs, (level, large, self.options.native_zstd_level))?;
+            let native_min = self.options.native_zstd_min.unwrap_or(NATIVE_BLOB_MIN);
+            self.compress(&mut blobs, (level, large, self.options.native_zstd_level, native_min))?;
         }
         let regions = self.regions(entry_count, blob_count)?;
         let data = DataLayout::of(&blobs);
@@ -567,7 +574,7 @@ impl ArchiveWriter {
     fn compress(
         &self,
         blobs: &mut [StoredBlob<'_>],
-        levels: (i32, i32, Option<i32>),
+        levels: (i32, i32, Option<i32>, usize),
     ) -> Result<()> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
         let chunk = blobs.len().div_ceil(threads).max(1);

@@ -35,6 +35,7 @@ def summary(result: PackResult, say: Callable[[str], None]) -> None:
     if result.regexes:
         say(f"{'(regular expressions':<20}{result.regexes:>8}{size(result.regexes_size):>14})")
     _left_out(result.left_out, say)
+    _named_only(result.named_only, say)
 
 
 def _left_out(left_out: dict[str, tuple[str, int, int]], say: Callable[[str], None]) -> None:
@@ -58,6 +59,23 @@ def _left_out(left_out: dict[str, tuple[str, int, int]], say: Callable[[str], No
             f"left out, as nothing imports them, {label}: {shown}{more} ({size(total)} in all; "
             "--include NAME carries one, --include '*' everything)"
         )
+
+
+def _named_only(named: dict[str, tuple[str, int]], say: Callable[[str], None]) -> None:
+    """What a build carries only because a string names it (no import leads to it:
+    :attr:`ingot.build.archive.reach.Reach.named_only`), biggest first, with what names it."""
+    if not named:
+        return
+    shown = sorted(named.items(), key=lambda pair: (-pair[1][1], pair[0]))
+    listed = ", ".join(
+        f"{name} (in {where}: {size(bytes_)})" for name, (where, bytes_) in shown[:8]
+    )
+    more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
+    total = sum(bytes_ for _, bytes_ in named.values())
+    say(
+        f"carried only because a string names them (no import seen): {listed}{more} "
+        f"({size(total)} in all; --exclude NAME leaves one out)"
+    )
 
 
 def build_spec_file(path: str, *, quiet: bool) -> int:

@@ -161,37 +161,13 @@ def build_runtime(
     if wanted:
         _check_cross_version(toolchain, wanted)  # before anything is fetched
     check_launcher_prerequisites(toolchain)  # (needed last, checked first)
-    if pgo and toolchain.cross:
-        raise RuntimeError_(
-            f"a runtime for {toolchain.machine.name} cannot be built with profile-guided "
-            f"optimization on {host_machine().name}: its training run would not run here",
-            hint="leave out --pgo (a cross build is optimized with -O3 and ThinLTO)",
-        )
-    profile_guided = not toolchain.cross if pgo is None else pgo
-    llvm_profdata = None
-    if profile_guided:
-        try:
-            llvm_profdata = find_llvm_profdata()[0]
-        except ToolchainError as error:
-            if pgo:  # asked for: what it needs must be there
-                raise
-            say(_without_pgo(str(error), error.hint))
-            profile_guided = False
+    llvm_profdata = _llvm_profdata_for(pgo, toolchain, sources, directories, say)
+    profile_guided = llvm_profdata is not None
     root = store()
     make_directories(root)
     pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
     if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
         pinned.pop("python", None)  # a patch release other than the pinned one
-    if profile_guided and not pgo and not _llvm_source_at_hand(sources, directories):
-        say(
-            _without_pgo(
-                "no LLVM source (for compiler-rt's profile runtime) given or in the --sources "
-                "directories, and none is pinned",
-                "scripts/runtime-sources DIR fetches Debian's (llvm-toolchain-22); or give "
-                "--source compiler-rt=PATH",
-            )
-        )
-        profile_guided, llvm_profdata = False, None
     found = resolve_sources(
         sources,
         directories,
@@ -245,18 +221,7 @@ def build_runtime(
             build_python,
             llvm_profdata,
         )
-        if toolchain.cross:
-            _check_modules_present(prefix, python_source, REQUIRED_MODULES + DESKTOP_MODULES)
-        else:
-            _check_modules(prefix, minor, builder.runner(python_source, libraries), python_source)
-            _check_modules_present(prefix, python_source, DESKTOP_MODULES)
-        floor = glibc_floor(_elf_images(prefix))
-        if floor.version is not None and floor.version > toolchain.glibc:
-            raise RuntimeError_(
-                f"the runtime needs {floor}, above its target glibc "
-                f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
-                hint=f"a library linked something of the build machine; see {log}",
-            )
+        floor = _check_built(builder, prefix, python_source, libraries, minor)
         timings["total"] = round(time.monotonic() - started, 1)
         info = _runtime_info(version, toolchain, floor, found, timings)
         info["optimization"] = _optimization(llvm_profdata, jobs, builder.profile)
@@ -271,6 +236,65 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_built(
+    builder: _Builder, prefix: Path, python_source: Path, libraries: Path, minor: tuple[int, ...]
+) -> GlibcFloor:
+    """Checks what was built: the modules the recipes promise (imported where the runtime runs
+    here), and its glibc floor; returns the floor."""
+    toolchain = builder.toolchain
+    if toolchain.cross:
+        _check_modules_present(prefix, python_source, REQUIRED_MODULES + DESKTOP_MODULES)
+    else:
+        _check_modules(prefix, minor, builder.runner(python_source, libraries), python_source)
+        _check_modules_present(prefix, python_source, DESKTOP_MODULES)
+    floor = glibc_floor(_elf_images(prefix))
+    if floor.version is not None and floor.version > toolchain.glibc:
+        raise RuntimeError_(
+            f"the runtime needs {floor}, above its target glibc "
+            f"{toolchain.glibc[0]}.{toolchain.glibc[1]}",
+            hint=f"a library linked something of the build machine; see {builder.log_path}",
+        )
+    return floor
+
+
+def _llvm_profdata_for(
+    pgo: bool | None,
+    toolchain: Toolchain,
+    sources: dict[str, str],
+    directories: Iterable[Path],
+    say: Say,
+) -> Path | None:
+    """The llvm-profdata a build merges its training's profiles with, or None for a build without
+    PGO: ``pgo`` asks for it (an error if it cannot be done) or not; unset, a native build is
+    profile-guided when llvm-profdata and LLVM's source are at hand, and says why when not."""
+    if pgo and toolchain.cross:
+        raise RuntimeError_(
+            f"a runtime for {toolchain.machine.name} cannot be built with profile-guided "
+            f"optimization on {host_machine().name}: its training run would not run here",
+            hint="leave out --pgo (a cross build is optimized with -O3 and ThinLTO)",
+        )
+    if pgo is False or (pgo is None and toolchain.cross):
+        return None
+    try:
+        llvm_profdata = find_llvm_profdata()[0]
+    except ToolchainError as error:
+        if pgo:  # asked for: what it needs must be there
+            raise
+        say(_without_pgo(str(error), error.hint))
+        return None
+    if not pgo and not _llvm_source_at_hand(sources, directories):
+        say(
+            _without_pgo(
+                "no LLVM source (for compiler-rt's profile runtime) given or in the --sources "
+                "directories, and none is pinned",
+                "scripts/runtime-sources DIR fetches Debian's (llvm-toolchain-22); or give "
+                "--source compiler-rt=PATH",
+            )
+        )
+        return None
+    return llvm_profdata
 
 
 def _without_pgo(why: str, hint: str | None) -> str:

@@ -19,6 +19,9 @@ module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reach
 - for a package of the environment with native code, what importing it imports
   (:func:`import_probe`: Cython 3 compresses its strings, Rust's have no terminator).
 
+What only a string leads to (a name in a source or a binary, no import, probe or package carried
+whole) is in :attr:`Reach.named_only`: the build's report lists it (``--exclude`` leaves it out).
+
 The standard library is carried module by module. Any other package is carried whole once one of
 its modules is reached (packages import their own modules in ways no scan sees: by names built at
 run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``) unless
@@ -226,6 +229,10 @@ class Reach:
     left_out: dict[str, tuple[str, int, int]] = field(
         default_factory=dict
     )  # group -> (origin, n, bytes)
+    #: Modules carried only because a string names them (a string constant of a module's source,
+    #: a name in a binary): no import, probe or package carried whole would bring them. Module
+    #: named -> (the module whose string names it, bytes of it and of what only it brings).
+    named_only: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -584,6 +591,7 @@ def reach(
     decided = walk.decide(keep)
     followed = walk.followed([*starts, ""])
     decided.whole_only = {name for name in walk.reached if name not in followed}
+    decided.named_only = walk.named_only([*starts, ""])
     return decided
 
 
@@ -625,25 +633,58 @@ class _Walk:
         self.queue: list[str] = []
         #: module -> the modules it leads to, other than by carrying its package whole.
         self.edges: dict[str, set[str]] = {}
+        #: module -> the modules a string of it names (not in ``edges`` unless it imports them).
+        self.named: dict[str, set[str]] = {}
         self.current = ""  # the module being read ("": the roots, the probe)
 
-    def visit(self, name: str) -> None:
+    def visit(self, name: str, named: bool = False) -> None:
         if name in self.modules:
-            self.edges.setdefault(self.current, set()).add(name)
+            (self.named if named else self.edges).setdefault(self.current, set()).add(name)
             if name not in self.reached:
                 self.queue.append(name)
 
-    def followed(self, starts: Iterable[str]) -> set[str]:
-        """The modules the edges lead to from ``starts``."""
+    def followed(
+        self,
+        starts: Iterable[str],
+        named: bool = True,
+        whole: bool = False,
+        within: set[str] | None = None,
+    ) -> set[str]:
+        """The modules the edges lead to from ``starts`` (``named``: strings' too; ``whole``:
+        a package other than the standard library's, once reached, with all its modules;
+        ``within``: only through these)."""
         seen: set[str] = set()
+        tops: set[str] = set()
         pending = list(starts)
         while pending:
             name = pending.pop()
-            if name in seen:
+            if name in seen or (within is not None and name not in within):
                 continue
             seen.add(name)
             pending += self.edges.get(name, ())
+            if named:
+                pending += self.named.get(name, ())
+            key, top = self.modules.get(name), name.split(".")[0]
+            if whole and key and self.origin.get(key) != "stdlib" and top not in tops:
+                tops.add(top)
+                pending += [
+                    other[1]
+                    for other in self.by_top.get(top, [])
+                    if other[0] == _MODULE_NAMESPACE and not in_test_package(other[1])
+                ]
         return seen
+
+    def named_only(self, starts: list[str]) -> dict[str, tuple[str, int]]:
+        """:attr:`Reach.named_only`: each module that a string of a module reached otherwise
+        names, with the bytes of what would not be reached without that string."""
+        only = self.reached - self.followed(starts, named=False, whole=True)
+        found: dict[str, tuple[str, int]] = {}
+        for source in sorted(set(self.named) - only):
+            for name in sorted(self.named[source] & only):
+                brought = self.followed([name], whole=True, within=only)
+                only -= brought
+                found[name] = (source, sum(_size(self.plan[self.modules[m]]) for m in brought))
+        return found
 
     def strings(self, source: bytes, package: str, stdlib: bool) -> None:
         imported, texts = source_strings(self.memo, source, package, stdlib)
@@ -651,7 +692,7 @@ class _Walk:
             self.visit(name)
         for text in texts:
             if "." in text or text in self.third_party_tops:
-                self.visit(text)
+                self.visit(text, named=True)
             for directory, targets in self.groups.get(text, ()):
                 self.dists.add(directory)
                 for target in targets:
@@ -715,7 +756,7 @@ class _Walk:
                         }
                     )
                     for found in names:
-                        self.visit(found)
+                        self.visit(found, named=True)
                     source = item.source.read_bytes() if item.source is not None else None
             except OSError:
                 source = None

@@ -128,6 +128,9 @@ class PackResult:
     #: :attr:`ingot.build.archive.reach.Reach.whole_only`): their native code is treated as
     #: plugins are (:func:`_add_libraries`).
     whole_only: set[str] = field(default_factory=set)
+    #: Modules carried only because a string names them (no import of them was seen): module ->
+    #: (the module whose string names it, the bytes it brings).
+    named_only: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: What plugins need that no collected directory has (left to the target system, not taken
     #: from the build machine): name -> the plugin that needs it first.
     plugin_needs: dict[str, str] = field(default_factory=dict)
@@ -343,6 +346,7 @@ def _prune(
         del plan[key]
     result.left_out = decided.left_out
     result.whole_only = decided.whole_only
+    result.named_only = decided.named_only
     return decided.imports
 
 
@@ -646,7 +650,7 @@ class PackOptions:
     compression_level: int | None = None
     #: zstd level of those over 64 KiB the dictionary does not serve (None: the same).
     large_compression_level: int | None = None
-    #: zstd level of the native images of 1 MiB or more a start reads (None: stored as is).
+    #: zstd level of the native images of 64 KiB or more a start reads (None: stored as is).
     native_compression_level: int | None = None
     #: Extension modules and shared libraries keep their debug sections.
     keep_debug_info: bool = False

@@ -120,6 +120,18 @@ VARIABLES: tuple[Variable, ...] = (
         "one an installed ingot carries)",
     ),
     Variable(
+        "LLVM_PROFDATA",
+        RUNTIMES,
+        "the llvm-profdata (LLVM 19 or later) a profile-guided runtime build merges its training "
+        "run's profiles with (default: the newest `llvm-profdata-N` on `PATH`, else `llvm-profdata`)",
+    ),
+    Variable(
+        "INGOT_PROFILE_RUNTIME",
+        RUNTIMES,
+        "set by a profile-guided runtime build for its compiler wrappers: the profile runtime "
+        "(`libclang_rt.profile.a`) an instrumented link gets",
+    ),
+    Variable(
         "SOURCE_DATE_EPOCH",
         RUNTIMES,
         "the timestamp of the files in a runtime wheel (`ingot runtime export`)",

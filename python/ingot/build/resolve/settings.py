@@ -55,7 +55,7 @@ DEFAULT_COMPRESSION = 12
 #: ... and for blobs over 64 KiB the dictionary does not serve (native code, data, large
 #: modules), unless ``--compress`` gives a level for all.
 DEFAULT_LARGE_COMPRESSION = 9
-#: ... and for the native images a start reads, of 1 MiB or more (extension modules, shared
+#: ... and for the native images a start reads, of 64 KiB or more (extension modules, shared
 #: libraries: a start decompresses them into their memory files, on the read-ahead thread, instead
 #: of copying them; issue 42: a scipy app's 56 MiB of OpenBLAS stored in 10).
 DEFAULT_NATIVE_COMPRESSION = 9
@@ -65,7 +65,7 @@ ZSTD_LEVELS = (-7, 22)
 
 def compression_levels(value: int | bool | None) -> tuple[int | None, int | None, int | None]:
     """The zstd levels of a ``compress`` setting: (of the blobs a start does not read, of those
-    over 64 KiB, of the native images of 1 MiB or more a start reads; None: stored as is).
+    over 64 KiB, of the native images of 64 KiB or more a start reads; None: stored as is).
     Unset: the defaults; ``False``: everything stored as is; a level: that level for all."""
     if value is None:
         return DEFAULT_COMPRESSION, DEFAULT_LARGE_COMPRESSION, DEFAULT_NATIVE_COMPRESSION
