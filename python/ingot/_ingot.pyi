@@ -183,7 +183,6 @@ class ArchiveWriter:
         compression_level: int | None = None,
         large_compression_level: int | None = None,
         native_compression_level: int | None = None,
-        native_compression_min: int | None = None,
     ) -> Self: ...
     def add_module(
         self,

@@ -32,9 +32,6 @@ pub struct WriterOptions {
     /// storing them compressed costs a start their decompression (done ahead of the import, on
     /// the read-ahead thread), not a copy: see [`NATIVE_BLOB_MIN`].
     pub native_zstd_level: Option<i32>,
-    /// The smallest native image a start reads that `native_zstd_level` compresses (`None`:
-    /// [`NATIVE_BLOB_MIN`]).
-    pub native_zstd_min: Option<usize>,
 }
 
 /// The smallest native image a start reads that [`WriterOptions::native_zstd_level`] compresses by
@@ -522,8 +519,8 @@ impl ArchiveWriter {
         let mut blobs = self.stored_blobs();
         if let Some(level) = self.options.zstd_level {
             let large = self.options.large_zstd_level.unwrap_or(level);
-            let native_min = self.options.native_zstd_min.unwrap_or(NATIVE_BLOB_MIN);
-            self.compress(&mut blobs, (level, large, self.options.native_zstd_level, native_min))?;
+            let native = self.options.native_zstd_level;
+            self.compress(&mut blobs, (level, large, native, NATIVE_BLOB_MIN))?;
         }
         let regions = self.regions(entry_count, blob_count)?;
         let data = DataLayout::of(&blobs);

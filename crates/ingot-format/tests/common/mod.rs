@@ -16,7 +16,6 @@ pub fn options(zstd_level: Option<i32>) -> WriterOptions {
         zstd_level,
         large_zstd_level: None,
         native_zstd_level: None,
-        native_zstd_min: None,
     }
 }
 
