@@ -380,7 +380,10 @@ def test_the_readme_opens_with_a_short_quick_start_under_the_projects_own_name()
     readme = (ROOT / "README.md").read_text()
     sections = readme.split("\n## ")
     assert sections[1].startswith("Quick start\n"), sections[1][:40]
-    block = sections[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    assert len(block.splitlines()) <= 15
-    for step in ("pip install pyingot", "ingot build", "dist/", "ingot runtime build"):
-        assert step in block, step
+    # Its commands: a user's (install, build, run) and, until the wheels are published, a
+    # clone's (tests/test_quickstart.py runs both on a fresh Debian 12 root).
+    blocks = [part.split("```", 1)[0] for part in sections[1].split("```sh\n")[1:]]
+    assert sum(len(block.splitlines()) for block in blocks) <= 15
+    for step in ("pip install pyingot", "ingot build", "dist/"):
+        assert step in blocks[0], step
+    assert "ingot runtime build" in blocks[1]
