@@ -93,11 +93,13 @@ def test_a_clean_clone_and_the_readme_quick_start_make_a_working_executable(tmp_
             ["git", "clone", "-q", f"file://{ROOT}", str(root / PLACE.lstrip("/"))], check=True
         )
         # This machine's network: the certificate authorities its administrator added (a
-        # proxy's), which the root's ca-certificates, installed by the quick start, then trusts
-        # as the host does. Nothing else of the host goes in.
+        # proxy's), trusted in the root as on the host (by ca-certificates, if the root has it,
+        # else when the quick start installs it). Nothing else of the host goes in.
         local_cas = Path("/usr/local/share/ca-certificates")
         for authority in local_cas.glob("*.crt") if local_cas.is_dir() else ():
             shutil.copy2(authority, root / str(authority).lstrip("/"))
+        if (root / "usr/sbin/update-ca-certificates").exists():
+            in_root(root, "/usr/sbin/update-ca-certificates >/dev/null")
         reachable = upstream_reachable()
         script = quick_start_script((ROOT / "README.md").read_text(), upstream_reachable=reachable)
         print(f"\nupstream reachable: {reachable}\n{script}")
