@@ -9,6 +9,8 @@ import hashlib
 import http.server
 import importlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -600,6 +602,7 @@ def test_a_runtime_build_missing_what_its_launcher_needs_stops_before_any_work(
     first: nothing fetched, nothing made."""
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    monkeypatch.setattr(builder, "check_build_tools", lambda: None)  # (the next test's)
     other = next(machine for machine in MACHINES.values() if machine != host_machine())
     # No cargo on PATH.
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -629,6 +632,40 @@ def test_a_runtime_build_missing_what_its_launcher_needs_stops_before_any_work(
     assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
 
 
+def test_a_runtime_build_without_make_perl_or_cmake_stops_before_any_work(tmp_path, monkeypatch):
+    """Issue 40: on a fresh Debian 12 the README's runtime build stopped in OpenSSL's Configure
+    (perl-base lacks FindBin) after the first libraries were built, and would have stopped
+    without make. They are checked first; cmake too where expat's source needs it."""
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", str(tools))
+    with pytest.raises(IngotError, match="needs make and perl, which this machine lacks") as error:
+        builder.build_runtime({}, wanted="3.13", say=lambda line: None)
+    assert "apt install make perl cmake" in error.value.hint
+    # A Perl without the modules OpenSSL's Configure uses: the real perl, made to load one that
+    # is not there (as perl-base lacks FindBin).
+    for name in ("make", "perl"):
+        (tools / name).symlink_to(shutil.which(name, path=os.defpath) or f"/usr/bin/{name}")
+    monkeypatch.setenv("PERL5OPT", "-MNo::Such::Module")
+    with pytest.raises(IngotError, match=r"needs Perl's module No::Such::Module \(OpenSSL"):
+        builder.build_runtime({}, wanted="3.13", say=lambda line: None)
+    monkeypatch.delenv("PERL5OPT")
+    builder.check_build_tools()  # this machine's perl has them all
+    assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
+    # expat: a release (configure) needs no cmake; a repository snapshot (Debian's) does.
+    for name, member in (("expat-2.5.0", "configure"), ("snapshot", "expat/CMakeLists.txt")):
+        tree = tmp_path / name / "expat-2.5.0"
+        (tree / member).parent.mkdir(parents=True, exist_ok=True)
+        (tree / member).write_text("")
+        with tarfile.open(tmp_path / f"{name}.tar.gz", "w:gz") as tar:
+            tar.add(tree, arcname="expat-2.5.0")
+    builder._check_cmake_for(tmp_path / "expat-2.5.0.tar.gz")
+    with pytest.raises(IngotError, match="builds only with cmake, and this machine has no cmake"):
+        builder._check_cmake_for(tmp_path / "snapshot.tar.gz")
+
+
 def _tool(directory, name, output):
     """An executable ``name`` in ``directory`` that prints ``output``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -644,6 +681,7 @@ def test_a_profile_guided_build_without_a_fitting_llvm_profdata_stops_before_any
     zig's clang (LLVM 19 or later). It is looked for first: nothing fetched, nothing made."""
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
+    monkeypatch.setattr(builder, "check_build_tools", lambda: None)
     monkeypatch.setattr(builder.sys, "executable", str(tmp_path / "tools" / "python"))
     tools = tmp_path / "tools"
     for name in ("cargo", "cargo-zigbuild"):

@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -160,6 +161,7 @@ def build_runtime(
     toolchain = Toolchain(zig, machine=machine or host_machine())
     if wanted:
         _check_cross_version(toolchain, wanted)  # before anything is fetched
+    check_build_tools()
     check_launcher_prerequisites(toolchain)  # (needed last, checked first)
     llvm_profdata = _llvm_profdata_for(pgo, toolchain, sources, directories, say)
     profile_guided = llvm_profdata is not None
@@ -179,6 +181,8 @@ def build_runtime(
     )
     if profile_guided:
         _check_profile_runtime(toolchain, found[recipes.PROFILE_RUNTIME.name])
+    if "expat" in found:
+        _check_cmake_for(found["expat"])
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
@@ -584,6 +588,63 @@ def source_tree() -> Path | None:
         if candidate and (Path(candidate) / "crates" / "ingot-launcher" / "Cargo.toml").is_file():
             return Path(candidate)
     return None
+
+
+#: The Perl modules OpenSSL's Configure and build use that Debian's perl-base lacks (its perl
+#: package has them all): found missing on a fresh Debian 12 (tests/test_quickstart.py).
+_PERL_MODULES = (
+    "FindBin",
+    "IPC::Cmd",
+    "File::Compare",
+    "File::Copy",
+    "File::Spec::Functions",
+    "Getopt::Std",
+)
+
+_TOOLS_HINT = (
+    "on Debian or Ubuntu: sudo apt install make perl cmake (elsewhere the same tools from the "
+    "system's packages), then run the build again"
+)
+
+
+def check_build_tools() -> None:
+    """What the libraries' and CPython's build systems run besides the compiler: make, and a
+    Perl with the modules OpenSSL's Configure uses. Checked before any work (a fresh Debian has
+    neither make nor those modules); RuntimeError_ naming what is missing."""
+    missing = [tool for tool in ("make", "perl") if shutil.which(tool) is None]
+    if "perl" not in missing:
+        done = subprocess.run(
+            ["perl", *(f"-M{module}" for module in _PERL_MODULES), "-e", "1"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            lacking = re.search(r"Can't locate (\S+)\.pm", done.stderr)
+            module = lacking.group(1).replace("/", "::") if lacking else done.stderr.strip()
+            missing.append(f"Perl's module {module} (OpenSSL's Configure uses it)")
+    if missing:
+        raise RuntimeError_(
+            f"building a runtime needs {' and '.join(missing)}, which this machine lacks",
+            hint=_TOOLS_HINT,
+        )
+
+
+def _check_cmake_for(expat: Path) -> None:
+    """A snapshot of expat's repository (Debian's .orig tarball) has no configure script: its
+    recipe builds it with cmake, which is then checked before any work."""
+    if shutil.which("cmake") is not None or not expat.name.endswith((".tar.gz", ".tar.xz")):
+        return
+    try:
+        with tarfile.open(expat) as tar:
+            names = tar.getnames()
+    except (tarfile.TarError, OSError):
+        return  # (unpacking it says what is wrong)
+    if not any(re.fullmatch(r"[^/]+/(expat/)?configure", name) for name in names):
+        raise RuntimeError_(
+            f"{expat.name} is a snapshot of expat's repository (no configure script), which "
+            "builds only with cmake, and this machine has no cmake",
+            hint=_TOOLS_HINT,
+        )
 
 
 def check_launcher_prerequisites(toolchain: Toolchain) -> tuple[Path, str]:
