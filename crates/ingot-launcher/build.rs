@@ -11,7 +11,7 @@ use std::process::Command;
 
 const PROBE: &str = r#"
 import importlib.util, sys, sysconfig
-for key in ("LIBPL", "LIBRARY", "LDLIBRARY", "LIBDIR", "LIBS", "SYSLIBS", "VERSION"):
+for key in ("LIBPL", "LIBRARY", "LDLIBRARY", "LIBDIR", "LIBS", "SYSLIBS", "LOCALMODLIBS", "VERSION"):
     print(key + "=" + str(sysconfig.get_config_var(key) or ""))
 print("MAGIC=" + importlib.util.MAGIC_NUMBER.hex())
 print("RUNNING=%d.%d" % sys.version_info[:2])
@@ -91,9 +91,16 @@ fn main() {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{libdir}");
         "shared"
     };
-    // The system libraries libpython needs (LIBS and SYSLIBS: -ldl -lm -lpthread -lutil ...).
+    // The system libraries libpython needs (LIBS and SYSLIBS: -ldl -lm -lpthread -lutil ...),
+    // and, linked statically, those of the extension modules built into it (LOCALMODLIBS: Debian's
+    // pyexpat and zlib need -lexpat -lz; found on a fresh Debian 12 by tests/test_quickstart.py).
+    let built_in = if linkage == "static" { var("LOCALMODLIBS") } else { String::new() };
     let mut seen = Vec::new();
-    for flag in var("LIBS").split_whitespace().chain(var("SYSLIBS").split_whitespace()) {
+    for flag in var("LIBS")
+        .split_whitespace()
+        .chain(var("SYSLIBS").split_whitespace())
+        .chain(built_in.split_whitespace())
+    {
         if let Some(name) = flag.strip_prefix("-l") {
             if !seen.contains(&name.to_string()) {
                 seen.push(name.to_string());
