@@ -118,7 +118,14 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
             "env/lib_a/loaded_by_name.py": "",
             "env/lib_a/tests/__init__.py": "",
             "env/lib_a/tests/test_a.py": "",
+            "env/lib_a/tests/data/reference.npz": b"PK\x03\x04",
+            "env/lib_a/sub/__init__.py": "",
+            "env/lib_a/sub/tests/__init__.py": "",
+            "env/lib_a/sub/tests/expected.txt": "1",
             "env/lib_a/data.json": "{}",
+            "env/lib_a/testing/__init__.py": "",
+            "env/lib_a/testing/tolerances.json": "{}",
+            "env/lib_a/fixtures/tests/not_a_package.txt": "kept",
             "env/lib_b/__init__.py": "",
             "env/lib_b/backends/__init__.py": "",
             "env/lib_b/backends/fast.py": "",
@@ -141,12 +148,25 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
     assert decided.left_out["pip"][0] == "env"
     # (a left-out part of a carried package is named as such, not as the package: issue 40)
     assert "lib_a.tests" in decided.left_out and "lib_a" not in decided.left_out
+    # A test suite's data goes with its modules (issue 42: scipy's 3.1 MiB); a test package
+    # something imports keeps its data, and data in a directory that is no package stays.
+    assert ("files", "lib_a/tests/data/reference.npz") not in decided.kept
+    assert ("files", "lib_a/sub/tests/expected.txt") not in decided.kept
+    assert decided.left_out["lib_a.sub.tests"][1:] == (1, 1)
+    assert decided.left_out["lib_a.tests"][1] == 3  # __init__, test_a, reference.npz
+    assert ("files", "lib_a/fixtures/tests/not_a_package.txt") in decided.kept
+    assert ("files", "lib_a/testing/tolerances.json") not in decided.kept
+    (tmp_path / "app" / "main.py").write_text("import lib_a.testing\n")
+    assert ("files", "lib_a/testing/tolerances.json") in reach(plan, origin, ["main"]).kept
+    (tmp_path / "app" / "main.py").write_text("import lib_a\n")
+    included = reach(plan, origin, ["main"], keep=["lib_a.tests"])
+    assert ("files", "lib_a/tests/data/reference.npz") in included.kept
     # --include carries what nothing reaches.
     assert "pip._internal" in _modules(reach(plan, origin, ["main"], keep=["pip"]))
     # What only the package's going whole brings is said (its native code gets nothing of the
     # build machine's system: PyQt5.QtNetwork of an app that imports QtWidgets); what an import,
     # a name or an entry point leads to is not.
-    assert decided.whole_only == {"lib_a.loaded_by_name"}
+    assert decided.whole_only == {"lib_a.loaded_by_name", "lib_a.sub"}
 
 
 def test_what_only_a_string_names_is_said_with_its_size_and_what_names_it(tmp_path):

@@ -24,8 +24,8 @@ whole) is in :attr:`Reach.named_only`: the build's report lists it (``--exclude`
 
 The standard library is carried module by module. Any other package is carried whole once one of
 its modules is reached (packages import their own modules in ways no scan sees: by names built at
-run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``) unless
-something reaches them. Packages of the environment that nothing reaches (pip, setuptools, ingot
+run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``, their
+modules and data files) unless something reaches them. Packages of the environment that nothing reaches (pip, setuptools, ingot
 itself) are left out, as is every standard-library module no path leads to (test suites, tkinter,
 idlelib, ...). :data:`COMPUTED_IMPORTS` bring what they import by computed names, for the reason
 given there.
@@ -785,6 +785,16 @@ class _Walk:
                             self.visit(imported)
             self.strings(source, package, self.origin.get(key) == "stdlib")
 
+    def test_suite_of(self, path: str) -> str | None:
+        """The test package (``scipy.special.tests``) a data file's ``path`` lies in, when the
+        plan has that package's modules; else None."""
+        parts = path.split("/")[:-1]
+        for index in range(1, len(parts)):
+            if parts[index] in TEST_PACKAGES:
+                package = ".".join(parts[: index + 1])
+                return package if package in self.modules else None
+        return None
+
     def decide(self, keep: tuple[str, ...]) -> Reach:
         """The plan keys to carry, once nothing more is reached."""
         kept_tops = set(self.whole) | {name.split(".")[0] for name in self.reached}
@@ -805,13 +815,22 @@ class _Walk:
             else:
                 top = _top(key, item)
                 carried = top is None or top in kept_tops
+                suite = self.test_suite_of(name) if item.kind == "data-file" else None
+                if carried and suite is not None:
+                    # A test suite's data (scipy/special/tests/data/boost.npz) goes with its
+                    # test modules: out, unless something reaches them or --include keeps them.
+                    carried = suite in self.reached or bool(keep and _matches(suite, keep))
             if carried or (keep and _matches(name, keep)):
                 self.result.kept.add(key)
                 continue
             group = (
                 item.dist or name.split("/")[0]
                 if item.kind == "dist-info-file" or item.dist is not None
-                else (_top(key, item) or name)
+                else (
+                    (self.test_suite_of(name) if item.kind == "data-file" else None)
+                    or _top(key, item)
+                    or name
+                )
             )
             if namespace == _MODULE_NAMESPACE and group in kept_tops:
                 # Part of a package that is carried (click.testing of click): named as such,
