@@ -210,8 +210,8 @@ struct StoredBlob<'a> {
 /// archive's dictionary where it applies ([`uses_dictionary`]), and never one that a start reads
 /// ([`read_at_start`] of a first-use entry): those stay zero-copy. `dictionary` comes with its
 /// hash; a blob's compressed bytes come from `cache` when it has them.
-fn compress_blobs(
-    blobs: &mut [StoredBlob<'_>],
+fn compress_blobs<'b, 'a: 'b>(
+    blobs: impl IntoIterator<Item = &'b mut StoredBlob<'a>>,
     (level, large_level, native_level, native_min): (i32, i32, Option<i32>, usize),
     dictionary: Option<(&[u8], u128)>,
     cache: Option<&dyn WriterCache>,
@@ -231,12 +231,8 @@ fn compress_blobs(
         None => None,
     };
     for blob in blobs {
-        // A native image a start reads, compressed anyway (large enough, and asked for).
-        let native_at_start = blob.rank.is_some()
-            && native.is_some()
-            && is_native_image(blob.kind, blob.role)
-            && blob.bytes.len() >= native_min;
-        if blob.rank.is_some() && read_at_start(blob.role) && !native_at_start {
+        let native_at_start = is_native_at_start(blob, native_level, native_min);
+        if !is_compressed(blob, native_level, native_min) {
             // Read by a start: stays zero-copy (bytecode, ELF metadata, small native images).
             continue;
         }
@@ -285,6 +281,21 @@ fn compress_blobs(
         }
     }
     Ok(())
+}
+
+/// Whether `blob` is a native image a start reads that is compressed anyway (large enough, and
+/// a level asked for).
+fn is_native_at_start(blob: &StoredBlob<'_>, native_level: Option<i32>, native_min: usize) -> bool {
+    blob.rank.is_some()
+        && native_level.is_some()
+        && is_native_image(blob.kind, blob.role)
+        && blob.bytes.len() >= native_min
+}
+
+/// Whether the writer tries to compress `blob`: not when a start reads it in place.
+fn is_compressed(blob: &StoredBlob<'_>, native_level: Option<i32>, native_min: usize) -> bool {
+    !(blob.rank.is_some() && read_at_start(blob.role))
+        || is_native_at_start(blob, native_level, native_min)
 }
 
 /// Whether `packed` decompresses to `bytes` (with the dictionary when `dictionary_used`).
@@ -574,13 +585,28 @@ impl ArchiveWriter {
         levels: (i32, i32, Option<i32>, usize),
     ) -> Result<()> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
-        let chunk = blobs.len().div_ceil(threads).max(1);
         let dictionary = self.dictionary.as_deref().map(|bytes| (bytes, xxh3_128(bytes)));
         let cache = self.cache.as_deref();
+        // Shared out by size, the largest first, each to the least loaded thread so far: one
+        // large native image (a scipy app's 34 MiB of OpenBLAS) does not leave the others idle.
+        let (_, _, native_level, native_min) = levels;
+        let mut sorted: Vec<&mut StoredBlob<'_>> =
+            blobs.iter_mut().filter(|blob| is_compressed(blob, native_level, native_min)).collect();
+        sorted.sort_by_key(|blob| std::cmp::Reverse(blob.bytes.len()));
+        let mut groups: Vec<(usize, Vec<&mut StoredBlob<'_>>)> =
+            (0..threads).map(|_| (0, Vec::new())).collect();
+        for blob in sorted {
+            let least = groups.iter_mut().min_by_key(|(load, _)| *load).expect("a thread");
+            least.0 += blob.bytes.len();
+            least.1.push(blob);
+        }
         std::thread::scope(|scope| -> Result<()> {
-            let workers: Vec<_> = blobs
-                .chunks_mut(chunk)
-                .map(|blobs| scope.spawn(move || compress_blobs(blobs, levels, dictionary, cache)))
+            let workers: Vec<_> = groups
+                .into_iter()
+                .filter(|(_, group)| !group.is_empty())
+                .map(|(_, group)| {
+                    scope.spawn(move || compress_blobs(group, levels, dictionary, cache))
+                })
                 .collect();
             workers.into_iter().try_for_each(|worker| {
                 worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
