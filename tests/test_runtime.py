@@ -632,10 +632,12 @@ def test_a_runtime_build_missing_what_its_launcher_needs_stops_before_any_work(
     assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
 
 
-def test_a_runtime_build_without_make_perl_or_cmake_stops_before_any_work(tmp_path, monkeypatch):
+def test_a_runtime_build_without_the_build_tools_it_needs_stops_before_any_work(
+    tmp_path, monkeypatch
+):
     """Issue 40: on a fresh Debian 12 the README's runtime build stopped in OpenSSL's Configure
     (perl-base lacks FindBin) after the first libraries were built, and would have stopped
-    without make. They are checked first; cmake too where expat's source needs it."""
+    without make; then SQLite's snapshot (Debian's) wanted tclsh. They are checked first."""
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
     tools = tmp_path / "tools"
@@ -643,7 +645,7 @@ def test_a_runtime_build_without_make_perl_or_cmake_stops_before_any_work(tmp_pa
     monkeypatch.setenv("PATH", str(tools))
     with pytest.raises(IngotError, match="needs make and perl, which this machine lacks") as error:
         builder.build_runtime({}, wanted="3.13", say=lambda line: None)
-    assert "apt install make perl cmake" in error.value.hint
+    assert "apt install make perl cmake tcl" in error.value.hint
     # A Perl without the modules OpenSSL's Configure uses: the real perl, made to load one that
     # is not there (as perl-base lacks FindBin).
     for name in ("make", "perl"):
@@ -654,16 +656,28 @@ def test_a_runtime_build_without_make_perl_or_cmake_stops_before_any_work(tmp_pa
     monkeypatch.delenv("PERL5OPT")
     builder.check_build_tools()  # this machine's perl has them all
     assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
-    # expat: a release (configure) needs no cmake; a repository snapshot (Debian's) does.
-    for name, member in (("expat-2.5.0", "configure"), ("snapshot", "expat/CMakeLists.txt")):
-        tree = tmp_path / name / "expat-2.5.0"
+    # A release (expat's configure, SQLite's amalgamation) needs no cmake or tclsh; a snapshot
+    # of the repository (Debian's .orig tarballs) does. (PATH has neither here.)
+    tarballs = {}
+    for name, top, member in (
+        ("expat", "expat-2.5.0", "configure"),
+        ("expat-snapshot", "expat-2.5.0", "expat/CMakeLists.txt"),
+        ("sqlite", "sqlite-autoconf-3400100", "sqlite3.c"),
+        ("sqlite-snapshot", "sqlite3-3.40.1", "tool/mkopcodeh.tcl"),
+    ):
+        tree = tmp_path / name / top
         (tree / member).parent.mkdir(parents=True, exist_ok=True)
         (tree / member).write_text("")
-        with tarfile.open(tmp_path / f"{name}.tar.gz", "w:gz") as tar:
-            tar.add(tree, arcname="expat-2.5.0")
-    builder._check_cmake_for(tmp_path / "expat-2.5.0.tar.gz")
+        tarballs[name] = tmp_path / f"{name}.tar.gz"
+        with tarfile.open(tarballs[name], "w:gz") as tar:
+            tar.add(tree, arcname=top)
+    builder._check_snapshot_tools({"expat": tarballs["expat"], "sqlite": tarballs["sqlite"]})
     with pytest.raises(IngotError, match="builds only with cmake, and this machine has no cmake"):
-        builder._check_cmake_for(tmp_path / "snapshot.tar.gz")
+        builder._check_snapshot_tools({"expat": tarballs["expat-snapshot"]})
+    with pytest.raises(
+        IngotError, match=r"generates sqlite3\.c with Tcl's tclsh, and this machine"
+    ):
+        builder._check_snapshot_tools({"sqlite": tarballs["sqlite-snapshot"]})
 
 
 def _tool(directory, name, output):

@@ -181,8 +181,7 @@ def build_runtime(
     )
     if profile_guided:
         _check_profile_runtime(toolchain, found[recipes.PROFILE_RUNTIME.name])
-    if "expat" in found:
-        _check_cmake_for(found["expat"])
+    _check_snapshot_tools(found)
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
@@ -602,8 +601,8 @@ _PERL_MODULES = (
 )
 
 _TOOLS_HINT = (
-    "on Debian or Ubuntu: sudo apt install make perl cmake (elsewhere the same tools from the "
-    "system's packages), then run the build again"
+    "on Debian or Ubuntu: sudo apt install make perl cmake tcl (elsewhere the same tools from "
+    "the system's packages), then run the build again"
 )
 
 
@@ -629,22 +628,36 @@ def check_build_tools() -> None:
         )
 
 
-def _check_cmake_for(expat: Path) -> None:
-    """A snapshot of expat's repository (Debian's .orig tarball) has no configure script: its
-    recipe builds it with cmake, which is then checked before any work."""
-    if shutil.which("cmake") is not None or not expat.name.endswith((".tar.gz", ".tar.xz")):
-        return
-    try:
-        with tarfile.open(expat) as tar:
-            names = tar.getnames()
-    except (tarfile.TarError, OSError):
-        return  # (unpacking it says what is wrong)
-    if not any(re.fullmatch(r"[^/]+/(expat/)?configure", name) for name in names):
-        raise RuntimeError_(
-            f"{expat.name} is a snapshot of expat's repository (no configure script), which "
-            "builds only with cmake, and this machine has no cmake",
-            hint=_TOOLS_HINT,
-        )
+#: Sources that are snapshots of their repository (Debian's .orig tarballs) rather than
+#: releases, and the tool their recipe then needs: (source, a member only a release has, tool,
+#: what for). Checked before any work.
+_SNAPSHOT_TOOLS = (
+    ("expat", r"[^/]+/(expat/)?configure", "cmake", "builds only with cmake"),
+    ("sqlite", r"[^/]+/sqlite3\.c", "tclsh", "generates sqlite3.c with Tcl's tclsh"),
+)
+
+
+def _check_snapshot_tools(found: dict[str, Path]) -> None:
+    """A source that is a snapshot of its repository (no configure script for expat, no
+    amalgamation for SQLite: Debian's) needs a tool its release does not: checked before any
+    work."""
+    for name, release_member, tool, why in _SNAPSHOT_TOOLS:
+        source = found.get(name)
+        if source is None or shutil.which(tool) is not None:
+            continue
+        if not source.name.endswith((".tar.gz", ".tar.xz", ".tar.bz2", ".tgz")):
+            continue
+        try:
+            with tarfile.open(source) as tar:
+                names = tar.getnames()
+        except (tarfile.TarError, OSError):
+            continue  # (unpacking it says what is wrong)
+        if not any(re.fullmatch(release_member, member) for member in names):
+            raise RuntimeError_(
+                f"{source.name} is a snapshot of {name}'s repository, not a release: it {why}, "
+                f"and this machine has no {tool}",
+                hint=_TOOLS_HINT,
+            )
 
 
 def check_launcher_prerequisites(toolchain: Toolchain) -> tuple[Path, str]:
