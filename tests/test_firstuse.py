@@ -280,3 +280,26 @@ def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, laun
         run = proclimit.run([str(out)], max_processes=16, timeout=60)
         assert not run.timed_out and run.limit_hit == 0 and run.returncode == 0, run.stderr
         assert run.stdout == "child 2.5 [1]\nparent 2.5 0\n"
+
+
+def test_compress_start_compresses_the_bytecode_a_start_reads(tmp_path, launcher):
+    """Issue 42: by default a start hands marshal the bytecode in place (stored as is);
+    `--compress-start` stores it compressed too, for a smaller executable that runs the same."""
+    from ingot._ingot import IngotFinder
+
+    script = tmp_path / "hello.py"
+    script.write_text("import json, email.message\nprint(json.dumps({'hello': 1}))\n")
+    outputs = {}
+    for name, options in (("in-place", []), ("compressed", ["--compress-start"])):
+        out = tmp_path / name
+        pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q", *options)
+        run = proclimit.run([str(out)], max_processes=16, timeout=60)
+        assert not run.timed_out and run.limit_hit == 0 and run.returncode == 0, run.stderr
+        assert run.stdout == '{"hello": 1}\n'
+        sizes = {name: (size, stored) for _, name, size, stored in IngotFinder(out).entry_sizes()}
+        outputs[name] = (out.stat().st_size, sizes)
+    (in_place, before), (compressed, after) = outputs["in-place"], outputs["compressed"]
+    assert compressed < in_place, (compressed, in_place)
+    # email.message is read by the start; its bytecode (most of it) shrinks; its size does not.
+    assert after["email.message"][0] == before["email.message"][0]
+    assert after["email.message"][1] < before["email.message"][1] * 0.8, (before, after)

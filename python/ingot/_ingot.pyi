@@ -183,6 +183,7 @@ class ArchiveWriter:
         compression_level: int | None = None,
         large_compression_level: int | None = None,
         native_compression_level: int | None = None,
+        compress_start: bool = False,
     ) -> Self: ...
     def add_module(
         self,

@@ -32,6 +32,11 @@ pub struct WriterOptions {
     /// storing them compressed costs a start their decompression (done ahead of the import, on
     /// the read-ahead thread), not a copy: see [`NATIVE_BLOB_MIN`].
     pub native_zstd_level: Option<i32>,
+    /// Compress the bytecode a start reads too (at the levels above, when compressing): a
+    /// smaller archive, whose start decompresses that bytecode instead of handing `marshal` the
+    /// map's bytes (`ingot build --compress-start`; issue 42: a scipy app's 13.7 MiB of bytecode
+    /// read by its start stored in 4). ELF metadata stays as is.
+    pub compress_start_bytecode: bool,
 }
 
 /// The smallest native image a start reads that [`WriterOptions::native_zstd_level`] compresses by
@@ -206,16 +211,29 @@ struct StoredBlob<'a> {
     kind: Kind,
 }
 
+/// How [`compress_blobs`] compresses: the zstd levels of blobs in general, of large ones and of
+/// the native images a start reads (`None`: stored as is), the smallest native image a start
+/// reads that is compressed, and whether the bytecode a start reads is compressed too.
+#[derive(Clone, Copy)]
+struct Levels {
+    level: i32,
+    large: i32,
+    native: Option<i32>,
+    native_min: usize,
+    start_bytecode: bool,
+}
+
 /// Compresses `blobs` with zstd at `level`, each only if that makes it smaller, with the
 /// archive's dictionary where it applies ([`uses_dictionary`]), and never one that a start reads
 /// ([`read_at_start`] of a first-use entry): those stay zero-copy. `dictionary` comes with its
 /// hash; a blob's compressed bytes come from `cache` when it has them.
 fn compress_blobs<'b, 'a: 'b>(
     blobs: impl IntoIterator<Item = &'b mut StoredBlob<'a>>,
-    (level, large_level, native_level, native_min): (i32, i32, Option<i32>, usize),
+    levels: Levels,
     dictionary: Option<(&[u8], u128)>,
     cache: Option<&dyn WriterCache>,
 ) -> Result<()> {
+    let Levels { level, large: large_level, native: native_level, .. } = levels;
     let mut plain = zstd::bulk::Compressor::new(level).map_err(Error::Write)?;
     let mut large = zstd::bulk::Compressor::new(large_level).map_err(Error::Write)?;
     let mut with_dictionary = match dictionary {
@@ -231,8 +249,8 @@ fn compress_blobs<'b, 'a: 'b>(
         None => None,
     };
     for blob in blobs {
-        let native_at_start = is_native_at_start(blob, native_level, native_min);
-        if !is_compressed(blob, native_level, native_min) {
+        let native_at_start = is_native_at_start(blob, levels);
+        if !is_compressed(blob, levels) {
             // Read by a start: stays zero-copy (bytecode, ELF metadata, small native images).
             continue;
         }
@@ -285,17 +303,19 @@ fn compress_blobs<'b, 'a: 'b>(
 
 /// Whether `blob` is a native image a start reads that is compressed anyway (large enough, and
 /// a level asked for).
-fn is_native_at_start(blob: &StoredBlob<'_>, native_level: Option<i32>, native_min: usize) -> bool {
+fn is_native_at_start(blob: &StoredBlob<'_>, levels: Levels) -> bool {
     blob.rank.is_some()
-        && native_level.is_some()
+        && levels.native.is_some()
         && is_native_image(blob.kind, blob.role)
-        && blob.bytes.len() >= native_min
+        && blob.bytes.len() >= levels.native_min
 }
 
-/// Whether the writer tries to compress `blob`: not when a start reads it in place.
-fn is_compressed(blob: &StoredBlob<'_>, native_level: Option<i32>, native_min: usize) -> bool {
+/// Whether the writer tries to compress `blob`: not when a start reads it in place (unless
+/// asked to compress the bytecode a start reads).
+fn is_compressed(blob: &StoredBlob<'_>, levels: Levels) -> bool {
     !(blob.rank.is_some() && read_at_start(blob.role))
-        || is_native_at_start(blob, native_level, native_min)
+        || is_native_at_start(blob, levels)
+        || (levels.start_bytecode && matches!(blob.role, Role::Bytecode(_)))
 }
 
 /// Whether `packed` decompresses to `bytes` (with the dictionary when `dictionary_used`).
@@ -530,8 +550,14 @@ impl ArchiveWriter {
         let mut blobs = self.stored_blobs();
         if let Some(level) = self.options.zstd_level {
             let large = self.options.large_zstd_level.unwrap_or(level);
-            let native = self.options.native_zstd_level;
-            self.compress(&mut blobs, (level, large, native, NATIVE_BLOB_MIN))?;
+            let levels = Levels {
+                level,
+                large,
+                native: self.options.native_zstd_level,
+                native_min: NATIVE_BLOB_MIN,
+                start_bytecode: self.options.compress_start_bytecode,
+            };
+            self.compress(&mut blobs, levels)?;
         }
         let regions = self.regions(entry_count, blob_count)?;
         let data = DataLayout::of(&blobs);
@@ -579,19 +605,14 @@ impl ArchiveWriter {
 
     /// Compresses the blobs with zstd at `level` where that pays (see [`compress_blobs`]). Blobs
     /// are compressed independently: spread over the CPUs.
-    fn compress(
-        &self,
-        blobs: &mut [StoredBlob<'_>],
-        levels: (i32, i32, Option<i32>, usize),
-    ) -> Result<()> {
+    fn compress(&self, blobs: &mut [StoredBlob<'_>], levels: Levels) -> Result<()> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
         let dictionary = self.dictionary.as_deref().map(|bytes| (bytes, xxh3_128(bytes)));
         let cache = self.cache.as_deref();
         // Shared out by size, the largest first, each to the least loaded thread so far: one
         // large native image (a scipy app's 34 MiB of OpenBLAS) does not leave the others idle.
-        let (_, _, native_level, native_min) = levels;
         let mut sorted: Vec<&mut StoredBlob<'_>> =
-            blobs.iter_mut().filter(|blob| is_compressed(blob, native_level, native_min)).collect();
+            blobs.iter_mut().filter(|blob| is_compressed(blob, levels)).collect();
         sorted.sort_by_key(|blob| std::cmp::Reverse(blob.bytes.len()));
         let mut groups: Vec<(usize, Vec<&mut StoredBlob<'_>>)> =
             (0..threads).map(|_| (0, Vec::new())).collect();

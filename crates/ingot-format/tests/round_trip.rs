@@ -1203,3 +1203,50 @@ fn large_native_images_a_start_reads_are_compressed_only_when_asked() {
     let not_asked = archive_with(None);
     assert_eq!(compression(&not_asked, Namespace::Libraries, "libbig.so.1", Role::Content).0, raw);
 }
+
+#[test]
+fn bytecode_a_start_reads_is_compressed_only_when_asked() {
+    // Issue 42: `ingot build --compress-start` trades the zero-copy start for size; by default
+    // the bytecode a start reads stays in place, and its ELF metadata does in any case.
+    let code = compressible("code", 20_000);
+    let archive_with = |start: bool| {
+        let mut options = options(Some(3));
+        options.compress_start_bytecode = start;
+        let mut writer = ArchiveWriter::new(options);
+        writer
+            .add(
+                Kind::Module,
+                "m",
+                vec![(Role::Bytecode(0), code.clone()), (Role::Source, b"x = 1\n".repeat(50))],
+            )
+            .unwrap();
+        writer
+            .add(
+                Kind::SharedLibrary,
+                "libm.so.1",
+                vec![
+                    (Role::Content, compressible("lib", 4000)),
+                    (Role::Soname, b"libm.so.1".to_vec()),
+                ],
+            )
+            .unwrap();
+        writer.set_first_use([
+            (Namespace::Modules, "m".to_string()),
+            (Namespace::Libraries, "libm.so.1".to_string()),
+        ]);
+        Archive::from_vec(writer.to_vec().unwrap()).unwrap()
+    };
+    let tag = |archive: &Archive, namespace, name, role| {
+        let entry = archive.find(namespace, name).unwrap().unwrap();
+        let blob = entry.blob(role).unwrap().unwrap();
+        (blob.compression(), archive.data(&blob).unwrap().into_owned())
+    };
+    let raw = layout::compression::NONE;
+    let (compressed, bytes) = tag(&archive_with(true), Namespace::Modules, "m", Role::Bytecode(0));
+    assert_ne!(compressed, raw);
+    assert_eq!(bytes, code);
+    assert_eq!(tag(&archive_with(false), Namespace::Modules, "m", Role::Bytecode(0)).0, raw);
+    let asked = archive_with(true);
+    assert_eq!(tag(&asked, Namespace::Libraries, "libm.so.1", Role::Soname).0, raw);
+    assert_eq!(tag(&asked, Namespace::Libraries, "libm.so.1", Role::Content).0, raw);
+}

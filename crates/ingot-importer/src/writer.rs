@@ -32,7 +32,7 @@ impl ArchiveWriter {
     #[new]
     #[pyo3(signature = (
         *, bytecode_magic, python_version, compression_level = None, large_compression_level = None,
-        native_compression_level = None
+        native_compression_level = None, compress_start = false
     ))]
     fn new(
         bytecode_magic: &[u8],
@@ -40,6 +40,7 @@ impl ArchiveWriter {
         compression_level: Option<i32>,
         large_compression_level: Option<i32>,
         native_compression_level: Option<i32>,
+        compress_start: bool,
     ) -> PyResult<Self> {
         let bytecode_magic: [u8; 4] = bytecode_magic.try_into().map_err(|_| {
             PyValueError::new_err("bytecode_magic is 4 bytes (importlib.util.MAGIC_NUMBER)")
@@ -50,6 +51,7 @@ impl ArchiveWriter {
             zstd_level: compression_level,
             large_zstd_level: large_compression_level,
             native_zstd_level: native_compression_level,
+            compress_start_bytecode: compress_start,
         };
         Ok(ArchiveWriter { inner: ingot_format::ArchiveWriter::new(options) })
     }

@@ -16,6 +16,7 @@ pub fn options(zstd_level: Option<i32>) -> WriterOptions {
         zstd_level,
         large_zstd_level: None,
         native_zstd_level: None,
+        compress_start_bytecode: false,
     }
 }
 

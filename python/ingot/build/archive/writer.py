@@ -652,6 +652,8 @@ class PackOptions:
     large_compression_level: int | None = None
     #: zstd level of the native images of 64 KiB or more a start reads (None: stored as is).
     native_compression_level: int | None = None
+    #: The bytecode a start reads is compressed too (when compressing), not read in place.
+    compress_start: bool = False
     #: Extension modules and shared libraries keep their debug sections.
     keep_debug_info: bool = False
     #: Globs on dotted names: modules and packages of ``directories`` left out.
@@ -995,6 +997,7 @@ def _new_writer(
         compression_level=options.compression_level,
         large_compression_level=options.large_compression_level,
         native_compression_level=options.native_compression_level,
+        compress_start=options.compress_start,
     )
     if options.cache.store is not None:
         writer.set_cache(options.cache.store)

@@ -333,6 +333,16 @@ class Settings:
         f"{DEFAULT_LARGE_COMPRESSION} over 64 KiB); false stores every blob as is",
         doc_type="int or false",
     )
+    compress_start: bool | None = setting(
+        help="compress the bytecode a start reads too: a smaller executable (the scipy app of "
+        "issue 42: 15%%), whose start decompresses that bytecode instead of reading it in place",
+        flags=("--compress-start",),
+        form="switch",
+        expected=_BOOL[0],
+        check=_BOOL[1],
+        doc="compress the bytecode a start reads too (default false: it is read in place)",
+        doc_type="bool",
+    )
     files: list[str] = setting(
         [],
         help="materialize this top-level package as real files in the extraction cache, for code "
@@ -467,7 +477,15 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "what to run": ("source", "console_script", "entry", "module", "script"),
     "dependencies": ("dependencies", "requirements", "packages", "refresh"),
     "what to carry": ("include", "exclude", "allow_missing", "files", "memory"),
-    "output": ("output", "force", "archive_only", "optimize", "compress", "precompile_regexes"),
+    "output": (
+        "output",
+        "force",
+        "archive_only",
+        "optimize",
+        "compress",
+        "compress_start",
+        "precompile_regexes",
+    ),
     "runtime": ("python", "target", "launcher"),
     "start-up and self-calls": ("fast_exit", "python_mode", "filesystem_imports"),
     "the build cache": ("no_cache",),

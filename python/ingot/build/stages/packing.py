@@ -51,6 +51,7 @@ def pack_archive(
         compression_level=compression_levels(settings.compress)[0],
         large_compression_level=compression_levels(settings.compress)[1],
         native_compression_level=compression_levels(settings.compress)[2],
+        compress_start=bool(settings.compress_start),
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
         stdlib_exclude=stdlib_excludes(settings, selection.stdlib_imported),
