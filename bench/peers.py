@@ -458,6 +458,10 @@ def parse_args() -> argparse.Namespace:
             ("ingot-baseline", args.baseline_ingot),
             ("ingot-runtime", args.runtime),
             ("ingot-cross", args.runtime and args.cross),
+            (
+                "ingot-compress-start",
+                args.runtime and "ingot-compress-start" in (args.configs or "").split(","),
+            ),
         ]
         if on
     ]
