@@ -728,7 +728,12 @@ def build_python(
             LLVM_PROFDATA=str(llvm_profdata),
             INGOT_PROFILE_RUNTIME=str(libraries / "lib" / "pgo" / PROFILE_RUNTIME_FILE),
         )
-        make += [f"PROFILE_TASK={PROFILE_TASK.format(jobs=jobs)}", f"LLVM_PROF_FILE={PROFILE_FILE}"]
+        # A failing test of the training does not stop the build (3.11's Makefile ignores the
+        # task's status, 3.13's does not: on a loaded machine one failed, and a fresh machine's
+        # test command stopped); the profile it leaves is what matters, and _check_profile
+        # checks it.
+        task = f"{PROFILE_TASK.format(jobs=jobs)} || true"
+        make += [f"PROFILE_TASK={task}", f"LLVM_PROF_FILE={PROFILE_FILE}"]
     run(["./configure", *arguments], cwd=source, extra=environment)
     run(make, cwd=source, extra=environment)
     profile = _check_profile(source, run, llvm_profdata) if llvm_profdata is not None else None
