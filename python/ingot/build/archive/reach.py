@@ -25,9 +25,9 @@ whole) is in :attr:`Reach.named_only`: the build's report lists it (``--exclude`
 The standard library is carried module by module. Any other package is carried whole once one of
 its modules is reached (packages import their own modules in ways no scan sees: by names built at
 run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``, their
-modules and data files) unless something reaches them. Packages of the environment that nothing reaches (pip, setuptools, ingot
-itself) are left out, as is every standard-library module no path leads to (test suites, tkinter,
-idlelib, ...). :data:`COMPUTED_IMPORTS` bring what they import by computed names, for the reason
+modules and data files) unless something reaches them. Packages of the environment that nothing
+reaches (pip, setuptools, ingot itself) are left out, as is every standard-library module no path
+leads to (test suites, tkinter, idlelib, ...). :data:`COMPUTED_IMPORTS` bring what they import by computed names, for the reason
 given there.
 
 What cannot be seen: imports of names computed at run time from data (a module named in a
