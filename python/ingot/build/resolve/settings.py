@@ -52,15 +52,17 @@ __all__ = [
 #: 19 (and 12 for large blobs): httpie's archive written in 1.5 s instead of 4.5, its executable
 #: 1.3% larger.
 DEFAULT_COMPRESSION = 12
-#: ... and for blobs over 64 KiB the dictionary does not serve (native code, data, large
-#: modules), unless ``--compress`` gives a level for all. 19, not 9 (issue 42): a scipy app's
-#: executable 4.1 MiB (6%) smaller, its first build about 50 s of CPU longer (the build cache
-#: keeps the compressed blobs for the next builds); decompression is as fast.
+#: ... and for blobs over 64 KiB the dictionary does not serve and a start does not read
+#: (native code loaded later, data, large modules), unless ``--compress`` gives a level for all.
+#: 19, not 9 (issue 42): decompressed only when used, so only size and the first build's time
+#: depend on it (the scipy app: 1.2 MiB smaller).
 DEFAULT_LARGE_COMPRESSION = 19
 #: ... and for the native images a start reads, of 64 KiB or more (extension modules, shared
 #: libraries: a start decompresses them into their memory files, on the read-ahead thread, instead
-#: of copying them; issue 42: a scipy app's 56 MiB of OpenBLAS stored in 9.1).
-DEFAULT_NATIVE_COMPRESSION = 19
+#: of copying them; issue 42: a scipy app's 56 MiB of OpenBLAS stored in 10). 9, not 19: 19 made
+#: the scipy app 3.1 MiB smaller but its start 4% slower and 4 MiB larger in memory (zstd 19's
+#: 8 MiB window; farm-bench, 30 interleaved pairs).
+DEFAULT_NATIVE_COMPRESSION = 9
 #: zstd's levels (the fastest to the smallest).
 ZSTD_LEVELS = (-7, 22)
 
