@@ -224,9 +224,10 @@ struct Levels {
 }
 
 /// Compresses `blobs` with zstd at `level`, each only if that makes it smaller, with the
-/// archive's dictionary where it applies ([`uses_dictionary`]), and never one that a start reads
-/// ([`read_at_start`] of a first-use entry): those stay zero-copy. `dictionary` comes with its
-/// hash; a blob's compressed bytes come from `cache` when it has them.
+/// archive's dictionary where it applies ([`uses_dictionary`]), and not one that a start reads
+/// ([`read_at_start`] of a first-use entry), which stays zero-copy, unless [`is_compressed`] says
+/// otherwise (large native images; bytecode when asked). `dictionary` comes with its hash; a
+/// blob's compressed bytes come from `cache` when it has them.
 fn compress_blobs<'b, 'a: 'b>(
     blobs: impl IntoIterator<Item = &'b mut StoredBlob<'a>>,
     levels: Levels,
