@@ -407,7 +407,7 @@ def _inspect(args: argparse.Namespace) -> int:
             f"sys.prefix: the executable, which carries files installed outside packages: {carried}"
         )
     if args.sizes:
-        _sizes(info["entries"])
+        _sizes(info["entries"], info["bytecode_read_in_place"])
         return 0
     kinds: dict[str, list[int]] = {}
     for entry in info["entries"]:
@@ -445,11 +445,13 @@ def _native_floors(each: dict[str, str | None], target: str | None, shown: int =
 #: reads (ingot.build.resolve.settings.DEFAULT_NATIVE_COMPRESSION; the format's NATIVE_BLOB_MIN).
 _NATIVE_COMPRESSED_FROM = 64 << 10
 _NATIVE_KINDS = ("extension-module", "extension-package", "shared-library")
+#: Below this, the bytecode a start reads in place is not worth a line of ``inspect --sizes``.
+_BYTECODE_IN_PLACE_SHOWN = 1 << 20
 
 
-def _could_shrink(entries: list[dict[str, Any]]) -> list[str]:
+def _could_shrink(entries: list[dict[str, Any]], read_in_place: dict[str, int]) -> list[str]:
     """What of an archive a build could store smaller or leave out: native code stored as is,
-    and packages' test suites."""
+    the bytecode a start reads stored as is, and packages' test suites."""
     lines = []
     raw = [
         entry
@@ -468,6 +470,13 @@ def _could_shrink(entries: list[dict[str, Any]]) -> list[str]:
                 else ""
             )
         )
+    in_place = sum(read_in_place.values())
+    if in_place >= _BYTECODE_IN_PLACE_SHOWN:
+        lines.append(
+            f"bytecode a start reads, stored as is: {report.size(in_place)} in "
+            f"{len(read_in_place)} modules (read in place; --compress-start stores it "
+            "compressed, decompressed ahead of the imports)"
+        )
     tests = [
         entry
         for entry in entries
@@ -483,7 +492,7 @@ def _could_shrink(entries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
+def _sizes(entries: list[dict[str, Any]], read_in_place: dict[str, int], shown: int = 20) -> None:
     """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
     groups: dict[str, list[int]] = {}
     for entry in entries:
@@ -504,7 +513,7 @@ def _sizes(entries: list[dict[str, Any]], shown: int = 20) -> None:
     print(
         f"{len(entries)} entries: {report.size(total_stored)} stored ({report.size(total)} decompressed)"
     )
-    for line in _could_shrink(entries):
+    for line in _could_shrink(entries, read_in_place):
         print(line)
     print(f"\nbiggest groups{'':<26}{'entries':>8}{'stored':>12}{'decompressed':>14}")
     for group, (count, stored, size) in sorted(groups.items(), key=lambda item: -item[1][1])[

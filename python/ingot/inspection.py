@@ -8,7 +8,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ingot._ingot import LAUNCH_CONFIG, PREFIX_DATA, SYSTEM_FIRST, IngotFinder, archive_info
+from ingot._ingot import (
+    FIRST_USE,
+    FIRST_USE_MODULE,
+    LAUNCH_CONFIG,
+    PREFIX_DATA,
+    SYSTEM_FIRST,
+    IngotFinder,
+    archive_info,
+)
 from ingot.elf import GlibcFloor, archive_floor, elf_machine
 from ingot.errors import BuildError
 
@@ -66,6 +74,12 @@ def describe(path: str | os.PathLike[str]) -> Json:
         prefix_data = json.loads(finder.read(PREFIX_DATA))
     except (OSError, ImportError, ValueError, KeyError):
         prefix_data = {}  # (none carried: sys.prefix is the executable's directory)
+    try:
+        first_use = finder.read(FIRST_USE).decode("utf-8", "replace").splitlines()
+    except (OSError, ImportError, ValueError, KeyError):
+        first_use = []  # (an archive written without one)
+    tag = f"{FIRST_USE_MODULE} "
+    expected = {line[len(tag) :] for line in first_use if line.startswith(tag)}
     runtime = runtime_facts((launch or {}).get("runtime"))
     # The architecture it runs on: its launcher's; an archive's, its runtime's (else unsaid).
     machine = elf_machine(path) if info["launcher_size"] > 0 else None
@@ -93,6 +107,11 @@ def describe(path: str | os.PathLike[str]) -> Json:
         # Distributions whose files installed outside their packages are carried (``*.dist-info``
         # -> top directories): then the executable is sys.prefix.
         "prefix_data": prefix_data,
+        # The bytecode a start hands marshal in place (stored as is), by module, of the modules
+        # it is expected to import (the first-use list).
+        "bytecode_read_in_place": {
+            name: stored for name, stored in finder.bytecode_in_place() if name in expected
+        },
         "entries": [
             {"kind": kind, "name": name, "size": size, "stored": stored}
             for kind, name, size, stored in entries

@@ -99,6 +99,7 @@ impl IngotFinder {
             dist_info_dirs: OnceLock::new(),
             files,
             decompressed: Decompressed::default(),
+            prefetched: Default::default(),
         };
         Ok(IngotFinder {
             after_exec: hooks::after_exec(&view),
@@ -280,7 +281,10 @@ impl IngotFinder {
         let name = entry.name();
         let blob = entry.blob(self.view.bytecode_role).map_err(|error| self.error(error))?;
         if let Some(blob) = blob {
-            let bytes = self.view.archive.data(&blob).map_err(|error| self.error(error))?;
+            let bytes = match self.view.prefetched.take(&blob) {
+                Some(bytes) => std::borrow::Cow::Owned(bytes),
+                None => self.view.archive.data(&blob).map_err(|error| self.error(error))?,
+            };
             let length = ffi::Py_ssize_t::try_from(bytes.len())
                 .map_err(|_| self.bad_bytecode(name, "too large"))?;
             // SAFETY: `bytes` stays alive (borrowed from the map or owned) for the duration of the
@@ -742,6 +746,12 @@ impl IngotFinder {
         self.view.decompressed.held()
     }
 
+    /// How many modules' bytecode the read-ahead thread decompressed for their imports, and how
+    /// many blobs and bytes it holds for imports to come (see `prefetched.rs`).
+    fn _prefetched(&self) -> (usize, usize, usize) {
+        self.view.prefetched.counts()
+    }
+
     fn _listdir(&self, relative: &str) -> PyResult<Vec<(String, bool)>> {
         Ok(self.view.list_dir(relative)?.into_iter().collect())
     }
@@ -812,6 +822,21 @@ impl IngotFinder {
             ));
         }
         Ok(sizes)
+    }
+
+    /// The modules whose bytecode (optimization level 0) is stored as is, with its size: what a
+    /// start hands `marshal` in place, when it imports them.
+    fn bytecode_in_place(&self) -> PyResult<Vec<(String, u64)>> {
+        let mut found = Vec::new();
+        for entry in self.view.archive.entries() {
+            let entry = entry.map_err(|error| self.error(error))?;
+            if let Some(blob) = entry.blob(Role::Bytecode(0)).map_err(|error| self.error(error))? {
+                if blob.compression() == ingot_format::layout::compression::NONE {
+                    found.push((entry.name().to_string(), blob.stored_size()));
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Every entry as (kind, name, size in bytes of its blobs once decompressed).

@@ -23,6 +23,7 @@ pub mod launch;
 mod marshal;
 mod native;
 mod pages;
+mod prefetched;
 pub mod readahead;
 mod regexes;
 mod view;

@@ -1,10 +1,11 @@
 //! Work done ahead of the interpreter, on threads of their own: the first-use entries' checksums,
-//! pages and native images (from the list `ingot build` writes), and the check of a `files`
+//! pages, native images and compressed bytecode (from the list `ingot build` writes), and the check of a `files`
 //! package tree already in the extraction cache. Nothing here is needed for correctness: every
 //! error is left for the read that needs the data to report.
 
 use std::sync::Arc;
 
+use ingot_format::layout::compression;
 use ingot_format::names::{FIRST_USE, FIRST_USE_FILE, FIRST_USE_LIBRARY, FIRST_USE_MODULE};
 use ingot_format::{Kind, Namespace, Role};
 
@@ -39,6 +40,12 @@ pub fn first_use(view: &Arc<ArchiveView>) {
                 Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
             );
             for blob in entry.blobs().flatten() {
+                // Compressed bytecode (`--compress-start`) is decompressed for its import, and
+                // checked on the way.
+                if blob.role() == view.bytecode_role && blob.compression() != compression::NONE {
+                    view.prefetched.fill(&view.archive, &blob);
+                    continue;
+                }
                 // A native image is checked as it is copied into its memory file, from the file
                 // rather than the map; reading it here would only make its pages resident.
                 let skip =

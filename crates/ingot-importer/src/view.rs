@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use crate::decompressed::{Data, Decompressed};
 use crate::error::archive_error;
 use crate::files::FilesPolicy;
+use crate::prefetched::Prefetched;
 
 /// One archive, seen as the tree of files under its path; shared by a finder, its path-entry
 /// finders and its background threads.
@@ -33,6 +34,8 @@ pub struct ArchiveView {
     pub files: FilesPolicy,
     /// Files read before, decompressed.
     pub decompressed: Decompressed,
+    /// The start's compressed bytecode, decompressed ahead of its imports.
+    pub prefetched: Prefetched,
 }
 
 impl ArchiveView {
