@@ -11,7 +11,8 @@ use std::process::Command;
 
 const PROBE: &str = r#"
 import importlib.util, sys, sysconfig
-for key in ("LIBPL", "LIBRARY", "LDLIBRARY", "LIBDIR", "LIBS", "SYSLIBS", "LOCALMODLIBS", "VERSION"):
+for key in ("LIBPL", "LIBRARY", "LDLIBRARY", "LIBDIR", "LIBS", "SYSLIBS", "LOCALMODLIBS", "VERSION",
+            "PY_LDFLAGS_NODIST"):
     print(key + "=" + str(sysconfig.get_config_var(key) or ""))
 print("MAGIC=" + importlib.util.MAGIC_NUMBER.hex())
 print("RUNNING=%d.%d" % sys.version_info[:2])
@@ -106,6 +107,15 @@ fn main() {
                 seen.push(name.to_string());
                 println!("cargo:rustc-link-lib=dylib={name}");
             }
+        }
+    }
+    // A libpython of link-time-optimized objects (a runtime's: ThinLTO) is optimized again when
+    // the launcher links it: at the level python itself was linked with (a runtime's -O3;
+    // zig's clang passes the linker none of its own, and lld's default is -O2).
+    let nodist = var("PY_LDFLAGS_NODIST");
+    if linkage == "static" && nodist.split_whitespace().any(|flag| flag.starts_with("-flto")) {
+        for level in nodist.split_whitespace().filter(|flag| flag.starts_with("-O")) {
+            println!("cargo:rustc-link-arg-bins={level}");
         }
     }
     // The executable exports libpython's symbols for extension modules (`-Xlinker -export-dynamic`,

@@ -328,7 +328,9 @@ def _optimization(
     return {
         "cflags": "CPython's own (-O3)",
         "lto": "thin",
+        "lto_codegen": "-O3",
         "pgo": {
+            "instrumentation": f"IR ({recipes.PGO_GENERATE}, {recipes.PGO_USE})",
             "profile_task": recipes.PROFILE_TASK.format(jobs=jobs),
             "llvm_profdata": str(llvm_profdata),
             "counted": profile,

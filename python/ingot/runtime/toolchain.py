@@ -17,7 +17,7 @@ headers would otherwise come back as the first object. The caches live beside th
 not in it: CPython's profile-guided build runs ``make clean``, which deletes every ``*.o`` and
 ``*.a`` under the tree, the cache's included.
 
-zig's clang instruments code for profile-guided optimization (``-fprofile-instr-generate``) but,
+zig's clang instruments code for profile-guided optimization (``-fprofile-generate``) but,
 unlike clang's own driver, links no profile runtime: with ``INGOT_PROFILE_RUNTIME`` set (compiler-rt's
 ``libclang_rt.profile.a``, see :func:`ingot.runtime.recipes.profile_runtime`), the compiler adds it
 to every such link. Each binary keeps its own copy (the runtime is compiled with hidden
@@ -158,11 +158,12 @@ class Toolchain:
         drop = (
             f'for arg do shift; case "$arg" in {host}) continue ;; esac; set -- "$@" "$arg"; done'
         )
-        # An instrumented link (-fprofile-instr-generate, not -c/-E/-S/-M) gets the profile
-        # runtime, when the build gives one.
+        # An instrumented link (-fprofile-instr-generate, the front end's, or -fprofile-generate,
+        # the IR's; not -c/-E/-S/-M) gets the profile runtime, when the build gives one.
         profile = (
             'link=yes; instrumented=no\nfor arg do case "$arg" in -c|-E|-S|-M|-MM) link=no ;; '
-            "-fprofile-instr-generate) instrumented=yes ;; esac; done\n"
+            "-fprofile-instr-generate|-fprofile-generate|-fprofile-generate=*) "
+            "instrumented=yes ;; esac; done\n"
             'if [ -n "${INGOT_PROFILE_RUNTIME:-}" ] && [ $link = yes ] && [ $instrumented = yes ]; '
             'then set -- "$@" -Wl,-u,__llvm_profile_runtime '
             '"$INGOT_PROFILE_RUNTIME"; fi'
