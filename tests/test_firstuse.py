@@ -259,10 +259,11 @@ def test_read_ahead_runs_on_a_second_cpu_only(tmp_path, launcher):
     assert threads["two"] >= 1 and threads["one"] == 0, threads
 
 
-def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, launcher):
+@pytest.mark.parametrize("options", [[], ["--compress-start"]], ids=["default", "compress-start"])
+def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, launcher, options):
     """A child forked at once (the read-ahead thread most likely still at work, and not copied
-    into the child) loads extension modules itself, neither waiting for that thread nor using
-    its half-made state."""
+    into the child) loads extension modules, and with `--compress-start` decompresses the
+    bytecode, itself, neither waiting for that thread nor using its half-made state."""
     script = tmp_path / "forker.py"
     script.write_text(
         "import os\n"
@@ -276,7 +277,7 @@ def test_a_process_forked_while_reading_ahead_imports_native_code(tmp_path, laun
         "print('parent', decimal.Decimal('2.5'), os.waitstatus_to_exitcode(status))\n"
     )
     out = tmp_path / "forker"
-    pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q")
+    pip_build(tmp_path, script, "--launcher", launcher, "-o", out, "-q", *options)
     for _ in range(5):
         run = proclimit.run([str(out)], max_processes=16, timeout=60)
         assert not run.timed_out and run.limit_hit == 0 and run.returncode == 0, run.stderr
