@@ -167,6 +167,41 @@ def test_order_is_depth_first_parents_first_with_libraries_before_extensions():
     ]  # `unused` is imported in a function of app.cli, which is not an entry module
 
 
+def test_an_extension_module_leads_to_the_modules_of_its_package_its_strings_name():
+    """Issue 42: C code imports by name, which no Python source shows (scipy.special._ufuncs
+    imports scipy.special._ufuncs_cxx; Cython's cimports are imports of the module that exports
+    the functions): the dotted names of the module's own package among an extension module's
+    strings are followed, those of other packages (Cython's `asyncio.coroutines`) are not."""
+    from ingot.build.archive.writer import _Scan, package_imports
+
+    image = (
+        b"\x7fELF\x00pkg._ext\x00pkg.sub\x00asyncio.coroutines\x00pkg.sub.attr\x00numpy\x00"
+        b"a docstring naming pkg.other\x00pkg.later\x00"
+    )
+    assert package_imports("pkg._ext", image) == ["pkg.later", "pkg.sub", "pkg.sub.attr"]
+    scan = _Scan(imports={"pkg._ext": {TOP: ["pkg.first"]}})
+    scan.native("extension-module", "pkg._ext", image)
+    assert scan.imports["pkg._ext"][TOP] == ["pkg.first", "pkg.later", "pkg.sub", "pkg.sub.attr"]
+    kinds = {
+        "pkg": "package",
+        "pkg._ext": "extension-module",
+        "pkg.first": "module",
+        "pkg.sub": "module",
+        "pkg.later": "module",
+        "pkg.other": "module",
+        "asyncio": "package",
+        "asyncio.coroutines": "module",
+    }
+    order = first_use_order(["pkg._ext"], scan.imports, kinds, {})
+    assert order == [
+        ("modules", "pkg"),
+        ("modules", "pkg._ext"),
+        ("modules", "pkg.first"),
+        ("modules", "pkg.later"),
+        ("modules", "pkg.sub"),
+    ]
+
+
 def test_pack_puts_the_entry_modules_import_graph_first(tmp_path):
     site = tmp_path / "site"
     (site / "app").mkdir(parents=True)

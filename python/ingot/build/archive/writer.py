@@ -44,7 +44,7 @@ from ingot._ingot import (
     files_manifest,
     loadable_image,
 )
-from ingot.build.analysis.firstuse import BOOT_MODULES, first_use_order
+from ingot.build.analysis.firstuse import BOOT_MODULES, TOP, first_use_order
 from ingot.build.analysis.regexes import (
     MAGIC_ENTRY,
     MODULE_ENTRY,
@@ -62,6 +62,7 @@ from ingot.build.archive.collect import (
 from ingot.build.archive.prefetch import Prefetch, compiled, patterns
 from ingot.build.archive.reach import (
     NATIVE_IMPORTS,
+    binary_names,
     cached_probe,
     import_probe,
     present_modules,
@@ -475,11 +476,18 @@ class _Scan:
     version_needs: list[elf.VersionNeeds] = field(default_factory=list)
 
     def native(self, kind: str, name: str, image: bytes) -> None:
-        """Records the symbol versions the native ``image`` of entry ``name`` needs."""
+        """Records the symbol versions the native ``image`` of entry ``name`` needs, and, of an
+        extension module, what it imports of its own package (:func:`package_imports`)."""
         try:
             self.version_needs.append((kind, name, elf_version_needs(image)))
         except ValueError:
             pass  # (not an ELF object the loader could load: no floor of its own)
+        if self.imports is not None and kind in ("extension-module", "extension-package"):
+            # (after what the source shipped beside it imports, when the reach analysis read it)
+            known = self.imports.get(name, {})
+            top = known.get(TOP, [])
+            added = [found for found in package_imports(name, image) if found not in top]
+            self.imports[name] = {**known, TOP: [*top, *added]}
 
     def wants_sources(self) -> bool:
         return self.patterns is not None or self.imports is not None
@@ -491,6 +499,21 @@ class _Scan:
                 self.patterns[name] = found
         if self.imports is not None and name not in self.imports:
             self.imports[name] = cached_imports(self.memo, source, name, is_package)
+
+
+def package_imports(name: str, image: bytes) -> list[str]:
+    """The modules of its own top-level package that the extension module ``name`` may import
+    when it runs, for the first-use order: the dotted names among its NUL-terminated strings
+    (C code imports by name; Cython's module imports and cimports, `scipy.linalg.cython_lapack`,
+    are such strings) under the same top-level name. Only those: the strings of the code
+    generators' own runtime name other packages' modules that are seldom imported
+    (`asyncio.coroutines`, Cython's), and a prediction too wide costs every start its reads."""
+    top = name.partition(".")[0]
+    return sorted(
+        found
+        for found in binary_names(image)
+        if found != name and found.partition(".")[0] == top and "." in found
+    )
 
 
 def _add(
