@@ -1,7 +1,7 @@
 //! Work done ahead of the interpreter, on threads of their own: the first-use entries' checksums,
-//! pages, native images and compressed bytecode (from the list `ingot build` writes), and the check of a `files`
-//! package tree already in the extraction cache. Nothing here is needed for correctness: every
-//! error is left for the read that needs the data to report.
+//! pages, native images and compressed bytecode (from the list `ingot build` writes), and the
+//! check of a `files` package tree already in the extraction cache. Nothing here is needed for
+//! correctness: every error is left for the read that needs the data to report.
 
 use std::sync::Arc;
 
