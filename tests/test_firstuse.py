@@ -353,3 +353,16 @@ def test_compress_start_compresses_the_bytecode_a_start_reads(tmp_path, launcher
     # email.message is read by the start; its bytecode (most of it) shrinks; its size does not.
     assert after["email.message"][0] == before["email.message"][0]
     assert after["email.message"][1] < before["email.message"][1] * 0.8, (before, after)
+
+
+def test_inspect_sizes_names_the_bytecode_a_start_reads_in_place_from_a_mebibyte():
+    """`ingot inspect --sizes` says how much bytecode a start reads in place, when there is
+    1 MiB or more of it, and that --compress-start would store it compressed."""
+    from ingot.cli import _could_shrink
+
+    lines = _could_shrink([], {"big": 1 << 20, "small": 100})
+    assert lines == [
+        "bytecode a start reads, stored as is: 1.0 MiB in 2 modules (read in place; "
+        "--compress-start stores it compressed, decompressed ahead of the imports)"
+    ], lines
+    assert _could_shrink([], {"small": (1 << 20) - 1}) == []
