@@ -215,6 +215,104 @@ def test_tkinter_is_taught_where_an_executable_keeps_tcls_library(tmp_path):
         recipes.patch_python(tmp_path)
 
 
+#: The link rules of CPython's Makefile.pre.in (3.11 to 3.13) a runtime build changes, and the
+#: interpreter's, which it must not.
+_MAKEFILE_RULES = """\
+build_all:	check-clean-src $(BUILDPYTHON) platform sharedmods \\
+\t\tgdbhooks Programs/_testembed scripts checksharedmods rundsymutil
+
+$(BUILDPYTHON):	Programs/python.o $(LINK_PYTHON_DEPS)
+\t$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -o $@ Programs/python.o $(LINK_PYTHON_OBJS) $(LIBS)
+
+Programs/_testembed: Programs/_testembed.o $(LINK_PYTHON_DEPS)
+\t$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -o $@ Programs/_testembed.o $(LINK_PYTHON_OBJS)
+
+_bootstrap_python: $(LIBRARY_OBJS_OMIT_FROZEN) Programs/_bootstrap_python.o Modules/getpath.o
+\t$(LINKCC) $(PY_LDFLAGS_NOLTO) -o $@ $(LIBRARY_OBJS_OMIT_FROZEN) \\
+\t\tPrograms/_bootstrap_python.o Modules/getpath.o $(LIBS) $(MODLIBS) $(SYSLIBS)
+
+Programs/_freeze_module: Programs/_freeze_module.o Modules/getpath_noop.o $(LIBRARY_OBJS_OMIT_FROZEN)
+\t$(LINKCC) $(PY_CORE_LDFLAGS) -o $@ Programs/_freeze_module.o Modules/getpath_noop.o $(LIBS)
+
+clean-retain-profile: pycremoval
+\tfind . -name '*.[oa]' -exec rm -f {} ';'
+\t-rm -f _bootstrap_python
+\t-rm -f python.html python*.js python.data python*.symbols python*.map
+\t-rm -f Programs/_testembed Programs/_freeze_module
+\t-rm -f Python/frozen_modules/*.h
+"""
+
+
+def test_the_builds_own_tools_link_without_link_time_optimization(tmp_path):
+    """The programs CPython's build links only to run or test (_freeze_module, _bootstrap_python,
+    _testembed) get the build's -O0 after their flags (the last -O wins); the interpreter keeps
+    its link line; `make` no longer builds _testembed; a profile-guided build's second stage
+    keeps the first's _freeze_module and _bootstrap_python (not deleted, their objects
+    order-only prerequisites); patching twice changes nothing."""
+    (tmp_path / "Modules").mkdir()
+    (tmp_path / "Modules" / "_tkinter.c").write_text(
+        "    if (Tcl_AppInit(v->interp) != TCL_OK) {\n"
+    )
+    makefile = tmp_path / "Makefile.pre.in"
+    makefile.write_text(_MAKEFILE_RULES)
+    recipes.patch_python(tmp_path)
+    patched = makefile.read_text()
+    variable = f"$({recipes.TOOL_LDFLAGS_VARIABLE})"
+    lines = [line for line in patched.splitlines() if line.startswith("\t$(LINKCC)")]
+    assert [variable in line for line in lines] == [False, True, True, True]
+    assert all(line.index(variable) < line.index("-o $@") for line in lines[1:])
+    assert "gdbhooks scripts checksharedmods" in patched
+    assert "\n_bootstrap_python: | $(LIBRARY_OBJS_OMIT_FROZEN)" in patched
+    assert "\nPrograms/_freeze_module: | Programs/_freeze_module.o" in patched
+    clean = patched[patched.index("clean-retain-profile:") :]
+    assert "_bootstrap_python" not in clean and "_freeze_module" not in clean
+    assert "\t-rm -f Programs/_testembed\n" in clean and "frozen_modules" in clean
+    unpatched = (
+        _MAKEFILE_RULES.replace(" Programs/_testembed scripts", " scripts")
+        .replace("_bootstrap_python: $(", "_bootstrap_python: | $(")
+        .replace("_freeze_module: Programs/", "_freeze_module: | Programs/")
+        .replace("\t-rm -f _bootstrap_python\n", "")
+        .replace(" Programs/_freeze_module\n", "\n")
+    )
+    assert patched.replace(f" {variable}", "") == unpatched
+    recipes.patch_python(tmp_path)
+    assert makefile.read_text() == patched
+
+
+def test_a_targets_libraries_are_built_once_and_shared(tmp_path):
+    """The libraries of one target and key are built by the first build (which marks them
+    complete), reused by the next; an interrupted build's are built again; a build of a new key
+    deletes the target's libraries of other keys unless a build holds them, and no other
+    target's."""
+
+    def held(target: str, what: dict) -> builder.SharedLibraries:
+        return builder.SharedLibraries(tmp_path, target, what)
+
+    with held("x86_64-linux-gnu.2.17", {"sources": 1}) as first:
+        assert not first.complete_before
+        (first.path / "lib").mkdir()
+        first.done()
+    with held("x86_64-linux-gnu.2.17", {"sources": 1}) as again:
+        assert again.complete_before and again.path == first.path
+        assert (again.path / "lib").is_dir()
+    interrupted = held("x86_64-linux-gnu.2.17", {"sources": 2})
+    with interrupted:
+        (interrupted.path / "half").write_text("")
+    with held("x86_64-linux-gnu.2.17", {"sources": 2}) as rebuilt:
+        assert not rebuilt.complete_before and not (rebuilt.path / "half").exists()
+        rebuilt.done()
+    assert not first.path.exists()  # another key of the same target, not in use
+    with held("aarch64-linux-gnu.2.17", {"sources": 2}) as other_target:
+        other_target.done()
+        with held("x86_64-linux-gnu.2.17", {"sources": 3}) as newer:
+            newer.done()
+        assert other_target.path.is_dir()  # another target's
+        assert not rebuilt.path.exists()
+        with held("aarch64-linux-gnu.2.17", {"sources": 4}) as newest:
+            newest.done()
+        assert other_target.path.is_dir()  # in use by the build holding it
+
+
 @pytest.mark.parametrize(
     "given, message",
     [

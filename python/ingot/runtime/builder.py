@@ -7,7 +7,9 @@ interrupted build leaves no half runtime.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -135,6 +137,85 @@ class _Builder:
                     )
 
 
+class SharedLibraries:
+    """The libraries a runtime's CPython is built with (:data:`recipes.LIBRARIES`, and for a
+    profile-guided build the profile runtime), shared by the runtime builds of one target: the
+    3.11 and the 3.13 runtime build them from the same sources with the same recipes, so the
+    second build takes them from the first (on a fresh machine, the test command builds both: a
+    quarter of the second one's time). They live in the store, ``.libraries/<target>-<key>``,
+    where ``key`` hashes everything they are built from (the recipes' fingerprint, zig's version,
+    the sources' sha256); they are built in place (their pkg-config and libtool files record
+    their directory), ``complete`` written last, so an interrupted build's are built again.
+
+    A context manager: held, a shared lock on ``<directory>.lock`` (an exclusive one while it
+    builds them), so that a build of another key, which deletes the libraries of this target it
+    does not use, waits for no one and deletes none in use."""
+
+    DIRECTORY = ".libraries"
+
+    def __init__(self, root: Path, target: str, what: dict[str, Any]):
+        """``what``: everything they are built from (:meth:`inputs`)."""
+        key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+        self.parent = root / self.DIRECTORY
+        self.target = target
+        self.path = self.parent / f"{target}-{key}"
+        self.what = what
+        #: Whether an earlier build left them complete (nothing to build).
+        self.complete_before = False
+        self._lock: IO[bytes] | None = None
+
+    @staticmethod
+    def inputs(
+        toolchain: Toolchain, zig: str, digests: dict[str, str], *, profile_guided: bool
+    ) -> dict[str, Any]:
+        """What the libraries of a build are made from: the recipes, the target, zig's version
+        (``zig``) and the sha256 of each library's source (``digests``), the profile runtime's
+        for a profile-guided build."""
+        names = sorted(recipes.LIBRARIES) + (
+            [recipes.PROFILE_RUNTIME.name] if profile_guided else []
+        )
+        return {
+            "recipes": recipes_fingerprint(),
+            "target": toolchain.target,
+            "zig": zig,
+            "sources": {name: digests[name] for name in names},
+        }
+
+    def __enter__(self) -> SharedLibraries:
+        make_directories(self.parent)
+        self._lock = open(self.path.with_name(self.path.name + ".lock"), "wb")
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self.complete_before = (self.path / "complete").is_file()
+        if not self.complete_before:
+            shutil.rmtree(self.path, ignore_errors=True)  # an interrupted build's
+            self.path.mkdir()
+        else:
+            fcntl.flock(self._lock, fcntl.LOCK_SH)
+        return self
+
+    def done(self) -> None:
+        """Marks them complete (after they were built), lets other builds use them, and
+        deletes this target's libraries of other keys that no build is using."""
+        (self.path / "complete").write_text(json.dumps(self.what, indent=2) + "\n")
+        assert self._lock is not None
+        fcntl.flock(self._lock, fcntl.LOCK_SH)
+        for other in self.parent.glob(f"{self.target}-*.lock"):
+            directory = other.with_suffix("")
+            if directory == self.path:
+                continue
+            with open(other, "wb") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # in use
+                shutil.rmtree(directory, ignore_errors=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
 #: How often a runtime build says what it is doing while one step runs.
 PROGRESS_SECONDS = 10.0
 
@@ -184,6 +265,7 @@ def build_runtime(
     _check_snapshot_tools(found)
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    stack = contextlib.ExitStack()
     try:
         source_root = work / "src"
         python_source = unpack(found["python"], source_root)
@@ -204,15 +286,20 @@ def build_runtime(
             return existing
         stage = work / name
         prefix = stage / "python"
-        libraries = work / "libraries"
         log = stage / "build.log"
         stage.mkdir(parents=True)
         build_python = None
         if toolchain.cross:
             build_python = _build_python(version, sources, directories, jobs, pgo, say)
+        digests = {key: sha256_of(path) for key, path in found.items()}
+        zig_version = toolchain.version()
+        made_of = SharedLibraries.inputs(
+            toolchain, zig_version, digests, profile_guided=profile_guided
+        )
+        libraries = stack.enter_context(SharedLibraries(root, toolchain.target, made_of))
         builder = _Builder(toolchain, log, say)
         started = time.monotonic()
-        say(f"building runtime {name} with zig {toolchain.version()} ({jobs} jobs); log: {log}")
+        say(f"building runtime {name} with zig {zig_version} ({jobs} jobs); log: {log}")
         timings = _compile(
             builder,
             found,
@@ -224,9 +311,10 @@ def build_runtime(
             build_python,
             llvm_profdata,
         )
-        floor = _check_built(builder, prefix, python_source, libraries, minor)
+        floor = _check_built(builder, prefix, python_source, libraries.path, minor)
         timings["total"] = round(time.monotonic() - started, 1)
-        info = _runtime_info(version, toolchain, floor, found, timings)
+        info = _runtime_info(version, toolchain, floor, found, timings, digests)
+        info["libraries"] = {"directory": libraries.path.name, "reused": libraries.complete_before}
         info["optimization"] = _optimization(llvm_profdata, jobs, builder.profile)
         info["launcher"] = _launcher(stage, prefix, toolchain, builder, build_python, log)
         record_hashes(Runtime(stage, info))
@@ -235,6 +323,7 @@ def build_runtime(
         say(f"runtime {name}: {final} ({floor}; {info['build_seconds']['total']:.0f} s)")
         return Runtime(final, info)
     finally:
+        stack.close()
         if keep_build:
             say(f"build directory kept: {work}")
         else:
@@ -435,41 +524,35 @@ def _compile(
     source_root: Path,
     python_source: Path,
     prefix: Path,
-    libraries: Path,
+    shared: SharedLibraries,
     jobs: int,
     build_python: Path | None,
     llvm_profdata: Path | None = None,
 ) -> dict[str, float]:
-    """Builds every library of the recipes into ``libraries``, then CPython into ``prefix``
-    (profile-guided with ``llvm_profdata``: first the profile runtime); returns the seconds each
-    took."""
-    say = builder.say
-    machine = builder.toolchain.machine
-    timings = {}
-    if llvm_profdata is not None:
-        begun = time.monotonic()
-        recipe = recipes.PROFILE_RUNTIME
-        say(f"  {recipe.name} ({recipe.purpose}) from {found[recipe.name].name}")
-        source = unpack(found[recipe.name], source_root, only=recipes.PROFILE_RUNTIME_MEMBERS)
-        recipe.build(source, libraries, builder.runner(source, libraries), jobs, machine)
-        timings[recipe.name] = round(time.monotonic() - begun, 1)
-    for library, recipe in recipes.LIBRARIES.items():
-        begun = time.monotonic()
-        say(f"  {library} ({recipe.purpose}) from {found[library].name}")
-        source = unpack(found[library], source_root)
-        recipe.build(source, libraries, builder.runner(source, libraries), jobs, machine)
-        timings[library] = round(time.monotonic() - begun, 1)
+    """Builds every library of the recipes into ``shared`` (unless an earlier build left them
+    there), then CPython into ``prefix`` (profile-guided with ``llvm_profdata``: first the
+    profile runtime); returns the seconds each took."""
+    libraries = shared.path
+    timings: dict[str, float] = {}
+    if shared.complete_before:
+        builder.say(f"  the libraries: built by an earlier runtime build, in {libraries}")
+    else:
+        for name, seconds in _compile_libraries(
+            builder, found, source_root, libraries, jobs, llvm_profdata
+        ):
+            timings[name] = seconds
+        shared.done()
     begun = time.monotonic()
     version = ".".join(str(part) for part in recipes.python_version_of(python_source))
     how = "-O3, ThinLTO" + (", profile-guided (a training run)" if llvm_profdata else "")
-    say(f"  CPython {version} from {found['python'].name} ({how})")
+    builder.say(f"  CPython {version} from {found['python'].name} ({how})")
     profile = recipes.build_python(
         python_source,
         prefix,
         libraries,
         builder.runner(python_source, libraries),
         jobs,
-        machine,
+        builder.toolchain.machine,
         build_python,
         llvm_profdata,
     )
@@ -481,14 +564,39 @@ def _compile(
     return timings
 
 
+def _compile_libraries(
+    builder: _Builder,
+    found: dict[str, Path],
+    source_root: Path,
+    libraries: Path,
+    jobs: int,
+    llvm_profdata: Path | None,
+) -> Iterable[tuple[str, float]]:
+    """Builds the profile runtime (for a profile-guided build) and every library of the recipes
+    into ``libraries``; yields each one's name and the seconds it took."""
+    machine = builder.toolchain.machine
+    chosen = list(recipes.LIBRARIES.items())
+    if llvm_profdata is not None:
+        chosen.insert(0, (recipes.PROFILE_RUNTIME.name, recipes.PROFILE_RUNTIME))
+    for library, recipe in chosen:
+        begun = time.monotonic()
+        builder.say(f"  {library} ({recipe.purpose}) from {found[library].name}")
+        only = recipes.PROFILE_RUNTIME_MEMBERS if recipe is recipes.PROFILE_RUNTIME else ()
+        source = unpack(found[library], source_root, only=only)
+        recipe.build(source, libraries, builder.runner(source, libraries), jobs, machine)
+        yield library, round(time.monotonic() - begun, 1)
+
+
 def _runtime_info(
     version: str,
     toolchain: Toolchain,
     floor: GlibcFloor,
     found: dict[str, Path],
     timings: dict[str, float],
+    digests: dict[str, str],
 ) -> dict[str, Any]:
-    """``runtime.json``, but for its launcher: what the runtime is and how it was built."""
+    """``runtime.json``, but for its launcher: what the runtime is and how it was built
+    (``digests``: the sha256 of each source in ``found``)."""
     return {
         "format": RUNTIME_FORMAT,
         "python": {"version": version, "implementation": "cpython"},
@@ -501,7 +609,7 @@ def _runtime_info(
         "toolchain": {"zig": toolchain.version()},
         "recipes": recipes_fingerprint(),
         "sources": {
-            key: {"file": path.name, "sha256": sha256_of(path)} for key, path in found.items()
+            key: {"file": path.name, "sha256": digests[key]} for key, path in found.items()
         },
         "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "build_seconds": timings,

@@ -726,7 +726,8 @@ def build_python(
     build, what the profile counted (:func:`_check_profile`)."""
     arguments, environment = python_configure_arguments(prefix, libraries, machine, build_python)
     patch_python(source)
-    make = ["make", f"-j{jobs}"]
+    # The build's own tools (see :func:`patch_python`) linked at -O0.
+    make = ["make", f"-j{jobs}", f"{TOOL_LDFLAGS_VARIABLE}=-O0"]
     if llvm_profdata is not None:
         arguments.append("--enable-optimizations")
         environment.update(
@@ -743,10 +744,19 @@ def build_python(
             f"LLVM_PROF_FILE={PROFILE_FILE}",
             # clang's IR-level instrumentation rather than the front end's (configure's choice
             # for clang): its profile matches the code compiled again (the front end's left part
-            # of 217 of the interpreter's files unmatched), and it promotes hot indirect calls
-            # (PyObject_Malloc's allocator table) to direct ones that can be inlined. Measured
-            # (docs/benchmarks.md): 0.82x the time of the same build with the front end's.
-            f"PGO_PROF_GEN_FLAG={PGO_GENERATE}",
+            # of 217 of the interpreter's files unmatched), and it can promote hot indirect calls
+            # to direct ones that can be inlined (which it promoted here was not checked).
+            # Measured (docs/benchmarks.md): 0.82x the time of the same build with the front
+            # end's.
+            # The instrumented build without LTO: what it links is run once, for the training,
+            # and thrown away, so ThinLTO's code generation at link time there is wasted. The IR
+            # is instrumented before ThinLTO's link-time stage (the same point with or without
+            # it), so the profile matches the LTO build made with it (checked: the build log's
+            # `hash mismatch` warnings, docs/runtimes.md). More counters of the values seen at
+            # indirect calls than clang's default: with it, the training's processes ran out
+            # ("LLVM Profile Warning: ... Running out of static counters", a thousand times,
+            # mixed into the test workers' reports).
+            f"PGO_PROF_GEN_FLAG={PGO_GENERATE} -fno-lto -mllvm -vp-counters-per-site=8",
             f"PGO_PROF_USE_FLAG={PGO_USE}",
         ]
     run(["./configure", *arguments], cwd=source, extra=environment)
@@ -843,9 +853,73 @@ _TCL_LIBRARY_BESIDE_TKINTER = """\
 """
 
 
+#: The programs CPython's build links only to run them while it builds (freezing and deep-freezing
+#: modules) or to test embedding, never installed; with LTO each is one more link-time code
+#: generation of nearly the whole interpreter (about 170 s here, even at -O0), twice in a
+#: profile-guided build. :func:`patch_python` gives their link lines the make variable
+#: :data:`TOOL_LDFLAGS_VARIABLE`, which a build sets to -O0 (no link-time optimization), keeps a
+#: profile-guided build's first-stage tools for its second stage, and drops `_testembed` from
+#: `make`.
+BUILD_TOOLS = ("_bootstrap_python", "Programs/_freeze_module", "Programs/_testembed")
+#: Of :data:`BUILD_TOOLS`, those a profile-guided build's second stage takes from its first.
+KEPT_TOOLS = BUILD_TOOLS[:2]
+TOOL_LDFLAGS_VARIABLE = "INGOT_TOOL_LDFLAGS"
+
+
+def _patch_tool_links(makefile: Path) -> None:
+    """Adds ``$(INGOT_TOOL_LDFLAGS)`` to the link line of each of :data:`BUILD_TOOLS` in
+    ``Makefile.pre.in`` (after the flags it has, so that its -O wins); a release without one of
+    them (3.10 has no `_bootstrap_python`) keeps linking it as it did. `make` (``build_all``)
+    no longer links `_testembed` (test_embed's program: no runtime has it, and the training
+    does not run it); `make Programs/_testembed` still does."""
+    text = makefile.read_text()
+    # A profile-guided build's second stage keeps the first's tools: they are not deleted, and
+    # they are made again only when missing (their objects become order-only prerequisites).
+    # They then freeze the same modules into the same data (instrumented: each run writes a
+    # profile nothing reads).
+    for tool in KEPT_TOOLS:
+        text = re.sub(
+            rf"^({re.escape(tool)}:)([^\n|]*\n\t\$\(LINKCC\))", r"\1 |\2", text, count=1, flags=re.M
+        )
+    text = re.sub(
+        r"^(clean-retain-profile:(?:[^\n]*\n)*?)\t-rm -f _bootstrap_python\n",
+        r"\1",
+        text,
+        count=1,
+        flags=re.M,
+    )
+    text = re.sub(
+        r"^(clean-retain-profile:(?:[^\n]*\n)*?\t-rm -f Programs/_testembed) Programs/_freeze_module\n",
+        r"\1\n",
+        text,
+        count=1,
+        flags=re.M,
+    )
+    text = re.sub(
+        r"^(build_all:(?:[^\n]*\\\n)*[^\n]*?)[ \t]+Programs/_testembed\b",
+        r"\1",
+        text,
+        count=1,
+        flags=re.M,
+    )
+    for tool in BUILD_TOOLS:
+        text = re.sub(
+            rf"^({re.escape(tool)}:[^\n]*\n\t\$\(LINKCC\) [^\n]*?) -o \$@",
+            rf"\1 $({TOOL_LDFLAGS_VARIABLE}) -o $@",
+            text,
+            count=1,
+            flags=re.M,
+        )
+    makefile.write_text(text)
+
+
 def patch_python(source: Path) -> None:
     """What a runtime changes in CPython's source before configure: `_tkinter` finds Tcl's script
-    library beside the `tkinter` package (:data:`_TCL_LIBRARY_BESIDE_TKINTER`)."""
+    library beside the `tkinter` package (:data:`_TCL_LIBRARY_BESIDE_TKINTER`); the build's own
+    tools link without link-time optimization (:func:`_patch_tool_links`)."""
+    makefile = source / "Makefile.pre.in"
+    if makefile.is_file() and f"$({TOOL_LDFLAGS_VARIABLE})" not in makefile.read_text():
+        _patch_tool_links(makefile)
     tkinter = source / "Modules" / "_tkinter.c"
     text = tkinter.read_text()
     if _TCL_LIBRARY_BESIDE_TKINTER not in text:
@@ -906,17 +980,21 @@ def python_configure_arguments(
         arguments += [*cross, f"--with-build-python={build_python}"]
     environment = {
         # zig makes -Wdate-time an error (Modules/getbuildinfo.c uses __DATE__). No -O: CPython's
-        # own (-O3) holds.
-        "CFLAGS": "-Wno-error=date-time",
+        # own (-O3) holds. No debug information (-g0; zig's clang then writes none, although
+        # CPython's LTO flags add -g later on the line: libpython3.13.a 52 -> 17 MB): the
+        # launcher that executables run is stripped, and with it each ThinLTO link (the
+        # interpreter's, the launcher's) generated code for it.
+        "CFLAGS": "-Wno-error=date-time -g0",
         # include/ncursesw: where ncurses puts curses.h and term.h (CPython's configure looks in
         # /usr/include/ncursesw, which the toolchain drops).
         # include/uuid: where util-linux puts uuid.h (3.10's setup.py looks for uuid.h).
         "CPPFLAGS": f"-I{libraries / 'include'} -I{libraries / 'include' / 'ncursesw'} "
         f"-I{libraries / 'include' / 'uuid'}",
         "LDFLAGS": f"-L{libraries / 'lib'}",
-        # The optimization level of ThinLTO's code generation at link time: zig's clang, given no
-        # -O when it links (CPython's link line has none), passes lld none, and lld optimizes at
-        # -O2. Recorded in sysconfig (PY_LDFLAGS_NODIST): the launcher links libpython with it.
+        # The optimization level of ThinLTO's link-time stage: zig's clang links in the mode its
+        # last -O names, and CPython's link line has none: the mode of no -O, -O0's (on a
+        # two-file program, no function inlined across files). Recorded in sysconfig
+        # (PY_LDFLAGS_NODIST): the launcher links libpython with it.
         "LDFLAGS_NODIST": "-O3",
         # x86-64 and aarch64 read unaligned words. configure's test for it runs a misaligned
         # read, compiled with its CFLAGS (no -O here): zig's clang at -O0 traps undefined
