@@ -268,16 +268,7 @@ def build_runtime(
     stack = contextlib.ExitStack()
     try:
         source_root = work / "src"
-        python_source = unpack(found["python"], source_root)
-        version = ".".join(str(part) for part in recipes.python_version_of(python_source))
-        if wanted and version != wanted and not version.startswith(wanted + "."):
-            raise RuntimeError_(
-                f"the CPython source {found['python'].name} is {version}, not {wanted}",
-                hint="give the source release of that version",
-            )
-        minor = tuple(int(part) for part in version.split(".")[:2])
-        if not (3, 10) <= minor <= (3, 15):
-            raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
+        python_source, version, minor = _unpack_python(found["python"], source_root, wanted)
         _check_cross_version(toolchain, version)
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
@@ -328,6 +319,24 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _unpack_python(
+    archive: Path, source_root: Path, wanted: str | None
+) -> tuple[Path, str, tuple[int, ...]]:
+    """Unpacks CPython's source release; its tree, version and (major, minor); an error unless
+    it is the ``wanted`` version and a supported one."""
+    python_source = unpack(archive, source_root)
+    version = ".".join(str(part) for part in recipes.python_version_of(python_source))
+    if wanted and version != wanted and not version.startswith(wanted + "."):
+        raise RuntimeError_(
+            f"the CPython source {archive.name} is {version}, not {wanted}",
+            hint="give the source release of that version",
+        )
+    minor = tuple(int(part) for part in version.split(".")[:2])
+    if not (3, 10) <= minor <= (3, 15):
+        raise RuntimeError_(f"CPython {version} is not supported (3.10 to 3.15 are)")
+    return python_source, version, minor
 
 
 def _check_built(
