@@ -290,11 +290,17 @@ def test_a_targets_libraries_are_built_once_and_shared(tmp_path):
 
     with held("x86_64-linux-gnu.2.17", {"sources": 1}) as first:
         assert not first.complete_before
-        (first.path / "lib").mkdir()
+        (first.path / "lib" / "tcl8.6").mkdir(parents=True)
+        (first.path / "lib" / "tcl8.6" / "init.tcl").write_text("")
         first.done()
+    # Tcl's script library moved out of lib/, where Tcl would look first (the path compiled in).
+    assert not (first.path / "lib" / "tcl8.6").exists()
+    assert (first.script_library("tcl8.6") / "init.tcl").is_file()
+    (first.path / "lib" / "tk8.6").mkdir()  # (left there by an earlier ingot)
     with held("x86_64-linux-gnu.2.17", {"sources": 1}) as again:
         assert again.complete_before and again.path == first.path
-        assert (again.path / "lib").is_dir()
+        assert (again.path / "lib").is_dir() and again.script_library("tk8.6").is_dir()
+        assert not (again.path / "lib" / "tk8.6").exists()
     interrupted = held("x86_64-linux-gnu.2.17", {"sources": 2})
     with interrupted:
         (interrupted.path / "half").write_text("")

@@ -147,11 +147,17 @@ class SharedLibraries:
     the sources' sha256); they are built in place (their pkg-config and libtool files record
     their directory), ``complete`` written last, so an interrupted build's are built again.
 
+    Tcl's and Tk's script libraries (:data:`recipes.SCRIPT_LIBRARIES`) are moved from ``lib/``
+    to ``scripts/`` once the libraries are complete: Tcl looks first in the directory compiled
+    into it (``<libraries>/lib/tcl8.6``), and a runtime's Tcl must find its own copy (beside its
+    standard library), not one left in the store (a build directory, deleted, never had it).
+
     A context manager: held, a shared lock on ``<directory>.lock`` (an exclusive one while it
     builds them), so that a build of another key, which deletes the libraries of this target it
     does not use, waits for no one and deletes none in use."""
 
     DIRECTORY = ".libraries"
+    SCRIPTS = "scripts"
 
     def __init__(self, root: Path, target: str, what: dict[str, Any]):
         """``what``: everything they are built from (:meth:`inputs`)."""
@@ -190,12 +196,27 @@ class SharedLibraries:
             shutil.rmtree(self.path, ignore_errors=True)  # an interrupted build's
             self.path.mkdir()
         else:
+            self._put_scripts_aside()  # (libraries completed before they were)
             fcntl.flock(self._lock, fcntl.LOCK_SH)
         return self
 
+    def script_library(self, name: str) -> Path:
+        """Where the script library ``name`` (``tcl8.6``) is, once they are complete."""
+        return self.path / self.SCRIPTS / name
+
+    def _put_scripts_aside(self) -> None:
+        for name in recipes.SCRIPT_LIBRARIES:
+            installed = self.path / "lib" / name
+            if installed.is_dir():
+                shutil.rmtree(self.script_library(name), ignore_errors=True)
+                self.script_library(name).parent.mkdir(exist_ok=True)
+                installed.rename(self.script_library(name))
+
     def done(self) -> None:
-        """Marks them complete (after they were built), lets other builds use them, and
-        deletes this target's libraries of other keys that no build is using."""
+        """Marks them complete (after they were built; script libraries put aside), lets other
+        builds use them, and deletes this target's libraries of other keys that no build is
+        using."""
+        self._put_scripts_aside()
         (self.path / "complete").write_text(json.dumps(self.what, indent=2) + "\n")
         assert self._lock is not None
         fcntl.flock(self._lock, fcntl.LOCK_SH)
@@ -568,7 +589,7 @@ def _compile(
     if profile is not None:
         builder.profile = profile
     for script_library in recipes.SCRIPT_LIBRARIES:  # Tcl's and Tk's, beside lib/python3.X
-        shutil.copytree(libraries / "lib" / script_library, prefix / "lib" / script_library)
+        shutil.copytree(shared.script_library(script_library), prefix / "lib" / script_library)
     timings["python"] = round(time.monotonic() - begun, 1)
     return timings
 
