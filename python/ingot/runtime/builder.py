@@ -141,8 +141,8 @@ class SharedLibraries:
     """The libraries a runtime's CPython is built with (:data:`recipes.LIBRARIES`, and for a
     profile-guided build the profile runtime), shared by the runtime builds of one target: the
     3.11 and the 3.13 runtime build them from the same sources with the same recipes, so the
-    second build takes them from the first (on a fresh machine, the test command builds both: a
-    quarter of the second one's time). They live in the store, ``.libraries/<target>-<key>``,
+    second build takes them from the first (on a fresh machine, the test command builds both:
+    about 5.5 minutes here, nearly half of a 3.13 build's time). They live in the store, ``.libraries/<target>-<key>``,
     where ``key`` hashes everything they are built from (the recipes' fingerprint, zig's version,
     the sources' sha256); they are built in place (their pkg-config and libtool files record
     their directory), ``complete`` written last, so an interrupted build's are built again.
