@@ -208,7 +208,10 @@ def test_a_build_cache_others_can_write_is_refused(project):
     entries.chmod(0o777)
     refused = build(project, project.parent / "again.ingot", check=False)
     assert refused.returncode != 0
-    assert f"{entries} (the build cache) is not a private directory of this user" in refused.stderr
+    assert (
+        f"refusing the build cache: cache directory `{entries}` is writable by other users "
+        "(mode 777)" in refused.stderr
+    )
     assert "hint:" in refused.stderr and "--no-cache" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert build(project, project.parent / "again.ingot", "--no-cache").returncode == 0

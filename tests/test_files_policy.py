@@ -4,6 +4,7 @@ safely; native code goes through the cache where memory files cannot be used."""
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -580,11 +581,17 @@ def _launcher_or_skip():
 
 
 def _writes(log, cache):
-    """Syscalls in an strace log that create, write, rename or remove something."""
+    """Syscalls in an strace log (``strace -y``) that create, write, rename or remove something,
+    a name relative to a directory descriptor joined to that directory's path
+    (``mkdirat(3</a>, "b", ...)``: ``"/a/b"``)."""
     markers = ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink", "mkdir", "rmdir", "ftruncate")
+    joined = (
+        re.sub(r'\b\d+<([^>]*)>, "([^"]*)"', lambda found: f'"{found[1]}/{found[2]}"', line)
+        for line in strace_calls(log)
+    )
     return [
         line
-        for line in strace_calls(log)
+        for line in joined
         if any(marker in line for marker in markers)
         and "memfd" not in line
         and " = -1 " not in line
@@ -627,7 +634,7 @@ def test_executable_with_a_files_package_writes_its_cache_once(tmp_path):
     for run in ("first", "second"):
         log = tmp_path / f"{run}.strace"
         result = subprocess.run(
-            ["strace", "-f", "-qq", "-o", str(log), "-e", "trace=%file,%desc", str(exe)],
+            ["strace", "-f", "-qq", "-y", "-o", str(log), "-e", "trace=%file,%desc", str(exe)],
             capture_output=True,
             text=True,
             env=env,

@@ -51,7 +51,6 @@ __all__ = [
     "binary_path_names",
     "cache_root",
     "canonical_marshal",
-    "check_cache_ancestors",
     "content_hash",
     "elf_class",
     "elf_dynamic",
@@ -61,6 +60,7 @@ __all__ = [
     "launch_config_json",
     "loadable_image",
     "loose_binary_names",
+    "make_cache_dirs",
     "regex_entry_name",
     "regex_key",
     "write_tree",
@@ -258,7 +258,7 @@ class _ArchiveInfo(TypedDict):
     entries: int
 
 def archive_info(path: str | os.PathLike[str]) -> _ArchiveInfo: ...
-def check_cache_ancestors(path: str | os.PathLike[str]) -> None: ...
+def make_cache_dirs(path: str | os.PathLike[str], mode: int = 0o700) -> None: ...
 def content_hash(data: bytes) -> int: ...
 def files_manifest(package: str, files: dict[str, bytes]) -> bytes: ...
 def regex_key(pattern: str | bytes, flags: int) -> bytes: ...

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingot._ingot import cache_root
+from ingot._ingot import cache_root, make_cache_dirs
 from ingot.errors import IngotError
 
 __all__ = [
@@ -86,17 +86,19 @@ def root() -> Path:
 
 
 def make_directories(path: Path, mode: int = 0o755) -> None:
-    """``mkdir -p path``, each directory it makes with ``mode`` at most whatever the umask:
-    under ``umask 000``, ``os.makedirs`` would make the parents writable by anyone."""
-    missing = []
-    while not path.exists() and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, mode & 0o755)
-        except FileExistsError:
-            pass
+    """``mkdir -p path``, safely where other users can write (``/tmp``): each missing directory
+    is made relative to a checked descriptor of its parent, the parents it makes ``0755`` at most
+    whatever the umask, ``path`` itself with ``mode``; CacheError when ``path`` or a directory
+    above it is, or could be replaced by, another user's (:func:`ingot._ingot.make_cache_dirs`,
+    the extraction cache's rule)."""
+    try:
+        make_cache_dirs(path, mode)
+    except ValueError as error:
+        raise CacheError(
+            str(error),
+            hint="set INGOT_CACHE_DIR (or INGOT_RUNTIMES) to a directory only you (or root) can "
+            "write, and whose parents too",
+        ) from None
 
 
 def build_root() -> Path:

@@ -26,7 +26,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -222,7 +222,7 @@ pub fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
     };
     let resolved = fs::canonicalize(existing)
         .map_err(|source| CacheError::UseDir { path: existing.to_path_buf(), source })?;
-    // `path` itself, when it exists, is checked by `private_dir` (and `usable`).
+    // `path` itself, when it exists, is checked by `make_dirs_checked` (and `usable`).
     let skip = usize::from(existing == path);
     for ancestor in resolved.ancestors().skip(skip) {
         let metadata = fs::symlink_metadata(ancestor)
@@ -242,6 +242,185 @@ pub fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
         });
     }
     Ok(())
+}
+
+/// Makes `path` a directory of user `uid` that no other user can write or replace, creating it
+/// (`mode`, `0700` for the cache root) and its missing parents (`0755` at most) one component at a
+/// time, each relative to a held descriptor of its parent that was checked first (`mkdirat`, then
+/// `openat` with `O_NOFOLLOW|O_DIRECTORY`, then `fstat` before descending). A directory that
+/// another user makes at a missing component's name in between, say in `/tmp`, is seen as theirs
+/// and refused; the check is never of a path that was still missing. Every directory above `path`
+/// must be owned by root or `uid` and not writable by group or others unless sticky (as
+/// [`safe_ancestors`] asks); `path` itself must be `uid`'s and writable by no one else.
+pub fn make_dirs_checked(path: &Path, uid: u32, mode: u32) -> Result<(), CacheError> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::path::Component;
+
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|source| CacheError::UseDir { path: path.to_path_buf(), source })?
+            .join(path)
+    };
+    if fs::symlink_metadata(&absolute).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        return Err(CacheError::NotADirectory { path: path.to_path_buf() });
+    }
+    // The part that exists, its links resolved (a home under a linked /home), then the rest;
+    // walked from `/` without following any link.
+    let resolved = resolve_existing(&absolute)?;
+    let mut steps: Vec<&OsStr> = Vec::new();
+    for component in resolved.components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(name) => steps.push(name),
+            _ => return Err(CacheError::UnsafePath { path: absolute.display().to_string() }),
+        }
+    }
+    // SAFETY: a NUL-terminated literal path.
+    let fd = unsafe { libc::open(c"/".as_ptr(), DIRECTORY_FLAGS) };
+    if fd < 0 {
+        let source = std::io::Error::last_os_error();
+        return Err(CacheError::UseDir { path: PathBuf::from("/"), source });
+    }
+    // SAFETY: `fd` was just opened and is owned here.
+    let mut held = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut walked = PathBuf::from("/");
+    check_directory(&held, &walked, path, uid, steps.is_empty())?;
+    let count = steps.len();
+    for (index, name) in steps.into_iter().enumerate() {
+        walked.push(name);
+        let last = index + 1 == count;
+        held = open_or_make(&held, name, &walked, if last { mode } else { 0o755 }).map_err(
+            |error| match error {
+                CacheError::NotADirectory { .. } if !last => CacheError::UnsafeAncestor {
+                    path: path.to_path_buf(),
+                    ancestor: walked.clone(),
+                    reason: "is not a directory, or was replaced by a link".to_string(),
+                },
+                CacheError::NotADirectory { .. } => {
+                    CacheError::NotADirectory { path: path.to_path_buf() }
+                }
+                other => other,
+            },
+        )?;
+        check_directory(&held, &walked, path, uid, last)?;
+    }
+    Ok(())
+}
+
+/// `open(2)` flags for a directory walked by [`make_dirs_checked`]: a path descriptor (which
+/// `fstat`, `openat` and `mkdirat` take), so that a directory this user may not list (another
+/// user's, refused with its owner named) is still looked at.
+const DIRECTORY_FLAGS: libc::c_int =
+    libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+/// `absolute` with its existing part's links resolved: its nearest existing ancestor,
+/// canonicalized, joined with what is missing below it. Another process removing that ancestor
+/// meanwhile is a new round.
+fn resolve_existing(absolute: &Path) -> Result<PathBuf, CacheError> {
+    let mut last_error = None;
+    for _round in 0..8 {
+        let existing =
+            absolute.ancestors().find(|ancestor| ancestor.exists()).unwrap_or(Path::new("/"));
+        match fs::canonicalize(existing) {
+            Ok(resolved) => {
+                let missing = absolute.strip_prefix(existing).unwrap_or(Path::new(""));
+                return Ok(resolved.join(missing));
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => last_error = Some(error),
+            Err(source) => return Err(CacheError::UseDir { path: existing.to_path_buf(), source }),
+        }
+    }
+    let source = last_error.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT));
+    Err(CacheError::UseDir { path: absolute.to_path_buf(), source })
+}
+
+/// The directory `name` of the open directory `parent`, opened without following a link; made
+/// first (`mode`) when it is missing. `walked` is its path, for messages.
+fn open_or_make(
+    parent: &std::os::fd::OwnedFd,
+    name: &OsStr,
+    walked: &Path,
+    mode: u32,
+) -> Result<std::os::fd::OwnedFd, CacheError> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    let text = CString::new(name.as_encoded_bytes())
+        .map_err(|_| CacheError::NulInPath { path: walked.to_path_buf() })?;
+    for _round in 0..8 {
+        // SAFETY: `parent` is an open directory and `text` a NUL-terminated name.
+        let fd = unsafe { libc::openat(parent.as_raw_fd(), text.as_ptr(), DIRECTORY_FLAGS) };
+        if fd >= 0 {
+            // SAFETY: `fd` was just opened and is owned here.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let source = std::io::Error::last_os_error();
+        match source.raw_os_error() {
+            Some(libc::ENOENT) => {}
+            Some(libc::ELOOP | libc::ENOTDIR) => {
+                return Err(CacheError::NotADirectory { path: walked.to_path_buf() })
+            }
+            _ => return Err(CacheError::UseDir { path: walked.to_path_buf(), source }),
+        }
+        // SAFETY: as above.
+        if unsafe { libc::mkdirat(parent.as_raw_fd(), text.as_ptr(), mode as libc::mode_t) } != 0 {
+            let source = std::io::Error::last_os_error();
+            if source.kind() != std::io::ErrorKind::AlreadyExists {
+                return Err(CacheError::CreateDir { path: walked.to_path_buf(), source });
+            }
+        }
+        // (made, or made by someone else meanwhile: opened and checked next round)
+    }
+    Err(CacheError::KeepsChanging { path: walked.to_path_buf() })
+}
+
+/// The checks of [`make_dirs_checked`] on one directory, through its descriptor: `target` (the
+/// directory asked for) must be `uid`'s and private; an ancestor, root's or `uid`'s and not
+/// writable by others unless sticky.
+fn check_directory(
+    directory: &std::os::fd::OwnedFd,
+    walked: &Path,
+    path: &Path,
+    uid: u32,
+    target: bool,
+) -> Result<(), CacheError> {
+    let metadata = File::from(
+        directory
+            .try_clone()
+            .map_err(|source| CacheError::UseDir { path: walked.to_path_buf(), source })?,
+    )
+    .metadata()
+    .map_err(|source| CacheError::UseDir { path: walked.to_path_buf(), source })?;
+    if target {
+        if metadata.uid() != uid {
+            return Err(CacheError::NotOurs {
+                path: path.to_path_buf(),
+                owner: metadata.uid(),
+                uid,
+            });
+        }
+        if metadata.mode() & 0o022 != 0 {
+            return Err(CacheError::NotPrivate {
+                path: path.to_path_buf(),
+                mode: metadata.mode() & 0o777,
+            });
+        }
+        return Ok(());
+    }
+    let sticky = metadata.mode() & 0o1000 != 0;
+    let reason = if metadata.uid() != 0 && metadata.uid() != uid {
+        format!("belongs to user {}", metadata.uid())
+    } else if metadata.mode() & 0o022 != 0 && !sticky {
+        format!("is writable by other users (mode {:o})", metadata.mode() & 0o777)
+    } else {
+        return Ok(());
+    };
+    Err(CacheError::UnsafeAncestor {
+        path: path.to_path_buf(),
+        ancestor: walked.to_path_buf(),
+        reason,
+    })
 }
 
 /// Whether `path` is, or could be created as, a private cache directory of user `uid`.
@@ -272,48 +451,6 @@ fn usable(path: &Path, uid: u32) -> bool {
         }
         Err(_) => false,
     }
-}
-
-/// Creates `path` (and missing parents) if needed; checks that `path` itself is a directory of
-/// ours that nobody else can write to. `private` directories this function creates are `0700`.
-fn private_dir(path: &Path) -> Result<(), CacheError> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(parent) = path.parent() {
-                // Parents (such as ~/.cache) get the usual permissions, `0755` at most whatever
-                // the umask (`mkdir -p` under umask 000 would make them writable by anyone).
-                fs::DirBuilder::new().recursive(true).mode(0o755).create(parent).map_err(
-                    |source| CacheError::CreateDir { path: parent.to_path_buf(), source },
-                )?;
-            }
-            match fs::DirBuilder::new().mode(0o700).create(path) {
-                Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(source) => {
-                    return Err(CacheError::CreateDir { path: path.to_path_buf(), source })
-                }
-            }
-        }
-        Err(source) => return Err(CacheError::UseDir { path: path.to_path_buf(), source }),
-    }
-    let metadata = fs::symlink_metadata(path)
-        .map_err(|source| CacheError::UseDir { path: path.to_path_buf(), source })?;
-    if !metadata.is_dir() {
-        return Err(CacheError::NotADirectory { path: path.to_path_buf() });
-    }
-    // SAFETY: no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    if metadata.uid() != uid {
-        return Err(CacheError::NotOurs { path: path.to_path_buf(), owner: metadata.uid(), uid });
-    }
-    if metadata.mode() & 0o022 != 0 {
-        return Err(CacheError::NotPrivate {
-            path: path.to_path_buf(),
-            mode: metadata.mode() & 0o777,
-        });
-    }
-    Ok(())
 }
 
 /// `path`, a file of a checked tree, opened without following a link and checked again through
@@ -403,10 +540,10 @@ where
     check_relative(id)?;
     let strategy = Strategy::from_env()?;
     // SAFETY: no preconditions.
-    safe_ancestors(root, unsafe { libc::geteuid() })?;
-    private_dir(root)?;
+    let uid = unsafe { libc::geteuid() };
+    make_dirs_checked(root, uid, 0o700)?;
     let parent = root.join(section);
-    private_dir(&parent)?;
+    make_dirs_checked(&parent, uid, 0o700)?;
     let tree = parent.join(id);
     // Three rounds at most: a lost race is followed by a verification of the winner's tree.
     for _ in 0..3 {
@@ -1100,8 +1237,8 @@ mod tests {
         };
         for (strategy, id) in [(Strategy::Stream, "s"), (Strategy::Mmap, "m")] {
             let parent = root.join("trees");
-            private_dir(&root).unwrap();
-            private_dir(&parent).unwrap();
+            // SAFETY: no preconditions.
+            make_dirs_checked(&parent, unsafe { libc::geteuid() }, 0o700).unwrap();
             let temporary = write_temporary(&parent, id, &files, &lookup, strategy).unwrap();
             assert!(verify(&temporary, &files).is_ok(), "{strategy:?}");
         }

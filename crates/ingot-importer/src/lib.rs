@@ -67,10 +67,10 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
         module.add_function(wrap_pyfunction!(launch::launch_config_json, module)?)?;
         module.add_function(wrap_pyfunction!(files::files_manifest, module)?)?;
-        module.add_function(wrap_pyfunction!(check_cache_ancestors, module)?)?;
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
+    module.add_function(wrap_pyfunction!(make_cache_dirs, module)?)?;
     module.add_function(wrap_pyfunction!(archive_info, module)?)?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     module.add("TRAILER_MAGIC", PyBytes::new(py, &ingot_format::layout::TRAILER_MAGIC))?;
@@ -137,16 +137,17 @@ fn archive_info(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Bound<'_, 
     Ok(info)
 }
 
-#[cfg(feature = "writer")]
-/// `check_cache_ancestors(path)`: `ValueError` unless no other user can replace `path` or what it
-/// holds (every directory above it owned by root or this user, and not writable by others unless
-/// sticky): the rule the extraction cache's root follows, for the build cache's.
+/// `make_cache_dirs(path, mode=0o700)`: makes `path` (and its missing parents) a directory of this
+/// user that no other user can write or replace, each missing component created relative to a
+/// checked descriptor of its parent (the rule of the extraction cache's root, for the build cache
+/// and the runtime store); `ValueError` naming the directory and why when it cannot be.
 #[pyfunction]
-fn check_cache_ancestors(path: std::path::PathBuf) -> PyResult<()> {
+#[pyo3(signature = (path, mode = 0o700))]
+fn make_cache_dirs(path: std::path::PathBuf, mode: u32) -> PyResult<()> {
     // SAFETY: geteuid cannot fail.
     let uid = unsafe { libc::geteuid() };
-    cache::safe_ancestors(&path, uid)
-        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
+    cache::make_dirs_checked(&path, uid, mode)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error::chain(&error)))
 }
 
 /// `cache_root() -> str`: the extraction cache's root as the importer resolves it

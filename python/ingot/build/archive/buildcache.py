@@ -105,34 +105,20 @@ def open_memo(root: Path | None) -> BuildMemo:
     directories (another user could put bytecode in an executable)."""
     if root is None:
         return NO_CACHE
-    from ingot._ingot import check_cache_ancestors
-    from ingot.cachedir import CacheError, check_private, make_directories
+    from ingot.cachedir import CacheError, make_directories
 
+    # As the extraction cache's root: each directory made relative to a checked descriptor of its
+    # parent, so that no other user can put one of theirs in its way (in /tmp, say) and then
+    # entries, bytecode among them, where this build reads them.
     try:
-        # (as the extraction cache's root: no other user may rename it away after the checks
-        # below and put entries, bytecode among them, where this build reads them)
-        check_cache_ancestors(root)
-    except ValueError as error:
+        for path in (root.parent, root, root / ENTRIES, root / DEPS):
+            make_directories(path, 0o700)
+    except CacheError as error:
         raise CacheError(
             f"refusing the build cache: {error}",
             hint="set INGOT_CACHE_DIR to a directory only you (or root) can write and that no "
             "other user's directory holds, or build with --no-cache",
         ) from None
-
-    try:
-        make_directories(root.parent.parent)  # ~/.cache
-        for path in (root.parent, root, root / ENTRIES, root / DEPS):
-            # One by one: os.makedirs gives the parents it makes the umask's mode (0775 under
-            # umask 002), which the check below would refuse.
-            if not path.is_dir():
-                path.mkdir(mode=0o700, exist_ok=True)
-    except OSError as error:
-        raise CacheError(
-            f"cannot create the build cache {root}: {error}",
-            hint="set INGOT_CACHE_DIR to a directory of yours, or build with --no-cache",
-        ) from None
-    for path in (root.parent, root, root / ENTRIES, root / DEPS):
-        check_private(path, what="the build cache", fallback="build with --no-cache")
     return BuildMemo.open(root)
 
 
