@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingot.build.analysis.firstuse import imports_in_source
+from ingot.build.resolve.confine import Bounds, project_copy_ignore
 from ingot.build.resolve.launcher import is_ingot_file
 from ingot.build.resolve.project import load_project
 from ingot.build.resolve.settings import (
@@ -94,17 +95,32 @@ class _Draft:
     pinned: bool = False
     notes: list[str] = field(default_factory=list)
     requires_python: tuple[str, str] | None = None
+    #: Where its inputs may be (:mod:`ingot.build.resolve.confine`); None: what the command
+    #: line gave.
+    bounds: Bounds | None = None
 
 
-def _absolute(settings: Settings, root: Path) -> Settings:
-    """``settings`` with its paths made relative to ``root`` (a project's directory)."""
+def _absolute(settings: Settings, bounds: Bounds, where: str, overrides: Settings) -> Settings:
+    """``settings``, a project's, with its paths made relative to the project's directory, each
+    checked to stay inside it (:mod:`ingot.build.resolve.confine`); those the command line
+    replaces are left as they are."""
+    replaced = {key for key in ("script", "requirements", "output") if getattr(overrides, key)}
+    if _chosen(overrides):
+        replaced.add("script")
     paths: dict[str, object] = {
-        key: str(root / getattr(settings, key))
+        key: str(
+            bounds.project_path(
+                getattr(settings, key), f"{where}: [tool.ingot] {key}", output=key == "output"
+            )
+        )
         for key in ("script", "requirements", "output")
-        if getattr(settings, key) is not None
+        if getattr(settings, key) is not None and key not in replaced
     }
-    if settings.packages is not None:
-        paths["packages"] = [str(root / path) for path in settings.packages]
+    if settings.packages is not None and not overrides.packages:
+        paths["packages"] = [
+            str(bounds.project_path(path, f"{where}: [tool.ingot] packages"))
+            for path in settings.packages
+        ]
     return dataclasses.replace(settings, **paths)  # type: ignore[arg-type]
 
 
@@ -342,12 +358,13 @@ def plan_source(request: Request) -> Plan:
         # `ingot build --script app.py` outside a project: the script is what to build.
         source = Path(overrides.script)
         overrides = dataclasses.replace(overrides, script=None)
+    given = _given(request, source)
     if source.name == "pyproject.toml" or (source / "pyproject.toml").is_file():
-        plan = _project_plan(source, overrides)
+        plan = _project_plan(source, overrides, given)
     elif source.is_file() and source.suffix == ".py":
-        plan = _script_plan(source, overrides)
+        plan = _script_plan(source, overrides, given)
     elif (source / "__init__.py").is_file():
-        plan = _package_plan(source, overrides)
+        plan = _package_plan(source, overrides, given)
     else:
         what = (
             "does not exist"
@@ -362,14 +379,28 @@ def plan_source(request: Request) -> Plan:
     return finish(plan, request)
 
 
+def _given(request: Request, source: Path | None) -> Bounds:
+    """The bounds of a build without a project: the paths the command line gave (which may be
+    anywhere), and whether it allows leaving the project."""
+    options = request.settings
+    paths = [*(options.packages or []), options.script, options.requirements]
+    return Bounds(
+        None,
+        tuple(Path(path) for path in [source, *paths] if path is not None),
+        request.allow_outside_project,
+    )
+
+
 def _chosen(settings: Settings) -> bool:
     """Whether ``settings`` say what to run."""
     return any((settings.entry, settings.module, settings.script))
 
 
-def _project_plan(source: Path, overrides: Settings) -> _Draft:
+def _project_plan(source: Path, overrides: Settings, given: Bounds) -> _Draft:
     project = load_project(source)
-    settings = merge(_absolute(project.settings, project.root), overrides)
+    bounds = dataclasses.replace(given, project=project.root)
+    where = str(project.pyproject)
+    settings = merge(_absolute(project.settings, bounds, where, overrides), overrides)
     name = project.name or project.root.resolve().name
     if settings.entry in project.scripts:  # --entry NAME: one of [project.scripts]
         name, settings = (
@@ -387,7 +418,7 @@ def _project_plan(source: Path, overrides: Settings) -> _Draft:
             )
         ((name, entry),) = project.scripts.items()
         settings = dataclasses.replace(settings, entry=entry)
-    plan = _Draft(name, {}, settings, Path())
+    plan = _Draft(name, {}, settings, Path(), bounds=bounds)
     if project.requires_python is not None:
         plan.requires_python = (project.requires_python, f"{project.pyproject} [project]")
     if settings.packages is None:
@@ -397,15 +428,21 @@ def _project_plan(source: Path, overrides: Settings) -> _Draft:
         if settings.dependencies is not None
         else project.project_dependencies or []
     )
+    if overrides.dependencies is None:  # (the project's: each stays inside it)
+        for requirement in plan.requirements:
+            bounds.requirement(requirement, f"{where}: dependencies")
     return plan
 
 
-def _script_plan(source: Path, overrides: Settings) -> _Draft:
+def _script_plan(source: Path, overrides: Settings, given: Bounds) -> _Draft:
     settings, name = merge(Settings(), overrides), _script_module(source)
     if not _chosen(settings):
         # run as __main__; --entry can call a function of it instead
         settings = dataclasses.replace(settings, module=name)
-    plan = _Draft(name, {}, settings, Path())
+    # (the script's directory is its project: what is collected beside it stays inside)
+    plan = _Draft(
+        name, {}, settings, Path(), bounds=dataclasses.replace(given, project=source.parent)
+    )
     requires = _script_requires_python(source)
     if requires is not None:
         plan.requires_python = (requires, f"{source}'s '# /// script' block")
@@ -419,13 +456,17 @@ def _script_plan(source: Path, overrides: Settings) -> _Draft:
                 + ", ".join(name + ("/" if path.is_dir() else "") for name, path in beside)
                 + " (--package PATH instead chooses what to copy)"
             )
-    plan.requirements = list(
-        settings.dependencies if settings.dependencies is not None else inline_dependencies(source)
-    )
+    if settings.dependencies is not None:
+        plan.requirements = list(settings.dependencies)
+    else:
+        plan.requirements = inline_dependencies(source)
+        for requirement in plan.requirements:
+            assert plan.bounds is not None
+            plan.bounds.requirement(requirement, f"{source}'s '# /// script' dependencies")
     return plan
 
 
-def _package_plan(source: Path, overrides: Settings) -> _Draft:
+def _package_plan(source: Path, overrides: Settings, given: Bounds) -> _Draft:
     settings = merge(Settings(), overrides)
     name = source.resolve().name
     if not _chosen(settings):
@@ -435,7 +476,7 @@ def _package_plan(source: Path, overrides: Settings) -> _Draft:
                 hint="give --entry 'module:function' or --module",
             )
         settings = dataclasses.replace(settings, module=name)
-    plan = _Draft(name, {}, settings, Path())
+    plan = _Draft(name, {}, settings, Path(), bounds=dataclasses.replace(given, project=source))
     plan.copies.append((name, source))
     plan.requirements = list(settings.dependencies or [])
     return plan
@@ -455,6 +496,7 @@ def finish(plan: _Draft, request: Request) -> Plan:
         if not Path(settings.requirements).is_file():
             raise ConfigError(f"requirements file {settings.requirements} does not exist")
         plan.requirement_files.append(Path(settings.requirements))
+    _check_links(plan, plan.bounds or _given(request, None))
     suffix = ".ingot" if request.archive_only else ""
     plan.default_output = settings.output is None
     plan.output = (
@@ -475,6 +517,17 @@ def finish(plan: _Draft, request: Request) -> Plan:
         tuple(plan.notes),
         plan.requires_python,
     )
+
+
+def _check_links(plan: _Draft, bounds: Bounds) -> None:
+    """ConfigError naming a symbolic link in what the build copies or collects that leads out
+    of the project (:meth:`ingot.build.resolve.confine.Bounds.check_tree`)."""
+    for _, path in plan.copies:
+        bounds.check_tree(path)
+    for root in plan.roots:
+        bounds.check_tree(root)
+    if plan.pip_project is not None:
+        bounds.check_tree(plan.pip_project, project_copy_ignore())
 
 
 def _packaging() -> tuple[type[Requirement], Callable[[str], str]]:

@@ -456,6 +456,16 @@ class Request:
         form="flag",
         toml=False,
     )
+    allow_outside_project: bool = setting(
+        False,
+        help="let the project's own files (pyproject.toml, [tool.ingot], a script's PEP 723 "
+        "block) name paths outside its directory, and follow the symbolic links in what it "
+        "copies that lead out of it (default: an error names them; paths given on the command "
+        "line may be anywhere)",
+        flags=("--allow-outside-project",),
+        form="flag",
+        toml=False,
+    )
     settings: Settings = field(default_factory=Settings)
 
 
@@ -476,7 +486,14 @@ PACK_SETTINGS = ("output", "optimize", "compress", "files", "precompile_regexes"
 
 #: ``ingot build --help``'s groups of options, in order: title -> fields.
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "what to run": ("source", "console_script", "entry", "module", "script"),
+    "what to run": (
+        "source",
+        "console_script",
+        "entry",
+        "module",
+        "script",
+        "allow_outside_project",
+    ),
     "dependencies": ("dependencies", "requirements", "packages", "refresh"),
     "what to carry": ("include", "exclude", "allow_missing", "files", "memory"),
     "output": (

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from ingot.build.archive.buildcache import DEPS, NO_CACHE, BuildMemo, tree_digest
+from ingot.build.resolve.confine import PROJECT_COPY_IGNORES, project_copy_ignore
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say, this_python
 from ingot.errors import BuildError
@@ -79,40 +80,12 @@ def _pip(
         )
 
 
-#: What is left out of the copy of a project that pip builds: version control, build outputs,
-#: virtual environments, caches (the usual .gitignore entries of a Python project).
-PROJECT_COPY_IGNORES = (
-    ".git",
-    ".hg",
-    ".svn",
-    "build",
-    "dist",
-    ".venv*",
-    "__pycache__",
-    "*.pyc",
-    "*.egg-info",
-    ".eggs",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-)
-
-
 def _copy_project(project: Path, destination: Path) -> Path:
     """A copy of the project directory ``project`` at ``destination``, without
-    :data:`PROJECT_COPY_IGNORES` and without virtual environments (directories with a
-    ``pyvenv.cfg``), with the files' times."""
-    skip = shutil.ignore_patterns(*PROJECT_COPY_IGNORES)
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        return set(skip(directory, names)) | {
-            name for name in names if os.path.isfile(os.path.join(directory, name, "pyvenv.cfg"))
-        }
-
+    :data:`ingot.build.resolve.confine.PROJECT_COPY_IGNORES` and without virtual environments
+    (directories with a ``pyvenv.cfg``), with the files' times."""
     try:
-        shutil.copytree(project, destination, ignore=ignore)
+        shutil.copytree(project, destination, ignore=project_copy_ignore())
     except (OSError, shutil.Error) as error:
         raise BuildError(f"cannot copy the project {project} for pip to build: {error}") from error
     return destination
