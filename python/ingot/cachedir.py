@@ -37,6 +37,7 @@ __all__ = [
     "make_directories",
     "prune",
     "root",
+    "writer_gone",
 ]
 
 SECTIONS = ("trees", "native")
@@ -49,7 +50,11 @@ TEMPORARY_GRACE = 3600.0
 WRITER_GONE_GRACE = 10.0
 
 
-def _writer_gone(name: str) -> bool:
+def writer_gone(name: str) -> bool:
+    """Whether the process that wrote the temporary ``name`` (``<anything>-<pid>-<random>``: its
+    pid second from the end) is gone; false when the name holds no pid, or the process exists
+    or cannot be asked about. What ``ingot build`` removes of a killed build goes by it too
+    (:func:`ingot.build.interrupt.remove_stale`)."""
     parts = name.rsplit("-", 2)
     if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) <= 0:
         return False
@@ -290,7 +295,7 @@ def prune(
         if entry.section in ("deps", "build"):
             continue
         limit = TEMPORARY_GRACE if entry.temporary else older_than_days * 86400.0
-        if entry.temporary and entry.age > WRITER_GONE_GRACE and _writer_gone(entry.path.name):
+        if entry.temporary and entry.age > WRITER_GONE_GRACE and writer_gone(entry.path.name):
             limit = 0.0
         if entry.in_use or entry.age < limit:
             continue

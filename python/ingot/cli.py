@@ -26,6 +26,7 @@ from ingot import cachedir
 from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder, __version__
 from ingot.build import report, under
 from ingot.build.archive.writer import PackOptions, pack
+from ingot.build.interrupt import interrupts_stop
 from ingot.build.report import report_error
 from ingot.build.resolve import settings
 from ingot.build.resolve.environment import snapshot
@@ -651,6 +652,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     args = _parse(parser, given)
+    with interrupts_stop():  # SIGTERM and SIGHUP as ^C: what a command made goes on the way out
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "pack":
             return _pack(args)
@@ -665,9 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise AssertionError(args.command)
     except IngotError as error:
         return report_error(error)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as error:
+        return report.report_interrupt(error)
     except BrokenPipeError:  # `ingot inspect X | head`
         sys.stdout = None  # nothing more to flush at exit (typeshed allows None)
         return 0

@@ -26,6 +26,7 @@ and whatever ``SOURCE_DATE_EPOCH`` says (pip still sees it, for wheels it builds
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from ingot.build.archive.buildcache import BuildMemo, open_memo
 from ingot.build.archive.writer import PackResult
+from ingot.build.interrupt import remove_stale
 from ingot.build.progress import Ticker
 from ingot.build.resolve.launcher import read_launcher
 from ingot.build.resolve.spec import Spec
@@ -68,6 +70,7 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
     for note in spec.plan.notes:
         say(note)
     prepare_output(spec)
+    remove_stale(spec.plan.output)  # (what killed builds left beside it and in TMPDIR)
     head = read_launcher(spec.target.launcher, spec.target.machine)
     memo = open_memo(spec.cache_root)
     try:
@@ -79,7 +82,8 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
 def _build(
     spec: Spec, head: bytes, memo: BuildMemo, started: float, say: Say, ticker: Ticker | None
 ) -> BuildResult:
-    with tempfile.TemporaryDirectory(prefix="ingot-build-") as staging_name:
+    # (named with the pid: remove_stale knows it for a killed build's once this one is gone)
+    with tempfile.TemporaryDirectory(prefix=f"ingot-build-{os.getpid()}-") as staging_name:
         staging = Path(staging_name)
         # The standard library's modules are compiled and scanned meanwhile (pip uses one CPU).
         early = start_stdlib_pool(spec, memo)

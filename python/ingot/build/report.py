@@ -5,17 +5,27 @@ so does a build under a runtime (:mod:`ingot.build.under`), from the spec it is 
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ingot.build import pipeline
 from ingot.build.archive.writer import KINDS, PackResult
+from ingot.build.interrupt import Interrupted, interrupts_stop, watch_parent
 from ingot.build.progress import Ticker
 from ingot.build.resolve.spec import Spec
 from ingot.errors import IngotError
 
-__all__ = ["build_and_report", "build_spec_file", "report_error", "say_unless", "size", "summary"]
+__all__ = [
+    "build_and_report",
+    "build_spec_file",
+    "report_error",
+    "report_interrupt",
+    "say_unless",
+    "size",
+    "summary",
+]
 
 
 def size(count: float) -> str:
@@ -78,13 +88,31 @@ def _named_only(named: dict[str, tuple[str, int]], say: Callable[[str], None]) -
     )
 
 
-def build_spec_file(path: str, *, quiet: bool) -> int:
+def build_spec_file(path: str, *, quiet: bool, parent: int | None = None) -> int:
     """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
-    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`)."""
-    try:
-        return build_and_report(Spec.from_json(Path(path).read_text()), quiet=quiet)
-    except IngotError as error:
-        return report_error(error)
+    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`).
+    ``parent``: the pipe whose closing says that ``ingot build`` has ended, and this build
+    must end too (:func:`ingot.build.interrupt.watch_parent`)."""
+    with interrupts_stop():
+        if parent is not None:
+            watch_parent(parent)
+        try:
+            return build_and_report(Spec.from_json(Path(path).read_text()), quiet=quiet)
+        except IngotError as error:
+            return report_error(error)
+        except KeyboardInterrupt as error:
+            return report_interrupt(error)
+
+
+def report_interrupt(error: KeyboardInterrupt) -> int:
+    """Says that a build was interrupted (and by what); returns the exit status for it: 130 for
+    ^C, 128 + the signal's number for SIGTERM and SIGHUP (:class:`ingot.build.interrupt.
+    Interrupted`)."""
+    if isinstance(error, Interrupted):
+        print(f"interrupted ({signal.Signals(error.signum).name})", file=sys.stderr)
+        return error.status
+    print("interrupted", file=sys.stderr)
+    return 130
 
 
 def build_and_report(spec: Spec, *, quiet: bool) -> int:

@@ -3,6 +3,8 @@ resolved spec as data (a JSON file), not as a command line to parse again."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -16,22 +18,30 @@ __all__ = ["build_under"]
 
 
 #: What the runtime's interpreter runs: this ingot's code from the path given first, then the
-#: build of the spec in the file given second (:func:`ingot.build.report.build_spec_file`).
+#: build of the spec in the file given second (:func:`ingot.build.report.build_spec_file`),
+#: watching the pipe given fourth, which closes when this process ends.
 _CHILD = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.build.report import "
-    "build_spec_file; sys.exit(build_spec_file(sys.argv[1], quiet=sys.argv[2] == 'quiet'))"
+    "build_spec_file; sys.exit(build_spec_file(sys.argv[1], quiet=sys.argv[2] == 'quiet', "
+    "parent=int(sys.argv[3])))"
 )
+#: How long an interrupted child build is given to remove what it made, before it is killed.
+_CHILD_GRACE = 30.0
 
 
 def build_under(spec: Spec, *, quiet: bool) -> int:
     """Runs the build of ``spec`` under its runtime's interpreter: this ingot's Python code, with
     ingot's extension module built for that interpreter, gets the spec as a file; pip (of the
     Python ingot runs under) installs the dependencies as wheels for the runtime's version and
-    platforms. Returns the child's exit status (it reports as ``ingot build`` does)."""
+    platforms. Returns the child's exit status (it reports as ``ingot build`` does). The child
+    ends with this process: interrupted, this process passes the interrupt on and waits for
+    it; killed, the child sees the pipe it watches close (:func:`ingot.build.interrupt.
+    watch_parent`)."""
     target = spec.target
     assert target.runtime_python is not None and target.runtime_importer is not None
     package = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory(prefix="ingot-runtime-path-") as path:
+    # (named with the pid: a later build removes it if this process is killed)
+    with tempfile.TemporaryDirectory(prefix=f"ingot-runtime-path-{os.getpid()}-") as path:
         shadow = Path(path) / "ingot"
         shadow.mkdir()
         for item in package.iterdir():
@@ -43,7 +53,7 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
         spec_file.write_text(spec.to_json())
         command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
         started = time.time()
-        status = subprocess.run([*command, "quiet" if quiet else "say"]).returncode
+        status = _run_child([*command, "quiet" if quiet else "say"])
     output = spec.plan.output
     if status == 0 and not (output.is_file() and output.stat().st_mtime >= started - 2):
         # (what ran was not this ingot's build: nothing says it did what it was asked)
@@ -55,3 +65,31 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
             )
         )
     return status
+
+
+def _run_child(command: list[str]) -> int:
+    """Runs the child build ``command`` (given, last, the pipe it watches); its exit status. An
+    interrupt of this process (^C, SIGTERM, SIGHUP: :func:`ingot.build.interrupt.
+    interrupts_stop`) is passed on as SIGTERM, and the child is waited for (killed after
+    :data:`_CHILD_GRACE` seconds) before the interrupt goes on."""
+    watched, held = os.pipe()  # (both close on exec: only the child gets ``watched``)
+    try:
+        child = subprocess.Popen([*command, str(watched)], pass_fds=(watched,))
+    except BaseException:
+        os.close(held)
+        raise
+    finally:
+        os.close(watched)
+    try:
+        return child.wait()
+    except BaseException:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=_CHILD_GRACE)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        raise
+    finally:
+        os.close(held)

@@ -4,9 +4,9 @@ executable written atomically, launcher then archive (:func:`assemble`)."""
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
+from ingot.build.interrupt import temporary_name
 from ingot.build.resolve.launcher import is_ingot_file
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
@@ -101,7 +101,7 @@ def _check_output(output: Path, force: bool) -> None:
             hint="choose another -o/--output",
         )
     # Tried now, not after minutes of work: a read-only or someone else's directory.
-    probe = output.parent / f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.probe"
+    probe = output.parent / temporary_name(output, "probe")
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         os.unlink(probe)
@@ -115,11 +115,12 @@ def _check_output(output: Path, force: bool) -> None:
 def _write(output: Path, parts: list[bytes], mode: int) -> int:
     """Writes the concatenation of ``parts`` to ``output`` atomically (temp file + rename). The
     temporary file's name is chosen before it is made, so that an interrupt at any point leaves
-    nothing behind. Everything goes through descriptors (the directory's, held open, and the
+    nothing behind; it holds this process's pid (:func:`ingot.build.interrupt.temporary_name`),
+    so that a later build removes it if this one is killed. Everything goes through descriptors (the directory's, held open, and the
     file's: ``fchmod``, then a rename relative to the directory): another user who may write
     the directory cannot swap a link in between and have this user's permissions set on their
     file (issue 39)."""
-    name = f".{output.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    name = temporary_name(output, "tmp")
     try:
         directory = os.open(output.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
