@@ -263,7 +263,7 @@ def test_hello_runs_on_debian_11(built_runtime, debian11, tmp_path):
 
 STDLIB = """
 import bz2, ctypes, ctypes.util, curses, decimal, hashlib, json, lzma, readline, sqlite3, ssl
-import sys, unicodedata, uuid, zlib, pyexpat, _uuid
+import sys, unicodedata, uuid, zlib, pyexpat, _uuid, inspect, tkinter, email.utils, urllib.parse
 context = ssl.create_default_context()
 connection = sqlite3.connect(":memory:")
 connection.execute("create table t (x)")
@@ -286,6 +286,14 @@ print(json.dumps({
     "version": sys.version.split()[0],
     "readline": readline._READLINE_LIBRARY_VERSION.split(".")[0],
     "curses": curses.ncurses_version.major,
+    # The components' releases, and two of the security fixes a 3.11 runtime carries from
+    # Debian's series (CVE-2023-24329: leading blanks in an URL; CVE-2023-27043: strict
+    # parsing of addresses), shown by behaviour.
+    "versions": {"openssl": ssl.OPENSSL_VERSION.split()[1], "sqlite": sqlite3.sqlite_version,
+                 "expat": pyexpat.EXPAT_VERSION.split("_")[1], "zlib": zlib.ZLIB_RUNTIME_VERSION,
+                 "tcl": tkinter.Tcl().eval("info patchlevel")},
+    "urlsplit_scheme": urllib.parse.urlsplit(" https://x/").scheme,
+    "getaddresses_strict": "strict" in inspect.signature(email.utils.getaddresses).parameters,
 }))
 """
 
@@ -312,6 +320,13 @@ def check_stdlib_report(seen, version):
     assert seen["unicodedata"] == "LATIN SMALL LETTER E WITH ACUTE"
     assert seen["version"] == version
     assert (seen["readline"], seen["curses"]) == ("8", 6)
+    # Current releases of what the runtime carries (python/ingot/runtime/sources.toml).
+    floors = {"openssl": "3.5", "sqlite": "3.46", "expat": "2.7", "zlib": "1.3.1", "tcl": "8.6.16"}
+    for name, floor in floors.items():
+        have = tuple(int(part) for part in seen["versions"][name].split("."))
+        assert have >= tuple(int(part) for part in floor.split(".")), (name, seen["versions"])
+    assert seen["urlsplit_scheme"] == "https"
+    assert seen["getaddresses_strict"] is True
 
 
 WHEELS = """

@@ -6,15 +6,14 @@ compiling, done by scripts/test) is tested in tests/test_old_system.py."""
 import fnmatch
 import functools
 import hashlib
-import http.server
 import importlib
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from ingot.build.resolve.spec import Spec
 from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
 from ingot.machine import MACHINES, host_machine
-from ingot.runtime import builder, recipes, store
+from ingot.runtime import builder, pins, recipes, store
 from ingot.runtime import sources as runtime_sources
 from ingot.runtime import toolchain as toolchain_module
 from ingot.runtime.toolchain import Toolchain
@@ -423,113 +422,121 @@ def test_relocate_rewrites_the_recorded_prefix(tmp_path):
     assert not cached.exists()
 
 
-# --- pinned upstream releases -----------------------------------------------------------------
+# --- pinned sources (python/ingot/runtime/sources.toml) ------------------------------------------
 
 
-def test_the_pinned_table_has_every_library_and_pythons_310_to_314():
-    pinned = runtime_sources.pinned_sources(None)
-    assert set(pinned) == set(recipes.LIBRARIES)
-    for minor in ("3.10", "3.11", "3.12", "3.13", "3.14"):
-        url, _ = runtime_sources.pinned_sources(minor)["python"]
-        assert f"/{minor}." in url and url.endswith(".tar.xz"), url
-    assert "python" not in runtime_sources.pinned_sources("3.9")
+def test_every_component_a_runtime_is_built_from_is_pinned_once_with_a_file_its_recipe_takes():
+    pinned = pins.read_pins()
     patterns = {
         "python": recipes.PYTHON_PATTERNS,
+        "patches": ("python3.*_*.debian.tar.*",),
         **{name: recipe.patterns for name, recipe in recipes.LIBRARIES.items()},
+        **{name: recipe.patterns for name, recipe in recipes.TOOLS.items()},
     }
-    for minor in ("3.10", "3.14"):
-        for name, (url, sha256) in runtime_sources.pinned_sources(minor).items():
-            assert url.startswith("https://"), url
-            assert len(sha256) == 64 and int(sha256, 16) >= 0, (name, sha256)
-            # The downloaded file is recognized by its name too (e.g. in --sources DIR later).
-            file_name = url.rsplit("/", 1)[1]
-            assert any(fnmatch.fnmatchcase(file_name, p) for p in patterns[name]), (name, url)
+    for minor in ("3.11", "3.13"):
+        chosen = pins.pins_for(minor, pinned)
+        expected = {"python", *recipes.LIBRARIES, *recipes.TOOLS} | (
+            {"patches"} if minor == "3.11" else set()
+        )
+        assert set(chosen) == expected, minor
+        assert chosen["python"].version.startswith(minor + "."), chosen["python"]
+        for name, pin in chosen.items():
+            assert len(pin.sha256) == 64 and int(pin.sha256, 16) >= 0, pin
+            assert pin.version == pins.upstream_version(pin.debian), pin
+            assert any(fnmatch.fnmatchcase(pin.file, p) for p in patterns[name]), pin
+    # The patch series is of the pinned release.
+    assert pinned["patches-3.11"].version == pinned["python-3.11"].version
+    # The mirror serves no source of these: the error says which to build for instead.
+    for minor in ("3.12", "3.14", "3.15"):
+        with pytest.raises(pins.PinError, match=f"no source of CPython {minor} is pinned") as error:
+            pins.pins_for(minor, pinned)
+        assert "--python 3.13" in error.value.hint
 
 
-@pytest.fixture
-def file_server(tmp_path):
-    """An HTTP server on localhost serving ``tmp_path / "served"``."""
-    served = tmp_path / "served"
-    served.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+def test_debian_versions_compare_as_dpkg_compares_them():
+    ordered = [
+        "1.0~rc1-1",
+        "1.0-1",
+        "1.0-1+deb12u1",
+        "1.0-2",
+        "1.0a-1",  # (a letter sorts before any other character: before the `.` of 1.0.1)
+        "1.0.1-1",
+        "1.3.dfsg+really1.3.1-1",
+        "1.3.dfsg+really1.3.2-4",
+        "1:0.9-1",  # an epoch wins over everything after it
+    ]
+    for older, newer in itertools.pairwise(ordered):
+        assert pins.debian_compare(older, newer) == -1, (older, newer)
+        assert pins.debian_compare(newer, older) == 1, (older, newer)
+    assert pins.debian_compare("3.11.2-6+deb12u9", "3.11.2-6+deb12u9") == 0
+    if shutil.which("dpkg"):
+        for older, newer in itertools.pairwise(ordered):
+            subprocess.run(["dpkg", "--compare-versions", older, "lt", newer], check=True)
+    assert pins.upstream_version("1:1.3.dfsg+really1.3.2-4") == "1.3.2"
+    assert pins.upstream_version("8.6.18+dfsg-1") == "8.6.18"
+    assert pins.upstream_version("2:1.8.12-1") == "1.8.12"
+    assert pins.upstream_version("6.6+20260608-2") == "6.6+20260608"
 
-    class Quiet(handler.func):
-        def log_message(self, *args):
-            pass
 
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(served))
+def _pin(name, debian, file="f.orig.tar.gz"):
+    return pins.Pin(name, "pkg", debian, pins.upstream_version(debian), file, "0" * 64)
+
+
+def test_outdated_lists_what_the_mirror_has_newer_than_the_pins_and_whether_it_serves_it():
+    newest = {
+        "openssl": (pins.Offer("3.5.9-1", {}), pins.Offer("3.5.7-1~deb13u3", {}, True)),
+        "zlib": (pins.Offer("1:1.3.dfsg+really1.3.2-4", {}),) * 2,
+        "expat": (pins.Offer("2.9.0-1", {}), pins.Offer("2.9.0-1", {}, True)),
+        "python-3.14": (pins.Offer("3.14.10-1", {}), None),
+        "sqlite": (pins.Offer("3.53.4-2", {}), None),
+    }
+    pinned = {
+        "openssl": _pin("openssl", "3.5.7-1~deb13u3"),
+        "zlib": _pin("zlib", "1:1.3.dfsg+really1.3.2-4"),
+        "expat": _pin("expat", "2.8.3-1~deb13u1"),
+        "sqlite": _pin("sqlite", "3.40.1-2"),
+    }
+    found = pins.compare(pinned, lambda component: newest.get(component.name, (None, None)))
+    described = {entry.component.name: entry.describe() for entry in found}
+    assert set(described) == {"openssl", "expat", "python-3.14", "sqlite"}  # zlib is current
+    assert described["openssl"] == (
+        "openssl: 3.5.7 (3.5.7-1~deb13u3); the mirror lists 3.5.9 (3.5.9-1), but serves no "
+        "newer file"
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield served, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    assert described["expat"] == "expat: 2.8.3 (2.8.3-1~deb13u1); the mirror serves 2.9.0 (2.9.0-1)"
+    assert described["python-3.14"].startswith("python-3.14: not pinned; the mirror lists 3.14.10")
+    assert "serves no newer file" in described["sqlite"]
 
 
-def test_what_no_directory_holds_is_downloaded_from_its_pinned_url_and_checked(
-    tmp_path, file_server
-):
-    served, base = file_server
+@pytest.mark.skipif(shutil.which("apt-cache") is None, reason="needs apt (Debian's mirror)")
+def test_the_mirrors_releases_of_a_package_are_read_newest_first_within_its_line():
+    # The real index of this machine's apt: OpenSSL's releases within its 3.5 LTS line.
+    component = next(c for c in pins.COMPONENTS if c.name == "openssl")
+    offered = pins.offers(component)
+    if not offered:
+        pytest.skip("apt has no source index of openssl (scripts/runtime-sources adds one)")
+    assert all(pins.upstream_version(offer.debian).startswith("3.5.") for offer in offered)
+    versions = [offer.debian for offer in offered]
+    assert versions == sorted(versions, key=functools.cmp_to_key(pins.debian_compare))[::-1]
+    assert all(pins.component_file(component, offer) for offer in offered)
+
+
+def test_a_pinned_file_in_a_directory_is_taken_only_with_its_pinned_sha256(tmp_path):
     sources = tmp_path / "sources"
     sources.mkdir()
-    for name in (
-        "Python-3.11.9.tgz",
-        "bzip2-1.0.8.tar.gz",
-        "xz-5.4.6.tar.gz",
-        "expat-2.6.2.tar.xz",
-        "mpdecimal-4.0.0.tar.gz",
-        "util-linux-2.40.tar.xz",
-        "libffi-3.4.6.tar.gz",
-        "sqlite-autoconf-3450300.tar.gz",
-        "openssl-3.0.13.tar.gz",
-        "ncurses-6.4.tar.gz",
-        "readline-8.2.tar.gz",
-        "xorgproto-2024.1.tar.gz",
-        "libX11-1.8.13.tar.gz",
-        "tcl8.6.14-src.tar.gz",
-        "tk8.6.14-src.tar.gz",
-    ):
-        (sources / name).write_bytes(b"x")
-    (served / "zlib-1.3.1.tar.gz").write_bytes(b"zlib release")
+    for name in DEBIAN:  # (the other sources, unpinned here: found by their names)
+        (sources / name).write_bytes(b"")
+    (sources / "zlib_1.3.2.orig.tar.gz").write_bytes(b"zlib release")
+    (sources / "zlib_1.3.3.orig.tar.gz").write_bytes(b"a newer one, not pinned")
     digest = hashlib.sha256(b"zlib release").hexdigest()
-    messages = []
-    found = runtime_sources.resolve_sources(
-        {},
-        [sources],
-        tmp_path / "downloads",
-        "3.11",
-        pinned={"zlib": (f"{base}/zlib-1.3.1.tar.gz", digest)},
-        say=messages.append,
-    )
-    assert found["zlib"] == tmp_path / "downloads" / "zlib-1.3.1.tar.gz"
-    assert found["zlib"].read_bytes() == b"zlib release"
-    assert found["python"].name == "Python-3.11.9.tgz"  # a directory's file wins
-    assert messages == [f"  zlib: {base}/zlib-1.3.1.tar.gz"]
-    # A file whose hash is not the pinned one is refused, and not kept.
-    (served / "zlib-1.3.2.tar.gz").write_bytes(b"tampered")
-    with pytest.raises(IngotError, match="sha256 .*, expected " + "0" * 64):
-        runtime_sources.resolve_sources(
-            {},
-            [sources],
-            tmp_path / "downloads",
-            "3.11",
-            pinned={"zlib": (f"{base}/zlib-1.3.2.tar.gz", "0" * 64)},
-        )
-    assert not (tmp_path / "downloads" / "zlib-1.3.2.tar.gz").exists()
-    # Unreachable: the error says which URL, and what to do instead.
-    with pytest.raises(IngotError, match=f"cannot download {base}/missing.tar.gz") as error:
-        runtime_sources.resolve_sources(
-            {},
-            [sources],
-            tmp_path / "downloads",
-            "3.11",
-            pinned={"zlib": (f"{base}/missing.tar.gz", digest)},
-        )
-    assert "--source NAME=PATH" in error.value.hint
-
-
-# --- which Python a build uses -------------------------------------------------------------------
+    pin = pins.Pin("zlib", "zlib", "1.3.2-1", "1.3.2", "zlib_1.3.2.orig.tar.gz", digest)
+    found = runtime_sources.resolve_sources({}, [sources], tmp_path / "dl", pinned={"zlib": pin})
+    assert found["zlib"] == sources / "zlib_1.3.2.orig.tar.gz"
+    # Another file under the pinned name is refused, and says what to do.
+    (sources / "zlib_1.3.2.orig.tar.gz").write_bytes(b"tampered")
+    with pytest.raises(IngotError, match="not the pinned " + digest) as error:
+        runtime_sources.resolve_sources({}, [sources], tmp_path / "dl", pinned={"zlib": pin})
+    assert "ingot runtime sources DIR" in error.value.hint
 
 
 @pytest.fixture
@@ -619,6 +626,26 @@ def test_without_a_runtime_or_its_wheel_the_build_says_how_to_get_one(
     assert f"`ingot runtime build {HERE}`" in err and "--python local" in err
     assert not (tmp_path / "app").exists()
     assert not (tmp_path / "store").exists()  # nothing half-installed
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.14", "3.15"])
+def test_a_python_the_mirror_serves_no_source_of_is_refused_naming_the_pinned_ones(
+    tmp_path, monkeypatch, capsys, version
+):
+    # No runtime in the store, no wheel, and no source pinned (Debian's mirror serves none):
+    # the build says so before any work and names the versions it can build for.
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    monkeypatch.delenv("INGOT_LAUNCHER", raising=False)
+    monkeypatch.delenv("INGOT_RUNTIME_SOURCES", raising=False)
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    argv = ["build", str(script), "--python", version, "-o", str(tmp_path / "app")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"error: no runtime for Python {version} (" in err
+    assert f"no source of CPython {version} is pinned" in err
+    assert "--python 3.13" in err and "3.11" in err and "Traceback" not in err
+    assert not (tmp_path / "app").exists() and not (tmp_path / "store").exists()
 
 
 def test_a_console_script_is_resolved_where_it_is_installed(tmp_path, build_with_calls):
@@ -815,7 +842,7 @@ def test_a_profile_guided_build_without_a_fitting_llvm_profdata_stops_before_any
     # Not asked for (the default): the build says why it goes on without it, and goes on (here
     # to the sources, none in an empty directory; the pinned ones are not fetched by this test).
     said = []
-    monkeypatch.setattr(builder, "pinned_sources", lambda version: {})
+    monkeypatch.setattr(builder, "_pins_for", lambda wanted, sources: {})
     with pytest.raises(IngotError, match="no source release for python"):
         builder.build_runtime({}, [tmp_path], wanted="3.13", say=said.append)
     assert "building without profile-guided optimization" in said[0], said

@@ -35,7 +35,7 @@ from ingot.build.stages.check import newest_versions
 from ingot.errors import IngotError
 from ingot.inspection import describe
 from ingot.machine import MACHINES, Machine, host_machine, machine_named
-from ingot.runtime import builder, store, wheel
+from ingot.runtime import builder, pins, store, wheel
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
 
 if TYPE_CHECKING:
@@ -269,6 +269,30 @@ def _runtime_parser(commands: _Commands) -> None:
     remove = actions.add_parser("remove", help="remove a runtime")
     remove.add_argument("version", metavar="VERSION", type=_runtime_version)
     actions.add_parser("dir", help="print the runtimes' directory")
+    sources = actions.add_parser(
+        "sources",
+        help="download the pinned source releases (python/ingot/runtime/sources.toml) from "
+        "Debian's mirror, each checked against its sha256; --update pins the newest the "
+        "mirror serves",
+    )
+    sources.add_argument("directory", nargs="?", type=Path, metavar="DIR", help="where to put them")
+    sources.add_argument(
+        "versions",
+        nargs="*",
+        type=_runtime_version,
+        metavar="VERSION",
+        help="the CPython versions whose sources to fetch (default: every pinned one)",
+    )
+    sources.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite the pin file's lines to the newest release the mirror serves of each "
+        "(in a checkout; then build the runtimes again)",
+    )
+    actions.add_parser(
+        "outdated",
+        help="list the pinned sources of which Debian's mirror lists or serves a newer release",
+    )
     for parser in (build, relink, install, export, remove):
         parser.add_argument(
             "--target",
@@ -604,6 +628,8 @@ def _runtime(args: argparse.Namespace) -> int:
         removed = store.remove_runtime(args.version, arch)
         print(f"removed {removed.path}", file=sys.stderr)
         return 0
+    if args.action in ("sources", "outdated"):
+        return _runtime_sources(args)
     built = builder.build_runtime(
         dict(args.sources),
         args.directories,
@@ -616,6 +642,38 @@ def _runtime(args: argparse.Namespace) -> int:
         say=lambda line: print(line, file=sys.stderr),
     )
     print(built.path)
+    return 0
+
+
+def _runtime_sources(args: argparse.Namespace) -> int:
+    """``ingot runtime sources`` and ``ingot runtime outdated`` (:mod:`ingot.runtime.pins`)."""
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    if args.action == "outdated":
+        found = pins.outdated()
+        for entry in found:
+            print(entry.describe(), flush=True)
+        say(f"{len(found)} of {len(pins.COMPONENTS)} components have a newer release listed")
+        return 0
+    if args.update:
+        pins.update(say=say)
+        return 0
+    if args.directory is None:
+        raise pins.PinError(
+            "ingot runtime sources: no directory to put the sources in",
+            hint="ingot runtime sources DIR [3.11 ...] (or --update, to pin newer releases)",
+        )
+    pinned = pins.read_pins()
+    versions = args.versions or sorted(
+        name.removeprefix("python-") for name in pinned if name.startswith("python-")
+    )
+    wanted: dict[str, pins.Pin] = {}
+    for version in versions:
+        wanted.update({pin.name: pin for pin in pins.pins_for(version, pinned).values()})
+    for path in pins.fetch(args.directory, wanted.values(), say=say):
+        print(path)
     return 0
 
 

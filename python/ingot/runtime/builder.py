@@ -30,8 +30,9 @@ import ingot.runtime.toolchain as toolchain_module
 from ingot.cachedir import make_directories
 from ingot.elf import GlibcFloor, glibc_floor
 from ingot.machine import Machine, host_machine
+from ingot.runtime import pins as pinning
 from ingot.runtime import recipes
-from ingot.runtime.sources import pinned_sources, resolve_sources, sha256_of, unpack
+from ingot.runtime.sources import resolve_sources, sha256_of, unpack
 from ingot.runtime.store import (
     RUNTIME_FORMAT,
     Runtime,
@@ -269,9 +270,7 @@ def build_runtime(
     profile_guided = llvm_profdata is not None
     root = store()
     make_directories(root)
-    pinned = pinned_sources(".".join(wanted.split(".")[:2]) if wanted else None)
-    if wanted and wanted.count(".") == 2 and f"-{wanted}." not in pinned.get("python", ("",))[0]:
-        pinned.pop("python", None)  # a patch release other than the pinned one
+    pinned = _pins_for(wanted, sources)
     found = resolve_sources(
         sources,
         directories,
@@ -290,10 +289,12 @@ def build_runtime(
     try:
         source_root = work / "src"
         python_source, version, minor = _unpack_python(found["python"], source_root, wanted)
+        applied = _apply_patches(found.get("patches"), python_source, source_root, say)
         _check_cross_version(toolchain, version)
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
-        existing = None if force else _built_already(final, say, profile_guided)
+        digests = {key: sha256_of(path) for key, path in found.items()}
+        existing = None if force else _built_already(final, say, profile_guided, digests)
         if existing is not None:
             return existing
         stage = work / name
@@ -303,7 +304,6 @@ def build_runtime(
         build_python = None
         if toolchain.cross:
             build_python = _build_python(version, sources, directories, jobs, pgo, say)
-        digests = {key: sha256_of(path) for key, path in found.items()}
         zig_version = toolchain.version()
         made_of = SharedLibraries.inputs(
             toolchain, zig_version, digests, profile_guided=profile_guided
@@ -327,6 +327,7 @@ def build_runtime(
         timings["total"] = round(time.monotonic() - started, 1)
         info = _runtime_info(version, toolchain, floor, found, timings, digests)
         info["libraries"] = {"directory": libraries.path.name, "reused": libraries.complete_before}
+        info["patches"] = applied
         info["optimization"] = _optimization(llvm_profdata, jobs, builder.profile)
         info["launcher"] = _launcher(stage, prefix, toolchain, builder, build_python, log)
         record_hashes(Runtime(stage, info))
@@ -340,6 +341,63 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _pins_for(wanted: str | None, sources: dict[str, str]) -> dict[str, pinning.Pin]:
+    """The pinned files a runtime of ``wanted`` (``3.13``, ``3.13.15``) is built from
+    (:func:`ingot.runtime.pins.pins_for`): all of them, less CPython's (and its patches) when
+    its source is given or another release of it is wanted; RuntimeError_ when CPython has no
+    pin and no source is given."""
+    minor = ".".join(wanted.split(".")[:2]) if wanted else None
+    pins = pinning.read_pins()
+    try:
+        if minor is None:
+            raise pinning.PinError("no version asked for")
+        chosen = pinning.pins_for(minor, pins)
+    except pinning.PinError as error:
+        if "python" not in sources:
+            raise RuntimeError_(str(error), hint=error.hint) from None
+        chosen = {
+            name: pin for name, pin in pins.items() if not name.startswith(("python-", "patches-"))
+        }
+    if "python" in sources or (
+        wanted and wanted.count(".") == 2 and chosen["python"].version != wanted
+    ):
+        chosen.pop("python", None)  # (and its patches: they are of the pinned release)
+        chosen.pop("patches", None)
+    return chosen
+
+
+def _apply_patches(
+    series: Path | None, python_source: Path, source_root: Path, say: Say
+) -> list[str]:
+    """Applies to CPython's tree the patches of Debian's series (``series``: its
+    ``.debian.tar.*``) that :func:`ingot.runtime.recipes.security_patches` takes; their names,
+    in order. RuntimeError_ naming the patch that does not apply."""
+    if series is None:
+        return []
+    if shutil.which("patch") is None:
+        raise RuntimeError_(
+            "applying CPython's patches needs GNU patch, which this machine lacks",
+            hint=_TOOLS_HINT,
+        )
+    patches = unpack(series, source_root / "debian-series") / "patches"
+    chosen = recipes.security_patches(patches)
+    for name in chosen:
+        done = subprocess.run(
+            ["patch", "-p1", "-N", "--no-backup-if-mismatch", "-i", str(patches / name)],
+            cwd=python_source,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError_(
+                f"{series.name}: {name} does not apply to {python_source.name}: "
+                f"{(done.stdout + done.stderr).strip()[-400:]}",
+                hint="pin the CPython release that series is for (sources.toml)",
+            )
+    say(f"  CPython: {len(chosen)} patches of {series.name} applied")
+    return chosen
 
 
 def _unpack_python(
@@ -474,10 +532,25 @@ def _check_profile_runtime(toolchain: Toolchain, source: Path) -> None:
         )
 
 
-def _built_already(final: Path, say: Callable[[str], None], pgo: bool) -> Runtime | None:
-    """The runtime stored at ``final``, if it was built with these recipes (and as
-    profile-guided as wanted)."""
+def _built_already(
+    final: Path, say: Callable[[str], None], pgo: bool, digests: dict[str, str]
+) -> Runtime | None:
+    """The runtime stored at ``final``, if it was built with these recipes from these sources
+    (``digests``: name -> sha256), and as profile-guided as wanted."""
     existing = read_runtime(final) if final.exists() else None
+    if existing is not None:
+        # (the profile runtime's source builds a tool of the build, nothing in the runtime)
+        tool = recipes.PROFILE_RUNTIME.name
+        recorded = existing.info.get("sources") or {}
+        built_from = {name: entry.get("sha256") for name, entry in recorded.items() if name != tool}
+        wanted = {name: sha256 for name, sha256 in digests.items() if name != tool}
+        if built_from != wanted:
+            changed = sorted(set(built_from.items()) ^ set(wanted.items()))
+            say(
+                f"runtime {final.name} was built from other sources "
+                f"({', '.join(sorted({name for name, _ in changed}))}): building it again"
+            )
+            return None
     if (
         existing is not None
         and (existing.info.get("optimization") or {}).get("pgo") is None
@@ -741,7 +814,8 @@ _PERL_MODULES = (
 )
 
 _TOOLS_HINT = (
-    "on Debian or Ubuntu: sudo apt install make perl cmake tcl (elsewhere the same tools from "
+    "on Debian or Ubuntu: sudo apt install make perl cmake tcl patch autoconf automake libtool "
+    "(elsewhere the same tools from "
     "the system's packages), then run the build again"
 )
 
@@ -774,6 +848,7 @@ def check_build_tools() -> None:
 _SNAPSHOT_TOOLS = (
     ("expat", r"[^/]+/(expat/)?configure", "cmake", "builds only with cmake"),
     ("sqlite", r"[^/]+/sqlite3\.c", "tclsh", "generates sqlite3.c with Tcl's tclsh"),
+    ("libffi", r"[^/]+/configure", "autoreconf", "makes its configure script with autoreconf"),
 )
 
 

@@ -73,6 +73,10 @@ def cross_options(machine: Machine) -> list[str]:
 
 def _autotools(*options: str) -> Build:
     def build(source: Path, prefix: Path, run: Run, jobs: int, machine: Machine) -> None:
+        if not (source / "configure").exists() and (source / "configure.ac").exists():
+            # A snapshot of the repository (Debian's .orig of libffi 3.5+): its configure
+            # script made as its release's is (autoconf, automake, libtool).
+            run(["autoreconf", "-fi"], cwd=source)
         run(
             [
                 "./configure",
@@ -936,6 +940,33 @@ def patch_python(source: Path) -> None:
 
 #: CPython's own source release.
 PYTHON_PATTERNS = ("Python-3.*.t*z", "python3.*_3.*.orig.tar.*")
+
+#: A patch of Debian's series that fixes a vulnerability or backports an upstream fix: its file
+#: names a CVE or a CPython issue, or its header (DEP-3) names a CPython issue or commit.
+_UPSTREAM_FIX_NAME = re.compile(r"CVE-\d{4}-\d+|gh-\d+", re.IGNORECASE)
+_UPSTREAM_FIX_HEADER = re.compile(
+    r"^(Description|Subject):.*\bgh-\d+|^(Origin|Bug-Upstream|Bug):.*github\.com/python/cpython",
+    re.IGNORECASE | re.MULTILINE,
+)
+_VENDOR_ONLY = re.compile(r"^Origin:\s*vendor", re.IGNORECASE | re.MULTILINE)
+
+
+def security_patches(patches: Path) -> list[str]:
+    """The patches of Debian's series in ``patches`` (its ``debian/patches``) a runtime takes,
+    in the series' order: those that fix vulnerabilities or backport upstream fixes, not the
+    distribution's layout and policy (install schemes, multiarch, ensurepip, its tests' skips:
+    ``Origin: vendor``)."""
+    names = [
+        line.split("#", 1)[0].strip() for line in (patches / "series").read_text().splitlines()
+    ]
+    chosen = []
+    for name in filter(None, names):
+        header = (patches / name).read_text(errors="replace")[:4000]
+        if _VENDOR_ONLY.search(header):
+            continue
+        if _UPSTREAM_FIX_NAME.search(name) or _UPSTREAM_FIX_HEADER.search(header):
+            chosen.append(name)
+    return chosen
 
 
 def python_version_of(source: Path) -> tuple[int, int, int]:

@@ -1,7 +1,8 @@
-"""The source releases a runtime is built from: given files, directories searched by the recipes'
-file name patterns, or ingot's pinned upstream releases (``runtime_sources.toml``), downloaded
-once and checked against their sha256. Sources never come from the network implicitly: only
-what is pinned, or an URL with the sha256 the user vouches for.
+"""The source releases a runtime is built from: given files (``--source NAME=FILE``, which the
+user vouches for), or the pinned releases (:mod:`ingot.runtime.pins`, ``sources.toml``): found
+by name in the directories given, else downloaded from Debian's mirror, and checked against
+their pin's sha256 either way. Sources never come from the network implicitly: only what is
+pinned, or an URL with the sha256 the user vouches for.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ingot import toml
+from ingot.runtime import pins as pinning
 from ingot.runtime import recipes
 from ingot.runtime.store import RuntimeError_, sha256_of
 
-__all__ = ["PINNED_SOURCES", "pinned_sources", "resolve_sources", "sha256_of", "unpack"]
+__all__ = ["resolve_sources", "sha256_of", "unpack"]
 
 
 _URL = re.compile(r"^(https?://[^#]+)#sha256=([0-9a-fA-F]{64})$")
@@ -57,42 +58,26 @@ def _fetch(url: str, sha256: str, downloads: Path) -> Path:
     return target
 
 
-#: The pinned upstream releases (``runtime_sources.toml``): what a runtime is built from when
-#: nothing else is given.
-PINNED_SOURCES = Path(__file__).with_name("runtime_sources.toml")
-
-
-def pinned_sources(
-    python_version: str | None, table: Path = PINNED_SOURCES
-) -> dict[str, tuple[str, str]]:
-    """``{name: (url, sha256)}`` of the pinned upstream releases: every library, and CPython if
-    ``python_version`` (``3.13``) has an entry."""
-    data = toml.tomllib_for(table).loads(table.read_text())
-    pinned = {
-        name: (entry["url"], entry["sha256"]) for name, entry in data.get("libraries", {}).items()
-    }
-    if python_version is not None and python_version in data.get("python", {}):
-        entry = data["python"][python_version]
-        pinned["python"] = (entry["url"], entry["sha256"])
-    return pinned
-
-
 def resolve_sources(
     given: dict[str, str],
     directories: Iterable[Path],
     downloads: Path,
     python_version: str | None = None,
-    pinned: dict[str, tuple[str, str]] | None = None,
+    pinned: dict[str, pinning.Pin] | None = None,
     say: Callable[[str], None] = lambda message: None,
     tools: Iterable[str] = (),
 ) -> dict[str, Path]:
-    """The source release of CPython (``python``), of every library and of the build's
-    ``tools`` (:data:`recipes.TOOLS`: ``compiler-rt`` for a profile-guided build): given by name
-    (a path or ``URL#sha256=HEX``), or found in ``directories`` by the recipes' patterns (for
-    CPython, the release of ``python_version`` when the directories hold several), else
-    downloaded from its ``pinned`` URL (checked against its sha256)."""
-    known = ["python", *recipes.LIBRARIES, *recipes.TOOLS]
-    names = ["python", *recipes.LIBRARIES, *tools]
+    """The source release of CPython (``python``), of every library, of the build's ``tools``
+    (:data:`recipes.TOOLS`: ``compiler-rt`` for a profile-guided build) and CPython's patch
+    series where one is pinned (``patches``): given by name (a path or ``URL#sha256=HEX``);
+    else, when ``pinned`` (:func:`ingot.runtime.pins.pins_for`), the pinned file, from
+    ``directories`` or downloaded into ``downloads``, its sha256 checked; else (no pins: tests,
+    and sources given for a release no pin covers) found in ``directories`` by the recipes'
+    patterns (for CPython, the release of ``python_version`` when the directories hold
+    several)."""
+    known = ["python", "patches", *recipes.LIBRARIES, *recipes.TOOLS]
+    patches = ["patches"] if pinned and "patches" in pinned and "python" not in given else []
+    names = ["python", *patches, *recipes.LIBRARIES, *tools]
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise RuntimeError_(
@@ -128,10 +113,13 @@ def resolve_sources(
             else:
                 found[name] = Path(value).resolve()
             continue
+        if pinned and name in pinned:
+            found[name] = _pinned_file(pinned[name], files, downloads, say)
+            continue
         candidates = [
             path
             for path in files
-            if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns[name])
+            if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns.get(name, ()))
             and not path.name.endswith((".asc", ".sig", ".dsc"))
         ]
         if name == "python" and python_version and len(candidates) > 1:
@@ -139,10 +127,6 @@ def resolve_sources(
             candidates = [path for path in candidates if version.search(path.name)] or candidates
         if candidates:
             found[name] = candidates[-1].resolve()  # sorted: the newest-looking name
-        elif pinned and name in pinned:
-            url, sha256 = pinned[name]
-            say(f"  {name}: {url}")
-            found[name] = _fetch(url, sha256, downloads)
         else:
             missing.append(name)
     if missing:
@@ -155,6 +139,34 @@ def resolve_sources(
             "files work: scripts/runtime-sources fetches them)",
         )
     return found
+
+
+def _pinned_file(
+    pin: pinning.Pin, files: list[Path], downloads: Path, say: Callable[[str], None]
+) -> Path:
+    """The file ``pin`` names: from the directories given (``files``), else downloaded from
+    Debian's mirror into ``downloads``; RuntimeError_ unless its sha256 is the pinned one."""
+    for path in files:
+        if path.name == pin.file:
+            got = sha256_of(path)
+            if got != pin.sha256:
+                raise RuntimeError_(
+                    f"{path}: sha256 {got}, not the pinned {pin.sha256} ({pin.name} "
+                    f"{pin.version}, python/ingot/runtime/sources.toml)",
+                    hint="remove it (`ingot runtime sources DIR` fetches the pinned file), or "
+                    f"give another release explicitly with --source {pin.name}=FILE",
+                )
+            return path.resolve()
+    try:
+        (path,) = pinning.fetch(downloads, [pin], say=say)
+    except pinning.PinError as error:
+        raise RuntimeError_(
+            f"{pin.name} {pin.version}: {pin.file} is not in the --sources directories, and "
+            f"cannot be downloaded: {error}",
+            hint="`ingot runtime sources DIR` fetches the pinned files (on Debian, with deb-src "
+            "entries: scripts/runtime-sources adds them), then build with --sources DIR",
+        ) from None
+    return path
 
 
 def _deb_data(archive: Path) -> bytes:

@@ -18,6 +18,7 @@ from ingot.build.resolve.launcher import find_launcher, launcher_facts
 from ingot.build.resolve.settings import Request, Settings
 from ingot.errors import BuildError
 from ingot.machine import Machine, host_machine, machine_named
+from ingot.runtime import pins
 from ingot.runtime import store as runtimes
 from ingot.runtime.builder import build_runtime
 from ingot.runtime.store import RuntimeError_
@@ -146,15 +147,24 @@ def provide_runtime(
     found = runtimes.find_runtime(wanted, machine.name)
     if found is not None and not (_stale(found) and "wheel" in found.info):
         return found
+    minor = ".".join(wanted.split(".")[:2])
+    try:
+        pins.pins_for(minor)
+    except pins.PinError as error:
+        # (no source of it: neither a wheel of this ingot's nor a build from source can give it)
+        raise RuntimeError_(
+            f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}, and none can "
+            f"be made: {error}",
+            hint=error.hint,
+        ) from None
     directories = list(environment.runtime_sources)
     if directories:
         say(
             f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}: building it "
             f"first (several minutes, once; sources from {', '.join(map(str, directories))} and "
-            "ingot's pinned upstream releases)"
+            "the pinned releases of Debian's mirror)"
         )
         return build_runtime({}, directories, wanted=wanted, machine=machine, say=say)
-    minor = ".".join(wanted.split(".")[:2])
     installed = install_runtime(minor, say, machine)
     if installed.version != wanted and not installed.version.startswith(wanted + "."):
         raise RuntimeError_(
