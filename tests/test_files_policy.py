@@ -2,8 +2,10 @@
 safely; native code goes through the cache where memory files cannot be used."""
 
 import glob
+import grp
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -778,3 +780,271 @@ def test_a_squatted_last_fallback_is_the_directory_the_error_names(tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"cache directory `{squatted}` belongs to user 0, not to this user" in result.stderr
     assert "/nonexistent" not in result.stderr, result.stderr
+
+
+# --- privileged starts (issue 53, item 2) ---------------------------------------------------------
+
+#: The user who starts a privileged install here, and a group it is not in (made if missing).
+CALLER, SECRET_GROUP = "ingot-caller", "ingot-secret"
+
+#: A files-policy package with native code: an extension module (an honest copy of `_queue`) and
+#: a library it loads by its path from its own directory (`ctypes.CDLL`). `plugin.so` is not
+#: the archive's: the caller puts it there.
+PRIVILEGED_PKG = """
+import ctypes, os
+HERE = os.path.dirname(__file__)
+
+def probe(name):
+    return ctypes.CDLL(os.path.join(HERE, "lib", name)).probe()
+"""
+
+#: The app: imports the package (its tree is materialized and verified), says where the tree is,
+#: waits until the caller has changed it, then loads the native code it holds.
+PRIVILEGED_APP = """
+import json, os, sys, time
+import fpkg
+here, rendezvous = os.path.dirname(fpkg.__file__), sys.argv[1]
+with open(os.path.join(rendezvous, "ready"), "w") as file:
+    file.write(here)
+deadline = time.monotonic() + 30
+while not os.path.exists(os.path.join(rendezvous, "go")) and time.monotonic() < deadline:
+    time.sleep(0.02)
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+report = {"here": here, "cap_eff": status["CapEff"].strip(), "egid": os.getegid()}
+import fpkg._queue as ext
+report["ext_file"] = ext.__file__
+report["ext_works"] = ext.SimpleQueue().qsize() == 0
+report["probe"] = fpkg.probe("libprobe.so")
+try:
+    report["plugin"] = fpkg.probe("plugin.so")
+except OSError as error:
+    report["plugin_error"] = str(error)
+try:
+    import fpkg.planted
+    report["planted"] = "imported"
+except ImportError as error:
+    report["planted"] = type(error).__name__
+import fcntl
+memory = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        continue
+    if target.startswith("/memfd:ingot:"):
+        memory[target] = fcntl.fcntl(int(fd), 1034)  # F_GET_SEALS
+report["memory_files"] = memory
+print(json.dumps(report))
+"""
+
+HONEST_LIBRARY = "int probe(void) { return 42; }\n"
+
+#: What the caller puts in the tree: a library whose constructor records the privileges it ran
+#: with (the `CapEff:` and `Gid:` lines of /proc/self/status) in MARKER.
+TAMPERED_LIBRARY = r"""
+#include <stdio.h>
+#include <string.h>
+__attribute__((constructor)) static void ran(void) {
+    FILE *status = fopen("/proc/self/status", "r"), *marker = fopen(MARKER, "a");
+    char line[256];
+    while (status && marker && fgets(line, sizeof line, status))
+        if (!strncmp(line, "CapEff:", 7) || !strncmp(line, "Gid:", 4)) fputs(line, marker);
+    if (marker) fclose(marker);
+    if (status) fclose(status);
+}
+int probe(void) { return 666; }
+"""
+
+#: Run by the caller (the other user): starts the app, changes its tree while it waits, lets it go.
+TAMPER = """
+"$1" "$2" & app=$!
+tries=0
+until [ -e "$2/ready" ]; do
+    sleep 0.02; tries=$((tries + 1))
+    [ "$tries" -lt 1500 ] || { echo "the app never got ready" >&2; kill "$app"; exit 97; }
+done
+tree=$(cat "$2/ready")
+for target in "$tree/_queue$3" "$tree/lib/libprobe.so" "$tree/lib/plugin.so"; do
+    cp "$4" "$target.new" && mv -f "$target.new" "$target" || exit 98
+done
+echo "raise SystemExit('the caller module ran')" > "$tree/planted.py"
+touch "$2/go"
+wait "$app"
+"""
+
+
+def _system_account(kind, name):
+    """The id of the system user (`kind` "user") or group ("group") `name`, made if missing."""
+
+    def lookup():
+        return pwd.getpwnam(name).pw_uid if kind == "user" else grp.getgrnam(name).gr_gid
+
+    try:
+        return lookup()
+    except KeyError:
+        make = ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin"]
+        command = make if kind == "user" else ["groupadd"]
+        subprocess.run([*command, "--system", name], capture_output=True, timeout=60)
+        return lookup()  # (made by this run, or by another one meanwhile)
+
+
+def _compile(source, output, *defines):
+    (output.parent / f"{output.name}.c").write_text(source)
+    compiled = subprocess.run(
+        ["cc", "-shared", "-fPIC", *defines, "-o", str(output), f"{output}.c"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert compiled.returncode == 0, compiled.stderr
+
+
+@pytest.fixture(scope="module")
+def privileged_app(tmp_path_factory):
+    """(the app, built as root into a directory anyone may read, the caller's uid and gid, the
+    group's gid, the tampered library); the caller's cache is removed afterwards."""
+    needed = ["setpriv", "setcap", "getcap", "useradd", "groupadd", "cc"]
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    if os.geteuid() != 0 or missing:
+        why = f"needs root and {', '.join(needed)} (missing: {', '.join(missing) or 'root'})"
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail(f"{why} (INGOT_REQUIRE_PYTHONS)")
+        pytest.skip(why)
+    launcher = _launcher_or_skip()
+    uid, group = _system_account("user", CALLER), _system_account("group", SECRET_GROUP)
+    caller_gid = pwd.getpwuid(uid).pw_gid
+    project = tmp_path_factory.mktemp("privileged")
+    package = project / "fpkg"
+    (package / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text(PRIVILEGED_PKG)
+    (source,) = glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))
+    shutil.copy(source, package / f"_queue{SUFFIX}")
+    _compile(HONEST_LIBRARY, package / "lib" / "libprobe.so")
+    (project / "app.py").write_text(PRIVILEGED_APP)
+    shared = Path(tempfile.mkdtemp(prefix="ingot-privileged-"))
+    try:
+        shared.chmod(0o755)
+        drop = shared / "drop"  # where the caller's code, if it runs, records it
+        drop.mkdir()
+        os.chown(drop, uid, caller_gid)
+        tampered = shared / "tampered.so"
+        _compile(TAMPERED_LIBRARY, tampered, f'-DMARKER="{drop / "marker"}"')
+        tampered.chmod(0o755)
+        build = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ingot",
+                "build",
+                str(project / "app.py"),
+                "--files",
+                "fpkg",
+                "--python",
+                "local",
+                "--launcher",
+                str(launcher),
+                "-o",
+                str(shared / "app"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert build.returncode == 0, build.stderr
+        yield shared / "app", uid, caller_gid, group, tampered
+    finally:
+        shutil.rmtree(shared)
+        shutil.rmtree(f"/tmp/ingot-{uid}", ignore_errors=True)
+
+
+@pytest.mark.parametrize("privilege", ["file capability", "set-group-ID"])
+def test_a_privileged_start_never_loads_native_code_the_caller_put_in_its_tree(
+    privileged_app, privilege, tmp_path
+):
+    # Issue 53, item 2: with file capabilities or set-group-ID the effective user is the
+    # caller, so a files-policy tree is in the caller's own cache (/tmp/ingot-<uid>); the caller
+    # replaced an extension module there while the app waited, and its code ran with
+    # CapEff 0000000000000400 (or the group). A privileged start loads native code only from
+    # sealed memory files holding the archive's bytes: the caller's files never run.
+    app, uid, gid, group, tampered = privileged_app
+    installed = app.parent / f"app-{privilege.split()[-1]}"
+    shutil.copyfile(app, installed)
+    if privilege == "file capability":
+        installed.chmod(0o755)
+        subprocess.run(["setcap", "cap_net_bind_service+ep", str(installed)], check=True)
+        shown = subprocess.run(["getcap", str(installed)], capture_output=True, text=True)
+        assert "cap_net_bind_service" in shown.stdout, shown
+    else:
+        os.chown(installed, 0, group)
+        installed.chmod(0o2755)
+    rendezvous = app.parent / f"rendezvous-{privilege.split()[-1]}"
+    rendezvous.mkdir()
+    os.chown(rendezvous, uid, gid)
+    marker = app.parent / "drop" / "marker"
+    as_caller = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    command = [*as_caller, "sh", "-c", TAMPER, "sh", str(installed), str(rendezvous), SUFFIX]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    result = proclimit.run([*command, str(tampered)], env=env, timeout=90)
+    ran = marker.read_text() if marker.exists() else ""
+    marker.unlink(missing_ok=True)
+    assert ran == "", f"the caller's library ran in the privileged app:\n{ran}"
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    # The privilege was real, and the tree the caller's.
+    if privilege == "file capability":
+        assert report["cap_eff"] == "0000000000000400", report
+    else:
+        assert report["egid"] == group, report
+    assert report["here"].startswith(f"/tmp/ingot-{uid}/trees/"), report
+    assert os.stat(report["here"]).st_uid == uid
+    # The archive's native code ran, from memory; paths still name the tree.
+    assert report["ext_file"] == f"{report['here']}/_queue{SUFFIX}" and report["ext_works"]
+    assert report["probe"] == 42, report
+    # ... each sealed against writing, growing and shrinking, and sealing (F_SEAL_*: 8|4|2|1).
+    labels = {name.split(":", 2)[2].removesuffix(" (deleted)") for name in report["memory_files"]}
+    assert {f"fpkg._queue{SUFFIX}", "libprobe.so"} <= labels, report
+    assert set(report["memory_files"].values()) == {0xF}, report
+    # A library the archive does not hold is refused, with what and why.
+    assert "plugin" not in report, report
+    assert report["plugin_error"].startswith(f"{installed}/fpkg/lib/plugin.so: "), report
+    assert f"{report['here']}/lib/plugin.so" in result.stderr, result.stderr
+    assert "privileged start" in result.stderr and "hint:" in result.stderr, result.stderr
+    # A module the caller added to the tree is not imported.
+    assert report["planted"] == "ModuleNotFoundError", report
+
+
+def test_a_privileged_start_where_memory_files_fail_stops_instead_of_using_the_cache(
+    privileged_app, tmp_path
+):
+    # Where memory files are refused (vm.memfd_noexec=2), native code used to go through the
+    # extraction cache: in a file-capability start, the caller's directory. A privileged start
+    # stops there instead, with what, why and a hint, and writes no native code to the cache.
+    if not _can_set_memfd_noexec():
+        if os.environ.get("INGOT_REQUIRE_PYTHONS"):
+            pytest.fail("this test needs root and a kernel with vm.memfd_noexec (Linux 6.3+)")
+        pytest.skip("needs root and a kernel with vm.memfd_noexec (Linux 6.3+)")
+    app, uid, gid, _group, _tampered = privileged_app
+    installed = app.parent / "app-noexec"
+    shutil.copyfile(app, installed)
+    installed.chmod(0o755)
+    subprocess.run(["setcap", "cap_net_bind_service+ep", str(installed)], check=True)
+    rendezvous = app.parent / "rendezvous-noexec"
+    rendezvous.mkdir()
+    (rendezvous / "go").touch()
+    os.chown(rendezvous, uid, gid)
+    as_caller = f"setpriv --reuid={uid} --regid={gid} --clear-groups"
+    # vm.memfd_noexec is per pid namespace: 2 refuses executable memory files in this one only.
+    script = f'echo 2 > /proc/sys/vm/memfd_noexec && exec {as_caller} "$0" "$1"'
+    command = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    result = proclimit.run([*command, str(installed), str(rendezvous)], env=env, timeout=90)
+    assert result.returncode == 1, result.stdout + result.stderr
+    # (the first extension module the app imports: `_ctypes`, for the package)
+    assert "ImportError: cannot load extension module `" in result.stderr, result.stderr
+    assert "`: not from memory (memfd_create failed: " in result.stderr, result.stderr
+    assert (
+        "a privileged start (set-user-ID, set-group-ID or file capabilities) loads native code "
+        "from nowhere else" in result.stderr
+    ), result.stderr
+    assert "\nhint: allow memory files here" in result.stderr, result.stderr
+    assert not os.path.exists(f"/tmp/ingot-{uid}/native"), os.listdir(f"/tmp/ingot-{uid}")

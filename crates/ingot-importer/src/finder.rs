@@ -343,7 +343,11 @@ impl IngotFinder {
     }
 
     /// Loads an extension module's image from memory: first the shared libraries it needs that the
-    /// archive carries, then the module itself through `_imp.create_dynamic`.
+    /// archive carries, then the module itself through `_imp.create_dynamic`. The module of a
+    /// materialized (`files`) package is loaded from its file in the tree, as the file-system
+    /// importer would, except in a privileged start: its tree may be the caller's to change
+    /// after its check (file capabilities, set-group-ID), so it is loaded from memory too, and
+    /// only its `__file__` names the tree.
     fn create_extension<'py>(
         &self,
         py: Python<'py>,
@@ -355,7 +359,7 @@ impl IngotFinder {
         if let Some(needed) = entry.data(Role::Needed).map_err(|error| self.error(error))? {
             native::load_needed(&self.view.archive, name, &native::needed_names(&needed))?;
         }
-        if self.view.tree_root(py, name)?.is_some() {
+        if self.view.tree_root(py, name)?.is_some() && !crate::cache::privileged() {
             // Its package is materialized: load the real file, as the file-system importer would.
             let origin: String = spec.getattr(intern!(py, "origin"))?.extract()?;
             let module = self

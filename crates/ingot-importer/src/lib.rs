@@ -34,7 +34,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 pub use finder::IngotFinder;
-pub use native::library_by_path;
+pub use native::{cache_path, library_by_path, CachePath};
 pub use view::ArchiveView;
 
 /// The module `ingot._ingot`.

@@ -120,7 +120,7 @@ pub fn prepare(archive: &Archive, label: &str, blob: Blob<'_>) {
         }
         map.insert(key, Prepared::InProgress { pid });
     }
-    let made = memory_file(archive, label, Image::Blob(blob));
+    let made = memory_file(archive, label, Image::Blob(blob), cache::privileged());
     let mut guard = PREPARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     match made {
@@ -165,24 +165,31 @@ pub fn resolve_mode() {
     let _ = use_cache();
 }
 
-/// A path the dynamic loader can open holding `image`: a memory file (`/proc/self/fd/N`), or,
-/// where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
-/// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache.
+/// A path the dynamic loader can open holding `image`: a sealed memory file (`/proc/self/fd/N`),
+/// or, where memory files cannot be used (`memfd_create` refused, e.g. by `vm.memfd_noexec=2`; no
+/// `/proc`) or `INGOT_NATIVE=cache` asks for it, a file in the extraction cache. A
+/// [`cache::privileged`] start never uses the cache: its caller may be the cache's owner (file
+/// capabilities, set-group-ID), who could change the file after its check; where memory files
+/// fail, it is a [`NativeError::MemoryOnly`] error.
 /// A damaged image is an [`NativeError::Archive`] error, reported as such: no other way is tried.
 pub fn native_file(
     archive: &Archive,
     label: &str,
     image: Image<'_>,
 ) -> Result<String, NativeError> {
+    // (`INGOT_NATIVE` is never read in a privileged start: see `cache::variable`.)
     if use_cache()? {
         return cached_file(archive, label, image);
     }
     if let Some(path) = take_prepared(archive, &image) {
         return Ok(path);
     }
-    match memory_file(archive, label, image) {
+    match memory_file(archive, label, image, cache::privileged()) {
         Ok((_fd, path)) => Ok(path),
         Err(NativeError::Archive(damaged)) => Err(NativeError::Archive(damaged)),
+        Err(memory) if cache::privileged() => {
+            Err(NativeError::MemoryOnly { memory: Box::new(memory) })
+        }
         Err(memory) => cached_file(archive, label, image).map_err(|cache| NativeError::Nowhere {
             memory: Box::new(memory),
             cache: Box::new(cache),
@@ -202,28 +209,116 @@ static BY_PATH: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 /// file (the system's loader then answers as it would; inside the executable: ENOTDIR) or it
 /// cannot be brought into memory.
 pub fn library_by_path(view: &crate::view::ArchiveView, path: &str) -> Option<String> {
-    let relative = view.relative(path)?;
+    archive_library(view, view.relative(path)?).ok()
+}
+
+/// The library at `relative` in the archive's files, brought into memory after the libraries it
+/// needs that the archive carries ([`library_by_path`]); why not, as a sentence about it.
+fn archive_library(view: &crate::view::ArchiveView, relative: String) -> Result<String, String> {
     let known = || BY_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(loaded) = known().get_or_insert_with(HashMap::new).get(&relative) {
-        return Some(loaded.clone());
+        return Ok(loaded.clone());
     }
     // Not locked while loading: a library's constructor may load another by path.
     let archive = &view.archive;
-    let entry = archive.find(Namespace::Files, &relative).ok()??;
-    let blob = entry.blob(Role::Content).ok()??;
-    let image = archive.data(&blob).ok()?;
-    let elf = goblin::elf::Elf::parse(&image).ok()?;
+    let not_held = || "it is not one of the archive's files".to_string();
+    let entry = archive.find(Namespace::Files, &relative).ok().flatten().ok_or_else(not_held)?;
+    let blob = entry.blob(Role::Content).ok().flatten().ok_or_else(not_held)?;
+    let image = archive.data(&blob).map_err(|error| chain(&error))?;
+    let elf = goblin::elf::Elf::parse(&image)
+        .map_err(|error| format!("it is not a shared library ({error})"))?;
     let needed: Vec<String> = elf.libraries.iter().map(|name| name.to_string()).collect();
     drop(elf);
     crate::pages::release(archive, &image);
     // Its needs first, as for extension modules; a need the archive does not carry is the
     // system's (glibc) and left to the loader.
     let label = relative.rsplit('/').next().unwrap_or(&relative).to_string();
-    load_needed(archive, &label, &needed).ok()?;
-    let loadable = native_file(archive, &label, Image::Blob(blob)).ok()?;
+    // (The error is Python's, which could only be read with the GIL.)
+    load_needed(archive, &label, &needed)
+        .map_err(|_| "a library it needs could not be loaded".to_string())?;
+    let loadable =
+        native_file(archive, &label, Image::Blob(blob)).map_err(|error| match error {
+            NativeError::MemoryOnly { memory } => {
+                format!("it could not be copied into memory ({})", chain(&memory))
+            }
+            other => chain(&other),
+        })?;
     // Another thread may have loaded it meanwhile: the first path is the one kept and used.
     let mut guard = known();
-    Some(guard.get_or_insert_with(HashMap::new).entry(relative).or_insert(loadable).clone())
+    Ok(guard.get_or_insert_with(HashMap::new).entry(relative).or_insert(loadable).clone())
+}
+
+/// What a [`cache::privileged`] start does with `dlopen(path)` of a path in the extraction cache.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CachePath {
+    /// Not in the extraction cache: the loader answers as it would.
+    Elsewhere,
+    /// A file of a materialized `files` tree that the archive holds: the path of its memory
+    /// file, for the loader to open instead.
+    Memory(String),
+    /// Anything else there: not to be loaded. `message` says what and why, with a `hint:`;
+    /// `instead` is a path below the executable that the loader cannot open (`ENOTDIR`: the
+    /// executable is a file), for the caller's `dlerror` to name.
+    Refused { message: String, instead: String },
+}
+
+/// For `dlopen(path)` in a privileged start: the extraction cache is the effective user's, who
+/// with file capabilities or set-group-ID is the caller, free to change any file in it after its
+/// check. A library there is loaded from the archive's copy in memory, or not at all (see
+/// [`CachePath`]). `path` is taken as the loader takes it: absolute, or relative to the working
+/// directory when it has a slash; a bare name is searched in the system's directories.
+pub fn cache_path(view: &crate::view::ArchiveView, path: &str) -> CachePath {
+    static ROOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let Some(root) = ROOT.get_or_init(|| cache::root().to_str().map(str::to_string)) else {
+        return CachePath::Elsewhere;
+    };
+    if !path.contains('/') {
+        return CachePath::Elsewhere;
+    }
+    let absolute = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        match std::env::current_dir() {
+            Ok(directory) => format!("{}/{path}", directory.to_string_lossy()),
+            Err(_) => return CachePath::Elsewhere,
+        }
+    };
+    let normal = normalize(&absolute);
+    let inside = normal.strip_prefix(root.as_str()).is_some_and(|rest| rest.starts_with('/'));
+    if !inside {
+        return CachePath::Elsewhere;
+    }
+    let relative = view.files.relative(&normal);
+    let why = match relative.clone() {
+        Some(relative) => match archive_library(view, relative) {
+            Ok(loadable) => return CachePath::Memory(loadable),
+            Err(why) => why,
+        },
+        None => "it is not a file of this application's tree".to_string(),
+    };
+    let shown = relative.unwrap_or_else(|| normal.rsplit('/').next().unwrap_or("").to_string());
+    CachePath::Refused {
+        message: format!(
+            "ingot: not loading `{path}`: {why}, and a privileged start (set-user-ID, set-group-ID or file capabilities) loads no native code from the extraction cache, which its caller may be able to change, only the archive's, from sealed memory files\nhint: ship the library in the application's package, or install the executable without the privilege"
+        ),
+        instead: format!("{}{shown}", view.prefix),
+    }
+}
+
+/// `path` (absolute) without `.`, `..` and repeated slashes, as the kernel walks it when no link
+/// is on it (`..` at the root stays there).
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 /// Why native code could not be brought into memory. Shown through [`chain`].
@@ -249,6 +344,11 @@ pub enum NativeError {
     CopyToMemoryFile(#[source] ingot_format::Error),
     #[error("`{path}` does not exist (is /proc mounted?)")]
     NoProc { path: String },
+    #[error("sealing a memory file failed")]
+    SealMemoryFile(#[source] std::io::Error),
+    /// A privileged start, where memory files failed: the extraction cache is not tried.
+    #[error("not from memory ({}), and a privileged start (set-user-ID, set-group-ID or file capabilities) loads native code from nowhere else: the extraction cache may be its caller's to change\nhint: allow memory files here (`vm.memfd_noexec` below 2, no seccomp filter refusing `memfd_create`, /proc mounted), or install the executable without the privilege", chain(.memory))]
+    MemoryOnly { memory: Box<NativeError> },
     /// Neither way worked: each error with its causes.
     #[error("not from memory ({}), and not through the extraction cache either ({})", chain(.memory), chain(.cache))]
     Nowhere { memory: Box<NativeError>, cache: Box<NativeError> },
@@ -362,10 +462,16 @@ fn shm_file() -> std::io::Result<std::fs::File> {
 }
 
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
+/// With `seal` (a [`cache::privileged`] start, whose memory files may belong to the caller, who
+/// could open one through `/proc/PID/fd` and write into it), the file is sealed against writing,
+/// growing and shrinking (`F_SEAL_*`) before the loader sees it. Other starts leave it unsealed:
+/// only their own user could write it, who can change the process anyway, and the write seal
+/// costs about 3% of the copy (the kernel checks every page: 30 µs per MiB, docs/security.md).
 fn memory_file(
     archive: &Archive,
     label: &str,
     image: Image<'_>,
+    seal: bool,
 ) -> Result<(i32, String), NativeError> {
     let name = CString::new(format!("ingot:{label}")).map_err(|_| NativeError::NulInName)?;
     // MFD_EXEC (Linux 6.3+) asks for an executable memory file where `vm.memfd_noexec` would
@@ -377,9 +483,10 @@ fn memory_file(
     let memfd_create = |flags: libc::c_uint| unsafe {
         libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) as libc::c_int
     };
-    let mut fd = memfd_create(libc::MFD_CLOEXEC | MFD_EXEC);
+    let flags = if seal { libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING } else { libc::MFD_CLOEXEC };
+    let mut fd = memfd_create(flags | MFD_EXEC);
     if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
-        fd = memfd_create(libc::MFD_CLOEXEC);
+        fd = memfd_create(flags);
     }
     if fd < 0 {
         return Err(NativeError::MemfdCreate(std::io::Error::last_os_error()));
@@ -407,7 +514,19 @@ fn memory_file(
                 damaged => NativeError::Archive(damaged),
             }),
     };
-    if let Err(why) = written {
+    let sealed = written.and_then(|()| {
+        if !seal {
+            return Ok(());
+        }
+        let seals =
+            libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on the memory file this function owns (written, not mapped).
+        if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(NativeError::SealMemoryFile(std::io::Error::last_os_error()));
+        }
+        Ok(())
+    });
+    if let Err(why) = sealed {
         // SAFETY: closing the descriptor we opened (the File is never dropped).
         unsafe { libc::close(fd) };
         return Err(why);
@@ -786,6 +905,50 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_normalized_as_the_kernel_walks_them() {
+        assert_eq!(
+            normalize("/tmp/ingot-1/trees/t/pkg/../pkg/./lib//x.so"),
+            "/tmp/ingot-1/trees/t/pkg/lib/x.so"
+        );
+        assert_eq!(normalize("/../tmp/x"), "/tmp/x");
+        assert_eq!(normalize("/"), "/");
+    }
+
+    #[test]
+    fn memory_files_are_sealed() {
+        use ingot_format::{ArchiveWriter, WriterOptions};
+        let mut writer = ArchiveWriter::new(WriterOptions {
+            bytecode_magic: *b"\xa7\x0d\x0d\x0a",
+            python_version: (3, 11),
+            zstd_level: Some(3),
+            large_zstd_level: None,
+            native_zstd_level: None,
+            compress_start_bytecode: false,
+        });
+        let image = b"\x7fELF not really".repeat(1000);
+        writer.add(Kind::SharedLibrary, "libx.so.1", vec![(Role::Content, image.clone())]).unwrap();
+        let archive = Archive::from_vec(writer.to_vec().unwrap()).unwrap();
+        let entry = archive.find(Namespace::Libraries, "libx.so.1").unwrap().unwrap();
+        let blob = entry.blob(Role::Content).unwrap().unwrap();
+        for made in [Image::Blob(blob), Image::Bytes(&image)] {
+            let (fd, path) = memory_file(&archive, "libx.so.1", made, true).expect("a memory file");
+            // SAFETY: F_GET_SEALS on a descriptor this test owns.
+            let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+            let all =
+                libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+            assert_eq!(seals & all, all);
+            assert_eq!(std::fs::read(&path).unwrap(), image);
+            // Not even through a new descriptor, as another process would open it.
+            let writable = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            let written = std::io::Write::write(&mut &writable, b"x").unwrap_err();
+            assert_eq!(written.raw_os_error(), Some(libc::EPERM));
+            drop(writable);
+            // SAFETY: closing the descriptor this test owns.
+            unsafe { libc::close(fd) };
+        }
+    }
+
+    #[test]
     fn messages_keep_their_wording() {
         let io = || std::io::Error::from_raw_os_error(libc::ENOMEM);
         let copy = || ingot_format::Error::Copy {
@@ -824,6 +987,14 @@ mod tests {
             (
                 NativeError::NoProc { path: "/proc/self/fd/3".into() },
                 "`/proc/self/fd/3` does not exist (is /proc mounted?)",
+            ),
+            (
+                NativeError::SealMemoryFile(io()),
+                "sealing a memory file failed: Cannot allocate memory (os error 12)",
+            ),
+            (
+                NativeError::MemoryOnly { memory: Box::new(NativeError::MemfdCreate(io())) },
+                "not from memory (memfd_create failed: Cannot allocate memory (os error 12)), and a privileged start (set-user-ID, set-group-ID or file capabilities) loads native code from nowhere else: the extraction cache may be its caller's to change\nhint: allow memory files here (`vm.memfd_noexec` below 2, no seccomp filter refusing `memfd_create`, /proc mounted), or install the executable without the privilege",
             ),
             (
                 NativeError::Nowhere {

@@ -57,9 +57,10 @@ pub fn first_use(view: &Arc<ArchiveView>) {
             }
             // Native code: its memory file, made here rather than by the import.
             let label = match entry.kind() {
-                // (A `files` package's extension modules are loaded from its tree instead.)
+                // (A `files` package's extension modules are loaded from its tree instead, but
+                // in a privileged start.)
                 Some(Kind::ExtensionModule | Kind::ExtensionPackage)
-                    if !view.files.covers(name) =>
+                    if !view.files.covers(name) || crate::cache::privileged() =>
                 {
                     format!("{name}{}", view.extension_suffix)
                 }

@@ -9,6 +9,13 @@
 //! executable that names a library of the archive from memory, as extension modules are loaded
 //! ([`ingot_importer::library_by_path`]), and hands everything else to the C library's `dlopen`
 //! unchanged. Only the launcher defines it: the `_ingot` module of a normal Python does not.
+//!
+//! In a privileged start (`AT_SECURE`: set-user-ID, set-group-ID, file capabilities) it also
+//! answers paths in the extraction cache ([`ingot_importer::cache_path`]): with file
+//! capabilities or set-group-ID the cache is the caller's, who may change a `files` package's
+//! tree after its check. A file of a tree that the archive holds is loaded from the archive's
+//! copy, in memory; anything else there is refused, with a message on stderr, and the loader is
+//! given a path below the executable instead, which it cannot open (`ENOTDIR`), for `dlerror`.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Arc, OnceLock};
@@ -49,15 +56,18 @@ pub unsafe extern "C" fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void
         if let Some(view) = VIEW.get() {
             // SAFETY: non-null and NUL-terminated, as the caller guarantees.
             let path = unsafe { CStr::from_ptr(file) }.to_bytes();
-            if path.starts_with(view.prefix.as_bytes()) {
-                let loadable = std::str::from_utf8(path)
+            let loadable = if path.starts_with(view.prefix.as_bytes()) {
+                std::str::from_utf8(path)
                     .ok()
                     .and_then(|path| ingot_importer::library_by_path(view, path))
-                    .and_then(|loadable| CString::new(loadable).ok());
-                if let Some(loadable) = loadable {
-                    file = loadable.as_ptr();
-                    held = Some(loadable);
-                }
+            } else if ingot_importer::privileged() {
+                in_privileged_start(view, path)
+            } else {
+                None
+            };
+            if let Some(loadable) = loadable.and_then(|loadable| CString::new(loadable).ok()) {
+                file = loadable.as_ptr();
+                held = Some(loadable);
             }
         }
     }
@@ -68,4 +78,20 @@ pub unsafe extern "C" fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void
     };
     drop(held);
     handle
+}
+
+/// What the loader is given for `path` in a privileged start instead of `path` itself, if
+/// anything (see the module's documentation).
+fn in_privileged_start(view: &ArchiveView, path: &[u8]) -> Option<String> {
+    // The cache's root and trees are UTF-8 (see `cache::root`): a path that is not, with its
+    // bytes replaced, still begins with the root when the path does, and names no file of a tree.
+    let path = String::from_utf8_lossy(path);
+    match ingot_importer::cache_path(view, &path) {
+        ingot_importer::CachePath::Elsewhere => None,
+        ingot_importer::CachePath::Memory(loadable) => Some(loadable),
+        ingot_importer::CachePath::Refused { message, instead } => {
+            eprintln!("{message}");
+            Some(instead)
+        }
+    }
 }
