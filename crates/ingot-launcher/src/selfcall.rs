@@ -7,13 +7,29 @@
 //! to the processes it starts in the variable [`PARENT_VARIABLE`] (`<pid>:<depth>:<uid>:<secret>`)
 //! and listens on an abstract Unix socket named after the executable file, its pid, its depth
 //! and the SHA-256 of the secret ([`offer`]). A child is a self-call when the variable names its
-//! parent, or a live ancestor through programs in between that passed the environment on (`sh
-//! -c`, `shell=True`), and the socket that variable names exists, made (so the kernel says,
+//! parent, or an ancestor through programs in between that passed the environment on (`sh -c`,
+//! `shell=True`), and the socket that variable names exists, made (so the kernel says,
 //! `SO_PEERCRED`) by that pid as this user. Only processes the application started after it
 //! began have the secret: a child forked before its parent became the application (`exec` after
 //! `fork`), a forged variable, a person's shell, another user's process or `sudo` without the
-//! application's environment gets the application. Nothing of /proc is read. A set-user-ID or
-//! file-capability start never gets Python mode.
+//! application's environment gets the application. A set-user-ID or file-capability start never
+//! gets Python mode.
+//!
+//! A secret that passed through another user's process grants nothing (issue 53: a root
+//! application's job, run as another user with the application's environment, gave it to
+//! `sudo`, which ran the executable as root). For a child of the application's process, the
+//! kernel says all there is: its parent is that process, as this user, and nothing is in
+//! between; nothing of /proc is read. Through programs in between, /proc must say that the
+//! application's process is an ancestor, and that it and every process between run as this user
+//! (real, effective, saved and file-system user ids) from a program that did not start
+//! privileged (`AT_SECURE` in their auxv: `sudo`, `su`); anything it does not say (no /proc,
+//! another pid namespace's, a process in between that died) is a no
+//! ([`only_this_user_between`]). The decision is this process's: it runs the application's own
+//! code as the application's user, and the caller chooses only its environment and arguments,
+//! none of which the check believes. Not seen: a process that changed to another user and back
+//! within itself, with nothing in between (another user's program that is itself set-user-ID
+//! to the application's user and replaces itself with the executable, as `doas` does): the
+//! kernel keeps no record of a process's past users.
 //!
 //! The same variable, checked the same way, carries the depth of the chain of self-calls through
 //! programs in between, so that an application that starts itself unconditionally stops at
@@ -62,7 +78,9 @@ pub enum Started {
     /// Through another program (`sh -c`, `subprocess.run(..., shell=True)`, a script) that
     /// passed on the variable: its command line is read as a child's, and it counts in the
     /// chain of self-calls. Only the application's processes have the secret; a program in
-    /// between that drops the environment (`sudo` without `-E`) drops the variable too.
+    /// between that drops the environment (`sudo` without `-E`) drops the variable too, and
+    /// one of another user, or one that started privileged, is no way through
+    /// ([`only_this_user_between`]).
     Descendant,
 }
 
@@ -97,13 +115,35 @@ pub trait Process {
     fn proves(&self, pid: u32, depth: u32, secret: &Secret) -> bool;
     /// A set-user-ID, set-group-ID or file-capability start (`AT_SECURE`).
     fn secure(&self) -> bool;
+    /// What the kernel says of process `pid` (`0`: this process), in one read of
+    /// `/proc/<pid>/status` (`None` if it cannot be read).
+    fn status(&self, pid: u32) -> Option<Status>;
+    /// Whether process `pid`'s program started privileged (`AT_SECURE` in `/proc/<pid>/auxv`:
+    /// `sudo`, `su`, any set-user-ID, set-group-ID or file-capability program); `None` if that
+    /// cannot be read (another user's process, one that is not dumpable, a zombie).
+    fn started_privileged(&self, pid: u32) -> Option<bool>;
 }
+
+/// What `/proc/<pid>/status` says of a process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Status {
+    pub pid: u32,
+    /// Its parent now (a process whose parent died has the reaper that took it instead).
+    pub parent: u32,
+    /// The real, effective, saved and file-system user ids.
+    pub uids: [u32; 4],
+}
+
+/// The most processes a self-call may have between itself and the application's process that
+/// gave it the variable (shells in shells): a longer chain is not a self-call.
+pub const MAX_BETWEEN: usize = 32;
 
 /// Was this process started by the application? `None` for a start by anything else.
 ///
 /// The variable must be this user's, and the process it names must prove it gave it (its
 /// listener): then this process is a self-call if that process is its parent, one started
-/// through a program in between if not. A process whose pid the variable names replaced itself
+/// through a program in between if it is an ancestor through processes of this user only
+/// ([`only_this_user_between`]). A process whose pid the variable names replaced itself
 /// (`os.execv`): the variable is all there is to tell, so it only restarts the application (see
 /// [`read_restart`]).
 pub fn self_call(process: &dyn Process) -> Option<SelfCall> {
@@ -122,9 +162,59 @@ pub fn self_call(process: &dyn Process) -> Option<SelfCall> {
     if variable.pid <= 1 || !process.proves(variable.pid, variable.depth, &variable.secret) {
         return None;
     }
-    let started =
-        if variable.pid == process.parent() { Started::Child } else { Started::Descendant };
-    Some(SelfCall { started, depth })
+    if variable.pid == process.parent() {
+        return Some(SelfCall { started: Started::Child, depth });
+    }
+    if !only_this_user_between(process, variable.pid, real) {
+        return None;
+    }
+    Some(SelfCall { started: Started::Descendant, depth })
+}
+
+/// Whether process `listener` is an ancestor of this process, and it and every process between
+/// them run as `uid` (real, effective, saved and file-system user ids), none started privileged
+/// (issue 53: a job the application started as another user handed the variable to `sudo`,
+/// which ran the executable as the application's user). Anything /proc does not tell, or a
+/// chain longer than [`MAX_BETWEEN`], is a no.
+///
+/// Each process is read once going up and once more coming down, from the listener to this
+/// process last: a process's parent changes only when that parent dies (its children go to a
+/// reaper that existed before it, never to a newer process that took its pid), so a link that
+/// still holds after the reads above it held at each of them, and none of those reads was of
+/// another process that took a dead one's pid. A process in between that died (its pid free
+/// for another) breaks the chain: not a self-call.
+fn only_this_user_between(process: &dyn Process, listener: u32, uid: u32) -> bool {
+    let this_user = |status: &Status| status.uids == [uid; 4];
+    let parent = process.parent();
+    // /proc/self, as this process knows itself: a /proc of another pid namespace says otherwise.
+    let own = process.status(0);
+    if !own.is_some_and(|own| own.pid == process.pid() && own.parent == parent && this_user(&own)) {
+        return false;
+    }
+    let mut between: Vec<(u32, u32)> = Vec::new(); // (pid, its parent)
+    let mut current = parent;
+    while current != listener {
+        if current <= 1 || between.len() == MAX_BETWEEN {
+            return false; // the listener is no ancestor of this process (any longer)
+        }
+        let Some(status) = process.status(current).filter(|s| s.pid == current && this_user(s))
+        else {
+            return false;
+        };
+        if process.started_privileged(current) != Some(false) {
+            return false;
+        }
+        between.push((current, status.parent));
+        current = status.parent;
+    }
+    // The application's process itself, as it is now (it may have changed user since it made
+    // its listener, which SO_PEERCRED describes as it was then).
+    if !process.status(listener).is_some_and(|s| s.pid == listener && this_user(&s)) {
+        return false;
+    }
+    between.iter().rev().all(|&(pid, parent)| {
+        process.status(pid).is_some_and(|s| s.pid == pid && s.parent == parent && this_user(&s))
+    }) && process.parent() == parent
 }
 
 /// The value of [`PARENT_VARIABLE`] for the processes this one starts.
@@ -325,6 +415,44 @@ impl Process for ThisProcess {
         // SAFETY: getauxval only reads the auxiliary vector.
         unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
     }
+
+    fn status(&self, pid: u32) -> Option<Status> {
+        let path =
+            if pid == 0 { "/proc/self/status".into() } else { format!("/proc/{pid}/status") };
+        parse_status(&std::fs::read(path).ok()?)
+    }
+
+    fn started_privileged(&self, pid: u32) -> Option<bool> {
+        parse_auxv_secure(&std::fs::read(format!("/proc/{pid}/auxv")).ok()?)
+    }
+}
+
+/// `Pid`, `PPid` and `Uid` of a `/proc/<pid>/status` (its `Name` line, the only one the process
+/// chooses, comes first and has its newlines escaped by the kernel).
+fn parse_status(text: &[u8]) -> Option<Status> {
+    let field = |name: &[u8]| -> Option<Vec<u32>> {
+        let line = text.split(|&byte| byte == b'\n').find_map(|line| line.strip_prefix(name))?;
+        let line = std::str::from_utf8(line).ok()?;
+        line.split_ascii_whitespace().map(|number| number.parse().ok()).collect()
+    };
+    let (pid, parent) = (field(b"Pid:")?, field(b"PPid:")?);
+    let uids: [u32; 4] = field(b"Uid:")?.try_into().ok()?;
+    match (pid.as_slice(), parent.as_slice()) {
+        (&[pid], &[parent]) => Some(Status { pid, parent, uids }),
+        _ => None,
+    }
+}
+
+/// `AT_SECURE`'s value in an auxiliary vector (`/proc/<pid>/auxv`: pairs of native words), or
+/// `None` if it has none (a zombie's is empty).
+fn parse_auxv_secure(auxv: &[u8]) -> Option<bool> {
+    const WORD: usize = size_of::<libc::c_ulong>();
+    let word = |bytes: &[u8]| libc::c_ulong::from_ne_bytes(bytes.try_into().expect("a word"));
+    auxv.chunks_exact(2 * WORD)
+        .map(|pair| (word(&pair[..WORD]), word(&pair[WORD..])))
+        .take_while(|&(kind, _)| kind != libc::AT_NULL)
+        .find(|&(kind, _)| kind == libc::AT_SECURE)
+        .map(|(_, value)| value != 0)
 }
 
 /// The options CPython 3.10-3.13 accept, without and with a value (`Modules/main.c`,
@@ -448,6 +576,9 @@ pub fn read_restart(argv: &[OsString], names_this_executable: impl Fn(&OsStr) ->
 
 #[cfg(test)]
 mod tests {
+    use std::cell::{Cell, RefCell};
+    use std::collections::HashMap;
+
     use super::*;
 
     const SECRET: Secret = [7; 16];
@@ -455,12 +586,54 @@ mod tests {
 
     struct Fake {
         pid: u32,
-        parent: u32,
+        parent: Cell<u32>,
         uids: (u32, u32),
         variable: Option<Variable>,
         /// (pid, depth, secret) of the processes that listen as this user.
         listeners: Vec<(u32, u32, Secret)>,
         secure: bool,
+        /// What /proc says (this process's own status included, under its pid).
+        statuses: RefCell<HashMap<u32, Status>>,
+        /// The processes whose program started privileged, and those whose auxv is unreadable.
+        privileged: Vec<u32>,
+        no_auxv: Vec<u32>,
+        /// How many reads of /proc so far, and what happens after the read of that number.
+        reads: Cell<usize>,
+        events: RefCell<Vec<(usize, Event)>>,
+    }
+
+    /// A change between two reads of /proc.
+    #[derive(Clone, Copy)]
+    enum Event {
+        /// This process gets a new parent (its own died).
+        Reparented(u32),
+        /// A process appears (a new one, which may have a dead one's pid), or goes.
+        Status(u32, Option<Status>),
+    }
+
+    impl Fake {
+        fn read(&self) {
+            let count = self.reads.get() + 1;
+            self.reads.set(count);
+            for (after, event) in self.events.borrow().iter() {
+                if *after + 1 != count {
+                    continue;
+                }
+                match *event {
+                    Event::Reparented(parent) => {
+                        self.parent.set(parent);
+                        let mut statuses = self.statuses.borrow_mut();
+                        statuses.get_mut(&self.pid).expect("own status").parent = parent;
+                    }
+                    Event::Status(pid, Some(status)) => {
+                        self.statuses.borrow_mut().insert(pid, status);
+                    }
+                    Event::Status(pid, None) => {
+                        self.statuses.borrow_mut().remove(&pid);
+                    }
+                }
+            }
+        }
     }
 
     impl Process for Fake {
@@ -468,7 +641,7 @@ mod tests {
             self.pid
         }
         fn parent(&self) -> u32 {
-            self.parent
+            self.parent.get()
         }
         fn uids(&self) -> (u32, u32) {
             self.uids
@@ -482,6 +655,17 @@ mod tests {
         fn secure(&self) -> bool {
             self.secure
         }
+        fn status(&self, pid: u32) -> Option<Status> {
+            let status =
+                self.statuses.borrow().get(&if pid == 0 { self.pid } else { pid }).copied();
+            self.read();
+            status
+        }
+        fn started_privileged(&self, pid: u32) -> Option<bool> {
+            let known = self.statuses.borrow().contains_key(&pid);
+            self.read();
+            (known && !self.no_auxv.contains(&pid)).then(|| self.privileged.contains(&pid))
+        }
     }
 
     const USER: u32 = 1000;
@@ -493,7 +677,33 @@ mod tests {
     /// Process 500 of USER, child of `parent`.
     fn fake(parent: u32, variable: Option<Variable>, listeners: &[(u32, u32, Secret)]) -> Fake {
         let listeners = listeners.to_vec();
-        Fake { pid: 500, parent, uids: (USER, USER), variable, listeners, secure: false }
+        Fake {
+            pid: 500,
+            parent: Cell::new(parent),
+            uids: (USER, USER),
+            variable,
+            listeners,
+            secure: false,
+            statuses: RefCell::new(HashMap::from([(500, status(500, parent, USER))])),
+            privileged: Vec::new(),
+            no_auxv: Vec::new(),
+            reads: Cell::new(0),
+            events: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Process `pid`, child of `parent`, as `uid` (all four user ids).
+    fn status(pid: u32, parent: u32, uid: u32) -> Status {
+        Status { pid, parent, uids: [uid; 4] }
+    }
+
+    /// `fake` with the processes `chain` (pid, parent, uid) in /proc too.
+    fn with(mut process: Fake, chain: &[(u32, u32, u32)]) -> Fake {
+        let statuses = process.statuses.get_mut();
+        for &(pid, parent, uid) in chain {
+            statuses.insert(pid, status(pid, parent, uid));
+        }
+        process
     }
 
     fn started(started: Started, depth: u32) -> Option<SelfCall> {
@@ -537,9 +747,157 @@ mod tests {
     #[test]
     fn through_a_program_in_between_the_chain_still_counts() {
         // The app (50, depth 2) ran `sh -c` (100), which ran the executable.
-        let process = fake(100, variable(50, 2, SECRET), &[(50, 2, SECRET)]);
+        let shell = [(100, 50, USER), (50, 1, USER)];
+        let process = with(fake(100, variable(50, 2, SECRET), &[(50, 2, SECRET)]), &shell);
         assert_eq!(self_call(&process), started(Started::Descendant, 3));
-        assert_eq!(self_call(&fake(100, variable(50, 2, OTHER), &[(50, 2, SECRET)])), None);
+        let process = with(fake(100, variable(50, 2, OTHER), &[(50, 2, SECRET)]), &shell);
+        assert_eq!(self_call(&process), None);
+        // Shells in shells.
+        let shells = [(100, 90, USER), (90, 80, USER), (80, 50, USER), (50, 1, USER)];
+        let process = with(fake(100, variable(50, 2, SECRET), &[(50, 2, SECRET)]), &shells);
+        assert_eq!(self_call(&process), started(Started::Descendant, 3));
+    }
+
+    /// This process (500, USER) with the variable of the app's process 50 (listening as USER),
+    /// and the processes `chain` between.
+    fn descendant(chain: &[(u32, u32, u32)]) -> Fake {
+        let parent = chain.first().map_or(50, |link| link.0);
+        with(fake(parent, variable(50, 0, SECRET), &[(50, 0, SECRET)]), chain)
+    }
+
+    #[test]
+    fn through_another_users_process_there_is_no_self_call() {
+        // Issue 53: the app (50, root here: USER) started a job as another user (100, uid 7),
+        // which ran `sudo` (200: real uid 7, the others USER; started privileged), which ran
+        // the executable as USER with the app's variable.
+        let app = (50, 1, USER);
+        let chain = [(200, 100, USER), (100, 50, 7), app];
+        let mut process = descendant(&chain);
+        process.statuses.get_mut().get_mut(&200).expect("sudo").uids = [7, USER, USER, USER];
+        process.privileged.push(200);
+        assert_eq!(self_call(&process), None);
+        // Each fact alone is enough: another user's process in between, whatever its program;
+        assert_eq!(self_call(&descendant(&[(200, 100, USER), (100, 50, 7), app])), None);
+        // a process of this user whose program started privileged (`exec sudo` by the job);
+        let mut process = descendant(&[(200, 50, USER), app]);
+        process.privileged.push(200);
+        assert_eq!(self_call(&process), None);
+        // one whose saved or file-system user is another;
+        let mut process = descendant(&[(200, 50, USER), app]);
+        process.statuses.get_mut().get_mut(&200).expect("200").uids[3] = 7;
+        assert_eq!(self_call(&process), None);
+        // the app's process itself as another user now (it dropped its privileges).
+        assert_eq!(self_call(&descendant(&[(200, 50, USER), (50, 1, 7)])), None);
+        // All of this user, none privileged: a self-call.
+        assert_eq!(
+            self_call(&descendant(&[(200, 50, USER), app])),
+            started(Started::Descendant, 1)
+        );
+    }
+
+    #[test]
+    fn what_proc_does_not_tell_is_no_self_call() {
+        let app = (50, 1, USER);
+        // A process in between, or the app's, that /proc does not show (another pid namespace's,
+        // /proc not mounted, hidepid), or whose start it does not say.
+        assert_eq!(self_call(&descendant(&[(100, 50, USER)])), None);
+        assert_eq!(self_call(&descendant(&[(100, 90, USER), app])), None);
+        let mut process = descendant(&[(100, 50, USER), app]);
+        process.statuses.get_mut().remove(&500);
+        assert_eq!(self_call(&process), None);
+        let mut process = descendant(&[(100, 50, USER), app]);
+        process.no_auxv.push(100); // not dumpable, or a zombie
+        assert_eq!(self_call(&process), None);
+        // /proc/self of another pid namespace: its parent is not the one getppid gives.
+        let mut process = descendant(&[(100, 50, USER), app]);
+        process.statuses.get_mut().get_mut(&500).expect("own").parent = 77;
+        assert_eq!(self_call(&process), None);
+        // The listener no ancestor: the shell in between exited (this process went to init), or
+        // the variable was passed on to a process of this user the app did not start.
+        assert_eq!(self_call(&descendant(&[(1, 0, 0), app])), None);
+        assert_eq!(self_call(&descendant(&[(100, 60, USER), (60, 1, USER), app])), None);
+        // A chain too long to be shells in shells (or a loop /proc should never show).
+        let mut long: Vec<(u32, u32, u32)> =
+            (0..=MAX_BETWEEN as u32).map(|index| (1000 + index, 1001 + index, USER)).collect();
+        long.last_mut().expect("links").1 = 50;
+        long.push(app);
+        assert_eq!(self_call(&descendant(&long)), None);
+        long.remove(0);
+        assert_eq!(self_call(&descendant(&long)), started(Started::Descendant, 1));
+        assert_eq!(self_call(&descendant(&[(100, 100, USER), app])), None);
+    }
+
+    #[test]
+    fn a_process_in_between_that_dies_breaks_the_chain() {
+        // The shell (100) between this process and the app (50) dies after it was read, and
+        // another process takes its pid, of this user and a child of the app too: this process
+        // went to the reaper (1). Whenever it happens, between any two reads, no self-call.
+        let chain = [(100, 50, USER), (50, 1, USER)];
+        let reads = {
+            let process = descendant(&chain);
+            assert_eq!(self_call(&process), started(Started::Descendant, 1));
+            process.reads.get()
+        };
+        for after in 0..reads {
+            let process = descendant(&chain);
+            process.events.borrow_mut().extend([
+                (after, Event::Reparented(1)),
+                (after, Event::Status(100, Some(status(100, 50, USER)))),
+            ]);
+            assert_eq!(self_call(&process), None, "after read {after}");
+        }
+        // Two shells: the upper one dies, the lower one goes to the reaper, and a process of
+        // another user takes the upper one's pid... as a child of the app: not this chain.
+        let chain = [(100, 90, USER), (90, 50, USER), (50, 1, USER)];
+        let reads = {
+            let process = descendant(&chain);
+            assert_eq!(self_call(&process), started(Started::Descendant, 1));
+            process.reads.get()
+        };
+        let died_after = |after| {
+            let process = descendant(&chain);
+            process.events.borrow_mut().extend([
+                (after, Event::Status(100, Some(status(100, 1, USER)))),
+                (after, Event::Status(90, Some(status(90, 50, 7)))),
+            ]);
+            self_call(&process)
+        };
+        for after in 0..reads - 1 {
+            assert_eq!(died_after(after), None, "after read {after}");
+        }
+        // After the last read: the chain held at every read, which is all a check can tell.
+        assert_eq!(died_after(reads - 1), started(Started::Descendant, 1));
+    }
+
+    #[test]
+    fn this_processes_status_and_auxv() {
+        let this = ThisProcess { identity: None };
+        // SAFETY: getuid and geteuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let own = this.status(0).expect("/proc/self/status");
+        assert_eq!((own.pid, own.parent, own.uids[0]), (std::process::id(), this.parent(), uid));
+        assert_eq!(this.status(std::process::id()), Some(own));
+        assert_eq!(this.started_privileged(std::process::id()), Some(false));
+        assert_eq!(this.status(u32::MAX), None);
+        let status =
+            b"Name:\tPid:\t1\\nPPid:\t2\nUmask:\t0022\nPid:\t42\nPPid:\t7\nTracerPid:\t0\n\
+                       Uid:\t1\t2\t3\t4\nGid:\t0\t0\t0\t0\n";
+        assert_eq!(parse_status(status), Some(Status { pid: 42, parent: 7, uids: [1, 2, 3, 4] }));
+        assert_eq!(parse_status(b"Pid:\t42\nPPid:\t7\nUid:\t1\t2\t3\n"), None);
+        let words = |pairs: &[(libc::c_ulong, libc::c_ulong)]| -> Vec<u8> {
+            pairs
+                .iter()
+                .flat_map(|(kind, value)| [kind.to_ne_bytes(), value.to_ne_bytes()])
+                .flatten()
+                .collect()
+        };
+        assert_eq!(
+            parse_auxv_secure(&words(&[(6, 4096), (libc::AT_SECURE, 1), (0, 0)])),
+            Some(true)
+        );
+        assert_eq!(parse_auxv_secure(&words(&[(libc::AT_SECURE, 0), (0, 0)])), Some(false));
+        assert_eq!(parse_auxv_secure(&words(&[(0, 0), (libc::AT_SECURE, 0)])), None);
+        assert_eq!(parse_auxv_secure(b""), None);
     }
 
     #[test]
