@@ -36,6 +36,7 @@ APP = {
     "attackapp/cli.py": """
         import json
         import os
+        import pwd
         import shlex
         import subprocess
         import sys
@@ -57,6 +58,24 @@ APP = {
                            sys.executable, *sys.argv[4:]]
                 done = subprocess.run(command, capture_output=True, text=True, timeout=60)
                 print(json.dumps({"code": done.returncode, "err": done.stderr}))
+            elif what == "job-as":  # job-as HOW USER SCRIPT CODE: a job as USER, by HOW, with
+                # the app's whole environment, runs SCRIPT in sh ({exe} and {code} in it quoted)
+                how, name, script, code = sys.argv[2:6]
+                script = script.format(exe=shlex.quote(sys.executable), code=shlex.quote(code))
+                entry = pwd.getpwnam(name)
+                as_user = {
+                    "user": [],  # subprocess.run(..., user=...)
+                    "su": ["su", name, "-s", "/bin/sh", "-c", script],
+                    "runuser": ["runuser", "-u", name, "--", "sh", "-c", script],
+                    "setpriv": ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}",
+                                "--clear-groups", "sh", "-c", script],
+                    "self": ["sh", "-c", script],  # no other user: the app's own job
+                }[how] or ["sh", "-c", script]
+                user = {"user": name} if how == "user" else {}
+                done = subprocess.run(as_user, capture_output=True, text=True, timeout=60,
+                                      cwd="/", **user)
+                print(json.dumps({"code": done.returncode, "out": done.stdout,
+                                  "err": done.stderr}))
             elif what == "calls":  # calls READY GO N: READY made, GO awaited, N self-calls
                 open(sys.argv[2], "w").close()
                 while not os.path.exists(sys.argv[3]):
@@ -240,6 +259,78 @@ def test_the_apps_variable_passed_to_another_user_gets_the_app(shared, user, tmp
     result = run([shared, "as-user", str(uid), str(gid), "-c", writes(marker)], cwd=shared.parent)
     assert json.loads(result.stdout) == {"code": 1, "err": "unknown -c\n"}
     assert not marker.exists(), "another user ran Python with the app's variable"
+
+
+@pytest.fixture
+def sudo_rule(shared, user):
+    """A sudoers rule that lets the unprivileged user run the shared app as root with variables
+    of its choosing (`SETENV`), as an administrator may write for a job; removed afterwards."""
+    require(
+        os.geteuid() == 0 and shutil.which("sudo") and shutil.which("visudo"),
+        "needs root, sudo and visudo",
+    )
+    name = pwd.getpwuid(user[0]).pw_name
+    rule = Path(f"/etc/sudoers.d/ingot-test-{os.getpid()}-{shared.parent.name[-8:]}")
+    rule.write_text(f"{name} ALL=(root) NOPASSWD:SETENV: {shared}\n")
+    try:
+        rule.chmod(0o440)
+        check = subprocess.run(["visudo", "-c", "-q", "-f", rule], capture_output=True, timeout=60)
+        assert check.returncode == 0, check.stderr
+        yield name
+    finally:
+        rule.unlink()
+
+
+#: What the job runs: sudo, given the app's variable, runs the app's executable as root.
+SUDO_WITH_THE_APPS_VARIABLE = 'sudo -n INGOT_PARENT="$INGOT_PARENT" {exe} -c {code}'
+
+
+@pytest.mark.parametrize(
+    "how, script",
+    [
+        ("user", SUDO_WITH_THE_APPS_VARIABLE),
+        ("user", "exec " + SUDO_WITH_THE_APPS_VARIABLE),  # the job itself becomes sudo
+        ("su", SUDO_WITH_THE_APPS_VARIABLE),
+        ("su", "exec " + SUDO_WITH_THE_APPS_VARIABLE),
+        ("runuser", SUDO_WITH_THE_APPS_VARIABLE),
+        ("setpriv", "exec " + SUDO_WITH_THE_APPS_VARIABLE),
+    ],
+)
+def test_the_apps_variable_through_another_users_job_and_sudo_gets_the_app(
+    shared, sudo_rule, how, script
+):
+    # Issue 53, item 3: a root app starts a job as another user (subprocess.run(..., user=...),
+    # su, runuser, setpriv) with its environment; the job, under a sudo rule with SETENV, gives
+    # the app's variable to sudo, which runs the executable as root, a descendant of the app's
+    # process with the app's user and a secret that proves the app gave it. The secret passed
+    # through another user's process: the app runs, not CODE.
+    marker = shared.parent / "ran"
+    result = run([shared, "job-as", how, sudo_rule, script, writes(marker)], cwd=shared.parent)
+    assert not marker.exists(), "another user's job ran Python as root with the app's variable"
+    assert json.loads(result.stdout) == {"code": 1, "out": "", "err": "unknown -c\n"}
+
+
+def test_the_apps_own_job_through_sudo_as_the_same_user_is_a_self_call(shared, sudo_rule):
+    # The same chain with no other user in it (root's job, root's sudo to root): the secret
+    # never left the app's user, and the executable reads a python command line. (Also what
+    # tells that the test above fails for the right reason.)
+    marker = shared.parent / "ran"
+    script = SUDO_WITH_THE_APPS_VARIABLE + "; echo done"
+    result = run([shared, "job-as", "self", sudo_rule, script, writes(marker)], cwd=shared.parent)
+    assert json.loads(result.stdout) == {"code": 0, "out": "done\n", "err": ""}
+    assert marker.exists()
+
+
+def test_a_job_of_another_user_that_starts_the_executable_itself_gets_the_app(shared, user):
+    # subprocess.run([sys.executable, "-c", CODE], user=other): the variable names the app's
+    # user, not the job's. The job gets the app.
+    require(os.geteuid() == 0, "needs root")
+    name = pwd.getpwuid(user[0]).pw_name
+    marker = shared.parent / "ran"
+    script = "{exe} -c {code}"
+    result = run([shared, "job-as", "user", name, script, writes(marker)], cwd=shared.parent)
+    assert not marker.exists(), "another user ran Python with the app's variable"
+    assert json.loads(result.stdout) == {"code": 1, "out": "", "err": "unknown -c\n"}
 
 
 #: `python -c FLOOD IDENTITY SECONDS`: connects to every listener of the executable whose
