@@ -112,6 +112,31 @@ APP = {
                 sys.frozen = True
                 with multiprocessing.get_context("spawn").Pool(1) as pool:
                     print(pool.map(square, range(3)))
+            elif what == "shells":  # shells N AT-ONCE: N self-calls, each through its own sh
+                import concurrent.futures
+                def through_a_shell(_):
+                    return subprocess.run(["sh", "-c", '"$0" -c "print(42)"', sys.executable],
+                                          capture_output=True, text=True, timeout=60).stdout
+                count, at_once = int(sys.argv[2]), int(sys.argv[3])
+                with concurrent.futures.ThreadPoolExecutor(at_once) as threads:
+                    print(json.dumps(sorted(set(threads.map(through_a_shell, range(count))))))
+            elif what == "pty":  # the executable on a pty, as pexpect starts it (pty.fork,
+                import pty  # then os.execv in the child)
+                pid, fd = pty.fork()
+                if pid == 0:
+                    os.execv(sys.executable, [sys.executable, "-c",
+                                              "import os; print(os.isatty(1), 'done')"])
+                out = b""
+                while True:
+                    try:
+                        data = os.read(fd, 4096)
+                    except OSError:  # EIO: the other side closed
+                        break
+                    if not data:
+                        break
+                    out += data
+                os.waitpid(pid, 0)
+                print(json.dumps(out.decode()))
             elif what == "files":  # files PREFIX: written, never closed
                 import gzip, zipfile
                 global kept
@@ -368,6 +393,18 @@ def test_sudo_gets_the_app(app, tmp_path):
     done = run(app, "shell", f'exec {sudo} -n "$0" -c "$1"', code)
     assert json.loads(done.stdout) == {"code": 1, "out": "", "err": "unknown -c\n"}
     assert not marker.exists()
+
+
+def test_self_calls_through_shells_in_parallel_and_on_a_pty(app):
+    # Issue 53: a self-call through a program in between reads /proc to check that every
+    # process between it and the app is the app's user. 200 of them, 20 at a time (each check
+    # races with the other shells' starts and exits). And one on a pty, as pexpect starts it.
+    result = run(app, "shells", "200", "20", max_processes=128, timeout=300)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
+    assert json.loads(result.stdout) == ["42\n"]
+    result = run(app, "pty")
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
+    assert json.loads(result.stdout) == "True done\r\n"
 
 
 def test_without_proc_the_variable_tells_self_calls(app):
