@@ -941,8 +941,10 @@ def test_a_failing_test_of_the_training_run_does_not_stop_a_profile_guided_build
     fresh machine's test command stopped there (one test failed under load). The recipe's task
     ignores the status; the merged profile is checked after (_check_profile)."""
     commands = []
-    monkeypatch.setattr(recipes, "patch_python", lambda source: None)
-    monkeypatch.setattr(recipes, "_check_profile", lambda source, run, profdata: {"counted": 1})
+    monkeypatch.setattr(recipes.cpython, "patch_python", lambda source: None)
+    monkeypatch.setattr(
+        recipes.cpython, "_check_profile", lambda source, run, profdata: {"counted": 1}
+    )
     recipes.build_python(
         tmp_path,
         tmp_path / "prefix",
@@ -970,3 +972,26 @@ def test_a_failing_test_of_the_training_run_does_not_stop_a_profile_guided_build
         ["make", "-s", "PROFILE_TASK=-m test"], cwd=tmp_path, capture_output=True
     )
     assert failed.returncode != 0 and not (tmp_path / "merged").exists()  # (the rule as it is)
+
+
+@pytest.mark.fast
+def test_the_recipes_fingerprint_is_of_what_they_do_not_of_their_comments(tmp_path):
+    module = Path(recipes.__file__).parent / "cpython.py"
+    text = module.read_text()
+    tidied = tmp_path / "tidied.py"
+    # Comments, docstrings, blank lines and wrapping changed: the same fingerprint.
+    tidied.write_text(
+        text.replace('"""', '"""Reworded. ', 1)
+        .replace("    # ", "    #  (tidied) ")
+        .replace("\n\n\n", "\n\n\n\n")
+    )
+    assert tidied.read_text() != text
+    assert recipes.code_of(tidied) == recipes.code_of(module)
+    assert recipes.fingerprint(tidied) == recipes.fingerprint(module)
+    # A change of what it does: another fingerprint.
+    changed = tmp_path / "changed.py"
+    changed.write_text(text.replace('PGO_GENERATE = "-fprofile-generate"', 'PGO_GENERATE = "-x"'))
+    assert changed.read_text() != text
+    assert recipes.fingerprint(changed) != recipes.fingerprint(module)
+    # The libraries' fingerprint does not cover CPython's recipe.
+    assert builder.libraries_fingerprint() != builder.recipes_fingerprint()

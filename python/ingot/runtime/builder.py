@@ -67,12 +67,20 @@ Say = Callable[[str], None]
 
 
 def recipes_fingerprint() -> str:
-    """A hash of how runtimes are built (the recipes and the toolchain's wrappers): a runtime
-    built otherwise is built again rather than reused."""
-    digest = hashlib.sha256()
-    for module in (recipes.__file__, toolchain_module.__file__):
-        digest.update(Path(module).read_bytes())
-    return digest.hexdigest()[:16]
+    """A hash of how runtimes are built (what the recipes and the toolchain's wrappers do, not
+    their comments or docstrings: :func:`ingot.runtime.recipes.fingerprint`): a runtime built
+    otherwise is built again rather than reused."""
+    return recipes.fingerprint(*_recipe_modules("libraries", "cpython"))
+
+
+def libraries_fingerprint() -> str:
+    """The same of the libraries' recipes alone: a change to CPython's recipe keeps them."""
+    return recipes.fingerprint(*_recipe_modules("libraries"))
+
+
+def _recipe_modules(*parts: str) -> list[Path]:
+    directory = Path(recipes.__file__).parent
+    return [*(directory / f"{part}.py" for part in parts), Path(toolchain_module.__file__)]
 
 
 class _Builder:
@@ -182,7 +190,7 @@ class SharedLibraries:
             [recipes.PROFILE_RUNTIME.name] if profile_guided else []
         )
         return {
-            "recipes": recipes_fingerprint(),
+            "recipes": libraries_fingerprint(),
             "target": toolchain.target,
             "zig": zig,
             "sources": {name: digests[name] for name in names},
