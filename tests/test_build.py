@@ -393,8 +393,9 @@ def test_executable_passes_argv_and_the_exit_status(tmp_path, launcher_here):
 
 def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeypatch):
     """A built-in preparation (ingot.policy.PREPARATIONS; black's grammar pickles) runs with the
-    build interpreter in the staged copy, and what it makes is archived in the package's tree; a
-    failing one is a warning, and leaves the build usable."""
+    build interpreter, confined (ingot.build.sandbox), reading the staged copy and writing into
+    a directory of its own; what it made there, of the names it declares, is archived in the
+    package's tree; a failing one is a warning, and leaves the build usable."""
     from ingot.build.analysis import policy
 
     tool = tmp_path / "src" / "tool"
@@ -403,11 +404,15 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
     (tool / "__main__.py").write_text("print('tool')\n")
     make = (
         "import os, sys\n"
-        "open(os.path.join(sys.argv[1], 'tool', 'made.txt'), 'w').write("
+        "open(os.path.join(sys.argv[2], 'made.txt'), 'w').write("
         "os.environ['PYTHONHASHSEED'] + ' ' + str(sys.flags.no_site) + ' ' + sys.argv[1])\n"
+        "open(os.path.join(sys.argv[2], 'other.txt'), 'w').write('not declared')\n"
+        "os.symlink('/etc/passwd', os.path.join(sys.argv[2], 'linked.txt'))\n"
     )
     monkeypatch.setitem(
-        policy.PREPARATIONS, "tool", policy.Preparation(why="it makes made.txt", code=make)
+        policy.PREPARATIONS,
+        "tool",
+        policy.Preparation(why="it makes made.txt", code=make, makes="*.txt"),
     )
     result = build(
         resolve(
@@ -418,16 +423,22 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
             )
         )
     )
-    made = ingot.IngotFinder(str(tmp_path / "t.ingot"))._read("tool/made.txt").decode()
+    finder = ingot.IngotFinder(str(tmp_path / "t.ingot"))
+    made = finder._read("tool/made.txt").decode()
     seed, no_site, where = made.split(" ", 2)
     assert (seed, no_site) == ("0", "1") and not where.startswith(str(tmp_path))  # a copy
+    assert finder._read("tool/other.txt") == b"not declared"
+    with pytest.raises((OSError, KeyError, ValueError)):
+        finder._read("tool/linked.txt")  # (a link is never followed out of its directory)
     assert not (tool / "made.txt").exists()  # the project is left as it was
     assert not any("preparation" in warning for warning in result.warnings)
 
     monkeypatch.setitem(
         policy.PREPARATIONS,
         "tool",
-        policy.Preparation(why="it makes made.txt", code="raise SystemExit('no tables today')"),
+        policy.Preparation(
+            why="it makes made.txt", code="raise SystemExit('no tables today')", makes="*"
+        ),
     )
     result = build(
         resolve(

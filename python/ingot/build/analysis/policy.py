@@ -54,28 +54,37 @@ READ_ONLY_FILES_PACKAGES = frozenset({"pytz", "babel", "matplotlib"})
 
 @dataclass(frozen=True)
 class Preparation:
-    """A step ``ingot build`` runs for a ``files`` package, in its staged copy, to create files the
-    package would otherwise create (or do without) at every start. ``code`` is Python run by the
-    build interpreter (the launcher's Python) with ``-S -s``, ``PYTHONHASHSEED=0`` (the same
-    output on every build) and ``sys.argv[1]`` the directory that holds the package, first on
-    ``sys.path``."""
+    """A step ``ingot build`` runs for a ``files`` package, to create files the package would
+    otherwise create (or do without) at every start. ``code`` is Python run by the build
+    interpreter (the launcher's Python) with ``-S -s``, ``PYTHONHASHSEED=0`` (the same output
+    on every build), confined (:mod:`ingot.build.sandbox`), with ``sys.argv[1]`` the staged
+    directory that holds the package (to read: first on ``sys.path``) and ``sys.argv[2]`` a
+    directory of its own: the regular files it leaves there whose names match ``makes`` are
+    put into the package's directory (never over a file it holds)."""
 
     why: str
     code: str
+    makes: str
 
 
 #: Known preparations, by top-level package. Each uses the package's own tool for the job.
 PREPARATIONS: dict[str, Preparation] = {
     "blib2to3": Preparation(
         why="black builds its grammar tables from Grammar.txt at every import (~10 ms) unless "
-        "pickles made by the same Python sit next to it; blib2to3's driver writes them",
+        "pickles made by the same Python sit next to it; blib2to3's driver writes them (next "
+        "to copies of the grammars)",
         code=(
-            "import os, sys\n"
+            "import os, shutil, sys\n"
             "from blib2to3.pgen2 import driver\n"
-            "base = os.path.join(sys.argv[1], 'blib2to3')\n"
-            "grammars = [os.path.join(base, name) for name in ('Grammar.txt', 'PatternGrammar.txt')]\n"
-            "sys.exit(0 if driver.main(*[g for g in grammars if os.path.isfile(g)]) else 1)\n"
+            "base, out = os.path.join(sys.argv[1], 'blib2to3'), sys.argv[2]\n"
+            "names = [n for n in ('Grammar.txt', 'PatternGrammar.txt') "
+            "if os.path.isfile(os.path.join(base, n))]\n"
+            "for name in names:\n"
+            "    shutil.copyfile(os.path.join(base, name), os.path.join(out, name))\n"
+            "sys.exit(0 if not names or driver.main(*[os.path.join(out, n) for n in names]) "
+            "else 1)\n"
         ),
+        makes="*.pickle",
     ),
 }
 

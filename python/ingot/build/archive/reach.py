@@ -61,6 +61,7 @@ from ingot.build.archive.buildcache import (
 )
 from ingot.build.archive.collect import Item
 from ingot.build.resolve.environment import Environment
+from ingot.build.sandbox import Sandbox
 
 __all__ = [
     "BINARY_NAMES_NOT_IMPORTS",
@@ -233,6 +234,10 @@ class Reach:
     #: a name in a binary): no import, probe or package carried whole would bring them. Module
     #: named -> (the module whose string names it, bytes of it and of what only it brings).
     named_only: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Top-level packages with native code that were not probed (no ``probe`` given: a build
+    #: with ``--no-run-dependencies``): what their C code imports was read from their binaries'
+    #: strings alone.
+    unprobed: list[str] = field(default_factory=list)
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -589,6 +594,8 @@ def reach(
             walk.edges.setdefault("", set()).add(found)
             walk.visit(found)
     decided = walk.decide(keep)
+    if probe is None:
+        decided.unprobed = sorted(walk.whole & native_tops)
     followed = walk.followed([*starts, ""])
     decided.whole_only = {name for name in walk.reached if name not in followed}
     decided.named_only = walk.named_only([*starts, ""])
@@ -854,40 +861,31 @@ sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
 
 
 def import_probe(
-    paths: list[str], environment: Environment | None = None, timeout: float = 120.0
+    paths: list[str],
+    environment: Environment | None = None,
+    timeout: float = 120.0,
+    sandbox: Sandbox | None = None,
 ) -> Callable[[list[str]], set[str]]:
     """A ``probe`` for :func:`reach`: imports the given top-level packages in a child of this
     interpreter (``-I -S -B``: no bytecode written into ``paths``, the build cache's among them;
-    ``paths`` first on its ``sys.path``, a scratch home and working
-    directory; the build's ``environment`` without ``PYTHON*`` and ``XDG_*``) and returns the
-    names of the modules it then had. Native code that imports by names its binary does not show
+    ``paths`` first on its ``sys.path``), confined by ``sandbox`` (:mod:`ingot.build.sandbox`:
+    an environment made from scratch, a scratch home and working directory, no network, as
+    root ``nobody``; by default one over the build's ``environment``), and returns the names of
+    the modules it then had. Native code that imports by names its binary does not show
     (Cython 3 compresses its strings) shows it here. Nothing is returned if the child fails or
     takes longer than ``timeout`` seconds."""
-    import json
-    import subprocess
-    import tempfile
-
-    variables = (environment or Environment()).for_python()
+    box = sandbox or Sandbox(environment)
 
     def probe(tops: list[str]) -> set[str]:
-        with tempfile.TemporaryDirectory(prefix="ingot-probe-") as scratch:
-            env = {key: value for key, value in variables.items() if not key.startswith("XDG_")}
-            env.update(
-                HOME=scratch, XDG_CACHE_HOME=scratch, XDG_CONFIG_HOME=scratch, XDG_DATA_HOME=scratch
-            )
-            try:
-                done = subprocess.run(
-                    [sys.executable, "-I", "-S", "-B", "-c", _PROBE, json.dumps(paths), *tops],
-                    cwd=scratch,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=timeout,
-                    check=False,
-                )
-                return set(json.loads(done.stdout.decode(errors="replace").splitlines()[-1]))
-            except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-                return set()
+        done = box.run(
+            [sys.executable, "-I", "-S", "-B", "-c", _PROBE, json.dumps(paths), *tops],
+            readable=paths,
+            timeout=timeout,
+        )
+        try:
+            return set(json.loads(done.stdout.decode(errors="replace").splitlines()[-1]))
+        except (ValueError, IndexError):
+            return set()
 
     return probe
 

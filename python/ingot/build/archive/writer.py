@@ -72,6 +72,7 @@ from ingot.build.archive.stdlib_layout import Layout, running
 from ingot.build.progress import Ticker
 from ingot.build.resolve.environment import Environment, snapshot
 from ingot.build.resolve.settings import ZSTD_LEVELS
+from ingot.build.sandbox import Sandbox
 from ingot.elf import elf_machine
 from ingot.errors import CompileError, PackError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
@@ -319,9 +320,13 @@ def _prune(
     memo: BuildMemo = NO_CACHE,
     main: str | None = None,
     environment: Environment | None = None,
+    run_dependencies: bool = True,
+    say: Callable[[str], None] = lambda message: None,
 ) -> dict[str, dict[str, list[str]]]:
     """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.archive.reach.reach`);
-    returns the imports read on the way."""
+    returns the imports read on the way. ``run_dependencies``: packages with native code are
+    imported by the import probe (in a sandbox, :mod:`ingot.build.sandbox`), to see what their
+    C code imports."""
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
         where = (
@@ -341,8 +346,27 @@ def _prune(
         for index, collection in enumerate(collections)
         if not (stdlib and index == 0)
     ]
-    probe = cached_probe(memo, paths, import_probe(paths, environment))
-    decided = reach(plan, origin, roots, keep=keep, probe=probe, memo=memo, main=main)
+    sandbox = Sandbox(environment)
+    probe = cached_probe(memo, paths, import_probe(paths, sandbox=sandbox))
+    decided = reach(
+        plan,
+        origin,
+        roots,
+        keep=keep,
+        probe=probe if run_dependencies else None,
+        memo=memo,
+        main=main,
+    )
+    if sandbox.confinement is not None:
+        say(f"import probe: ran {sandbox.confinement.describe()}")
+    if decided.unprobed:
+        shown = ", ".join(decided.unprobed[:8])
+        more = f" and {len(decided.unprobed) - 8} more" if len(decided.unprobed) > 8 else ""
+        say(
+            f"import probe: not run (--no-run-dependencies): what the native code of {shown}"
+            f"{more} imports is read from the strings of its binaries alone (--include carries "
+            "what that misses)"
+        )
     for key in [key for key in plan if key not in decided.kept]:
         del plan[key]
     result.left_out = decided.left_out
@@ -706,6 +730,10 @@ class PackOptions:
     #: :class:`ingot.errors.CompileError` (elsewhere, in dependencies, it is left out with a
     #: warning).
     strict_directories: Iterable[str | os.PathLike[str]] = ()
+    #: When pruning, import the packages with native code that are reached, in a sandbox, to
+    #: see what their C code imports (:func:`ingot.build.archive.reach.import_probe`); false:
+    #: run nothing of them, and read that from their binaries' strings alone.
+    run_dependencies: bool = True
     #: Carry only what the entry modules, the application's own code and the launcher can reach
     #: (:mod:`ingot.build.archive.reach`); :attr:`PackResult.left_out` says what went.
     prune: bool = False
@@ -1099,6 +1127,8 @@ def pack(
                 options.cache,
                 options.main_module,
                 options.environment,
+                options.run_dependencies,
+                say,
             )
             for pool in pools:
                 pool.carry({item.name for item in plan.values()})

@@ -162,7 +162,8 @@ VARIABLES: tuple[Variable, ...] = (
         "PYTHON*",
         BUILD,
         "not passed to the Python processes a build starts to import packages (the import "
-        "probe, a package's build-time preparation)",
+        "probe, a package's build-time preparation), which get an environment made from "
+        "scratch (`ingot.build.sandbox`: of the build's, `LD_LIBRARY_PATH` alone)",
     ),
     Variable(
         "TERM",
@@ -245,13 +246,6 @@ class Environment:
     def library_path(self) -> str | None:
         """``LD_LIBRARY_PATH``, as the loader reads it (:func:`ingot.elf.find_library`)."""
         return self.variables.get("LD_LIBRARY_PATH") or None
-
-    def for_python(self, **extra: str) -> dict[str, str]:
-        """The environment of a Python process the build starts to import packages: without
-        ``PYTHON*`` variables, with ``extra``."""
-        env = {k: v for k, v in self.variables.items() if not k.startswith("PYTHON")}
-        env.update(extra)
-        return env
 
 
 def _pip_configuration(variables: dict[str, str]) -> tuple[str, ...]:

@@ -345,6 +345,23 @@ class Settings:
         doc="compress the bytecode a start reads too (default false: it is read in place)",
         doc_type="bool",
     )
+    run_dependencies: bool | None = setting(
+        help="run code of the dependencies (and of the project) during the build, confined "
+        "(docs/security.md, Builds): the import probe imports the packages with native code to "
+        "see what their C code imports, and a files package's preparation runs (black's "
+        "grammar tables); --no-run-dependencies: neither runs, and what C code imports by "
+        "names its binary does not show (Cython 3's compressed strings, Rust extensions) is "
+        "missed: carry it with --include. pip still builds the project itself (its build "
+        "backend runs); --package copies the code instead",
+        flags=("--run-dependencies",),
+        form="switch",
+        expected=_BOOL[0],
+        check=_BOOL[1],
+        doc="run the import probe and the build-time preparations, confined (default true); "
+        "false runs no code of the dependencies: what their C code imports by names the "
+        "binaries do not show is then missed (`include` carries it)",
+        doc_type="bool",
+    )
     files: list[str] = setting(
         [],
         help="materialize this top-level package as real files in the extraction cache, for code "
@@ -494,7 +511,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "script",
         "allow_outside_project",
     ),
-    "dependencies": ("dependencies", "requirements", "packages", "refresh"),
+    "dependencies": ("dependencies", "requirements", "packages", "refresh", "run_dependencies"),
     "what to carry": ("include", "exclude", "allow_missing", "files", "memory"),
     "output": (
         "output",

@@ -52,6 +52,7 @@ def pack_archive(
         large_compression_level=compression_levels(settings.compress)[1],
         native_compression_level=compression_levels(settings.compress)[2],
         compress_start=bool(settings.compress_start),
+        run_dependencies=settings.run_dependencies is not False,
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
         stdlib_exclude=stdlib_excludes(settings, selection.stdlib_imported),

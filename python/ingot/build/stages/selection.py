@@ -7,7 +7,6 @@ from __future__ import annotations
 import _imp
 import ast
 import dataclasses
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Settings
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
+from ingot.build.sandbox import Sandbox
 from ingot.errors import BuildError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
@@ -52,7 +52,15 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
         roots, spec.plan.settings.allow_missing, spec.plan.settings.exclude, trees
     )
     prepared: list[Path] = []
-    warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
+    if spec.plan.settings.run_dependencies is False:
+        skipped = [name for name in files_packages if name in PREPARATIONS]
+        if skipped:
+            say(
+                f"not prepared (--no-run-dependencies): {', '.join(skipped)}; without it, "
+                + "; ".join(PREPARATIONS[name].why for name in skipped)
+            )
+    else:
+        warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
     layout = for_target(spec.target.stdlib_prefix, spec.target.machine)
     imported = _default_excluded_imports(roots[0], layout, trees)
     if imported:
@@ -304,36 +312,43 @@ def _prepare(
     environment: Environment,
 ) -> list[str]:
     """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
-    packages in their staged directories (each added to ``prepared``); returns warnings for
-    those that failed (the package still works, as it would without the files the step
-    makes)."""
+    packages, confined (:mod:`ingot.build.sandbox`: their staged directories to read, a
+    directory of its own to write), and puts the files each made into its package's staged
+    directory (each root added to ``prepared``); returns warnings for those that failed (the
+    package still works, as it would without the files the step makes)."""
 
     warnings = []
+    sandbox = Sandbox(environment)
     for package in files_packages:
         preparation = PREPARATIONS.get(package)
         root = next((root for root in roots if (root / package).is_dir()), None)
         if preparation is None or root is None:
             continue
-        env = environment.for_python(PYTHONHASHSEED="0")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-S", "-s", "-c", preparation.code, str(root)],
-                cwd=root,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            failure = (
-                None
-                if done.returncode == 0
-                else (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            failure = str(error)
+        code = "import sys\nsys.path[0] = sys.argv[1]\n" + preparation.code  # (not the cwd)
+        done = sandbox.run(
+            [sys.executable, "-S", "-s", "-c", code, str(root), "{out}"],
+            readable=[root],
+            extra={"PYTHONHASHSEED": "0"},
+            timeout=300,
+            collect=preparation.makes,
+        )
+        failure = done.error or (
+            None
+            if done.returncode == 0
+            else (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        )
+        if failure is None:
+            try:
+                for name, content in done.collected.items():
+                    made = root / package / name
+                    if not made.exists():  # (what the package holds is never replaced)
+                        made.write_bytes(content)
+            except OSError as error:
+                failure = str(error)
         prepared.append(root)
         if failure is None:
-            say(f"prepared {package}: {preparation.why}")
+            where = sandbox.confinement.describe() if sandbox.confinement else "unconfined"
+            say(f"prepared {package}: {preparation.why} (ran {where})")
         else:
             warnings.append(
                 f"{package}: the build-time preparation failed ({failure}); "
