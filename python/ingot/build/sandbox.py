@@ -18,11 +18,11 @@ pip never runs) or from the project, so both run here:
 - **no network**: a new network namespace with its own loopback only (as root, or in a new
   user namespace as another user); a listener on the host's loopback is out of reach;
 - **as root, as ``nobody``** (uid and gid 65534 without the name), with no supplementary
-  groups and ``no_new_privs``, in a new mount namespace where the directories it must read
-  (the interpreter's, the staged packages, the scratch directory) are bound read-only at their
-  own paths: a private directory above them (``/root``, the 0700 staging directory in TMPDIR)
-  is replaced there by an empty one holding just those. Everything else under it (root's
-  home, keys, the build cache's other entries) is not there for the child;
+  groups and ``no_new_privs``, in a new mount namespace where a private directory above what
+  it must read (``/root``, the 0700 staging directory in TMPDIR) is replaced by an empty one
+  holding just that, bound at its own path: the interpreter's directories and the staged
+  packages read-only, the scratch directory writable. Everything else under it (root's home,
+  keys, the build cache's other entries) is not there for the child;
 - its own process group (killed when it ends or its time runs out), no standard input, and
   death with the build (``PR_SET_PDEATHSIG``).
 
@@ -327,7 +327,10 @@ class Sandbox:
                 _kill_group(child.pid)
                 stdout, stderr = child.communicate()
                 returncode = None
-            _kill_group(child.pid)  # (what it left running)
+            finally:
+                # (what it left running; on an interrupt too: in a session of its own, a ^C
+                # of the terminal does not reach it)
+                _kill_group(child.pid)
         text = stderr.decode(errors="replace")
         confinement, text = _confinement(text)
         self.confinement = confinement or self.confinement
