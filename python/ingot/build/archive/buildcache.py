@@ -4,8 +4,8 @@ A rebuild after an edit of the application's own code redoes only what that edit
 entry is keyed by everything its value depends on, so a build with the cache writes the same
 bytes as a build without it (tested):
 
-- the dependencies pip installed, for the same requirements (and requirement files' contents),
-  target Python and platforms, pip and pip's configuration (``PIP_*``, its configuration files):
+- the dependencies pip installed, for the same requirements (and requirement files' contents,
+  or the lock's content and the files it chose), target Python and platforms, pip and pip's configuration (``PIP_*``, its configuration files):
   a directory under ``<cache>/build/deps/<key>``, with the hash of every file it holds, checked
   before each use. ``--refresh`` installs them again (an unpinned requirement's newer release);
 - per module, by its content and name: the bytecode at the levels asked for, what it imports

@@ -85,9 +85,10 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "PATH",
-        EXECUTABLE,
+        f"{EXECUTABLE}; {BUILD}",
         "where the launcher looks for itself when /proc/self/exe cannot be read, and for a "
-        "self-call's first argument that names a command",
+        "self-call's first argument that names a command; where a build looks for `uv`, "
+        "which exports a project's `uv.lock`",
     ),
     Variable(
         "SSL_CERT_FILE",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ingot.build.analysis.firstuse import imports_in_source
 from ingot.build.resolve.confine import Bounds, project_copy_ignore
 from ingot.build.resolve.launcher import is_ingot_file
+from ingot.build.resolve.lockfile import LOCK_NAMES, find_lock
 from ingot.build.resolve.project import load_project
 from ingot.build.resolve.settings import (
     ConfigError,
@@ -76,6 +77,9 @@ class Plan:
     #: The Python versions the application says it runs on (PEP 723's or [project]'s
     #: ``requires-python``), and where it says so.
     requires_python: tuple[str, str] | None = None
+    #: The project's lock file (:mod:`ingot.build.resolve.lockfile`), which gives the
+    #: dependencies instead of ``requirements`` and ``requirement_files``.
+    lock: Path | None = None
 
 
 @dataclass
@@ -95,6 +99,10 @@ class _Draft:
     pinned: bool = False
     notes: list[str] = field(default_factory=list)
     requires_python: tuple[str, str] | None = None
+    lock: Path | None = None
+    #: ``requirements`` are the project's ``[project].dependencies``, which a requirements
+    #: file with hashes replaces (:func:`finish`).
+    declared: bool = False
     #: Where its inputs may be (:mod:`ingot.build.resolve.confine`); None: what the command
     #: line gave.
     bounds: Bounds | None = None
@@ -428,10 +436,38 @@ def _project_plan(source: Path, overrides: Settings, given: Bounds) -> _Draft:
         if settings.dependencies is not None
         else project.project_dependencies or []
     )
+    plan.declared = settings.dependencies is None
     if overrides.dependencies is None:  # (the project's: each stays inside it)
         for requirement in plan.requirements:
             bounds.requirement(requirement, f"{where}: dependencies")
+    if overrides.dependencies is None and overrides.requirements is None:
+        _take_lock(plan, project.root, bounds)
     return plan
+
+
+def _take_lock(plan: _Draft, root: Path, bounds: Bounds) -> None:
+    """The project's lock file, when it has one (:func:`ingot.build.resolve.lockfile.
+    find_lock`), in place of its requirements: nothing else is installed (the command line's
+    ``--dependency`` or ``--requirements`` replace the lock)."""
+    lock = find_lock(root)
+    if lock is None:
+        return
+    plan.lock = bounds.project_path(lock.name, f"{root / lock.name}")
+    others = [name for name in LOCK_NAMES if name != lock.name and (root / name).is_file()]
+    replaced = (
+        [f"the project's {len(plan.requirements)} requirement(s)"] if plan.requirements else []
+    )
+    if plan.settings.requirements is not None:
+        replaced.append(f"requirements file {plan.settings.requirements}")
+        plan.settings = dataclasses.replace(plan.settings, requirements=None)
+    plan.requirements = []
+    plan.declared = False
+    note = f"dependencies: exactly the files of {lock.name}, their hashes checked"
+    if others:
+        note += f" ({' and '.join(others)} left aside: {lock.name} comes first)"
+    if replaced:
+        note += f", in place of {' and '.join(replaced)}"
+    plan.notes.append(note + " (--dependency or --requirements replaces the lock)")
 
 
 def _script_plan(source: Path, overrides: Settings, given: Bounds) -> _Draft:
@@ -496,6 +532,13 @@ def finish(plan: _Draft, request: Request) -> Plan:
         if not Path(settings.requirements).is_file():
             raise ConfigError(f"requirements file {settings.requirements} does not exist")
         plan.requirement_files.append(Path(settings.requirements))
+        if plan.declared and plan.requirements and hash_checked(Path(settings.requirements)):
+            # A requirements file with hashes is a lock: it gives the dependencies.
+            plan.notes.append(
+                f"dependencies: {settings.requirements} (its hashes checked), not the "
+                f"project's {len(plan.requirements)} requirement(s)"
+            )
+            plan.requirements = []
     _check_links(plan, plan.bounds or _given(request, None))
     suffix = ".ingot" if request.archive_only else ""
     plan.default_output = settings.output is None
@@ -516,7 +559,18 @@ def finish(plan: _Draft, request: Request) -> Plan:
         plan.pinned,
         tuple(plan.notes),
         plan.requires_python,
+        plan.lock,
     )
+
+
+def hash_checked(path: Path) -> bool:
+    """Whether the requirements file ``path`` gives hashes (``--hash``): pip installs it in
+    hash-checking mode, every requirement pinned and hashed."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False
+    return re.search(r"(^|\s)--hash[=\s]", text, re.M) is not None
 
 
 def _check_links(plan: _Draft, bounds: Bounds) -> None:

@@ -23,6 +23,7 @@ from ingot import cachedir
 from ingot.build.resolve import target
 from ingot.build.resolve.environment import Environment, snapshot
 from ingot.build.resolve.inputs import Plan, console_script_plan, plan_source
+from ingot.build.resolve.lockfile import Locked, read_lock
 from ingot.build.resolve.settings import Request
 from ingot.build.resolve.target import Say, Target
 from ingot.errors import BuildError
@@ -46,6 +47,8 @@ class Spec:
     cache_root: Path | None = None
     force: bool = False  # replace an output that ingot did not write
     refresh: bool = False  # install the dependencies again, not from the build cache
+    #: The plan's lock file, read for the target: the files pip installs (nothing resolved).
+    locked: Locked | None = None
 
     @property
     def archive_only(self) -> bool:
@@ -100,6 +103,8 @@ def _decode(kind: Any, value: Any) -> Any:
 
 
 def _fits(kind: Any, value: Any) -> bool:
+    if dataclasses.is_dataclass(kind):
+        return isinstance(value, dict)
     base = typing.get_origin(kind) or kind
     if base in (tuple, list):
         return isinstance(value, list)
@@ -176,6 +181,12 @@ def resolve(
     environment = environment if environment is not None else snapshot()
     resolved = target.resolve_target(request, plan.settings, say, environment)
     _check_requires_python(plan, resolved)
+    locked = None
+    if plan.lock is not None:
+        root = plan.lock.parent
+        locked = read_lock(
+            plan.lock, root, resolved, environment, say, request.allow_outside_project
+        )
     return Spec(
         plan=plan,
         target=resolved,
@@ -183,4 +194,5 @@ def resolve(
         cache_root=None if request.no_cache else cachedir.build_root(),
         force=request.force,
         refresh=request.refresh,
+        locked=locked,
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ingot.build.archive.buildcache import DEPS, NO_CACHE, BuildMemo, tree_digest
 from ingot.build.resolve.confine import PROJECT_COPY_IGNORES, project_copy_ignore
+from ingot.build.resolve.inputs import hash_checked
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say, this_python
 from ingot.errors import BuildError
@@ -47,14 +48,33 @@ def _pip(
     spec: Spec, target: Path, args: list[str], say: Say, what: str, project: bool = False
 ) -> None:
     say(f"pip: installing {what}")
-    run = _run_pip(spec, target, args, spec.target.platforms, project)
-    if run.returncode != 0 and spec.target.newer_platforms and _no_wheel(run):
+    platforms = spec.target.platforms
+    if spec.locked is not None and not project:
+        # (the lock's files were chosen among these: lockfile.target_tags)
+        platforms += spec.target.newer_platforms
+    run = _run_pip(spec, target, args, platforms, project)
+    if (
+        run.returncode != 0
+        and spec.target.newer_platforms
+        and _no_wheel(run)
+        and spec.locked is None
+    ):
         # No wheel of what is asked runs on the runtime's glibc: the newest manylinux tags the
         # build machine's glibc allows are tried next; the check stage then names the files
         # that raise the executable's floor.
         say(f"pip: no wheel for glibc 2.17 among {what}: trying newer manylinux platforms")
         platforms = spec.target.platforms + spec.target.newer_platforms
         run = _run_pip(spec, target, args, platforms, project)
+    if run.returncode != 0 and "DO NOT MATCH THE HASHES" in run.stderr + run.stdout:
+        found = re.search(r"(?s)DO NOT MATCH THE HASHES.*", run.stderr + run.stdout)
+        assert found is not None
+        lock = spec.locked.path if spec.locked is not None else what
+        raise BuildError(
+            f"{lock}: a file pip downloaded does not have the hash the lock gives "
+            f"(installing {what}):\n" + "\n".join(found[0].strip().splitlines()[-12:]),
+            hint="the file or the lock was changed since it was locked: lock again (uv lock, "
+            "pip lock) if the change is expected; else the file is not the one tested",
+        )
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-12:])
         hint = (
@@ -135,7 +155,7 @@ def stage(spec: Spec, staging: Path, say: Say, memo: BuildMemo = NO_CACHE) -> li
                         )
                     )
                 )
-    if spec.plan.requirements or spec.plan.requirement_files:
+    if spec.plan.requirements or spec.plan.requirement_files or spec.locked:
         roots.append(_dependencies(spec, deps, say, memo))
     return roots
 
@@ -146,9 +166,25 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
     args = ["--only-binary", ":all:", *_no_deps(spec), *spec.plan.requirements]
     for path in spec.plan.requirement_files:
         args += ["-r", str(path)]
+    if any(hash_checked(path) for path in spec.plan.requirement_files):
+        # pip's hash-checking mode: every requirement pinned, with its hashes, checked
+        args.append("--require-hashes")
+        if "--no-deps" not in args and all(map(_all_hashed, spec.plan.requirement_files)):
+            args.append("--no-deps")  # (a lock: nothing to resolve)
     what = ", ".join(
         [*spec.plan.requirements, *[f"-r {path}" for path in spec.plan.requirement_files]]
     )
+    if spec.locked is not None:
+        # The lock's files, exactly: from a requirements file of URLs and hashes, in pip's
+        # hash-checking mode, without their dependencies (the lock has them).
+        locked = deps.parent / "locked-requirements.txt"
+        locked.write_text(spec.locked.requirements_text())
+        args = ["--only-binary", ":all:", "--no-deps", "--require-hashes", "-r", str(locked)]
+        count = len(spec.locked.files)
+        what = f"the {count} file{'s' if count != 1 else ''} of {spec.locked.path}"
+        if not spec.locked.files:
+            deps.mkdir()
+            return deps  # (a lock of no dependencies)
     key = _deps_key(spec, memo)
     if key is None or memo.root is None:
         deps.mkdir()
@@ -182,6 +218,22 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return cached / "site"
+
+
+#: A requirement line of a requirements file pinned to one version and hashed.
+_PINNED_HASHED = re.compile(r"^[A-Za-z0-9][\w.\[\], -]*===?[^;\s]+.*--hash[=\s]")
+
+
+def _all_hashed(path: Path) -> bool:
+    """Whether every requirement of the requirements file ``path`` is pinned (``==``) and
+    hashed, so that pip has nothing to resolve (lines continued with ``\\`` joined)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False
+    lines = [line.split(" #")[0].strip() for line in text.replace("\\\n", " ").splitlines()]
+    requirements = [line for line in lines if line and not line.startswith(("#", "-"))]
+    return bool(requirements) and all(map(_PINNED_HASHED.match, requirements))
 
 
 def _no_deps(spec: Spec) -> list[str]:
@@ -240,6 +292,9 @@ def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
     parts = [spec.target.python, *spec.target.platforms, "|", *spec.target.newer_platforms]
     parts += _no_deps(spec)
     parts.append(spec.target.pip_python or sys.executable)
+    if spec.locked is not None:
+        # The lock's content, and the files it chose for the target.
+        parts += ["lock", spec.locked.digest, spec.locked.requirements_text()]
     for requirement in spec.plan.requirements:
         if _LOCAL_REQUIREMENT.search(requirement):
             return None
