@@ -269,6 +269,19 @@ def _runtime_parser(commands: _Commands) -> None:
     remove = actions.add_parser("remove", help="remove a runtime")
     remove.add_argument("version", metavar="VERSION", type=_runtime_version)
     actions.add_parser("dir", help="print the runtimes' directory")
+    _runtime_sources_parser(actions)
+    for parser in (build, relink, install, export, remove):
+        parser.add_argument(
+            "--target",
+            type=_machine,
+            default=None,
+            metavar="ARCH",
+            help=f"the architecture it is for: {', '.join(MACHINES)} (default: this machine's)",
+        )
+
+
+def _runtime_sources_parser(actions: Any) -> None:
+    """``ingot runtime sources`` and ``ingot runtime outdated`` (:mod:`ingot.runtime.pins`)."""
     sources = actions.add_parser(
         "sources",
         help="download the pinned source releases (python/ingot/runtime/sources.toml) from "
@@ -293,14 +306,6 @@ def _runtime_parser(commands: _Commands) -> None:
         "outdated",
         help="list the pinned sources of which Debian's mirror lists or serves a newer release",
     )
-    for parser in (build, relink, install, export, remove):
-        parser.add_argument(
-            "--target",
-            type=_machine,
-            default=None,
-            metavar="ARCH",
-            help=f"the architecture it is for: {', '.join(MACHINES)} (default: this machine's)",
-        )
 
 
 def _build_parser(commands: _Commands) -> None:

@@ -27,6 +27,7 @@ and whatever ``SOURCE_DATE_EPOCH`` says (pip still sees it, for wheels it builds
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -83,24 +84,48 @@ def _build(
     spec: Spec, head: bytes, memo: BuildMemo, started: float, say: Say, ticker: Ticker | None
 ) -> BuildResult:
     # (named with the pid: remove_stale knows it for a killed build's once this one is gone)
-    with tempfile.TemporaryDirectory(prefix=f"ingot-build-{os.getpid()}-") as staging_name:
-        staging = Path(staging_name)
-        # The standard library's modules are compiled and scanned meanwhile (pip uses one CPU).
-        early = start_stdlib_pool(spec, memo)
-        try:
-            if ticker:
-                ticker.phase("installing with pip")
-            roots = stage(spec, staging, say, memo)
-            if ticker:
-                ticker.done()
-            selection = select(spec, roots, say, memo)
-            reseal(selection.prepared, memo)
-            archive = staging / "app.ingot"
-            packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
-        finally:
-            early.stop()  # (ended already, unless something failed)
-        check_archive(spec, packed, archive)
-        size = assemble(spec, head, archive, say)
+    staging = Path(tempfile.mkdtemp(prefix=f"ingot-build-{os.getpid()}-"))
+    try:
+        return _build_in(spec, head, memo, started, say, ticker, staging)
+    finally:
+        _remove_staging(staging)
+
+
+def _remove_staging(staging: Path) -> None:
+    """Removes the staging directory, again while a child that an interrupt is ending (pip, a
+    pool's worker) still writes into it, for a few seconds at most."""
+    deadline = time.monotonic() + 10.0
+    while staging.exists() and time.monotonic() < deadline:
+        shutil.rmtree(staging, ignore_errors=True)
+        if staging.exists():
+            time.sleep(0.1)
+
+
+def _build_in(
+    spec: Spec,
+    head: bytes,
+    memo: BuildMemo,
+    started: float,
+    say: Say,
+    ticker: Ticker | None,
+    staging: Path,
+) -> BuildResult:
+    # The standard library's modules are compiled and scanned meanwhile (pip uses one CPU).
+    early = start_stdlib_pool(spec, memo)
+    try:
+        if ticker:
+            ticker.phase("installing with pip")
+        roots = stage(spec, staging, say, memo)
+        if ticker:
+            ticker.done()
+        selection = select(spec, roots, say, memo)
+        reseal(selection.prepared, memo)
+        archive = staging / "app.ingot"
+        packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
+    finally:
+        early.stop()  # (ended already, unless something failed)
+    check_archive(spec, packed, archive)
+    size = assemble(spec, head, archive, say)
     floor, notes, warnings = glibc_verdict(spec, packed, head)
     memo.flush()
     _say_cache(memo.stats(), say)
