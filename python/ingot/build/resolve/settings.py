@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_COMPRESSION",
     "DEFAULT_LARGE_COMPRESSION",
     "PACK_SETTINGS",
+    "PLATFORM_WHEELS",
     "ZSTD_LEVELS",
     "ConfigError",
     "Request",
@@ -44,6 +45,7 @@ __all__ = [
     "parse_compress",
     "parse_entry",
     "parse_levels",
+    "parse_platform_wheels",
     "parse_python",
 ]
 
@@ -109,6 +111,17 @@ def parse_compress(text: str) -> int:
         low, high = ZSTD_LEVELS
         raise argparse.ArgumentTypeError(f"{text!r} is not a zstd level ({low} to {high})")
     return level
+
+
+#: What ``platform-wheels`` may say (:mod:`ingot.build.stages.wheels`), the default first.
+PLATFORM_WHEELS = ("prefer", "keep-floor")
+
+
+def parse_platform_wheels(text: str) -> str:
+    """``--platform-wheels prefer|keep-floor``."""
+    if text.strip() not in PLATFORM_WHEELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(PLATFORM_WHEELS)}")
+    return text.strip()
 
 
 def is_str_list(value: object) -> TypeGuard[list[str]]:
@@ -237,6 +250,22 @@ class Settings:
         expected="a string (a path)",
         check=_STR[1],
         doc="a requirements file (`pip install -r`), relative to the project",
+        doc_type="str",
+    )
+    platform_wheels: str | None = setting(
+        help="when a distribution's wheel for the target's glibc floor (2.17 with a runtime) is "
+        "pure Python and it has a wheel with native code for a newer manylinux: 'prefer' takes "
+        "the native wheel and raises the floor, said (the default); 'keep-floor' stops the build "
+        "instead, and takes no wheel for a newer glibc for a requirement that has none for the "
+        "floor",
+        flags=("--platform-wheels",),
+        metavar="prefer|keep-floor",
+        parse=parse_platform_wheels,
+        expected=f"one of {', '.join(map(repr, PLATFORM_WHEELS))}",
+        check=lambda value: value in PLATFORM_WHEELS,
+        doc='`"prefer"`: a native wheel for a newer manylinux over the pure wheel of the '
+        'floor, raising the floor, said (default); `"keep-floor"`: stop instead, and take no '
+        "wheel for a newer glibc, not even for a requirement with none for the floor",
         doc_type="str",
     )
     include: list[str] = setting(
@@ -511,7 +540,14 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "script",
         "allow_outside_project",
     ),
-    "dependencies": ("dependencies", "requirements", "packages", "refresh", "run_dependencies"),
+    "dependencies": (
+        "dependencies",
+        "requirements",
+        "packages",
+        "platform_wheels",
+        "refresh",
+        "run_dependencies",
+    ),
     "what to carry": ("include", "exclude", "allow_missing", "files", "memory"),
     "output": (
         "output",

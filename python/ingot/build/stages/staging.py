@@ -17,6 +17,7 @@ from ingot.build.resolve.confine import PROJECT_COPY_IGNORES, project_copy_ignor
 from ingot.build.resolve.inputs import hash_checked
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say, this_python
+from ingot.build.stages import wheels
 from ingot.errors import BuildError
 
 __all__ = ["PROJECT_COPY_IGNORES", "reseal", "stage"]
@@ -46,25 +47,41 @@ def _no_wheel(run: subprocess.CompletedProcess[str]) -> bool:
 
 def _pip(
     spec: Spec, target: Path, args: list[str], say: Say, what: str, project: bool = False
-) -> None:
+) -> list[str]:
+    """Installs with pip into ``target``; returns the lines said of the wheels it took
+    (:mod:`ingot.build.stages.wheels`), which a build from the cached install says again."""
     say(f"pip: installing {what}")
+    scratch = target.parent / f".wheels-{target.name}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
+        return _pip_into(spec, target, args, say, what, project, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _pip_into(
+    spec: Spec, target: Path, args: list[str], say: Say, what: str, project: bool, scratch: Path
+) -> list[str]:
+    keep_floor = spec.plan.settings.platform_wheels == "keep-floor"
+    locked = spec.locked is not None and not project
+    report = scratch / "report.json"
     platforms = spec.target.platforms
-    if spec.locked is not None and not project:
+    if locked:
         # (the lock's files were chosen among these: lockfile.target_tags)
         platforms += spec.target.newer_platforms
-    run = _run_pip(spec, target, args, platforms, project)
-    if (
-        run.returncode != 0
-        and spec.target.newer_platforms
-        and _no_wheel(run)
-        and spec.locked is None
-    ):
+    run = _run_pip(spec, target, [*args, "--report", str(report)], platforms, project)
+    # (a lock names its files: no wheel is traded for another)
+    at_floor = not locked
+    newer = spec.target.newer_platforms
+    if run.returncode != 0 and newer and _no_wheel(run) and not keep_floor and spec.locked is None:
         # No wheel of what is asked runs on the runtime's glibc: the newest manylinux tags the
         # build machine's glibc allows are tried next; the check stage then names the files
         # that raise the executable's floor.
         say(f"pip: no wheel for glibc 2.17 among {what}: trying newer manylinux platforms")
-        platforms = spec.target.platforms + spec.target.newer_platforms
+        platforms = spec.target.platforms + newer
         run = _run_pip(spec, target, args, platforms, project)
+        at_floor = False
     if run.returncode != 0 and "DO NOT MATCH THE HASHES" in run.stderr + run.stdout:
         found = re.search(r"(?s)DO NOT MATCH THE HASHES.*", run.stderr + run.stdout)
         assert found is not None
@@ -87,6 +104,11 @@ def _pip(
                 f"{spec.target.python} on {spec.target.machine} (manylinux, "
                 f"*_{spec.target.machine}.whl)? Dependencies are installed from wheels only"
             )
+        if keep_floor and newer and _no_wheel(run):
+            hint += (
+                "; --platform-wheels keep-floor takes no wheel for a newer glibc than the "
+                "floor's (the default, prefer, tries newer manylinux platforms)"
+            )
         if project and re.search(
             r"setuptools[-_]scm|hatch-vcs|versioningit", run.stderr + run.stdout, re.I
         ):
@@ -98,6 +120,15 @@ def _pip(
         raise BuildError(
             f"pip could not install {what} (exit {run.returncode}):\n{tail}", hint=hint
         )
+    if project or not at_floor:
+        return []
+
+    def run_pip(
+        into: Path, more: list[str], platforms: tuple[str, ...]
+    ) -> subprocess.CompletedProcess[str]:
+        return _run_pip(spec, into, more, platforms, False)
+
+    return wheels.settle_pure_picks(spec, target, report, scratch, run_pip, say)
 
 
 def _copy_project(project: Path, destination: Path) -> Path:
@@ -200,15 +231,18 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
                 f"pip: {what} installed as on {when}, from the build cache "
                 "(--refresh installs them again)"
             )
+            for line in _said(cached):
+                say(line)
             return cached / "site"
         say(f"build cache: the dependencies installed for {what} were damaged: installing again")
     partial = cached.with_name(f".tmp-{key}-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "site").mkdir(parents=True)
     try:
-        _pip(spec, partial / "site", args, say, what)
+        said = _pip(spec, partial / "site", args, say, what)
         files = tree_digest(partial / "site")
-        (partial / "files.json").write_text(json.dumps({"installed": time.time(), "files": files}))
+        record = {"installed": time.time(), "files": files, "said": said}
+        (partial / "files.json").write_text(json.dumps(record))
         if cached.exists():
             stale = cached.with_name(f".old-{key}-{os.getpid()}")
             os.rename(cached, stale)
@@ -256,11 +290,20 @@ def reseal(roots: list[Path], memo: BuildMemo) -> None:
         if root.name != "site" or cached.parent != memo.root / DEPS or not record.is_file():
             continue
         try:
-            installed = json.loads(record.read_text())["installed"]
-            files = tree_digest(root)
-            record.write_text(json.dumps({"installed": installed, "files": files}))
+            recorded = json.loads(record.read_text())
+            recorded["files"] = tree_digest(root)
+            record.write_text(json.dumps(recorded))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # (the next build reinstalls them)
+
+
+def _said(cached: Path) -> list[str]:
+    """What the install of a cached one said of the wheels it took (:func:`_pip`)."""
+    try:
+        said = json.loads((cached / "files.json").read_text()).get("said", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [line for line in said if isinstance(line, str)] if isinstance(said, list) else []
 
 
 def _intact(cached: Path) -> float | None:
@@ -291,6 +334,7 @@ def _deps_key(spec: Spec, memo: BuildMemo) -> str | None:
         return None
     parts = [spec.target.python, *spec.target.platforms, "|", *spec.target.newer_platforms]
     parts += _no_deps(spec)
+    parts.append(f"platform-wheels={spec.plan.settings.platform_wheels or 'prefer'}")
     parts.append(spec.target.pip_python or sys.executable)
     if spec.locked is not None:
         # The lock's content, and the files it chose for the target.
