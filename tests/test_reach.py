@@ -386,6 +386,80 @@ def test_an_executable_imports_modules_named_in_strings_and_include_brings_back_
     )
 
 
+def test_the_imports_of_code_in_strings_are_followed(tmp_path):
+    # Issue 52, item 5: code for `python -c`, exec or runpy, held in a string constant.
+    _tree(
+        tmp_path,
+        {
+            "app/main.py": '''
+            """The app. Its docstring shows code, which nothing runs:
+
+                import fromdocstring
+            """
+            import subprocess, sys
+            CHILD = "import getpassish; p = getpassish.getpass('Password: '); print(p)"
+            subprocess.run([sys.executable, "-c", CHILD])
+            TEMPLATE = """
+                import os
+                from xml.domish import minidomish
+            """
+            exec(TEMPLATE)
+            FORMATTED = "import sys; sys.path.insert(0, {!r}); import formatted".format("/x")
+            "import barestring"
+            MESSAGE = "Please import notcode before use"
+            BROKEN = "import notparsed; if:"
+            ''',
+            "lib/subprocess.py": "",
+            "lib/sys.py": "",
+            "lib/os.py": "",
+            "lib/getpassish.py": "",
+            "lib/xml/__init__.py": "",
+            "lib/xml/domish/__init__.py": "",
+            "lib/xml/domish/minidomish.py": "",
+            "lib/formatted.py": "",
+            "lib/fromdocstring.py": "",
+            "lib/barestring.py": "",
+            "lib/notcode.py": "",
+            "lib/notparsed.py": "",
+        },
+    )
+    plan, origin = _plan(tmp_path, {"lib": "stdlib", "app": "app"})
+    kept = _modules(reach(plan, origin, ["main"]))
+    assert {"getpassish", "os", "xml.domish.minidomish", "formatted"} <= kept
+    assert not kept & {"fromdocstring", "barestring", "notcode", "notparsed"}
+    # A module reached only by code in a string is reached as by an import, not only named.
+    assert "getpassish" not in reach(plan, origin, ["main"]).named_only
+
+
+def test_code_in_strings_is_parsed_only_where_a_literal_looks_like_it():
+    from ingot.build.archive.reach import _may_hold_code, code_string_imports
+
+    assert not _may_hold_code(b'"""Docs."""\nimport os\nx = "import"\n')
+    assert _may_hold_code(b"x = 'import os; os.getcwd()'\n")
+    assert _may_hold_code(b'x = """\n    from a import b\n"""\n')
+    assert code_string_imports(b"x = 'from a.b import c, d as e'\n") == ["a.b", "a.b.c", "a.b.d"]
+    assert code_string_imports(b"x = 'from . import c'\n") == []  # (no package in -c code)
+
+
+def test_a_stdlib_module_used_only_in_a_c_string_runs_in_the_executables_self_call(
+    tmp_path, launcher_here
+):
+    # The pexpect case of issue 52: the child the app starts from its own executable runs
+    # `-c` code importing modules that nothing else of the app imports.
+    from test_launcher import run
+
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        'CODE = "import wave, getpass; print(wave.__name__, getpass.__name__)"\n'
+        'done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True)\n'
+        "print(done.returncode, done.stdout.strip(), done.stderr.strip()[-300:])\n"
+    )
+    pip_build(tmp_path, script, "--launcher", launcher_here, "-o", tmp_path / "child")
+    result = run(tmp_path / "child")
+    assert (result.returncode, result.stdout) == (0, "0 wave getpass \n"), result.stderr
+
+
 def test_a_scripts_main_block_imports_are_carried_into_the_executable(tmp_path, launcher_here):
     from test_launcher import run
 

@@ -31,7 +31,7 @@ from ingot.build.analysis.regexes import patterns_in_source
 from ingot.build.archive.buildcache import BuildMemo, cached_imports
 from ingot.build.archive.bytecode import compile_module
 from ingot.build.archive.collect import Item
-from ingot.build.archive.reach import in_test_package, source_strings, stdlib_facts
+from ingot.build.archive.reach import code_strings, in_test_package, source_strings, stdlib_facts
 
 __all__ = ["Prefetch", "compiled", "patterns"]
 
@@ -116,6 +116,7 @@ def _ahead(memo: BuildMemo, told: _Told, jobs: list[Any], present: set[str]) -> 
             cached_imports(memo, content, name, is_package)
             package = name if is_package else name.rpartition(".")[0]
             source_strings(memo, content, package, stdlib)
+            code_strings(memo, content)
             if stdlib:
                 stdlib_facts(memo, content, name, is_package, present)
         except (OSError, SyntaxError, ValueError):
