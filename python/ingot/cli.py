@@ -33,7 +33,7 @@ from ingot.build.resolve.environment import snapshot
 from ingot.build.resolve.spec import provide_runtimes, resolve
 from ingot.build.stages.check import newest_versions
 from ingot.errors import IngotError
-from ingot.inspection import describe
+from ingot.inspection import bill_of_materials, carried_requirements, describe
 from ingot.machine import MACHINES, Machine, host_machine, machine_named
 from ingot.runtime import builder, pins, store, wheel
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
@@ -138,6 +138,18 @@ def _inspect_parser(commands: _Commands) -> None:
         action="store_true",
         help="only the biggest entries and "
         "groups (top-level packages), by bytes stored in the archive",
+    )
+    inspect.add_argument(
+        "--sbom",
+        action="store_true",
+        help="print the bill of materials it carries (CycloneDX 1.6 JSON): CPython and the "
+        "runtime's libraries, the distributions (versions, licences, wheels' sha256), the "
+        "shared libraries, what the target system must provide",
+    )
+    inspect.add_argument(
+        "--requirements",
+        action="store_true",
+        help="print the distributions it carries as name==version lines (for pip-audit -r)",
     )
     inspect.add_argument(
         "--verify",
@@ -382,6 +394,13 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.sbom:
+        sys.stdout.buffer.write(bill_of_materials(args.path))
+        return 0
+    if args.requirements:
+        for line in carried_requirements(args.path):
+            print(line)
+        return 0
     info = describe(args.path)
     if args.verify:
         try:

@@ -17,10 +17,11 @@ from ingot._ingot import (
     IngotFinder,
     archive_info,
 )
+from ingot.build.archive.sbom import SBOM, requirements, with_launcher
 from ingot.elf import GlibcFloor, archive_floor, elf_machine
 from ingot.errors import BuildError
 
-__all__ = ["describe", "executable_glibc_floor"]
+__all__ = ["bill_of_materials", "carried_requirements", "describe", "executable_glibc_floor"]
 
 #: ``describe``'s report.
 Json = dict[str, Any]
@@ -141,3 +142,35 @@ def runtime_facts(name: object) -> Json | None:
         "glibc": match["glibc"],
         "target": match["target"],
     }
+
+
+def bill_of_materials(path: str | os.PathLike[str]) -> bytes:
+    """The bill of materials (CycloneDX JSON) the executable or archive at ``path`` carries."""
+    try:
+        finder = IngotFinder(str(path), any_python=True)
+    except (OSError, ImportError, ValueError) as error:
+        raise BuildError(
+            f"cannot read {path}: {error}",
+            hint="give an executable made by `ingot build` or an archive",
+        ) from error
+    try:
+        stored = bytes(finder.read(SBOM))
+    except (OSError, ImportError, ValueError, KeyError):
+        raise BuildError(
+            f"{path} carries no bill of materials",
+            hint="build it again with this ingot (`ingot build` writes one into every "
+            "executable; `ingot pack` does not)",
+        ) from None
+    launcher_size = archive_info(Path(path))["launcher_size"]
+    if launcher_size == 0:
+        return stored  # (an archive alone)
+    with open(path, "rb") as file:
+        launcher = file.read(launcher_size)
+    return with_launcher(
+        stored, launcher, executable_glibc_floor(Path(path), finder, launcher_size)
+    )
+
+
+def carried_requirements(path: str | os.PathLike[str]) -> list[str]:
+    """The distributions the executable at ``path`` carries, as ``name==version`` lines."""
+    return requirements(bill_of_materials(path))

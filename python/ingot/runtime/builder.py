@@ -32,6 +32,7 @@ from ingot.elf import GlibcFloor, glibc_floor
 from ingot.machine import Machine, host_machine
 from ingot.runtime import pins as pinning
 from ingot.runtime import recipes
+from ingot.runtime.pins import source_version as pinned_version
 from ingot.runtime.sources import resolve_sources, sha256_of, unpack
 from ingot.runtime.store import (
     RUNTIME_FORMAT,
@@ -720,7 +721,13 @@ def _runtime_info(
         "toolchain": {"zig": toolchain.version()},
         "recipes": recipes_fingerprint(),
         "sources": {
-            key: {"file": path.name, "sha256": digests[key]} for key, path in found.items()
+            key: {
+                "file": path.name,
+                "sha256": digests[key],
+                # (the bill of materials of the executables built with it names these)
+                "version": version if key == "python" else pinned_version(path.name, digests[key]),
+            }
+            for key, path in found.items()
         },
         "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "build_seconds": timings,

@@ -56,6 +56,7 @@ __all__ = [
     "outdated",
     "pins_for",
     "read_pins",
+    "source_version",
     "upstream_version",
 ]
 
@@ -233,6 +234,38 @@ def debian_compare(a: str, b: str) -> int:
     if epoch_a != epoch_b:
         return -1 if epoch_a < epoch_b else 1
     return _compare_part(upstream_a, upstream_b) or _compare_part(revision_a, revision_b)
+
+
+#: A source release's file name: ``NAME-VERSION.tar.gz`` (upstream's), ``NAME_VERSION.orig.tar.gz``
+#: (Debian's), with what follows the version.
+_SOURCE_FILE = re.compile(
+    r"^(?P<name>.+?)[-_](?P<version>\d[\w.+~:]*?)(\.orig)?([-.]src)?"
+    r"\.(tar\.(gz|xz|bz2|zst)|tgz|zip)$"
+)
+
+
+def source_version(file: str, sha256: str = "", pins: dict[str, Pin] | None = None) -> str | None:
+    """The upstream release a runtime's source file is of: its pin's version when it is a pinned
+    file (by sha256, else by name), else read from the file's name (``openssl-3.5.7.tar.gz``,
+    ``zlib_1.3.dfsg+really1.3.2.orig.tar.gz``, ``sqlite-autoconf-3460000.tar.gz``); None when the
+    name says none."""
+    pinned = read_pins() if pins is None else pins
+    for pin in pinned.values():
+        if (sha256 and pin.sha256 == sha256) or (not sha256 and pin.file == file):
+            return pin.version
+    package = re.fullmatch(r"[^_]+_(?P<version>[^_]+)_[^_]+\.deb", file)  # (Debian's binary)
+    if package is not None:
+        return upstream_version(package["version"])
+    match = _SOURCE_FILE.match(re.sub(r"^(tcl|tk)(\d)", r"\1-\2", file))  # (tcl8.6.14-src)
+    if match is None:
+        return None
+    version = match["version"]
+    if match["name"].startswith("sqlite") and re.fullmatch(r"\d{7}", version):
+        # (SQLite's own file names: 3XXYYZZ)
+        return f"{version[0]}.{int(version[1:3])}.{int(version[3:5])}"
+    if "_" in file and match[3]:  # (a Debian .orig file: its upstream part)
+        return upstream_version(version)
+    return version
 
 
 def upstream_version(debian: str) -> str:

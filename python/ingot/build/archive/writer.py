@@ -14,11 +14,14 @@ interpreter give the same archive, byte for byte (see :mod:`ingot.build.archive.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import hashlib
 import importlib.machinery
 import importlib.util
 import json
 import os
+import platform
 import sys
 import time
 from collections import Counter
@@ -68,6 +71,7 @@ from ingot.build.archive.reach import (
     present_modules,
     reach,
 )
+from ingot.build.archive.sbom import SBOM, Carried, Facts, document
 from ingot.build.archive.stdlib_layout import Layout, running
 from ingot.build.progress import Ticker
 from ingot.build.resolve.environment import Environment, snapshot
@@ -748,6 +752,9 @@ class PackOptions:
     #: A pool already at work on the standard library's modules (started while pip installed:
     #: :func:`stdlib_pool`); this pack's own pool leaves them to it.
     stdlib_pool: Prefetch | None = None
+    #: Write the bill of materials (:mod:`ingot.build.archive.sbom`) with these facts of the
+    #: build; None: none.
+    sbom: Facts | None = None
 
 
 def _scans(options: PackOptions) -> tuple[bool, bool]:
@@ -1085,6 +1092,45 @@ def _tables(
     return extra_files
 
 
+def _carried(
+    plan: dict[tuple[str, str], Item],
+    collections: list[Collection],
+    result: PackResult,
+    options: PackOptions,
+) -> Carried:
+    """What the archive carries, for its bill of materials: the distributions (their METADATA),
+    the shared libraries (where each was taken from, and which distribution's RECORD lists it),
+    what the native code needs of the target system."""
+    distributions = []
+    owners: dict[str, str] = {}  # a file's path in its import root -> its *.dist-info
+    for (_namespace, name), item in sorted(plan.items()):
+        if item.kind != "dist-info-file" or item.path is None:
+            continue
+        directory, _, file = name.partition("/")
+        if file == "METADATA":
+            distributions.append((directory, item.path.read_bytes()))
+        elif file == "RECORD":
+            lines = item.path.read_text(errors="replace").splitlines()
+            owners.update((row[0], directory) for row in csv.reader(lines) if row)
+    libraries = []
+    for (namespace, name), item in sorted(plan.items()):
+        if namespace != "libraries" or item.path is None:
+            continue
+        root = next((c.root for c in collections if item.path.is_relative_to(c.root)), None)
+        origin = item.path.relative_to(root).as_posix() if root else str(item.path)
+        digest = hashlib.sha256(item.path.read_bytes()).hexdigest()
+        libraries.append((name, owners.get(origin) if root else None, origin, digest))
+    return Carried(
+        python=platform.python_version(),  # (a cross build's target runtime's release too)
+        distributions=distributions,
+        libraries=libraries,
+        native_needs=result.native_needs,
+        system_first=result.system_first,
+        desktop_libraries=result.desktop_libraries,
+        plugin_needs=result.plugin_needs,
+    )
+
+
 def pack(
     output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
 ) -> PackResult:
@@ -1167,6 +1213,10 @@ def pack(
         result.system_first = system_first_table(plan, result.native_needs)
         extra_files = _tables(plan, trees, options.extra_files, result.system_first, say)
         _add_extra_files(writer, extra_files, result)
+        if options.sbom is not None:
+            # (not in the first-use list: nothing reads it at start-up)
+            bill = document(options.sbom, _carried(plan, collections, result, options))
+            _add_extra_files(writer, {SBOM: bill}, result)
         table = _add_regexes(writer, scan, result, say)
         if entry_modules is not None:
             _add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)

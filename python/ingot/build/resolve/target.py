@@ -18,7 +18,7 @@ from ingot.build.resolve.launcher import find_launcher, launcher_facts
 from ingot.build.resolve.settings import Request, Settings
 from ingot.errors import BuildError
 from ingot.machine import Machine, host_machine, machine_named
-from ingot.runtime import pins
+from ingot.runtime import pins, recipes
 from ingot.runtime import store as runtimes
 from ingot.runtime.builder import build_runtime
 from ingot.runtime.store import RuntimeError_
@@ -62,6 +62,9 @@ class Target:
     #: installed CPython, whose standard library and ``lib-dynload`` the archive takes (the
     #: build runs under this machine's runtime of the same release).
     stdlib_prefix: Path | None = None
+    #: The sources the runtime is built from (its runtime.json), for the executable's bill of
+    #: materials: (name, version, file, sha256, what it is for), CPython's first.
+    runtime_sources: tuple[tuple[str, str, str, str, str], ...] = ()
 
 
 def this_python() -> str:
@@ -238,7 +241,33 @@ def runtime_target(wanted: str, request: Request, machine: Machine | None = None
         newer_platforms=newer_manylinux_platforms(machine),
         machine=machine.name,
         stdlib_prefix=found.path / "python" if found is not builder else None,
+        runtime_sources=runtime_sources(found),
     )
+
+
+def runtime_sources(runtime: runtimes.Runtime) -> tuple[tuple[str, str, str, str, str], ...]:
+    """What ``runtime`` is built from, by its runtime.json: CPython's source (its version the
+    runtime's), Debian's patches of it, and each library's, with its version (recorded by the
+    runtime's build; for a runtime built before that, its pin's or its file name's)."""
+    sources = runtime.info.get("sources", {})
+    found = []
+    for name, entry in sorted(sources.items(), key=lambda item: item[0] != "python"):
+        recipe = recipes.LIBRARIES.get(name)
+        if name not in ("python", "patches") and recipe is None:
+            continue  # (a tool of the build, compiler-rt's profile runtime: not in the runtime)
+        file, sha256 = str(entry.get("file", "")), str(entry.get("sha256", ""))
+        version = runtime.version if name == "python" else entry.get("version")
+        if version is None:
+            version = pins.source_version(file, sha256)
+        purpose = (
+            recipe.purpose
+            if recipe
+            else "CPython"
+            if name == "python"
+            else "Debian's security patches of CPython"
+        )
+        found.append((name, version or "", file, sha256, purpose))
+    return tuple(found)
 
 
 def newer_manylinux_platforms(machine: Machine | None = None) -> tuple[str, ...]:

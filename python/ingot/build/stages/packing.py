@@ -12,6 +12,7 @@ from pathlib import Path
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
 from ingot.build.archive.prefetch import Prefetch
+from ingot.build.archive.sbom import Facts
 from ingot.build.archive.stdlib_layout import Layout, for_target
 from ingot.build.archive.writer import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.progress import Ticker
@@ -19,6 +20,7 @@ from ingot.build.resolve.settings import Settings, compression_levels
 from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
 from ingot.build.stages.selection import Selection
+from ingot.build.stages.staging import read_wheels
 from ingot.errors import BuildError, CompileError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
@@ -42,7 +44,7 @@ def pack_archive(
     early: Prefetch | None = None,
 ) -> PackResult:
     """Packs what the app can reach from ``roots`` into ``archive`` (``early``: the pool
-    :func:`start_stdlib_pool` started)."""
+    :func:`start_stdlib_pool` started), with its bill of materials."""
     settings = spec.plan.settings
     options = dataclasses.replace(
         _options(spec, memo),
@@ -61,6 +63,13 @@ def pack_archive(
         progress=say,
         ticker=ticker,
         stdlib_pool=early,
+        sbom=Facts(
+            name=spec.plan.name,
+            machine=spec.target.machine,
+            runtime=spec.target.runtime,
+            runtime_sources=spec.target.runtime_sources,
+            wheels=read_wheels(roots),
+        ),
     )
     try:
         result = pack(archive, options)

@@ -20,11 +20,16 @@ from ingot.build.resolve.target import Say, this_python
 from ingot.build.stages import wheels
 from ingot.errors import BuildError
 
-__all__ = ["PROJECT_COPY_IGNORES", "reseal", "stage"]
+__all__ = ["PROJECT_COPY_IGNORES", "read_wheels", "reseal", "stage", "wheels_record"]
 
 
 def _run_pip(
-    spec: Spec, target: Path, args: list[str], platforms: tuple[str, ...], project: bool
+    spec: Spec,
+    target: Path,
+    args: list[str],
+    platforms: tuple[str, ...],
+    project: bool,
+    report: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     pip = spec.target.pip_python or sys.executable
     platform: list[str] = []
@@ -37,6 +42,11 @@ def _run_pip(
         platform += [option for name in platforms for option in ("--platform", name)]
     command = [pip, "-m", "pip", "install", *platform, "--target", str(target), "--no-compile"]
     command += ["--disable-pip-version-check", "--no-input", "--quiet", *args]
+    if report is not None:
+        # What pip installed, from which files (their sha256): the bill of materials' source.
+        run = subprocess.run([*command, "--report", str(report)], capture_output=True, text=True)
+        if run.returncode == 0 or "no such option: --report" not in run.stderr:
+            return run  # (a pip older than 22.2 has no --report: installed without it)
     return subprocess.run(command, capture_output=True, text=True)
 
 
@@ -46,16 +56,26 @@ def _no_wheel(run: subprocess.CompletedProcess[str]) -> bool:
 
 
 def _pip(
-    spec: Spec, target: Path, args: list[str], say: Say, what: str, project: bool = False
+    spec: Spec,
+    target: Path,
+    args: list[str],
+    say: Say,
+    what: str,
+    project: bool = False,
+    record: bool = False,
 ) -> list[str]:
     """Installs with pip into ``target``; returns the lines said of the wheels it took
-    (:mod:`ingot.build.stages.wheels`), which a build from the cached install says again."""
+    (:mod:`ingot.build.stages.wheels`), which a build from the cached install says again. With
+    ``record``, the wheels it installed are written to :func:`wheels_record` of ``target``."""
     say(f"pip: installing {what}")
     scratch = target.parent / f".wheels-{target.name}"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
     try:
-        return _pip_into(spec, target, args, say, what, project, scratch)
+        said = _pip_into(spec, target, args, say, what, project, scratch)
+        if record:
+            _record_wheels(scratch / "report.json", wheels_record(target))
+        return said
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -80,7 +100,7 @@ def _pip_into(
         # that raise the executable's floor.
         say(f"pip: no wheel for glibc 2.17 among {what}: trying newer manylinux platforms")
         platforms = spec.target.platforms + newer
-        run = _run_pip(spec, target, args, platforms, project)
+        run = _run_pip(spec, target, [*args, "--report", str(report)], platforms, project)
         at_floor = False
     if run.returncode != 0 and "DO NOT MATCH THE HASHES" in run.stderr + run.stdout:
         found = re.search(r"(?s)DO NOT MATCH THE HASHES.*", run.stderr + run.stdout)
@@ -129,6 +149,53 @@ def _pip_into(
         return _run_pip(spec, into, more, platforms, False)
 
     return wheels.settle_pure_picks(spec, target, report, scratch, run_pip, say)
+
+
+def wheels_record(root: Path) -> Path:
+    """Where the wheels pip installed into the import root ``root`` are recorded (beside it)."""
+    return root.with_name(f"{root.name}.wheels.json")
+
+
+def _record_wheels(report: Path, record: Path) -> None:
+    """The wheels of pip's installation report ``report`` (``pip install --report``), written
+    to ``record``: normalized name -> name, version, the file's URL and sha256. A pip without
+    ``--report`` wrote none: no wheel is recorded."""
+    wheels: dict[str, dict[str, str]] = {}
+    try:
+        installed = json.loads(report.read_text())["install"]
+    except (OSError, ValueError, KeyError, TypeError):
+        installed = []
+    finally:
+        report.unlink(missing_ok=True)
+    for entry in installed:
+        metadata = entry.get("metadata", {})
+        download = entry.get("download_info", {})
+        hashes = download.get("archive_info", {}).get("hashes", {})
+        name = str(metadata.get("name", ""))
+        wheels[_normalize(name)] = {
+            "name": name,
+            "version": str(metadata.get("version", "")),
+            "url": str(download.get("url", "")),
+            "sha256": str(hashes.get("sha256", "")),
+        }
+    record.write_text(json.dumps(wheels, indent=1, sort_keys=True) + "\n")
+
+
+def read_wheels(roots: list[Path]) -> dict[str, dict[str, str]]:
+    """The wheels recorded for the import roots ``roots`` (:func:`wheels_record`), by
+    normalized distribution name; the first root's win."""
+    wheels: dict[str, dict[str, str]] = {}
+    for root in reversed(roots):
+        try:
+            wheels.update(json.loads(wheels_record(root).read_text()))
+        except (OSError, ValueError):
+            continue  # (not installed by pip, or by a pip without --report)
+    return wheels
+
+
+def _normalize(name: str) -> str:
+    """A distribution's name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _copy_project(project: Path, destination: Path) -> Path:
@@ -219,10 +286,11 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
     key = _deps_key(spec, memo)
     if key is None or memo.root is None:
         deps.mkdir()
-        _pip(spec, deps, args, say, what)
+        _pip(spec, deps, args, say, what, record=True)
         return deps
     cached = memo.root / DEPS / key
-    if cached.is_dir() and not spec.refresh:
+    recorded = wheels_record(cached / "site").is_file()
+    if cached.is_dir() and not spec.refresh and recorded:
         installed = _intact(cached)
         if installed is not None:
             os.utime(cached)  # used now: `ingot cache prune` goes by this time
@@ -235,11 +303,14 @@ def _dependencies(spec: Spec, deps: Path, say: Say, memo: BuildMemo) -> Path:
                 say(line)
             return cached / "site"
         say(f"build cache: the dependencies installed for {what} were damaged: installing again")
+    elif cached.is_dir() and not spec.refresh:
+        # (installed by an ingot that did not record the wheels: installed again, recorded)
+        say(f"build cache: installing {what} again, to record the wheels they come from")
     partial = cached.with_name(f".tmp-{key}-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "site").mkdir(parents=True)
     try:
-        said = _pip(spec, partial / "site", args, say, what)
+        said = _pip(spec, partial / "site", args, say, what, record=True)
         files = tree_digest(partial / "site")
         record = {"installed": time.time(), "files": files, "said": said}
         (partial / "files.json").write_text(json.dumps(record))
