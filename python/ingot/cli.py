@@ -51,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--version",
-        action="version",
-        version=f"ingot {__version__} (Python {sys.version.split()[0]} at {sys.executable})",
+        action=_Version,
+        help="print ingot's version and the Python it runs under, and exit",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _pack_parser(commands)
@@ -61,6 +61,24 @@ def _parser() -> argparse.ArgumentParser:
     _cache_parser(commands)
     _runtime_parser(commands)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: one line, as is (argparse's version action wraps it to the terminal's
+    width, which breaks a long interpreter path across lines)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"ingot {__version__} (Python {sys.version.split()[0]} at {sys.executable})")
+        parser.exit()
 
 
 def _pack_parser(commands: _Commands) -> None:

@@ -365,8 +365,8 @@ class Settings:
         doc_type="int or false",
     )
     compress_start: bool | None = setting(
-        help="compress the bytecode a start reads too: a smaller executable (the scipy app of "
-        "issue 42: 15%%), whose start decompresses that bytecode instead of reading it in place",
+        help="compress the bytecode a start reads too: a smaller executable (15%% smaller for "
+        "an app of scipy), whose start decompresses that bytecode instead of reading it in place",
         flags=("--compress-start",),
         form="switch",
         expected=_BOOL[0],
