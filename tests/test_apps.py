@@ -342,8 +342,9 @@ def check_black(app: App):
     assert probe["linegen"].startswith("/home/.cache/ingot/trees/")
     assert probe["linegen"].endswith(f"/black/linegen{EXT}")
     assert room.path(probe["linegen"]).is_file()
-    # ingot build made blib2to3's grammar pickles (ingot.policy.PREPARATIONS), and the tree's
-    # files share one modification time, so black loads them instead of generating the grammar.
+    # ingot build made blib2to3's grammar pickles (ingot.build.analysis.policy.PREPARATIONS), and
+    # the tree's files share one modification time, so black loads them instead of generating the
+    # grammar.
     assert probe["grammar_pickle_used"]
     assert "reformatted /work/ugly.py" in run.stderr and "1 file reformatted." in run.stderr
     assert room.path("/work/ugly.py").read_text() == BLACK_FORMATTED

@@ -392,7 +392,7 @@ def test_executable_passes_argv_and_the_exit_status(tmp_path, launcher_here):
 
 
 def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeypatch):
-    """A built-in preparation (ingot.policy.PREPARATIONS; black's grammar pickles) runs with the
+    """A built-in preparation (ingot.build.analysis.policy.PREPARATIONS; black's grammar pickles) runs with the
     build interpreter, confined (ingot.build.sandbox), reading the staged copy and writing into
     a directory of its own; what it made there, of the names it declares, is archived in the
     package's tree; a failing one is a warning, and leaves the build usable."""

@@ -3,8 +3,8 @@ importing everything from the archive.
 
 The launcher is built once per session (`cargo build -p ingot-launcher`), or taken from
 `INGOT_LAUNCHER`. Archives are packed by a Python of the version the launcher embeds (this one,
-or the one `INGOT_TEST_PYTHONS` lists for it) with `ingot.pack.pack`, plus the launch
-configuration `__ingot__/launch.json`.
+or the one `INGOT_TEST_PYTHONS` lists for it) with `ingot.build.archive.writer.pack`, plus the
+launch configuration `__ingot__/launch.json`.
 """
 
 import json

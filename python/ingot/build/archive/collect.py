@@ -33,7 +33,7 @@ _SOURCE_SUFFIX = ".py"
 
 @dataclass(frozen=True)
 class Item:
-    """One archive entry to be: ``kind`` (as in :data:`ingot.pack.KINDS`), ``name`` (a dotted
+    """One archive entry to be: ``kind`` (as in :data:`ingot._ingot.KINDS`), ``name`` (a dotted
     module name, a ``/``-separated path relative to the import root, or a library file name),
     ``path`` (the file to read; None for a namespace package) and, for modules, ``relpath``:
     the file's path relative to the import root, the filename bytecode is compiled with. For

@@ -4,9 +4,9 @@ Starting from the modules an executable runs first (the launcher's, the entry mo
 module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reaches:
 
 - every module its source imports, at module level, in functions, and in ``except`` fallbacks
-  (:func:`ingot.firstuse.imports_in_source`; guards that never run on Linux, ``TYPE_CHECKING``
-  and ``__main__`` blocks, but the one of the module run as ``__main__``, which is the program,
-  are not followed; for the standard library, read from its syntax tree
+  (:func:`ingot.build.analysis.firstuse.imports_in_source`; guards that never run on Linux,
+  ``TYPE_CHECKING`` and ``__main__`` blocks, but the one of the module run as ``__main__``, which is
+  the program, are not followed; for the standard library, read from its syntax tree
   by :func:`stdlib_imports`, nor the functions only ``__main__`` calls, nor fallbacks to another
   module when what the ``try`` imports is there);
 - the modules its string constants name: a dotted name of a module in the build
@@ -223,9 +223,9 @@ def _loaded_part(image: bytes) -> bytes:
 @dataclass
 class Reach:
     """What :func:`reach` decided: the plan keys to carry, the imports it read (by module, as
-    :func:`ingot.firstuse.imports_in_source` gives them), and what it left out, by group (a
-    standard-library top-level module or package, or a package of the environment), with the
-    number of entries and their bytes."""
+    :func:`ingot.build.analysis.firstuse.imports_in_source` gives them), and what it left out, by
+    group (a standard-library top-level module or package, or a package of the environment), with
+    the number of entries and their bytes."""
 
     kept: set[tuple[str, str]] = field(default_factory=set)
     imports: dict[str, dict[str, list[str]]] = field(default_factory=dict)
@@ -653,8 +653,8 @@ def reach(
     memo: BuildMemo = NO_CACHE,
     main: str | None = None,
 ) -> Reach:
-    """Decides what of ``plan`` (keys as :func:`ingot.pack._merge` makes them) to carry.
-    ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
+    """Decides what of ``plan`` (keys as :func:`ingot.build.archive.writer._merge` makes them) to
+    carry. ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
     ``"env"`` (another directory of packages). ``roots`` are module names run for sure; ``keep``
     are ``--include`` patterns (dotted names, ``fnmatch``; a package's pattern keeps its
     modules). ``probe`` (see :func:`import_probe`) is given the reached top-level packages with

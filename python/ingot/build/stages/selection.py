@@ -311,7 +311,7 @@ def _prepare(
     prepared: list[Path],
     environment: Environment,
 ) -> list[str]:
-    """Runs the built-in preparations (:data:`ingot.policy.PREPARATIONS`) of the ``files``
+    """Runs the built-in preparations (:data:`ingot.build.analysis.policy.PREPARATIONS`) of the ``files``
     packages, confined (:mod:`ingot.build.sandbox`: their staged directories to read, a
     directory of its own to write), and puts the files each made into its package's staged
     directory (each root added to ``prepared``); returns warnings for those that failed (the
