@@ -7,7 +7,7 @@ glibc 2.17, on any build machine, without a sysroot or an old distribution (the 
 building on or against an old system, is what PyInstaller asks of its users). It is a compiler
 and linker in one self-contained wheel, pinned like any Python dependency. Its sysroot does not
 see the build machine's ``/usr/include`` or ``/usr/lib``: every library a runtime uses is built
-with it (see :mod:`ingot.recipes`), and nothing of the host leaks in.
+with it (see :mod:`ingot.runtime.recipes`), and nothing of the host leaks in.
 
 Each build gets wrapper scripts (``cc``, ``c++``, ``ar``, ``ranlib``; ``clang`` and ``llvm-ar``, the
 same, under the names CPython's configure wants for link-time optimization) in a directory of its
@@ -19,7 +19,7 @@ not in it: CPython's profile-guided build runs ``make clean``, which deletes eve
 
 zig's clang instruments code for profile-guided optimization (``-fprofile-generate``) but,
 unlike clang's own driver, links no profile runtime: with ``INGOT_PROFILE_RUNTIME`` set (compiler-rt's
-``libclang_rt.profile.a``, see :func:`ingot.runtime.recipes.profile_runtime`), the compiler adds it
+``libclang_rt.profile.a``, see :data:`ingot.runtime.recipes.PROFILE_RUNTIME`), the compiler adds it
 to every such link. Each binary keeps its own copy (the runtime is compiled with hidden
 visibility): an extension module's counters are written by its own copy, not the interpreter's.
 """

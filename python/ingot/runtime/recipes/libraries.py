@@ -1,6 +1,6 @@
 """How each library of a runtime is built from its source release: the libraries the standard
 library's extension modules use (CPython itself: :mod:`ingot.runtime.recipes.cpython`), with the runtime's toolchain
-(:mod:`ingot.toolchain`), all static and position-independent, so that each extension module
+(:mod:`ingot.runtime.toolchain`), all static and position-independent, so that each extension module
 carries the code of the libraries it uses (``_ssl`` holds OpenSSL) and needs nothing of the
 target system but glibc.
 
