@@ -227,12 +227,7 @@ pub fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
     for ancestor in resolved.ancestors().skip(skip) {
         let metadata = fs::symlink_metadata(ancestor)
             .map_err(|source| CacheError::UseDir { path: ancestor.to_path_buf(), source })?;
-        let sticky = metadata.mode() & 0o1000 != 0;
-        let reason = if metadata.uid() != 0 && metadata.uid() != uid {
-            format!("belongs to user {}", metadata.uid())
-        } else if metadata.mode() & 0o022 != 0 && !sticky {
-            format!("is writable by other users (mode {:o})", metadata.mode() & 0o777)
-        } else {
+        let Some(reason) = ancestor_problem(&metadata, uid) else {
             continue;
         };
         return Err(CacheError::UnsafeAncestor {
@@ -408,12 +403,7 @@ fn check_directory(
         }
         return Ok(());
     }
-    let sticky = metadata.mode() & 0o1000 != 0;
-    let reason = if metadata.uid() != 0 && metadata.uid() != uid {
-        format!("belongs to user {}", metadata.uid())
-    } else if metadata.mode() & 0o022 != 0 && !sticky {
-        format!("is writable by other users (mode {:o})", metadata.mode() & 0o777)
-    } else {
+    let Some(reason) = ancestor_problem(&metadata, uid) else {
         return Ok(());
     };
     Err(CacheError::UnsafeAncestor {
@@ -421,6 +411,19 @@ fn check_directory(
         ancestor: walked.to_path_buf(),
         reason,
     })
+}
+
+/// Why a directory above a cache root would let another user than `uid` replace what it holds:
+/// it is not root's or `uid`'s, or it is writable by group or others and not sticky (`/tmp`).
+fn ancestor_problem(metadata: &fs::Metadata, uid: u32) -> Option<String> {
+    let sticky = metadata.mode() & 0o1000 != 0;
+    if metadata.uid() != 0 && metadata.uid() != uid {
+        Some(format!("belongs to user {}", metadata.uid()))
+    } else if metadata.mode() & 0o022 != 0 && !sticky {
+        Some(format!("is writable by other users (mode {:o})", metadata.mode() & 0o777))
+    } else {
+        None
+    }
 }
 
 /// Whether `path` is, or could be created as, a private cache directory of user `uid`.
