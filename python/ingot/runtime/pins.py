@@ -514,6 +514,8 @@ def _write(path: Path, pins: dict[str, Pin]) -> None:
 
 
 def sha256_of(path: Path) -> str:
+    """The sha256 of the file at ``path``, in hex (here, where a script without ingot installed
+    can use it; :mod:`ingot.runtime.store` re-exports it)."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):

@@ -27,7 +27,6 @@ user vouches for (``--source NAME=URL#sha256=HEX``).
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import shutil
@@ -38,6 +37,7 @@ from typing import Any
 
 from ingot.errors import IngotError
 from ingot.machine import host_machine
+from ingot.runtime.pins import sha256_of
 
 __all__ = [
     "RUNTIME_FORMAT",
@@ -197,15 +197,6 @@ def trusted_files(runtime: Runtime) -> list[Path]:
         files.append(runtime.path / launcher)
     files.extend(sorted((runtime.path / "launcher").glob("_ingot.*.so")))
     return files
-
-
-def sha256_of(path: Path) -> str:
-    """The sha256 of the file at ``path``, in hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def record_hashes(runtime: Runtime) -> None:
