@@ -378,13 +378,18 @@ impl IngotFinder {
                 ))
             })?;
         let label = format!("{name}{}", self.view.extension_suffix);
-        let memory_path =
-            native::native_file(&self.view.archive, &label, native::Image::Blob(image)).map_err(
-                |error| match error {
+        let origin: Option<String> = spec.getattr(intern!(py, "origin"))?.extract().ok();
+        let relative = origin.and_then(|origin| self.view.relative(&origin));
+        // Loaded by its path already (`dlopen(<exe>/x.so)` before the import): the same object.
+        let earlier = relative.as_deref().and_then(native::loaded_by_path);
+        let memory_path = match earlier {
+            Some(path) => path,
+            None => native::native_file(&self.view.archive, &label, native::Image::Blob(image))
+                .map_err(|error| match error {
                     native::NativeError::Archive(damaged) => self.error(damaged),
                     other => native::native_error(name, crate::error::chain(&other)),
-                },
-            )?;
+                })?,
+        };
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "origin"), &memory_path)?;
         // The spec's name, which names the init function: an alias's differs from the entry's.
@@ -398,6 +403,9 @@ impl IngotFinder {
             .call1((loading_spec,))
             .map_err(|error| with_load_hint(py, error, &memory_path))?;
         // The loader named the module after the memory file; it is the virtual path to the user.
+        if let Some(relative) = relative {
+            native::record_extension(relative, &memory_path);
+        }
         let origin = spec.getattr(intern!(py, "origin"))?;
         let _ = module.setattr(intern!(py, "__file__"), origin);
         Ok(module)

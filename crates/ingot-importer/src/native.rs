@@ -202,6 +202,22 @@ pub fn native_file(
 /// finds the first, as glibc matches loaded objects by path).
 static BY_PATH: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
+/// Records that the extension module whose virtual file is `relative` (archive-relative:
+/// `_tkinter.cpython-311-x86_64-linux-gnu.so`) was loaded from `loadable`: a later
+/// `dlopen(<exe>/relative)` (matplotlib's `_tkagg` opens `_tkinter.__file__` to find Tcl/Tk's
+/// functions) is given that path, and the loader returns the module already loaded.
+pub fn record_extension(relative: String, loadable: &str) {
+    let mut guard = BY_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    guard.get_or_insert_with(HashMap::new).entry(relative).or_insert_with(|| loadable.to_string());
+}
+
+/// The path an extension module's virtual file (archive-relative) was loaded from by `dlopen`
+/// of its path before its import: the import loads the same object.
+pub fn loaded_by_path(relative: &str) -> Option<String> {
+    let guard = BY_PATH.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    guard.as_ref().and_then(|known| known.get(relative).cloned())
+}
+
 /// For `dlopen(path)` of a shared library the archive carries as a data file below its path
 /// (`ctypes.CDLL(os.path.join(os.path.dirname(__file__), "lib", "lib_x.so"))`, cffi's
 /// `ffi.dlopen`): a path the dynamic loader can open holding it, from memory as extension modules
@@ -222,8 +238,9 @@ fn archive_library(view: &crate::view::ArchiveView, relative: String) -> Result<
     // Not locked while loading: a library's constructor may load another by path.
     let archive = &view.archive;
     let not_held = || "it is not one of the archive's files".to_string();
-    let entry = archive.find(Namespace::Files, &relative).ok().flatten().ok_or_else(not_held)?;
-    let blob = entry.blob(Role::Content).ok().flatten().ok_or_else(not_held)?;
+    // A data file, or an extension module's virtual file not imported yet.
+    let (entry, role) = view.file_raw(&relative).ok().flatten().ok_or_else(not_held)?;
+    let blob = entry.blob(role).ok().flatten().ok_or_else(not_held)?;
     let image = archive.data(&blob).map_err(|error| chain(&error))?;
     let elf = goblin::elf::Elf::parse(&image)
         .map_err(|error| format!("it is not a shared library ({error})"))?;

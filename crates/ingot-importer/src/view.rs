@@ -63,7 +63,10 @@ impl ArchiveView {
     /// Maps a path relative to the archive root to the entry and blob that hold its bytes: a data
     /// or dist-info file, the source of a module (`a/b.py`, `a/__init__.py`), or the image of an
     /// extension module (`a/b<extension suffix>`).
-    fn file_raw(&self, relative: &str) -> ingot_format::Result<Option<(Entry<'_>, Role)>> {
+    pub(crate) fn file_raw(
+        &self,
+        relative: &str,
+    ) -> ingot_format::Result<Option<(Entry<'_>, Role)>> {
         if let Some(entry) = self.archive.find(Namespace::Files, relative)? {
             return Ok(Some((entry, Role::Content)));
         }
