@@ -1,9 +1,9 @@
 """Native code and the dynamic loader see the executable's files (issue 52).
 
-C code that opens, stats or checks a path Python computed from `__file__` (`<exe>/pkg/data.txt`)
-is answered from the archive, through the C library's entry points the launcher defines and
-exports; `dlopen` of an extension module's `__file__` returns the module already loaded. Each
-executable runs in the clean room (tests/support/cleanroom.py), through proclimit.
+`dlopen` of an extension module's `__file__` (`<exe>/_tkinter...so`, as matplotlib's TkAgg does)
+returns the module already loaded; a `dlopen` of it before its import loads it from the archive,
+and the import then uses that object. Each executable runs in the clean room
+(tests/support/cleanroom.py), through proclimit.
 """
 
 import json
