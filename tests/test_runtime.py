@@ -995,3 +995,20 @@ def test_the_recipes_fingerprint_is_of_what_they_do_not_of_their_comments(tmp_pa
     assert recipes.fingerprint(changed) != recipes.fingerprint(module)
     # The libraries' fingerprint does not cover CPython's recipe.
     assert builder.libraries_fingerprint() != builder.recipes_fingerprint()
+
+
+def test_zig_caches_left_by_launcher_builds_are_removed_and_those_in_use_kept(tmp_path):
+    """A launcher build's zig caches live beside its cargo target; the ones earlier builds
+    left in the store's .zig-caches (one per build or relink, about 60 MB each, named after a
+    temporary directory) go at the next build, but for a build still running."""
+    caches = tmp_path / ".zig-caches"
+    for name in (".build-gone", ".relink-gone", ".build-running", "other"):
+        (caches / name / "global").mkdir(parents=True)
+        (caches / name / "global" / "file").write_text("x")
+    (tmp_path / ".build-running").mkdir()  # its build directory: in progress
+    builder._remove_left_zig_caches(tmp_path)
+    assert sorted(path.name for path in caches.iterdir()) == [".build-running", "other"]
+    shutil.rmtree(caches / ".build-running")
+    shutil.rmtree(caches / "other")
+    builder._remove_left_zig_caches(tmp_path)
+    assert not caches.exists()

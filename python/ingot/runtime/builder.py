@@ -279,6 +279,7 @@ def build_runtime(
     profile_guided = llvm_profdata is not None
     root = store()
     make_directories(root)
+    _remove_left_zig_caches(root)
     pinned = _pins_for(wanted, sources)
     found = resolve_sources(
         sources,
@@ -939,7 +940,14 @@ def build_launcher(
     target_dir = store() / ".cargo-target" / stage.name
     run = builder.runner(stage.parent, prefix)
     rust_target = toolchain.machine.rust
-    extra = {}
+    # zig's caches too (what it builds on first use for the target, about 60 MB: compiler-rt,
+    # the glibc stubs, the C objects of the crates' build scripts), beside the cargo target they
+    # serve, instead of the build's own, named after its temporary directory.
+    zig_caches = target_dir / "zig"
+    extra = {
+        "ZIG_GLOBAL_CACHE_DIR": str(zig_caches / "global"),
+        "ZIG_LOCAL_CACHE_DIR": str(zig_caches / "local"),
+    }
     if toolchain.cross:
         assert build_python is not None
         python = _cross_python(stage.parent, build_python, prefix)
@@ -1005,6 +1013,7 @@ def rebuild_launcher(
                 hint=f"build it: ingot runtime build {found.version}",
             )
         build_python = host.python
+    _remove_left_zig_caches(store())
     work = Path(tempfile.mkdtemp(prefix=".relink-", dir=store()))
     try:
         builder = _Builder(toolchain, found.path / "build.log", say)
@@ -1028,6 +1037,20 @@ def rebuild_launcher(
         return found
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _remove_left_zig_caches(root: Path) -> None:
+    """Removes the zig caches that launcher builds left in ``root/.zig-caches``, one per build
+    or relink (about 60 MB each), named after a temporary directory of the store that no longer
+    exists: a build in progress has its directory, and keeps its cache."""
+    caches = root / ".zig-caches"
+    if not caches.is_dir():
+        return
+    for cache in caches.iterdir():
+        if cache.name.startswith((".build-", ".relink-")) and not (root / cache.name).exists():
+            shutil.rmtree(cache, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        caches.rmdir()  # (only if empty)
 
 
 def _check_modules(
