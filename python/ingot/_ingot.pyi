@@ -18,6 +18,7 @@ else:
     from importlib.abc import TraversableResources
 
 __all__ = [
+    "EXTENSION_KINDS",
     "FILES_MANIFEST_DIR",
     "FIRST_USE",
     "FIRST_USE_FILE",
@@ -30,13 +31,18 @@ __all__ = [
     "LAUNCHER_FACTS_SECTION",
     "LAUNCH_CONFIG",
     "LAUNCH_CONFIG_VERSION",
+    "NATIVE_BLOB_MIN",
+    "NATIVE_KINDS",
     "PREFIX_DATA",
     "REGEX_DIR",
     "REGEX_MAGIC",
     "REGEX_MODULE",
     "RESERVED_PREFIX",
+    "STALE_TEMPORARY_AFTER",
     "SYSTEM_FIRST",
+    "TEMPORARY_PREFIX",
     "TRAILER_MAGIC",
+    "WRITER_GONE_AFTER",
     "ZSTD_DICTIONARY",
     "ArchiveError",
     "ArchiveWriter",
@@ -63,7 +69,9 @@ __all__ = [
     "make_cache_dirs",
     "regex_entry_name",
     "regex_key",
+    "stale_temporary",
     "write_tree",
+    "writer_gone",
 ]
 
 __version__: str  # ingot's version
@@ -74,6 +82,18 @@ TRAILER_MAGIC: bytes
 # ("modules", "files" or "libraries").
 KINDS: tuple[str, ...]
 KIND_NAMESPACES: dict[str, str]
+# The kinds whose content is a native image (extension modules and packages, shared libraries),
+# and the modules among them (Kind::is_native, Kind::is_extension), in listing order.
+NATIVE_KINDS: tuple[str, ...]
+EXTENSION_KINDS: tuple[str, ...]
+# The smallest native image a start reads that a default build compresses (bytes).
+NATIVE_BLOB_MIN: int
+# The extraction cache's temporaries (crates/ingot-importer/src/cache.rs): what their names start
+# with, and the ages (seconds) after which one is taken for a killed writer's: any, or one whose
+# writer is gone.
+TEMPORARY_PREFIX: str
+STALE_TEMPORARY_AFTER: float
+WRITER_GONE_AFTER: float
 # The names writer and readers agree on (crates/ingot-format/src/names.rs).
 RESERVED_PREFIX: str
 LAUNCH_CONFIG: str
@@ -266,6 +286,8 @@ def regex_entry_name(pattern: str | bytes, flags: int) -> str: ...
 def launch_config_json(config: dict[str, object]) -> bytes: ...
 def write_tree(root: str | os.PathLike[str], id: str, files: list[tuple[str, bytes]]) -> str: ...
 def cache_root() -> str: ...
+def writer_gone(name: str) -> bool: ...
+def stale_temporary(name: str, age: float) -> bool: ...
 def canonical_marshal(
     data: bytes, code: tuple[int, int, int, int], name_tuples: list[int], name: int
 ) -> bytes | None: ...

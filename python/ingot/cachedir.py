@@ -24,7 +24,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingot._ingot import cache_root, make_cache_dirs
+from ingot._ingot import (
+    STALE_TEMPORARY_AFTER,
+    TEMPORARY_PREFIX,
+    cache_root,
+    make_cache_dirs,
+    stale_temporary,
+    writer_gone,
+)
 from ingot.errors import IngotError
 
 __all__ = [
@@ -37,34 +44,19 @@ __all__ = [
     "make_directories",
     "prune",
     "root",
+    "stale_temporary",
     "writer_gone",
 ]
 
 SECTIONS = ("trees", "native")
 _ID = re.compile(r"[0-9a-f]{16,32}(?:-[0-9a-f]+)?\Z")
-_TEMPORARY = re.compile(r"\.tmp-")
-#: Temporary directories younger than this may belong to a writer still at work.
-TEMPORARY_GRACE = 3600.0
-#: ... unless their writer (the pid in ``.tmp-<id>-<pid>-<nanos>``) is gone and they are older
-#: than this (a writer in another PID namespace is not seen).
-WRITER_GONE_GRACE = 10.0
-
-
-def writer_gone(name: str) -> bool:
-    """Whether the process that wrote the temporary ``name`` (``<anything>-<pid>-<random>``: its
-    pid second from the end) is gone; false when the name holds no pid, or the process exists
-    or cannot be asked about. What ``ingot build`` removes of a killed build goes by it too
-    (:func:`ingot.build.interrupt.remove_stale`)."""
-    parts = name.rsplit("-", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) <= 0:
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+# Which temporaries killed writers left is the importer's rule (crates/ingot-importer/src/
+# cache.rs), which it applies to the ``.tmp-*`` trees before it writes one: ``stale_temporary(name,
+# age)``, over STALE_TEMPORARY_AFTER seconds old (younger ones may belong to a writer still at
+# work), or over WRITER_GONE_AFTER with its writer gone (``writer_gone(name)``: the pid in
+# ``<anything>-<pid>-<random>``; a writer in another PID namespace is not seen). What ``ingot
+# build`` removes of a killed build goes by ``writer_gone`` too
+# (:func:`ingot.build.interrupt.remove_stale`).
 
 
 class CacheError(IngotError):
@@ -183,7 +175,7 @@ def list_cache(cache: Path | None = None) -> list[CacheEntry]:
             continue
         check_private(parent)
         for child in sorted(parent.iterdir()):
-            temporary = bool(_TEMPORARY.match(child.name))
+            temporary = child.name.startswith(TEMPORARY_PREFIX)
             if not (temporary or _ID.match(child.name)) or child.is_symlink() or not child.is_dir():
                 continue  # not the importer's: left alone
             size, files = _measure(child)
@@ -217,7 +209,7 @@ def _build_entries(cache: Path, now: float, older_than: float | None = None) -> 
                 continue
             temporary = not _ID.match(child.name)
             age = now - child.lstat().st_mtime
-            limit = max(older_than or 0.0, TEMPORARY_GRACE if temporary else 0.0)
+            limit = max(older_than or 0.0, STALE_TEMPORARY_AFTER if temporary else 0.0)
             if older_than is None or age >= limit:
                 size, files = _measure(child)
                 found.append(CacheEntry(child, "deps", size, files, age, temporary, False))
@@ -294,10 +286,12 @@ def prune(
     for entry in list_cache(cache):
         if entry.section in ("deps", "build"):
             continue
-        limit = TEMPORARY_GRACE if entry.temporary else older_than_days * 86400.0
-        if entry.temporary and entry.age > WRITER_GONE_GRACE and writer_gone(entry.path.name):
-            limit = 0.0
-        if entry.in_use or entry.age < limit:
+        if entry.in_use:
+            continue
+        if entry.temporary:
+            if not stale_temporary(entry.path.name, entry.age):
+                continue
+        elif entry.age < older_than_days * 86400.0:
             continue
         if not dry_run:
             shutil.rmtree(entry.path)

@@ -23,8 +23,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ingot import cachedir
-from ingot._ingot import RESERVED_PREFIX, ArchiveError, IngotFinder, __version__
+from ingot._ingot import (
+    KIND_NAMESPACES,
+    NATIVE_BLOB_MIN,
+    NATIVE_KINDS,
+    RESERVED_PREFIX,
+    ArchiveError,
+    IngotFinder,
+    __version__,
+)
 from ingot.build import report, under
+from ingot.build.archive.reach import in_test_package, suite_of_file
 from ingot.build.archive.writer import PackOptions, pack
 from ingot.build.interrupt import interrupts_stop
 from ingot.build.report import report_error
@@ -508,10 +517,6 @@ def _native_floors(each: dict[str, str | None], target: str | None, shown: int =
     print(f"native code{above}: {listed}{more}")
 
 
-#: Native images at least this large are stored compressed by a default build, even those a start
-#: reads (ingot.build.resolve.settings.DEFAULT_NATIVE_COMPRESSION; the format's NATIVE_BLOB_MIN).
-_NATIVE_COMPRESSED_FROM = 64 << 10
-_NATIVE_KINDS = ("extension-module", "extension-package", "shared-library")
 #: Below this, the bytecode a start reads in place is not worth a line of ``inspect --sizes``.
 _BYTECODE_IN_PLACE_SHOWN = 1 << 20
 
@@ -523,16 +528,19 @@ def _could_shrink(entries: list[dict[str, Any]], read_in_place: dict[str, int]) 
     raw = [
         entry
         for entry in entries
-        if entry["kind"] in _NATIVE_KINDS and entry["stored"] >= entry["size"] > 0
+        if entry["kind"] in NATIVE_KINDS and entry["stored"] >= entry["size"] > 0
     ]
-    large = [entry for entry in raw if entry["size"] >= _NATIVE_COMPRESSED_FROM]
+    # Native images at least NATIVE_BLOB_MIN large are stored compressed by a default build, even
+    # those a start reads (ingot.build.resolve.settings.DEFAULT_NATIVE_COMPRESSION).
+    large = [entry for entry in raw if entry["size"] >= NATIVE_BLOB_MIN]
     if raw:
         lines.append(
             f"native code stored as is: {report.size(sum(e['stored'] for e in raw))} in "
             f"{len(raw)} images"
             + (
-                f" ({report.size(sum(e['stored'] for e in large))} of it in images of 64 KiB or "
-                "more, which a build with compression on stores compressed)"
+                f" ({report.size(sum(e['stored'] for e in large))} of it in images of "
+                f"{NATIVE_BLOB_MIN // 1024} KiB or more, which a build with compression on "
+                "stores compressed)"
                 if large
                 else ""
             )
@@ -544,11 +552,7 @@ def _could_shrink(entries: list[dict[str, Any]], read_in_place: dict[str, int]) 
             f"{len(read_in_place)} modules (read in place; --compress-start stores it "
             "compressed, decompressed ahead of the imports)"
         )
-    tests = [
-        entry
-        for entry in entries
-        if {"tests", "test", "testing"} & set(re.split(r"[./]", entry["name"])[1:-1])
-    ]
+    tests = [entry for entry in entries if _in_test_suite(entry)]
     if tests:
         packages = sorted({re.split(r"[./]", entry["name"])[0] for entry in tests})
         lines.append(
@@ -557,6 +561,15 @@ def _could_shrink(entries: list[dict[str, Any]], read_in_place: dict[str, int]) 
             "(--exclude 'PACKAGE.tests' leaves them out, if the app does not run them)"
         )
     return lines
+
+
+def _in_test_suite(entry: dict[str, Any]) -> bool:
+    """Whether an entry is part of a package's test suite, as a build decides it (a module of a
+    test package, or a file in its directories)."""
+    namespace = KIND_NAMESPACES.get(entry["kind"])
+    if namespace == "modules":
+        return in_test_package(entry["name"])
+    return namespace == "files" and suite_of_file(entry["name"]) is not None
 
 
 def _sizes(entries: list[dict[str, Any]], read_in_place: dict[str, int], shown: int = 20) -> None:

@@ -97,6 +97,20 @@ impl Kind {
         }
     }
 
+    /// Whether the entry is a module of native code: an extension module, or a package whose
+    /// `__init__` is one. The importer exports their labels to Python as
+    /// `ingot._ingot.EXTENSION_KINDS`.
+    pub fn is_extension(self) -> bool {
+        matches!(self, Kind::ExtensionModule | Kind::ExtensionPackage)
+    }
+
+    /// Whether the entry's `content` is a native image the dynamic loader maps: an extension
+    /// module or package, or a shared library. The importer exports their labels to Python as
+    /// `ingot._ingot.NATIVE_KINDS`.
+    pub fn is_native(self) -> bool {
+        self.is_extension() || self == Kind::SharedLibrary
+    }
+
     /// A short lowercase name, for messages and listings.
     pub fn label(self) -> &'static str {
         match self {
@@ -220,6 +234,18 @@ mod tests {
         }
         for (index, namespace) in Namespace::ALL.into_iter().enumerate() {
             assert_eq!(usize::from(namespace.tag()), index);
+        }
+    }
+
+    #[test]
+    fn native_kinds_are_the_extension_modules_and_shared_libraries() {
+        let native: Vec<Kind> = Kind::LISTED.into_iter().filter(|kind| kind.is_native()).collect();
+        assert_eq!(native, [Kind::ExtensionModule, Kind::ExtensionPackage, Kind::SharedLibrary]);
+        for kind in Kind::ALL {
+            assert_eq!(
+                kind.is_extension(),
+                kind.is_native() && kind.namespace() == Namespace::Modules
+            );
         }
     }
 }

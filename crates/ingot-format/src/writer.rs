@@ -125,8 +125,7 @@ fn read_at_start(role: Role) -> bool {
 
 /// Whether a blob is the image of an extension module or a shared library.
 fn is_native_image(kind: Kind, role: Role) -> bool {
-    matches!(kind, Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
-        && role == Role::Content
+    kind.is_native() && role == Role::Content
 }
 
 fn allowed_roles(kind: Kind) -> &'static [Role] {

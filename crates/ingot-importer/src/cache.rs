@@ -46,11 +46,15 @@ pub const WRITE_STRATEGY_VAR: &str = "INGOT_WRITE_STRATEGY";
 /// Files a writer thread hands to the closing thread at a time.
 const CLOSE_BATCH: usize = 64;
 
-/// Temporary trees older than this are taken for leftovers of killed processes.
-const STALE_AFTER: Duration = Duration::from_secs(3600);
+/// What the name of a temporary tree starts with (`<section>/.tmp-<id>-<pid>-<nanos>`).
+pub const TEMPORARY_PREFIX: &str = ".tmp-";
 
-/// Temporary trees whose writing process is gone are removed once this old.
-const WRITER_GONE_AFTER: Duration = Duration::from_secs(10);
+/// Temporary trees older than this are taken for leftovers of killed processes.
+pub const STALE_AFTER: Duration = Duration::from_secs(3600);
+
+/// Temporary trees whose writing process is gone are removed once this old (a writer in another
+/// PID namespace is not seen).
+pub const WRITER_GONE_AFTER: Duration = Duration::from_secs(10);
 
 /// Why the extraction cache cannot give a tree. Shown through [`ingot_format::chain`] (a cause
 /// follows its error after `: `).
@@ -764,7 +768,9 @@ fn verify_group(tree: &Path, files: &[&TreeFile]) -> Result<(), Unusable> {
     Ok(())
 }
 
-/// Whether the process that names a temporary tree (`.tmp-<id>-<pid>-<nanos>`) is gone.
+/// Whether the process that names a temporary (`<anything>-<pid>-<random>`: its pid second from
+/// the end, as in `.tmp-<id>-<pid>-<nanos>`) is gone; false when the name holds no pid, or the
+/// process exists or cannot be asked about.
 pub fn writer_is_gone(name: &[u8]) -> bool {
     let mut parts = name.rsplit(|&byte| byte == b'-');
     let (_nanos, pid) = (parts.next(), parts.next());
@@ -778,14 +784,20 @@ pub fn writer_is_gone(name: &[u8]) -> bool {
     unsafe { libc::kill(pid, 0) != 0 && *libc::__errno_location() == libc::ESRCH }
 }
 
-/// Removes temporary trees that killed processes left in `parent`: those whose writer is gone
-/// (and a few seconds old: a writer in another PID namespace is not seen), and any over an hour old.
+/// Whether a temporary named `name` (see [`writer_is_gone`]), last modified `age` ago, is what a
+/// killed process left: over [`STALE_AFTER`] old, or over [`WRITER_GONE_AFTER`] with its writer
+/// gone. `ingot cache prune` goes by it too (`ingot._ingot.stale_temporary`).
+pub fn is_stale_temporary(name: &[u8], age: Duration) -> bool {
+    age > STALE_AFTER || (age > WRITER_GONE_AFTER && writer_is_gone(name))
+}
+
+/// Removes the temporary trees that killed processes left in `parent` ([`is_stale_temporary`]).
 fn remove_stale(parent: &Path) {
     let Ok(listing) = fs::read_dir(parent) else { return };
     let now = SystemTime::now();
     for child in listing.flatten() {
         let name = child.file_name();
-        if !name.as_encoded_bytes().starts_with(b".tmp-") {
+        if !name.as_encoded_bytes().starts_with(TEMPORARY_PREFIX.as_bytes()) {
             continue;
         }
         let age = child
@@ -793,10 +805,7 @@ fn remove_stale(parent: &Path) {
             .and_then(|metadata| metadata.modified())
             .ok()
             .and_then(|modified| now.duration_since(modified).ok());
-        let old = age.is_some_and(|age| age > STALE_AFTER)
-            || (age.is_some_and(|age| age > WRITER_GONE_AFTER)
-                && writer_is_gone(name.as_encoded_bytes()));
-        if old {
+        if age.is_some_and(|age| is_stale_temporary(name.as_encoded_bytes(), age)) {
             let _ = fs::remove_dir_all(child.path());
         }
     }
@@ -818,7 +827,7 @@ where
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |time| time.subsec_nanos());
-    let temporary = parent.join(format!(".tmp-{id}-{}-{nanos}", std::process::id()));
+    let temporary = parent.join(format!("{TEMPORARY_PREFIX}{id}-{}-{nanos}", std::process::id()));
     let mut builder = fs::DirBuilder::new();
     builder.mode(0o700);
     if let Err(source) = builder.create(&temporary) {
@@ -1246,5 +1255,23 @@ mod tests {
             assert!(verify(&temporary, &files).is_ok(), "{strategy:?}");
         }
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_temporary_is_stale_when_its_writer_is_gone_or_after_an_hour() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let gone = format!("{TEMPORARY_PREFIX}{}-{dead}-12", "a".repeat(32));
+        let alive = format!("{TEMPORARY_PREFIX}{}-{}-34", "b".repeat(32), std::process::id());
+        let seconds = Duration::from_secs;
+        assert!(writer_is_gone(gone.as_bytes()) && !writer_is_gone(alive.as_bytes()));
+        assert!(!is_stale_temporary(gone.as_bytes(), seconds(5)));
+        assert!(is_stale_temporary(gone.as_bytes(), seconds(11)));
+        assert!(!is_stale_temporary(alive.as_bytes(), seconds(3599)));
+        assert!(is_stale_temporary(alive.as_bytes(), seconds(3601)));
+        for no_pid in [&b".tmp-x"[..], b".tmp-x-0-1", b".tmp-x--1", b".tmp-x-99999999999-1"] {
+            assert!(!writer_is_gone(no_pid) && !is_stale_temporary(no_pid, seconds(60)));
+        }
     }
 }

@@ -170,7 +170,7 @@ impl IngotFinder {
         let py = slf.py();
         let finder = slf.get();
         let entry = finder.entry(py, stored)?;
-        if matches!(entry.kind(), Some(Kind::ExtensionModule | Kind::ExtensionPackage)) {
+        if entry.kind().is_some_and(Kind::is_extension) {
             return finder.create_extension(py, slf, spec, &entry).map(Some);
         }
         Ok(None)
@@ -226,7 +226,7 @@ impl IngotFinder {
                 }
                 result.map(|_| ())
             }
-            Some(Kind::ExtensionModule | Kind::ExtensionPackage) => {
+            Some(kind) if kind.is_extension() => {
                 finder.exec_dynamic.bind(py).call1((module,)).map(|_| ())
             }
             _ => Ok(()),
@@ -887,9 +887,7 @@ impl IngotFinder {
                 let file = entry.name().rsplit('/').next().unwrap_or_default();
                 file.ends_with(".so") || file.contains(".so.")
             };
-            if !matches!(kind, Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
-                && !library_file
-            {
+            if !kind.is_native() && !library_file {
                 continue;
             }
             let Some(image) = entry.data(Role::Content).map_err(|error| self.error(error))? else {

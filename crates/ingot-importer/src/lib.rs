@@ -67,11 +67,21 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(regexes::regex_entry_name, module)?)?;
         module.add_function(wrap_pyfunction!(launch::launch_config_json, module)?)?;
         module.add_function(wrap_pyfunction!(files::files_manifest, module)?)?;
+        // The smallest native image a start reads that a default build compresses (`ingot
+        // inspect --sizes` says what a build would compress).
+        module.add("NATIVE_BLOB_MIN", ingot_format::NATIVE_BLOB_MIN)?;
     }
     module.add_function(wrap_pyfunction!(elf::elf_version_needs, module)?)?;
     module.add_function(wrap_pyfunction!(cache_root, module)?)?;
     module.add_function(wrap_pyfunction!(make_cache_dirs, module)?)?;
     module.add_function(wrap_pyfunction!(archive_info, module)?)?;
+    // The rule for what killed writers left in the extraction cache (`ingot cache prune`), and
+    // for the temporaries a build leaves beside its output (`ingot.build.interrupt`).
+    module.add_function(wrap_pyfunction!(writer_gone, module)?)?;
+    module.add_function(wrap_pyfunction!(stale_temporary, module)?)?;
+    module.add("TEMPORARY_PREFIX", cache::TEMPORARY_PREFIX)?;
+    module.add("STALE_TEMPORARY_AFTER", cache::STALE_AFTER.as_secs_f64())?;
+    module.add("WRITER_GONE_AFTER", cache::WRITER_GONE_AFTER.as_secs_f64())?;
     module.add("FORMAT_VERSION", ingot_format::layout::VERSION)?;
     module.add("TRAILER_MAGIC", PyBytes::new(py, &ingot_format::layout::TRAILER_MAGIC))?;
     // The entry kinds (`ingot_format::Kind`), for `ingot pack`: their labels in listing order,
@@ -84,6 +94,14 @@ pub fn _ingot(module: &Bound<'_, PyModule>) -> PyResult<()> {
             namespaces.set_item(kind.label(), kind.namespace().label())?;
         }
         module.add("KIND_NAMESPACES", namespaces)?;
+        // Those whose content is a native image (`Kind::is_native`), and the modules among them
+        // (`Kind::is_extension`), in listing order.
+        let labels = |keep: fn(Kind) -> bool| {
+            Kind::LISTED.into_iter().filter(|&kind| keep(kind)).map(Kind::label).collect::<Vec<_>>()
+        };
+        module.add("NATIVE_KINDS", pyo3::types::PyTuple::new(py, labels(Kind::is_native))?)?;
+        module
+            .add("EXTENSION_KINDS", pyo3::types::PyTuple::new(py, labels(Kind::is_extension))?)?;
     }
     // The names writer and readers agree on (`ingot_format::names`), for `ingot pack`/`build`.
     {
@@ -148,6 +166,25 @@ fn make_cache_dirs(path: std::path::PathBuf, mode: u32) -> PyResult<()> {
     let uid = unsafe { libc::geteuid() };
     cache::make_dirs_checked(&path, uid, mode)
         .map_err(|error| pyo3::exceptions::PyValueError::new_err(error::chain(&error)))
+}
+
+/// `writer_gone(name: str) -> bool`: whether the process that wrote the temporary `name`
+/// (`<anything>-<pid>-<random>`: its pid second from the end) is gone; false when the name holds
+/// no pid, or the process exists or cannot be asked about.
+#[pyfunction]
+fn writer_gone(name: std::ffi::OsString) -> bool {
+    cache::writer_is_gone(name.as_encoded_bytes())
+}
+
+/// `stale_temporary(name: str, age: float) -> bool`: whether the temporary `name`, last modified
+/// `age` seconds ago, is what a killed writer left, as the importer decides it for the cache's
+/// `.tmp-*` trees: over `STALE_TEMPORARY_AFTER` seconds old, or over `WRITER_GONE_AFTER` with its
+/// writer gone ([`writer_gone`]).
+#[pyfunction]
+fn stale_temporary(name: std::ffi::OsString, age: f64) -> bool {
+    // (A negative age, a time in the future, is no age.)
+    let age = std::time::Duration::try_from_secs_f64(age).unwrap_or_default();
+    cache::is_stale_temporary(name.as_encoded_bytes(), age)
 }
 
 /// `cache_root() -> str`: the extraction cache's root as the importer resolves it

@@ -49,10 +49,7 @@ const FENCED_IMAGE: u64 = 64 << 10;
 /// never read there in order, is the one whose meaning fits.
 pub fn fence_native_images(archive: &Archive) {
     for entry in archive.entries().flatten() {
-        if !matches!(
-            entry.kind(),
-            Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
-        ) {
+        if !entry.kind().is_some_and(Kind::is_native) {
             continue;
         }
         let Ok(Some(blob)) = entry.blob(Role::Content) else { continue };

@@ -35,10 +35,7 @@ pub fn first_use(view: &Arc<ArchiveView>) {
             };
             let Ok(name) = std::str::from_utf8(name) else { continue };
             let Ok(Some(entry)) = view.archive.find(namespace, name) else { continue };
-            let native = matches!(
-                entry.kind(),
-                Some(Kind::ExtensionModule | Kind::ExtensionPackage | Kind::SharedLibrary)
-            );
+            let native = entry.kind().is_some_and(Kind::is_native);
             for blob in entry.blobs().flatten() {
                 // Compressed bytecode (`--compress-start`) is decompressed for its import, and
                 // checked on the way.
@@ -59,8 +56,9 @@ pub fn first_use(view: &Arc<ArchiveView>) {
             let label = match entry.kind() {
                 // (A `files` package's extension modules are loaded from its tree instead, but
                 // in a privileged start.)
-                Some(Kind::ExtensionModule | Kind::ExtensionPackage)
-                    if !view.files.covers(name) || crate::cache::privileged() =>
+                Some(kind)
+                    if kind.is_extension()
+                        && (!view.files.covers(name) || crate::cache::privileged()) =>
                 {
                     format!("{name}{}", view.extension_suffix)
                 }

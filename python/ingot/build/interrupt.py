@@ -7,8 +7,8 @@ the child build). A build under a runtime's interpreter (:mod:`ingot.build.under
 its parent: the child watches a pipe the parent holds (:func:`watch_parent`), which closes
 when the parent ends, killed or not. What a killed build left anyway (SIGKILL, a power cut)
 the next build removes: the temporaries carry their writer's pid, and those whose writer is
-gone go (:func:`remove_stale`, the extraction cache's rule: :func:`ingot.cachedir.
-writer_gone`).
+gone go (:func:`remove_stale`, the extraction cache's rule: :func:`ingot._ingot.writer_gone`,
+the importer's).
 
     with interrupts_stop():
         ...  # SIGTERM or SIGHUP here raises Interrupted
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-from ingot.cachedir import WRITER_GONE_GRACE, writer_gone
+from ingot._ingot import WRITER_GONE_AFTER, writer_gone
 
 __all__ = [
     "STAGING_PREFIXES",
@@ -146,8 +146,8 @@ def _stale_staging() -> list[Path]:
 
 def remove_stale(output: Path) -> list[Path]:
     """Removes what builds whose process is gone left: temporary files beside ``output`` and
-    staging directories in TMPDIR, of this user, more than :data:`ingot.cachedir.
-    WRITER_GONE_GRACE` seconds old. Returns what it removed."""
+    staging directories in TMPDIR, of this user, more than :data:`ingot._ingot.
+    WRITER_GONE_AFTER` seconds old. Returns what it removed."""
     removed = []
     now = time.time()
     for path in [*_stale_beside(output), *_stale_staging()]:
@@ -155,7 +155,7 @@ def remove_stale(output: Path) -> list[Path]:
             info = path.lstat()
         except OSError:
             continue
-        if info.st_uid != os.geteuid() or now - info.st_mtime < WRITER_GONE_GRACE:
+        if info.st_uid != os.geteuid() or now - info.st_mtime < WRITER_GONE_AFTER:
             continue
         try:
             if stat.S_ISDIR(info.st_mode):

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from ingot._ingot import EXTENSION_KINDS
+
 __all__ = [
     "BOOT_MODULES",
     "FALLBACK",
@@ -32,6 +34,7 @@ __all__ = [
     "TOP",
     "first_use_order",
     "imports_in_source",
+    "never_on_linux",
 ]
 
 #: Modules the launcher imports from the archive before the application's own (tests check
@@ -57,17 +60,17 @@ _HEADER = re.compile(
 #: Headers whose first line says what the block is even when they run over several lines
 #: (``def f(a,`` / ``b):``): only statements start with these keywords.
 _LONG_HEADER = re.compile(rb"[ \t]*(async[ \t]+def|def|class|except)\b([^\n]*)$")
-_MAIN_GUARD = rb"__name__\s*==\s*['\"]__main__['\"]"
-_NEVER = (
-    rb"TYPE_CHECKING|"
-    # Other systems than Linux, the only target (encodings' win32 codecs, ...).
-    rb"sys\.platform\s*==\s*['\"](win32|darwin|cygwin)['\"]|"
-    rb"os\.name\s*==\s*['\"]nt['\"]"
+_MAIN_GUARD = re.compile(rb"__name__\s*==\s*['\"]__main__['\"]")
+#: Conditions under which a block never runs on Linux, the only target: ``TYPE_CHECKING``
+#: (``typing.TYPE_CHECKING``, ``t.TYPE_CHECKING``), and other systems (encodings' win32 codecs,
+#: ...): ``sys.platform == "win32"`` (darwin, cygwin; ``.startswith("win")``; ``_sys`` as the
+#: standard library imports it), ``os.name == "nt"``.
+_NEVER_ON_LINUX = re.compile(
+    r"([A-Za-z_]\w*\.)?TYPE_CHECKING|"
+    r"_?(sys\.platform|os\.name)\s*(?:==\s*|(?P<call>\.startswith\(\s*))"
+    r"(?P<quote>['\"])(win32|win|darwin|cygwin|nt)(?P=quote)(?(call)\s*\))"
 )
-#: Guards whose block never runs in an imported module on Linux, and in the module run as
-#: ``__main__`` (whose ``if __name__ == "__main__":`` block is the program).
-_GUARD = re.compile(_MAIN_GUARD + b"|" + _NEVER)
-_GUARD_AS_MAIN = re.compile(_NEVER)
+_AND, _OR = re.compile(r"\band\b"), re.compile(r"\bor\b")
 _QUOTES = (b'"' * 3, b"'" * 3)
 
 #: Where an import statement is: run with the module, in a function, in a fallback that runs only
@@ -76,12 +79,23 @@ _QUOTES = (b'"' * 3, b"'" * 3)
 TOP, LAZY, FALLBACK, SKIPPED = "top", "lazy", "fallback", "skipped"
 
 
+def never_on_linux(condition: str) -> bool:
+    """Whether the condition of an ``if`` (its source text) is one under which the block never
+    runs in an application on Linux (:data:`_NEVER_ON_LINUX`), or an ``and`` with one: ``not
+    TYPE_CHECKING`` and ``sys.platform == "win32" or x`` may hold on Linux. The one rule for both
+    scans of imports: this module's, of the source's text, and that of
+    :func:`ingot.build.archive.reach.stdlib_imports`, of the syntax tree (``ast.unparse`` of the
+    condition)."""
+    if _OR.search(condition):
+        return False
+    return any(_NEVER_ON_LINUX.fullmatch(part.strip()) for part in _AND.split(condition))
+
+
 def _contexts(source: bytes, as_main: bool = False) -> dict[int, str]:
     """Line number (1-based) -> TOP, LAZY or SKIPPED for the lines of ``source``, from indentation
     and block headers (a textual approximation: triple-quoted strings are skipped, continuation
     lines are taken as they come). ``as_main``: the module runs as ``__main__``, so its main
     block runs with it."""
-    guard = _GUARD_AS_MAIN if as_main else _GUARD
     contexts: dict[int, str] = {}
     stack: list[tuple[int, str]] = []  # (indentation, what the block makes of its body)
     in_string = None
@@ -102,7 +116,11 @@ def _contexts(source: bytes, as_main: bool = False) -> dict[int, str]:
         header = _HEADER.match(line) or _LONG_HEADER.match(line)
         if header:
             keyword = header.group(1).split()[-1]
-            guarded = keyword in (b"if", b"elif") and guard.search(header.group(2))
+            condition = header.group(2)
+            guarded = keyword in (b"if", b"elif") and (
+                never_on_linux(condition.decode("latin-1"))
+                or (not as_main and _MAIN_GUARD.search(condition) is not None)
+            )
             effect = (
                 LAZY
                 if keyword == b"def"
@@ -212,7 +230,7 @@ def first_use_order(
             tasks += [module, parent]
             continue
         seen_modules.add(module)
-        if kinds[module] in ("extension-module", "extension-package"):
+        if kinds[module] in EXTENSION_KINDS:
             for soname in needed.get(module, []):
                 library(soname)
         order.append(("modules", module))

@@ -17,15 +17,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingot._ingot import KIND_NAMESPACES, KINDS
 from ingot.build.archive.stdlib_layout import Layout, running
 from ingot.errors import CollectError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
 __all__ = [
+    "MODULE_KINDS",
     "Collection",
     "Item",
     "collect_directory",
     "collect_stdlib",
+    "distribution_name",
 ]
 
 _SOURCE_SUFFIX = ".py"
@@ -57,13 +60,16 @@ class Item:
 PREFIX_DATA_SKIPPED = ("bin", "Scripts", "include")
 
 
-_TOP_LEVEL_MODULE_KINDS = (
-    "module",
-    "package",
-    "extension-module",
-    "extension-package",
-    "namespace-package",
-)
+#: The kinds of entry named in the ``modules`` name space (the format's: ``ingot._ingot``).
+MODULE_KINDS = tuple(kind for kind in KINDS if KIND_NAMESPACES[kind] == "modules")
+
+
+def distribution_name(directory: str) -> str:
+    """The name of the distribution a ``*.dist-info`` directory is of, as the directory spells
+    it (``{name}-{version}.dist-info``, whose version holds no ``-``):
+    ``nbconvert-7.1.0.dist-info``: ``nbconvert``."""
+    stem = directory.removesuffix(".dist-info")
+    return stem.rpartition("-")[0] or stem
 
 
 def _prefix_listed(root: Path) -> list[tuple[str, str, str]]:
@@ -306,9 +312,7 @@ class _Walker:
         where pip put them: beside the root's packages (``--target`` moves them there) or where
         the record points (an environment's prefix)."""
         seen = {item.name for item in self.collection.items if item.kind == "data-file"}
-        modules = {
-            item.name for item in self.collection.items if item.kind in _TOP_LEVEL_MODULE_KINDS
-        }
+        modules = {item.name for item in self.collection.items if item.kind in MODULE_KINDS}
         for dist, name, path in listed:
             if name in seen:
                 continue

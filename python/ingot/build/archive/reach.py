@@ -54,8 +54,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ingot import _ingot
-from ingot._ingot import loadable_image
-from ingot.build.analysis.firstuse import SKIPPED
+from ingot._ingot import EXTENSION_KINDS, loadable_image
+from ingot.build.analysis.firstuse import SKIPPED, never_on_linux
 from ingot.build.archive.buildcache import (
     NO_CACHE,
     BuildMemo,
@@ -63,7 +63,7 @@ from ingot.build.archive.buildcache import (
     file_digest,
     tree_digest,
 )
-from ingot.build.archive.collect import Item
+from ingot.build.archive.collect import Item, distribution_name
 from ingot.build.resolve.environment import Environment
 from ingot.build.sandbox import Sandbox
 
@@ -252,19 +252,6 @@ def _is_main_guard(test: ast.expr) -> bool:
         and isinstance(test.left, ast.Name)
         and test.left.id == "__name__"
         and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
-    )
-
-
-def _never_on_linux(test: ast.expr) -> bool:
-    """``TYPE_CHECKING``, ``sys.platform == "win32"`` (or ``startswith("win")``, darwin,
-    cygwin), ``os.name == "nt"``."""
-    text = ast.unparse(test)
-    return text in ("TYPE_CHECKING", "typing.TYPE_CHECKING") or bool(
-        re.fullmatch(
-            r"(_?sys\.platform|_?os\.name)\s*(==\s*|\.startswith\()['\"](win32|win|darwin|cygwin|nt)"
-            r"['\"]\)?",
-            text,
-        )
     )
 
 
@@ -546,7 +533,8 @@ class _StdlibImports:
                         f"{module}.{alias.name}" for alias in node.names if alias.name != "*"
                     )
             elif isinstance(node, ast.If):
-                if (_is_main_guard(node.test) and not self.as_main) or _never_on_linux(node.test):
+                main_block = _is_main_guard(node.test) and not self.as_main
+                if main_block or never_on_linux(ast.unparse(node.test)):
                     self.statements(node.orelse)
                     continue
                 self.statements(node.body)
@@ -594,8 +582,24 @@ def _top(key: tuple[str, str], item: Item) -> str | None:
 
 
 def in_test_package(name: str) -> bool:
-    """Whether module ``name`` is in a package's test suite (:data:`TEST_PACKAGES`)."""
+    """Whether module ``name`` is part of a package's test suite: below its top-level package, a
+    module or package named as in :data:`TEST_PACKAGES` (``pkg.tests``, ``pkg.sub.testing``), or
+    in one (``pkg.tests.test_a``). The rule for what a package's tests are, for the build (what
+    a package carried whole leaves out), its warnings and ``ingot inspect --sizes``; a file
+    belongs to the test package whose directory holds it (:func:`suite_of_file`)."""
     return any(part in TEST_PACKAGES for part in name.split(".")[1:])
+
+
+def suite_of_file(path: str) -> str | None:
+    """The test package (:func:`in_test_package`: ``scipy.special.tests``) whose directory holds
+    the file at ``path`` (relative to its import root: ``scipy/special/tests/data/boost.npz``), or
+    None."""
+    directories = path.split("/")[:-1]
+    for end in range(2, len(directories) + 1):
+        package = ".".join(directories[:end])
+        if in_test_package(package):
+            return package
+    return None
 
 
 def _size(item: Item) -> int:
@@ -679,7 +683,7 @@ def reach(
     native_tops = {
         name.split(".")[0]
         for name, key in walk.modules.items()
-        if origin.get(key) == "env" and plan[key].kind in ("extension-module", "extension-package")
+        if origin.get(key) == "env" and plan[key].kind in EXTENSION_KINDS
     }
     probed: set[str] = set()
     while True:
@@ -842,9 +846,7 @@ class _Walk:
             try:
                 if item.kind in ("module", "package") and item.path is not None:
                     source = item.path.read_bytes()
-                elif (
-                    item.kind in ("extension-module", "extension-package") and item.path is not None
-                ):
+                elif item.kind in EXTENSION_KINDS and item.path is not None:
                     image = _loaded_part(item.path.read_bytes())
                     # A third-party binary's loose names (Rust and Cython 3 pool their strings
                     # without NULs) reach only other packages: among them, common words that are
@@ -893,14 +895,10 @@ class _Walk:
             self.strings(source, package, self.origin.get(key) == "stdlib")
 
     def test_suite_of(self, path: str) -> str | None:
-        """The test package (``scipy.special.tests``) a data file's ``path`` lies in, when the
-        plan has that package's modules; else None."""
-        parts = path.split("/")[:-1]
-        for index in range(1, len(parts)):
-            if parts[index] in TEST_PACKAGES:
-                package = ".".join(parts[: index + 1])
-                return package if package in self.modules else None
-        return None
+        """The test package (``scipy.special.tests``) a data file's ``path`` lies in
+        (:func:`suite_of_file`), when the plan has that package's modules; else None."""
+        package = suite_of_file(path)
+        return package if package in self.modules else None
 
     def decide(self, keep: tuple[str, ...]) -> Reach:
         """The plan keys to carry, once nothing more is reached."""
@@ -917,7 +915,7 @@ class _Walk:
                 directory = item.dist or name.split("/")[0]
                 owned = self.dist_tops.get(directory)
                 carried = directory in self.dists or (
-                    bool(owned & kept_tops) if owned else _dist_name(directory) in kept_tops
+                    bool(owned & kept_tops) if owned else _import_name_guess(directory) in kept_tops
                 )
             else:
                 top = _top(key, item)
@@ -1023,9 +1021,11 @@ def _contents_key(root: Path) -> str:
     return f"tree:{json.dumps(tree_digest(root), sort_keys=True)}"
 
 
-def _dist_name(directory: str) -> str:
-    """``Foo_Bar-1.0.dist-info`` -> ``foo_bar``."""
-    return directory.split("-")[0].lower().replace(".", "_")
+def _import_name_guess(directory: str) -> str:
+    """The top-level name a distribution most likely imports as, from its ``*.dist-info``
+    directory, for one whose ``RECORD`` lists no module: ``Foo_Bar-1.0.dist-info`` ->
+    ``foo_bar``."""
+    return distribution_name(directory).lower().replace(".", "_").replace("-", "_")
 
 
 def _matches(name: str, patterns: tuple[str, ...]) -> bool:

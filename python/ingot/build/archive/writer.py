@@ -32,6 +32,7 @@ from typing import Any
 
 from ingot import elf
 from ingot._ingot import (
+    EXTENSION_KINDS,
     FILES_MANIFEST_DIR,
     FIRST_USE,
     FIRST_USE_FILE,
@@ -39,6 +40,7 @@ from ingot._ingot import (
     FIRST_USE_MODULE,
     KIND_NAMESPACES,
     KINDS,
+    NATIVE_KINDS,
     PREFIX_DATA,
     RESERVED_PREFIX,
     SYSTEM_FIRST,
@@ -56,11 +58,13 @@ from ingot.build.analysis.regexes import (
 )
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo, cached_imports
 from ingot.build.archive.collect import (
+    MODULE_KINDS,
     TCL_SCRIPT_LIBRARIES,
     Collection,
     Item,
     collect_directory,
     collect_stdlib,
+    distribution_name,
 )
 from ingot.build.archive.prefetch import Prefetch, compiled, patterns
 from ingot.build.archive.reach import (
@@ -97,8 +101,8 @@ __all__ = [
 DICTIONARY_SIZE = 64 << 10
 
 # The entry kinds are the format's (``ingot_format::Kind``, exported by ``ingot._ingot``): KINDS
-# lists their names in the order summaries print them, KIND_NAMESPACES gives each one's name space.
-_MODULE_KINDS = tuple(kind for kind in KINDS if KIND_NAMESPACES[kind] == "modules")
+# lists their names in the order summaries print them, KIND_NAMESPACES gives each one's name space,
+# NATIVE_KINDS those whose content is a native image and EXTENSION_KINDS the modules among them.
 
 
 def _namespace(kind: str) -> str:
@@ -204,7 +208,7 @@ def _add_libraries(
                 continue
             loaded_by_path.append((item, obj))
             owner[obj.path] = f"the library {item.name} (a data file: loaded by its path)"
-        elif item.kind in ("extension-module", "extension-package", "shared-library"):
+        elif item.kind in NATIVE_KINDS:
             try:
                 obj = elf.read_elf(str(item.path))
             except (OSError, ValueError) as error:
@@ -397,11 +401,6 @@ def _prefix_data(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
     return {dist: sorted(names) for dist, names in sorted(tops.items())}
 
 
-def _dist_name(directory: str) -> str:
-    """``nbconvert-7.1.0.dist-info``: ``nbconvert``."""
-    return directory.removesuffix(".dist-info").rpartition("-")[0] or directory
-
-
 def system_first_table(
     plan: dict[tuple[str, str], Item], native: list[elf.VersionNeeds]
 ) -> dict[str, list[str]]:
@@ -411,7 +410,7 @@ def system_first_table(
     carried = {name for name in SYSTEM_FIRST_LIBRARIES if ("libraries", name) in plan}
     needs: dict[str, set[str]] = {name: set() for name in carried}
     for kind, _name, found in native if carried else ():
-        if kind in ("extension-module", "extension-package", "shared-library"):
+        if kind in NATIVE_KINDS:
             for library, version in found:
                 if library in needs:
                     needs[library].add(version)
@@ -433,7 +432,7 @@ def _read(item: Item) -> bytes:
 
 def _top_level(item: Item) -> str | None:
     """The top-level package an item belongs to (None for shared libraries and dist-info)."""
-    if item.kind in _MODULE_KINDS:
+    if item.kind in MODULE_KINDS:
         return item.name.split(".")[0]
     if item.kind == "data-file":
         return item.name.split("/")[0] if "/" in item.name else None
@@ -475,7 +474,7 @@ def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], It
         return files_packages
     members: dict[str, set[str]] = {group: {group} for group in groups}
     for item in plan.values():
-        if item.kind in ("extension-module", "extension-package") and item.name not in groups:
+        if item.kind in EXTENSION_KINDS and item.name not in groups:
             try:
                 image = _read(item)
             except OSError:
@@ -510,7 +509,7 @@ class _Scan:
             self.version_needs.append((kind, name, elf_version_needs(image)))
         except ValueError:
             pass  # (not an ELF object the loader could load: no floor of its own)
-        if self.imports is not None and kind in ("extension-module", "extension-package"):
+        if self.imports is not None and kind in EXTENSION_KINDS:
             # (after what the source shipped beside it imports, when the reach analysis read it)
             known = self.imports.get(name, {})
             top = known.get(TOP, [])
@@ -573,13 +572,10 @@ def _add(
         if scan is not None:
             scan.source(item.name, content, item.kind == "package")
         return len(source or b"") + sum(map(len, bytecode.values())), source
-    if (
-        item.kind in ("extension-module", "extension-package", "shared-library")
-        and not keep_debug_info
-    ):
+    if item.kind in NATIVE_KINDS and not keep_debug_info:
         content = loadable_image(content)
     if (
-        item.kind in ("extension-module", "extension-package")
+        item.kind in EXTENSION_KINDS
         and scan is not None
         and scan.wants_sources()
         and item.source is not None
@@ -590,7 +586,7 @@ def _add(
         except OSError:
             pass
     if scan is not None and (
-        item.kind in ("extension-module", "extension-package", "shared-library")
+        item.kind in NATIVE_KINDS
         or (
             item.kind == "data-file"
             and _is_shared_object_name(item.name)
@@ -598,7 +594,7 @@ def _add(
         )
     ):
         scan.native(item.kind, item.name, content)
-    if item.kind in ("extension-module", "extension-package"):
+    if item.kind in EXTENSION_KINDS:
         needed = list(elf.ElfObject.from_image(str(item.path), content).needed)
         writer.add_extension_module(
             item.name, content, needed, is_package=item.kind == "extension-package"
@@ -629,7 +625,7 @@ def _first_use(
 ) -> list[tuple[str, str]]:
     """The first-use order of the archive's entries (see :mod:`ingot.build.analysis.firstuse`): ingot's own
     files read at start-up, then the launcher's modules and the entry modules' import graph."""
-    kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in _MODULE_KINDS}
+    kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in MODULE_KINDS}
     companions: dict[str, list[tuple[str, str]]] = {}
     for module, found in (scan.patterns or {}).items():
         names = [
@@ -813,7 +809,7 @@ def _check_machines(collection: Collection, wanted: str) -> None:
     than ``wanted``, the one packed for (a wheel of this machine's in a cross build, or the
     reverse)."""
     for item in collection.items:
-        if item.kind in ("extension-module", "extension-package") and item.path is not None:
+        if item.kind in EXTENSION_KINDS and item.path is not None:
             found = elf_machine(item.path)
             if found is not None and found != wanted:
                 raise PackError(
@@ -1086,7 +1082,8 @@ def _tables(
             "carrying files installed outside packages, answered at sys.prefix (the "
             "executable): "
             + ", ".join(
-                f"{_dist_name(dist)} ({', '.join(tops)})" for dist, tops in prefix_data.items()
+                f"{distribution_name(dist)} ({', '.join(tops)})"
+                for dist, tops in prefix_data.items()
             )
         )
     return extra_files

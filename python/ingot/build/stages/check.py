@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ingot._ingot import IngotFinder
+from ingot._ingot import EXTENSION_KINDS, IngotFinder
 from ingot.build.archive.writer import PackResult
 from ingot.build.resolve.spec import Spec
 from ingot.elf import GlibcFloor, archive_floor
@@ -16,7 +16,7 @@ from ingot.errors import BuildError
 __all__ = ["check_archive", "glibc_verdict", "newest_versions"]
 
 #: The kinds of entry the launcher can run as a module.
-RUNNABLE = ("module", "package", "extension-module", "extension-package")
+RUNNABLE = ("module", "package", *EXTENSION_KINDS)
 
 
 def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from ingot.build.analysis import filescan, nativefiles
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
+from ingot.build.archive.reach import in_test_package
 from ingot.build.archive.stdlib_layout import Layout, for_target
 from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Settings
@@ -299,9 +300,10 @@ def _missing_imports(
 
 
 def _in_tests(path: str) -> bool:
-    """Whether a package's file is part of its test suite (``pkg/tests/...``), which an
-    application does not import."""
-    return any(part in ("tests", "test", "testing") for part in path.split("/")[1:-1])
+    """Whether a package's source file (``pkg/tests/test_a.py``, ``pkg/testing.py``) is a module
+    of its test suite, which the build leaves out unless something imports it
+    (:func:`ingot.build.archive.reach.in_test_package`)."""
+    return in_test_package(path.removesuffix(".py").replace("/", "."))
 
 
 def _prepare(
