@@ -1012,3 +1012,27 @@ def test_zig_caches_left_by_launcher_builds_are_removed_and_those_in_use_kept(tm
     shutil.rmtree(caches / "other")
     builder._remove_left_zig_caches(tmp_path)
     assert not caches.exists()
+
+
+def test_launcher_sources_digest_is_the_trees_and_changes_with_its_rust_sources(tmp_path):
+    """`ingot runtime launcher --if-sources-changed` keeps a launcher built from the same
+    sources: the digest is the same for a copy of the tree (a staging copy, an installed
+    package's ingot/_source), ignores build output, and changes when a crate's file does."""
+    tree = builder.source_tree()
+    assert tree is not None
+    copy = tmp_path / "copy"
+    for name in ("Cargo.toml", "Cargo.lock"):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(tree / name, copy / name)
+    shutil.copytree(tree / "crates", copy / "crates", ignore=shutil.ignore_patterns("target"))
+    (copy / "python" / "ingot" / "boot").mkdir(parents=True)
+    for name in ("support.py", "archive_paths.py"):
+        shutil.copy2(tree / "python" / "ingot" / "boot" / name, copy / "python/ingot/boot" / name)
+    digest = builder.launcher_sources_digest(copy)
+    assert digest == builder.launcher_sources_digest(tree)
+    (copy / "crates" / "ingot-launcher" / "target").mkdir(exist_ok=True)
+    (copy / "crates" / "ingot-launcher" / "target" / "junk").write_text("build output")
+    assert builder.launcher_sources_digest(copy) == digest
+    source = copy / "crates" / "ingot-launcher" / "src" / "main.rs"
+    source.write_text(source.read_text() + "\n// changed\n")
+    assert builder.launcher_sources_digest(copy) != digest

@@ -290,6 +290,11 @@ def _runtime_parser(commands: _Commands) -> None:
         "module for it) again from this ingot's source tree",
     )
     relink.add_argument("version", metavar="VERSION", type=_runtime_version)
+    relink.add_argument(
+        "--if-sources-changed",
+        action="store_true",
+        help="leave a runtime whose launcher was built from the same Rust sources as it is",
+    )
     install = actions.add_parser(
         "install",
         help="install a runtime from its wheel (pyingot-runtime-cp3X) with pip and its "
@@ -658,7 +663,10 @@ def _runtime(args: argparse.Namespace) -> int:
         return 0
     if args.action == "launcher":
         rebuilt = builder.rebuild_launcher(
-            args.version, say=lambda line: print(line, file=sys.stderr), machine=machine
+            args.version,
+            say=lambda line: print(line, file=sys.stderr),
+            machine=machine,
+            if_sources_changed=args.if_sources_changed,
         )
         print(rebuilt.path)
         return 0

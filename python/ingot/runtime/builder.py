@@ -600,7 +600,35 @@ def _launcher(
         "glibc_floor": ".".join(map(str, launcher_floor.version))
         if launcher_floor.version
         else None,
+        "sources": launcher_sources_digest(),
     }
+
+
+def launcher_sources_digest(tree: Path | None = None) -> str | None:
+    """The sha256 of what a launcher and ingot's extension module are built from: the Rust
+    workspace (manifests, lock file, crates' sources) and the Python files the crates embed, as
+    ``ingot/_source`` carries them (tools/build_backend), in ``tree`` (default: :func:`source_tree`);
+    None without one. The same in a checkout, a staging copy and an installed package's copy of
+    the same sources: ``ingot runtime launcher --if-sources-changed`` compares it with what a
+    runtime records."""
+    tree = tree or source_tree()
+    if tree is None:
+        return None
+    files = [tree / "Cargo.toml", tree / "Cargo.lock"]
+    files += [
+        tree / "python" / "ingot" / "boot" / name for name in ("support.py", "archive_paths.py")
+    ]
+    for path in sorted((tree / "crates").rglob("*")):
+        parts = path.relative_to(tree).parts
+        if "target" in parts or "__pycache__" in parts or path.suffix == ".pyc":
+            continue
+        if path.is_file() and not path.is_symlink():
+            files.append(path)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(tree).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-")
+    return digest.hexdigest()
 
 
 def _check_cross_version(toolchain: Toolchain, version: str) -> None:
@@ -1025,10 +1053,16 @@ def _build_launcher_locked(
 
 
 def rebuild_launcher(
-    wanted: str, say: Callable[[str], None] = print, machine: Machine | None = None
+    wanted: str,
+    say: Callable[[str], None] = print,
+    machine: Machine | None = None,
+    *,
+    if_sources_changed: bool = False,
 ) -> Runtime:
     """Builds the launcher and ingot's extension module of an existing runtime again, from this
-    ingot's source tree (after a change of ingot; the interpreter and libraries stay)."""
+    ingot's source tree (after a change of ingot; the interpreter and libraries stay). With
+    ``if_sources_changed``, a runtime whose launcher was built from the same sources
+    (:func:`launcher_sources_digest`) is left as it is."""
     machine = machine or host_machine()
     found = find_runtime(wanted, machine.name)
     if found is None:
@@ -1036,6 +1070,10 @@ def rebuild_launcher(
             f"no runtime {wanted} for {machine.name} in {store()}",
             hint="`ingot runtime list` shows the runtimes there are",
         )
+    recorded = (found.info.get("launcher") or {}).get("sources")
+    if if_sources_changed and recorded is not None and recorded == launcher_sources_digest():
+        say(f"runtime {found.name}: its launcher was built from these sources; kept")
+        return found
     toolchain = Toolchain(find_zig(), machine=machine)
     build_python = None
     if toolchain.cross:
@@ -1064,6 +1102,7 @@ def rebuild_launcher(
         found.info["launcher"] = {
             "file": f"launcher/{launcher.name}",
             "glibc_floor": ".".join(map(str, floor.version)) if floor.version else None,
+            "sources": launcher_sources_digest(),
         }
         record_hashes(found)
         (found.path / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
