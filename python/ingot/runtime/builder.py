@@ -964,42 +964,8 @@ def build_launcher(
     ``build_python`` (this machine's interpreter of the same release)."""
     tree, cargo_zigbuild = check_launcher_prerequisites(toolchain)
     python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
-    # One cargo target for every runtime's launcher, kept in the store: relinking after a change
-    # of ingot is incremental, and the runtimes share what does not depend on their Python or
-    # machine (the build's own tools: proc macros, build scripts; and, for one machine, every
-    # crate but pyo3's and ingot's). Held while building and copying: the outputs' paths are
-    # the same for every runtime of one machine.
-    cargo_target = store() / ".cargo-target"
-    make_directories(cargo_target)
-    with open(cargo_target / "launchers.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        _remove_old_cargo_targets(cargo_target)
-        return _build_launcher_locked(
-            stage, prefix, toolchain, builder, build_python, tree, cargo_zigbuild, python,
-            cargo_target / "launchers",
-        )  # fmt: skip
-
-
-def _remove_old_cargo_targets(cargo_target: Path) -> None:
-    """Removes the cargo targets of one runtime each (``cpython-3.X...``, about 370 MB each)
-    that launcher builds kept before they shared one."""
-    for old in cargo_target.glob("cpython-*"):
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _build_launcher_locked(
-    stage: Path,
-    prefix: Path,
-    toolchain: Toolchain,
-    builder: _Builder,
-    build_python: Path | None,
-    tree: Path,
-    cargo_zigbuild: str,
-    python: Path,
-    target_dir: Path,
-) -> Path:
-    """:func:`build_launcher`'s work, its lock held, into ``target_dir``."""
+    # Kept in the store between builds: relinking after a change of ingot is incremental.
+    target_dir = store() / ".cargo-target" / stage.name
     run = builder.runner(stage.parent, prefix)
     rust_target = toolchain.machine.rust
     # zig's caches too (what it builds on first use for the target, about 60 MB: compiler-rt,
