@@ -966,7 +966,11 @@ def build_launcher(
     python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
     # Kept in the store between builds: relinking after a change of ingot is incremental.
     target_dir = store() / ".cargo-target" / stage.name
-    run = builder.runner(stage.parent, prefix)
+    # (the toolchain's wrappers, which the environment names as CC, AR, ..., made there too: the
+    # crates' build scripts rerun when those variables change, and a temporary directory's name
+    # changed them at every relink, compiling zstd's C code and all that depends on it again)
+    make_directories(target_dir)
+    run = builder.runner(target_dir, prefix)
     rust_target = toolchain.machine.rust
     # zig's caches too (what it builds on first use for the target, about 60 MB: compiler-rt,
     # the glibc stubs, the C objects of the crates' build scripts), beside the cargo target they
