@@ -11,6 +11,8 @@ import pytest
 from ingot import cachedir, cli
 from ingot._ingot import write_tree
 
+from helpers import dead_pid
+
 #: The fast tier (scripts/test --fast).
 pytestmark = pytest.mark.fast
 
@@ -113,12 +115,7 @@ def test_cache_dir_prints_the_importers_root_and_a_missing_cache_lists_empty(
 
 def test_a_killed_writers_leftover_goes_at_once_and_a_live_ones_stays(cache, capsys):
     # Interrupted first starts left .tmp-* trees that stayed for an hour (72 MiB after 10 kills).
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_pid()
     (cache / "trees").mkdir(mode=0o700)
     minute_ago = time.time() - 60
 

@@ -13,8 +13,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -29,6 +27,8 @@ from ingot.build.archive.collect import distribution_name
 from ingot.build.archive.reach import in_test_package, stdlib_imports, suite_of_file
 from ingot.build.archive.writer import pack
 from ingot.build.stages import selection
+
+from helpers import dead_pid
 
 #: The fast tier (scripts/test --fast).
 pytestmark = pytest.mark.fast
@@ -409,12 +409,7 @@ def test_which_temporaries_killed_writers_left_is_the_importers_rule():
     assert _ingot.STALE_TEMPORARY_AFTER == _rust_seconds(cache_rs, "STALE_AFTER") == 3600
     assert _ingot.WRITER_GONE_AFTER == _rust_seconds(cache_rs, "WRITER_GONE_AFTER") == 10
     assert f'TEMPORARY_PREFIX: &str = "{_ingot.TEMPORARY_PREFIX}";' in cache_rs.read_text("utf-8")
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_pid()
     gone = f"{_ingot.TEMPORARY_PREFIX}{'a' * 32}-{dead}-1"
     alive = f"{_ingot.TEMPORARY_PREFIX}{'b' * 32}-{os.getpid()}-2"
     assert _ingot.writer_gone(gone) and not _ingot.writer_gone(alive)

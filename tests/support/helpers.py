@@ -236,3 +236,13 @@ def real_launcher():
 
 
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def dead_pid():
+    """The pid of a process that has exited (a child run to its end), as text."""
+    return subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
