@@ -251,8 +251,15 @@ pub fn safe_ancestors(path: &Path, uid: u32) -> Result<(), CacheError> {
 /// and refused; the check is never of a path that was still missing. Every directory above `path`
 /// must be owned by root or `uid` and not writable by group or others unless sticky (as
 /// [`safe_ancestors`] asks); `path` itself must be `uid`'s and writable by no one else.
+///
+/// The walk starts at the deepest directory that exists, its links resolved: the directories above
+/// it are checked by path, which is enough since none of them can be replaced by another user once
+/// it passes (its owner is root or `uid`, and a sticky one keeps its entries to their owners), and
+/// it is then opened and checked through its descriptor. Starting there rather than at `/` also
+/// keeps qemu-user's path prefix (`-L`, `QEMU_LD_PREFIX`, which runs an emulated process with
+/// absolute paths that exist under the prefix redirected there) from moving the walk into the
+/// prefix: `/` always exists there, a cache's deepest existing directory seldom does.
 pub fn make_dirs_checked(path: &Path, uid: u32, mode: u32) -> Result<(), CacheError> {
-    use std::os::fd::{FromRawFd, OwnedFd};
     use std::path::Component;
 
     let absolute = if path.is_absolute() {
@@ -265,26 +272,61 @@ pub fn make_dirs_checked(path: &Path, uid: u32, mode: u32) -> Result<(), CacheEr
     if fs::symlink_metadata(&absolute).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
         return Err(CacheError::NotADirectory { path: path.to_path_buf() });
     }
-    // The part that exists, its links resolved (a home under a linked /home), then the rest;
-    // walked from `/` without following any link.
-    let resolved = resolve_existing(&absolute)?;
-    let mut steps: Vec<&OsStr> = Vec::new();
-    for component in resolved.components() {
-        match component {
-            Component::RootDir => {}
-            Component::Normal(name) => steps.push(name),
-            _ => return Err(CacheError::UnsafePath { path: absolute.display().to_string() }),
+    for _round in 0..8 {
+        // The part that exists, its links resolved (a home under a linked /home), and the names
+        // missing below it, made without following any link.
+        let (existing, missing) = resolve_existing(&absolute)?;
+        let mut steps: Vec<&OsStr> = Vec::new();
+        for component in missing.components() {
+            match component {
+                Component::Normal(name) => steps.push(name),
+                _ => return Err(CacheError::UnsafePath { path: absolute.display().to_string() }),
+            }
         }
+        for ancestor in existing.ancestors().skip(1) {
+            let metadata = fs::symlink_metadata(ancestor)
+                .map_err(|source| CacheError::UseDir { path: ancestor.to_path_buf(), source })?;
+            if let Some(reason) = ancestor_problem(&metadata, uid) {
+                return Err(CacheError::UnsafeAncestor {
+                    path: path.to_path_buf(),
+                    ancestor: ancestor.to_path_buf(),
+                    reason,
+                });
+            }
+        }
+        let held = match open_directory(&existing) {
+            Ok(held) => held,
+            // (removed since it was resolved: a new round)
+            Err(source) if source.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(source) if matches!(source.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+                return Err(if steps.is_empty() {
+                    CacheError::NotADirectory { path: path.to_path_buf() }
+                } else {
+                    CacheError::UnsafeAncestor {
+                        path: path.to_path_buf(),
+                        ancestor: existing.clone(),
+                        reason: "is not a directory, or was replaced by a link".to_string(),
+                    }
+                });
+            }
+            Err(source) => return Err(CacheError::UseDir { path: existing.clone(), source }),
+        };
+        return walk_down(held, existing, steps, path, uid, mode);
     }
-    // SAFETY: a NUL-terminated literal path.
-    let fd = unsafe { libc::open(c"/".as_ptr(), DIRECTORY_FLAGS) };
-    if fd < 0 {
-        let source = std::io::Error::last_os_error();
-        return Err(CacheError::UseDir { path: PathBuf::from("/"), source });
-    }
-    // SAFETY: `fd` was just opened and is owned here.
-    let mut held = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut walked = PathBuf::from("/");
+    let source = std::io::Error::from_raw_os_error(libc::ENOENT);
+    Err(CacheError::UseDir { path: path.to_path_buf(), source })
+}
+
+/// The descriptor-relative part of [`make_dirs_checked`]: checks `held` (the directory at
+/// `walked`), then opens or makes each of `steps` below it, checking each before descending.
+fn walk_down(
+    mut held: std::os::fd::OwnedFd,
+    mut walked: PathBuf,
+    steps: Vec<&OsStr>,
+    path: &Path,
+    uid: u32,
+    mode: u32,
+) -> Result<(), CacheError> {
     check_directory(&held, &walked, path, uid, steps.is_empty())?;
     let count = steps.len();
     for (index, name) in steps.into_iter().enumerate() {
@@ -308,16 +350,31 @@ pub fn make_dirs_checked(path: &Path, uid: u32, mode: u32) -> Result<(), CacheEr
     Ok(())
 }
 
+/// `path` (absolute, its links resolved) opened as a directory descriptor, without following a
+/// link at its last component.
+fn open_directory(path: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    let text = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe { libc::open(text.as_ptr(), DIRECTORY_FLAGS) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// `open(2)` flags for a directory walked by [`make_dirs_checked`]: a path descriptor (which
 /// `fstat`, `openat` and `mkdirat` take), so that a directory this user may not list (another
 /// user's, refused with its owner named) is still looked at.
 const DIRECTORY_FLAGS: libc::c_int =
     libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
 
-/// `absolute` with its existing part's links resolved: its nearest existing ancestor,
-/// canonicalized, joined with what is missing below it. Another process removing that ancestor
-/// meanwhile is a new round.
-fn resolve_existing(absolute: &Path) -> Result<PathBuf, CacheError> {
+/// `absolute`'s nearest existing ancestor (or itself), canonicalized, and the part of `absolute`
+/// missing below it. Another process removing that ancestor meanwhile is a new round.
+fn resolve_existing(absolute: &Path) -> Result<(PathBuf, PathBuf), CacheError> {
     let mut last_error = None;
     for _round in 0..8 {
         let existing =
@@ -325,7 +382,7 @@ fn resolve_existing(absolute: &Path) -> Result<PathBuf, CacheError> {
         match fs::canonicalize(existing) {
             Ok(resolved) => {
                 let missing = absolute.strip_prefix(existing).unwrap_or(Path::new(""));
-                return Ok(resolved.join(missing));
+                return Ok((resolved, missing.to_path_buf()));
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => last_error = Some(error),
             Err(source) => return Err(CacheError::UseDir { path: existing.to_path_buf(), source }),
