@@ -12,6 +12,7 @@ mod cache;
 /// Whether this process started privileged (set-user-ID, file capabilities; ids that differ): the
 /// launcher trusts neither `argv[0]` nor the environment then.
 pub use cache::privileged;
+pub mod datapaths;
 mod decompressed;
 mod elf;
 mod error;

@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 use ingot_importer::ArchiveView;
 
 /// The archive the finder reads, once it is installed.
-static VIEW: OnceLock<Arc<ArchiveView>> = OnceLock::new();
+pub(crate) static VIEW: OnceLock<Arc<ArchiveView>> = OnceLock::new();
 
 /// The C library's `dlopen`: the next definition after the executable's.
 static NEXT: OnceLock<Option<DlopenFn>> = OnceLock::new();

@@ -20,6 +20,7 @@ pub mod castore;
 pub mod error;
 pub mod exit;
 pub mod interpose;
+pub mod interpose_files;
 pub mod selfcall;
 pub use error::{ConfigError, ExecutableError, LaunchError};
 use exit::{exit_code, finish, print_exception, Outcome};
