@@ -119,14 +119,29 @@ def _build(project, out, *options, env=None, check=True):
 
 
 def _carried(out):
-    """The distributions (name, version) the executable or archive ``out`` carries, from its
-    listing's ``.dist-info`` entries."""
+    """The distributions (name, version) the executable ``out`` carries, as its bill of
+    materials lists them (``ingot inspect --sbom``), checked against its listing's
+    ``.dist-info`` entries."""
+    run = subprocess.run(
+        [sys.executable, "-m", "ingot", "inspect", "--sbom", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    listed = sorted(
+        (component["name"], component["version"])
+        for component in json.loads(run.stdout)["components"]
+        if component["bom-ref"].startswith("pypi:")
+    )
     names = {entry["name"].split("/")[0] for entry in describe(out)["entries"]}
-    return sorted(
+    entries = sorted(
         tuple(name[: -len(".dist-info")].rsplit("-", 1))
         for name in names
         if name.endswith(".dist-info")
     )
+    assert listed == entries
+    return listed
 
 
 def _runs_locked(out):
