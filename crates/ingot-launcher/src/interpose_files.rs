@@ -42,6 +42,13 @@ fn next(cache: &AtomicPtr<c_void>, name: &CStr) -> *mut c_void {
     found
 }
 
+/// The C name of the entry point `$name` defined by one of the macros below.
+macro_rules! named {
+    ($name:ident) => {
+        CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap()
+    };
+}
+
 /// Calls the C library's `$name` (of type `$ty`) with `$args`, or fails with ENOSYS (-1).
 macro_rules! call_next {
     ($name:expr, $ty:ty, $($arg:expr),*) => {{
@@ -209,7 +216,7 @@ macro_rules! open_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 OpenFn, path, flags, mode
             )
         }
@@ -233,7 +240,7 @@ macro_rules! openat_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 OpenAtFn, dirfd, path, flags, mode
             )
         }
@@ -255,7 +262,7 @@ macro_rules! open2_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 Open2Fn, path, flags
             )
         }
@@ -277,7 +284,7 @@ macro_rules! openat2_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 OpenAt2Fn, dirfd, path, flags
             )
         }
@@ -326,8 +333,7 @@ macro_rules! fopen_like {
                 return answered;
             }
             static CACHE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-            let name = CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes());
-            let found = next(&CACHE, name.unwrap());
+            let found = next(&CACHE, named!($name));
             if found.is_null() {
                 fail(libc::ENOSYS);
                 return std::ptr::null_mut();
@@ -355,7 +361,7 @@ macro_rules! stat_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 StatFn, path, status
             )
         }
@@ -379,7 +385,7 @@ macro_rules! xstat_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 XstatFn, version, path, status
             )
         }
@@ -403,7 +409,7 @@ macro_rules! statat_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 StatAtFn, dirfd, path, status, flags
             )
         }
@@ -428,7 +434,7 @@ macro_rules! xstatat_like {
                 return answered;
             }
             call_next!(
-                CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap(),
+                named!($name),
                 XstatAtFn, version, dirfd, path, status, flags
             )
         }
