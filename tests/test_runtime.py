@@ -884,6 +884,81 @@ def test_a_cross_build_cannot_be_profile_guided(tmp_path, monkeypatch):
     assert not (tmp_path / "store").exists()
 
 
+def test_a_profile_guided_build_is_link_time_optimized(tmp_path, monkeypatch):
+    """--pgo with --no-lto is refused before anything is done."""
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
+    with pytest.raises(IngotError, match="--pgo with --no-lto") as error:
+        builder.build_runtime({}, wanted="3.13", pgo=True, lto=False, say=lambda line: None)
+    assert error.value.hint and "--no-lto" in error.value.hint
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_stored_runtime_is_kept_when_optimized_as_much_as_asked_or_more(tmp_path, monkeypatch):
+    """A build without LTO (CI's, for the runtimes its cache lacks) keeps a stored runtime with
+    it; a build asking for LTO (the default) builds one without it again, and says why."""
+    final = tmp_path / "cpython-3.13.15-x86_64-linux-gnu.2.17"
+    final.mkdir()
+    digests = {"python": "a" * 64}
+
+    def stored(lto: str | None) -> None:
+        info = {
+            "recipes": builder.recipes_fingerprint(),
+            "sources": {"python": {"sha256": "a" * 64}},
+            "optimization": builder._optimization(None, 2, None, lto is not None),
+        }
+        monkeypatch.setattr(builder, "read_runtime", lambda path: store.Runtime(path, info))
+
+    said: list[str] = []
+    stored("thin")
+    assert builder._built_already(final, said.append, False, digests, lto=False) is not None
+    assert builder._built_already(final, said.append, False, digests, lto=True) is not None
+    stored(None)
+    assert builder._built_already(final, said.append, False, digests, lto=False) is not None
+    said.clear()
+    assert builder._built_already(final, said.append, False, digests, lto=True) is None
+    assert said == [
+        f"runtime {final.name} was built without link-time optimization: building it again"
+    ]
+    assert builder._optimization(None, 2, None, False)["lto"] is None
+
+
+def test_a_module_built_on_its_own_that_includes_internal_headers_defines_what_they_need(tmp_path):
+    """A standard module that Modules/Setup.stdlib.in names and that includes an internal
+    header requiring Py_BUILD_CORE without defining it (3.11's pyexpat.c after a security patch
+    of Debian's series) gets the definition, once; one that defines it, or whose local header
+    does (3.13's _testcapi parts), or that includes no such header, is left as it is."""
+    internal = tmp_path / "Include" / "internal"
+    internal.mkdir(parents=True)
+    (internal / "pycore_ceval.h").write_text(
+        '#ifndef Py_BUILD_CORE\n#  error "this header requires Py_BUILD_CORE define"\n#endif\n'
+    )
+    (internal / "pycore_free.h").write_text("/* no requirement */\n")
+    modules = tmp_path / "Modules"
+    (modules / "_testcapi").mkdir(parents=True)
+    (modules / "Setup.stdlib.in").write_text(
+        "@MODULE_PYEXPAT_TRUE@pyexpat pyexpat.c\n@MODULE_A_TRUE@a a.c\n@MODULE_B_TRUE@b b.c\n"
+        "@MODULE__TESTCAPI_TRUE@_testcapi _testcapi/run.c\n"
+    )
+    needs = '#include "Python.h"\n#include "pycore_ceval.h"\n'
+    (modules / "pyexpat.c").write_text(needs)
+    (modules / "a.c").write_text("#define Py_BUILD_CORE_MODULE 1\n" + needs)
+    (modules / "b.c").write_text('#include "pycore_free.h"\n')
+    (modules / "_testcapi" / "parts.h").write_text("#define Py_BUILD_CORE_MODULE 1\n")
+    (modules / "_testcapi" / "run.c").write_text('#include "parts.h"\n' + needs)
+    (modules / "posixmodule.c").write_text(needs)  # (not named: the interpreter's own)
+    before = {path: path.read_text() for path in modules.rglob("*.c")}
+    assert recipes.cpython._define_core_module(tmp_path) == ["Modules/pyexpat.c"]
+    patched = (modules / "pyexpat.c").read_text()
+    assert patched.endswith(needs)
+    assert patched.index("#  define Py_BUILD_CORE_MODULE 1") < patched.index("Python.h")
+    assert "#ifndef Py_BUILD_CORE_BUILTIN" in patched
+    for path, text in before.items():
+        if path.name != "pyexpat.c":
+            assert path.read_text() == text, path
+    assert recipes.cpython._define_core_module(tmp_path) == []
+    assert (modules / "pyexpat.c").read_text() == patched
+
+
 def test_the_profile_runtimes_llvm_must_be_the_release_zigs_clang_is(tmp_path):
     names = {
         "llvm-toolchain-22_22.1.8.orig.tar.xz": (22, 1, 8),

@@ -283,6 +283,14 @@ def _runtime_parser(commands: _Commands) -> None:
         "build, when both are at hand (else the build says why it goes on without); --pgo: "
         "an error without them; --no-pgo: -O3 and ThinLTO only",
     )
+    build.add_argument(
+        "--lto",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ThinLTO across the interpreter and again at the launcher's link (the default); "
+        "--no-lto: a quicker build, for tests (a stored runtime built with it is kept; not with "
+        "--pgo)",
+    )
     actions.add_parser("list", help="list the runtimes")
     relink = actions.add_parser(
         "launcher",
@@ -702,6 +710,7 @@ def _runtime(args: argparse.Namespace) -> int:
         keep_build=args.keep_build,
         machine=machine,
         pgo=args.pgo,
+        lto=args.lto,
         say=lambda line: print(line, file=sys.stderr),
     )
     print(built.path)

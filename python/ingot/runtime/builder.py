@@ -261,14 +261,23 @@ def build_runtime(
     keep_build: bool = False,
     machine: Machine | None = None,
     pgo: bool | None = None,
+    lto: bool | None = None,
     say: Callable[[str], None] = print,
 ) -> Runtime:
     """Builds a runtime from the given sources and stores it; returns it. ``wanted`` (``3.11``)
     must match the CPython source's version. For another ``machine`` than this one (a cross
     build), the runtime of this machine of the same CPython release is used to build it (and
     built first, from the same sources, when the store lacks it). ``pgo``: profile-guided
-    optimization (the default of a native build; a cross build cannot run its training)."""
+    optimization (the default of a native build; a cross build cannot run its training).
+    ``lto``: ThinLTO (the default; false: a quicker build, whose launcher links native code,
+    for tests: a stored runtime built with it is kept)."""
     directories = [Path(directory) for directory in directories]
+    link_time = lto is not False
+    if pgo and not link_time:
+        raise RuntimeError_(
+            "--pgo with --no-lto: a profile-guided runtime is also link-time optimized",
+            hint="leave out --no-lto (or --pgo)",
+        )
     zig = find_zig()
     toolchain = Toolchain(zig, machine=machine or host_machine())
     if wanted:
@@ -304,7 +313,7 @@ def build_runtime(
         name = f"cpython-{version}-{toolchain.target}"
         final = root / name
         digests = {key: sha256_of(path) for key, path in found.items()}
-        existing = None if force else _built_already(final, say, profile_guided, digests)
+        existing = None if force else _built_already(final, say, profile_guided, digests, link_time)
         if existing is not None:
             return existing
         stage = work / name
@@ -313,7 +322,7 @@ def build_runtime(
         stage.mkdir(parents=True)
         build_python = None
         if toolchain.cross:
-            build_python = _build_python(version, sources, directories, jobs, pgo, say)
+            build_python = _build_python(version, sources, directories, jobs, pgo, lto, say)
         zig_version = toolchain.version()
         made_of = SharedLibraries.inputs(
             toolchain, zig_version, digests, profile_guided=profile_guided
@@ -332,13 +341,14 @@ def build_runtime(
             jobs,
             build_python,
             llvm_profdata,
+            link_time,
         )
         floor = _check_built(builder, prefix, python_source, libraries.path, minor)
         timings["total"] = round(time.monotonic() - started, 1)
         info = _runtime_info(version, toolchain, floor, found, timings, digests)
         info["libraries"] = {"directory": libraries.path.name, "reused": libraries.complete_before}
         info["patches"] = applied
-        info["optimization"] = _optimization(llvm_profdata, jobs, builder.profile)
+        info["optimization"] = _optimization(llvm_profdata, jobs, builder.profile, link_time)
         info["launcher"] = _launcher(stage, prefix, toolchain, builder, build_python, log)
         record_hashes(Runtime(stage, info))
         (stage / "runtime.json").write_text(json.dumps(info, indent=2) + "\n")
@@ -509,13 +519,13 @@ def _llvm_source_at_hand(sources: dict[str, str], directories: Iterable[Path]) -
 
 
 def _optimization(
-    llvm_profdata: Path | None, jobs: int, profile: dict[str, int] | None
+    llvm_profdata: Path | None, jobs: int, profile: dict[str, int] | None, lto: bool = True
 ) -> dict[str, Any]:
-    """What ``runtime.json`` says of how CPython was optimized."""
+    """What ``runtime.json`` says of how CPython was optimized (``lto``: with ThinLTO)."""
     return {
         "cflags": "CPython's own (-O3)",
-        "lto": "thin",
-        "lto_codegen": "-O3",
+        "lto": "thin" if lto else None,
+        "lto_codegen": "-O3" if lto else None,
         "pgo": {
             "instrumentation": f"IR ({recipes.PGO_GENERATE}, {recipes.PGO_USE})",
             "profile_task": recipes.PROFILE_TASK.format(jobs=jobs),
@@ -543,10 +553,15 @@ def _check_profile_runtime(toolchain: Toolchain, source: Path) -> None:
 
 
 def _built_already(
-    final: Path, say: Callable[[str], None], pgo: bool, digests: dict[str, str]
+    final: Path,
+    say: Callable[[str], None],
+    pgo: bool,
+    digests: dict[str, str],
+    lto: bool = True,
 ) -> Runtime | None:
     """The runtime stored at ``final``, if it was built with these recipes from these sources
-    (``digests``: name -> sha256), and as profile-guided as wanted."""
+    (``digests``: name -> sha256), and as profile-guided and link-time optimized as wanted (one
+    optimized more than wanted is kept)."""
     existing = read_runtime(final) if final.exists() else None
     if existing is not None:
         # (the profile runtime's source builds a tool of the build, nothing in the runtime)
@@ -569,6 +584,13 @@ def _built_already(
         say(
             f"runtime {final.name} was built without profile-guided optimization: building it again"
         )
+        return None
+    if (
+        existing is not None
+        and (existing.info.get("optimization") or {}).get("lto") is None
+        and lto
+    ):
+        say(f"runtime {final.name} was built without link-time optimization: building it again")
         return None
     if existing is not None and existing.info.get("recipes") == recipes_fingerprint():
         say(f"runtime {final.name} is already built ({final}); --force rebuilds it")
@@ -648,6 +670,7 @@ def _build_python(
     directories: list[Path],
     jobs: int,
     pgo: bool | None,
+    lto: bool | None,
     say: Say,
 ) -> Path:
     """The interpreter a cross build of CPython ``version`` runs here: this machine's runtime of
@@ -655,7 +678,9 @@ def _build_python(
     host = find_runtime(version, host_machine().name)
     if host is None or host.version != version:
         say(f"a cross build needs this machine's runtime of CPython {version}: building it first")
-        host = build_runtime(sources, directories, wanted=version, jobs=jobs, pgo=pgo, say=say)
+        host = build_runtime(
+            sources, directories, wanted=version, jobs=jobs, pgo=pgo, lto=lto, say=say
+        )
     return host.python
 
 
@@ -669,6 +694,7 @@ def _compile(
     jobs: int,
     build_python: Path | None,
     llvm_profdata: Path | None = None,
+    lto: bool = True,
 ) -> dict[str, float]:
     """Builds every library of the recipes into ``shared`` (unless an earlier build left them
     there), then CPython into ``prefix`` (profile-guided with ``llvm_profdata``: first the
@@ -685,7 +711,9 @@ def _compile(
         shared.done()
     begun = time.monotonic()
     version = ".".join(str(part) for part in recipes.python_version_of(python_source))
-    how = "-O3, ThinLTO" + (", profile-guided (a training run)" if llvm_profdata else "")
+    how = ("-O3, ThinLTO" if lto else "-O3, no LTO") + (
+        ", profile-guided (a training run)" if llvm_profdata else ""
+    )
     builder.say(f"  CPython {version} from {found['python'].name} ({how})")
     profile = recipes.build_python(
         python_source,
@@ -696,6 +724,7 @@ def _compile(
         builder.toolchain.machine,
         build_python,
         llvm_profdata,
+        lto,
     )
     if profile is not None:
         builder.profile = profile

@@ -11,8 +11,9 @@ with it (see :mod:`ingot.runtime.recipes`), and nothing of the host leaks in.
 
 Each build gets wrapper scripts (``cc``, ``c++``, ``ar``, ``ranlib``; ``clang`` and ``llvm-ar``, the
 same, under the names CPython's configure wants for link-time optimization) in a directory of its
-own, and its own zig caches: zig's compile cache keys on the source path and flags, not the
-working directory, so one source compiled in two build directories with different generated
+own, and its own zig compile cache (the local one; the global one, with what zig builds of its
+own for the target, is shared by the builds beside it): zig's compile cache keys on the source
+path and flags, not the working directory, so one source compiled in two build directories with different generated
 headers would otherwise come back as the first object. The caches live beside the source tree,
 not in it: CPython's profile-guided build runs ``make clean``, which deletes every ``*.o`` and
 ``*.a`` under the tree, the cache's included.
@@ -213,7 +214,10 @@ class Toolchain:
         }
         environment.update(self.wrappers(build / ".toolchain"))
         environment.update(
-            ZIG_GLOBAL_CACHE_DIR=str(build.parent / ".zig-caches" / build.name / "global"),
+            # (the global cache holds what zig builds of its own for the target, glibc's stubs and
+            # compiler-rt, which no build's flags change: one for all the builds beside this one,
+            # instead of each library building them again)
+            ZIG_GLOBAL_CACHE_DIR=str(build.parent / ".zig-caches" / "global"),
             ZIG_LOCAL_CACHE_DIR=str(build.parent / ".zig-caches" / build.name / "local"),
             PKG_CONFIG_LIBDIR=str(prefix / "lib" / "pkgconfig"),
             PKG_CONFIG_PATH="",

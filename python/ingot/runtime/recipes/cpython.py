@@ -42,13 +42,16 @@ def build_python(
     machine: Machine,
     build_python: Path | None = None,
     llvm_profdata: Path | None = None,
+    lto: bool = True,
 ) -> dict[str, int] | None:
     """Configures, compiles and installs CPython (``source``) into ``prefix``, optimized like
-    distributions' builds: CPython's own ``-O3``, ThinLTO, and with ``llvm_profdata`` (a native
-    build whose profile runtime is under ``libraries``) profile-guided
-    (``--enable-optimizations``, trained by :data:`PROFILE_TASK`). Returns, for a profile-guided
-    build, what the profile counted (:func:`_check_profile`)."""
-    arguments, environment = python_configure_arguments(prefix, libraries, machine, build_python)
+    distributions' builds: CPython's own ``-O3``, ThinLTO (unless ``lto`` is false), and with
+    ``llvm_profdata`` (a native build whose profile runtime is under ``libraries``)
+    profile-guided (``--enable-optimizations``, trained by :data:`PROFILE_TASK`). Returns, for a
+    profile-guided build, what the profile counted (:func:`_check_profile`)."""
+    arguments, environment = python_configure_arguments(
+        prefix, libraries, machine, build_python, lto=lto
+    )
     patch_python(source)
     # The build's own tools (see :func:`patch_python`) linked at -O0.
     make = ["make", f"-j{jobs}", f"{TOOL_LDFLAGS_VARIABLE}=-O0"]
@@ -241,13 +244,58 @@ def _patch_tool_links(makefile: Path) -> None:
     makefile.write_text(text)
 
 
+#: What a standard module built on its own gets when it includes one of CPython's internal
+#: headers: the definition its own source lacks (those of 3.12 and later start with it; a
+#: security patch of 3.11's series added `pycore_ceval.h` to pyexpat.c, which then did not compile
+#: in a build whose pyexpat is not one of the interpreter's built-in modules).
+_CORE_MODULE_DEFINITION = (
+    "/* ingot: this module includes internal headers (see ingot.runtime.recipes) */\n"
+    "#ifndef Py_BUILD_CORE_BUILTIN\n#  define Py_BUILD_CORE_MODULE 1\n#endif\n"
+)
+_INCLUDED_INTERNAL = re.compile(r'^\s*#\s*include\s+"(pycore_\w+\.h)"', re.MULTILINE)
+_INCLUDED_LOCAL = re.compile(r'^\s*#\s*include\s+"((?!pycore_)[\w.]+\.h)"', re.MULTILINE)
+
+
+def _define_core_module(source: Path) -> list[str]:
+    """Gives each module source that ``Modules/Setup.stdlib.in`` names (the modules a build may
+    compile on their own, as shared modules, not as the interpreter's) and that includes an
+    internal header requiring ``Py_BUILD_CORE`` without defining it, the definition
+    (:data:`_CORE_MODULE_DEFINITION`). The files changed, relative to ``source``."""
+    setup = source / "Modules" / "Setup.stdlib.in"
+    internal = source / "Include" / "internal"
+    if not setup.is_file() or not internal.is_dir():
+        return []
+    requiring = {
+        header.name
+        for header in internal.glob("pycore_*.h")
+        if 'error "this header requires Py_BUILD_CORE' in header.read_text(errors="replace")
+    }
+    named = sorted(set(re.findall(r"[\w/]+\.c\b", setup.read_text())))
+    changed = []
+    for name in named:
+        path = source / "Modules" / name
+        if not path.is_file():
+            continue
+        text = path.read_text()
+        # (with the local headers it includes first: 3.13's _testcapi parts define it in parts.h)
+        local = [path.parent / name for name in _INCLUDED_LOCAL.findall(text)]
+        seen = text + "".join(h.read_text(errors="replace") for h in local if h.is_file())
+        if "Py_BUILD_CORE" in seen or not requiring.intersection(_INCLUDED_INTERNAL.findall(text)):
+            continue
+        path.write_text(_CORE_MODULE_DEFINITION + text)
+        changed.append(f"Modules/{name}")
+    return changed
+
+
 def patch_python(source: Path) -> None:
     """What a runtime changes in CPython's source before configure: `_tkinter` finds Tcl's script
     library beside the `tkinter` package (:data:`_TCL_LIBRARY_BESIDE_TKINTER`); the build's own
-    tools link without link-time optimization (:func:`_patch_tool_links`)."""
+    tools link without link-time optimization (:func:`_patch_tool_links`); a standard module
+    that includes internal headers compiles on its own (:func:`_define_core_module`)."""
     makefile = source / "Makefile.pre.in"
     if makefile.is_file() and f"$({TOOL_LDFLAGS_VARIABLE})" not in makefile.read_text():
         _patch_tool_links(makefile)
+    _define_core_module(source)
     tkinter = source / "Modules" / "_tkinter.c"
     text = tkinter.read_text()
     if _TCL_LIBRARY_BESIDE_TKINTER not in text:
@@ -304,10 +352,17 @@ def python_version_of(source: Path) -> tuple[int, int, int]:
 
 
 def python_configure_arguments(
-    prefix: Path, libraries: Path, machine: Machine, build_python: Path | None = None
+    prefix: Path,
+    libraries: Path,
+    machine: Machine,
+    build_python: Path | None = None,
+    *,
+    lto: bool = True,
 ) -> tuple[list[str], dict[str, str]]:
     """CPython's configure options and environment for a static interpreter whose extension
-    modules link the libraries under ``libraries`` statically. A cross build (``machine`` is not
+    modules link the libraries under ``libraries`` statically, with ThinLTO unless ``lto`` is
+    false (a quicker build: the launcher then links native code, without a second link-time
+    code generation of the whole interpreter). A cross build (``machine`` is not
     this one) needs ``build_python``, an interpreter of the same version that runs here (it
     compiles the standard library and generates sources), and is told what configure would
     otherwise find out by running a program or looking at this machine's files."""
@@ -326,7 +381,7 @@ def python_configure_arguments(
         "--with-system-libmpdec",
         # Link-time optimization across the interpreter's objects (ThinLTO, zig's clang and lld):
         # configure turns it on for a compiler named *clang*, with llvm-ar (both zig's).
-        "--with-lto=thin",
+        *(["--with-lto=thin"] if lto else []),
         "CC=$CLANG",
     ]
     cross = cross_options(machine)
