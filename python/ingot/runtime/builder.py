@@ -272,12 +272,7 @@ def build_runtime(
     ``lto``: ThinLTO (the default; false: a quicker build, whose launcher links native code,
     for tests: a stored runtime built with it is kept)."""
     directories = [Path(directory) for directory in directories]
-    link_time = lto is not False
-    if pgo and not link_time:
-        raise RuntimeError_(
-            "--pgo with --no-lto: a profile-guided runtime is also link-time optimized",
-            hint="leave out --no-lto (or --pgo)",
-        )
+    link_time = _link_time(pgo, lto)
     zig = find_zig()
     toolchain = Toolchain(zig, machine=machine or host_machine())
     if wanted:
@@ -289,19 +284,7 @@ def build_runtime(
     root = store()
     make_directories(root)
     _remove_left_zig_caches(root)
-    pinned = _pins_for(wanted, sources)
-    found = resolve_sources(
-        sources,
-        directories,
-        root / ".downloads",
-        wanted,
-        pinned=pinned,
-        say=say,
-        tools=[recipes.PROFILE_RUNTIME.name] if profile_guided else [],
-    )
-    if profile_guided:
-        _check_profile_runtime(toolchain, found[recipes.PROFILE_RUNTIME.name])
-    _check_snapshot_tools(found)
+    found = _sources_for(wanted, sources, directories, root, toolchain, profile_guided, say)
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     stack = contextlib.ExitStack()
@@ -361,6 +344,44 @@ def build_runtime(
             say(f"build directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _link_time(pgo: bool | None, lto: bool | None) -> bool:
+    """Whether a build is link-time optimized (``lto`` unset: it is); RuntimeError_ for PGO
+    without it."""
+    if pgo and lto is False:
+        raise RuntimeError_(
+            "--pgo with --no-lto: a profile-guided runtime is also link-time optimized",
+            hint="leave out --no-lto (or --pgo)",
+        )
+    return lto is not False
+
+
+def _sources_for(
+    wanted: str | None,
+    sources: dict[str, str],
+    directories: list[Path],
+    root: Path,
+    toolchain: Toolchain,
+    profile_guided: bool,
+    say: Say,
+) -> dict[str, Path]:
+    """The source files of a build (the pinned ones of ``wanted``, less what ``sources``
+    gives), found or downloaded and checked, with the profile runtime's for a profile-guided
+    build; RuntimeError_ for a source the build's tools cannot take."""
+    found = resolve_sources(
+        sources,
+        directories,
+        root / ".downloads",
+        wanted,
+        pinned=_pins_for(wanted, sources),
+        say=say,
+        tools=[recipes.PROFILE_RUNTIME.name] if profile_guided else [],
+    )
+    if profile_guided:
+        _check_profile_runtime(toolchain, found[recipes.PROFILE_RUNTIME.name])
+    _check_snapshot_tools(found)
+    return found
 
 
 def _pins_for(wanted: str | None, sources: dict[str, str]) -> dict[str, pinning.Pin]:
