@@ -778,6 +778,33 @@ def check_invoke(app: App):
     }
 
 
+@case("nacl")
+def check_nacl(app: App):
+    """PyNaCl and argon2-cffi (issue 52): libargon2 ends its four lanes' threads with
+    pthread_exit, for which glibc loads libgcc_s.so.1 itself. The room holds glibc alone: with
+    the runtime (whose launcher does not link libgcc_s) the executable's own copy is loaded from
+    memory at start; with this machine's launcher (which links it) the system's is the one mapped.
+    Without a copy the run aborts: "libgcc_s.so.1 must be installed for pthread_exit to work"."""
+    from cleanroom import RUNTIME
+
+    seen = app.json(app.room().run(timeout=60))
+    libgcc = seen.pop("libgcc_s")
+    assert seen == {
+        "signature": seen["signature"],
+        "verified": "ingot",
+        "opened": "sealed",
+        "pwhash": True,
+        "argon2": "m=8192,t=2,p=4",
+        "argon2_verified": True,
+    }, seen
+    assert len(seen["signature"]) == 16, seen
+    assert libgcc, "no libgcc_s.so.1 mapped after pthread_exit ran"
+    if RUNTIME:
+        assert all(path.startswith("/memfd:ingot:libgcc_s.so.1") for path in libgcc), libgcc
+    else:
+        assert not any(path.startswith("/memfd:") for path in libgcc), libgcc
+
+
 # Values checked below come from the same main module run by Python 3.11.7 in a venv with the
 # pinned wheels installed (pip install of the app's dependencies).
 
@@ -1335,6 +1362,7 @@ ORDER = [
     "pyside6",
     "tkinter",
     "invoke",
+    "nacl",
 ]
 assert (
     sorted(ORDER)

@@ -11,6 +11,7 @@ This needs root (CAP_SYS_ADMIN for the mounts, CAP_SYS_CHROOT): without it the t
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -208,6 +209,76 @@ def test_a_library_loaded_by_path_comes_from_memory_with_what_it_needs(
         assert any(f"/memfd:ingot:{library} " in line for line in seen["maps"]), seen["maps"]
     on_disk = [line for line in seen["maps"] if not line.startswith("/memfd:")]
     assert not [line for line in on_disk if "greet" in line or "gomp" in line], on_disk
+
+
+# Ends threads the ways that make glibc load libgcc_s.so.1 itself, by its SONAME: one calls
+# pthread_exit (through ctypes, as C libraries' worker threads do), and daemon threads still
+# running Python code when the interpreter finalizes end in CPython's PyThread_exit_thread.
+THREAD_EXIT_APP = textwrap.dedent("""
+    import ctypes, json, os, threading, time
+
+    libc = ctypes.CDLL(None)
+    libc.pthread_exit.argtypes = [ctypes.c_void_p]
+    started = threading.Event()
+
+    def leave():
+        started.set()
+        libc.pthread_exit(None)
+
+    def spin():
+        while True:
+            time.sleep(0.0005)
+
+    exiting = threading.Thread(target=leave, daemon=True)
+    exiting.start()
+    started.wait()
+    time.sleep(0.3)  # (an abort in pthread_exit would end the whole process meanwhile)
+    for _ in range(4):
+        threading.Thread(target=spin, daemon=True).start()
+    maps = sorted({line.split(None, 5)[5].strip() for line in open("/proc/self/maps")
+                   if "libgcc_s" in line and len(line.split(None, 5)) == 6})
+    print(json.dumps({"libgcc_s": maps,
+                      "system": [d for d in ("/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+                                             "/usr/lib/x86_64-linux-gnu",
+                                             "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64")
+                                 if os.path.exists(os.path.join(d, "libgcc_s.so.1"))]}))
+""")
+
+
+def test_threads_end_with_pthread_exit_on_a_system_with_glibc_alone(
+    build_executable, room, tmp_path
+):
+    """glibc loads libgcc_s.so.1 by its SONAME for pthread_exit (and pthread_cancel, backtrace);
+    a system with glibc alone has none, and without it the process aborts ("libgcc_s.so.1 must
+    be installed for pthread_exit to work"). Every executable carries Debian 11's copy, loaded
+    from memory at start only where the system has none: with the runtime's launcher (which
+    does not link libgcc_s) the room has none, and the carried copy is what is mapped; with this
+    machine's launcher (which links it) the room holds the system's, and that one is used. A
+    system's copy put in the room is preferred too."""
+    from cleanroom import RUNTIME, linked_files
+
+    script = tmp_path / "thread_exit.py"
+    script.write_text(THREAD_EXIT_APP)
+    executable = build_executable("thread-exit", script)
+    run = room(executable).run(timeout=60)
+    assert (run.returncode, run.stderr) == (0, ""), run.stderr
+    seen = json.loads(run.stdout)
+    carried = [path for path in seen["libgcc_s"] if path.startswith("/memfd:ingot:libgcc_s.so.1")]
+    launcher_links_it = any("libgcc_s" in path for path in linked_files(executable))
+    if seen["system"]:
+        assert launcher_links_it and not RUNTIME, seen  # (what put it in the room)
+        assert not carried, seen
+    else:
+        assert carried == seen["libgcc_s"] and carried, seen
+        # The system's copy, where there is one, is the one glibc loads: nothing of the
+        # executable's is mapped at start.
+        host = next(path for path in ("/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                                      "/lib/aarch64-linux-gnu/libgcc_s.so.1")
+                    if os.path.exists(path))  # fmt: skip
+        run = room(executable, copy={host: host}).run(timeout=60)
+        assert (run.returncode, run.stderr) == (0, ""), run.stderr
+        seen = json.loads(run.stdout)
+        assert seen["system"] and not any("/memfd:" in path for path in seen["libgcc_s"]), seen
 
 
 def test_cli_app_in_the_room(build_executable, room):

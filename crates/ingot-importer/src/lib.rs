@@ -35,7 +35,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 pub use finder::IngotFinder;
-pub use native::{cache_path, library_by_path, CachePath};
+pub use native::{cache_path, library_by_path, provide_libgcc_s, CachePath};
 pub use view::ArchiveView;
 
 /// The module `ingot._ingot`.

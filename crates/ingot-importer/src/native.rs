@@ -807,6 +807,47 @@ fn load_library(
     Ok(())
 }
 
+/// GCC's support library, which glibc loads by this SONAME when a thread ends with
+/// `pthread_exit` or is cancelled, and at the first `backtrace`.
+pub const LIBGCC_S: &str = "libgcc_s.so.1";
+
+/// Makes sure glibc's own lookup of `libgcc_s.so.1` (`pthread_exit`, `pthread_cancel`,
+/// `backtrace`: without it the process aborts, "libgcc_s.so.1 must be installed for pthread_exit
+/// to work") finds a copy, on a system with glibc alone: when the process has none loaded and
+/// none is in the system's library directories, the archive's copy (every build carries one,
+/// `ingot.build.archive.libgcc`) is loaded from memory now, and glibc's later lookup by SONAME
+/// finds it. Where the system has one (nearly always) this costs one `stat` and loads nothing:
+/// glibc loads the system's copy itself, when it needs it. Returns whether the archive's copy
+/// was loaded.
+pub fn provide_libgcc_s(archive: &Archive) -> bool {
+    if already_in_process(LIBGCC_S)
+        || library_directories().iter().any(|directory| directory.join(LIBGCC_S).exists())
+    {
+        return false;
+    }
+    let Ok(Some(entry)) = archive.find(Namespace::Libraries, LIBGCC_S) else {
+        return false;
+    };
+    // Not in the default directories: one the ld.so cache names elsewhere (ld.so.conf's
+    // directories) is still the system's, loaded by the loader's own search.
+    if dlopen_with(LIBGCC_S, libc::RTLD_NOW | libc::RTLD_LOCAL).is_ok() {
+        return false;
+    }
+    let Ok(Some(blob)) = entry.blob(Role::Content) else {
+        return false;
+    };
+    // (a failure here is left to glibc's own message, at the moment it needs the library)
+    let Ok(path) = native_file(archive, LIBGCC_S, Image::Blob(blob)) else {
+        return false;
+    };
+    if dlopen_with(&path, libc::RTLD_NOW | libc::RTLD_LOCAL).is_err() {
+        return false;
+    }
+    let mut guard = LOADED_LIBRARIES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    guard.get_or_insert_with(HashSet::new).insert(LIBGCC_S.to_string());
+    true
+}
+
 /// The path of the system's copy of `name` when the archive lists it in its
 /// `__ingot__/system-first.json` (the build wrote there the symbol versions its code needs of
 /// that library) and a copy in the system's library directories defines them all. Carried C++

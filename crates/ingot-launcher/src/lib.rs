@@ -661,6 +661,9 @@ fn install_finder(py: Python<'_>, exe: &Path) -> PyResult<()> {
                 Bound::new(py, ingot_importer::IngotFinder::from_archive(py, exe, archive)?)?;
             // Libraries loaded by their path inside the executable: from the archive.
             interpose::serve(finder.get().view.clone());
+            // GCC's support library for glibc's own lookup, on a system with glibc alone
+            // (before any thread the application starts can end with pthread_exit).
+            ingot_importer::provide_libgcc_s(&finder.get().view.archive);
             // Read what a start reads, and check the files tree (if the archive has one), while
             // the interpreter starts: on another CPU, if the process may use more than one (on
             // one, the threads would only take turns with the interpreter).

@@ -69,7 +69,8 @@ class Carried:
     #: (``*.dist-info`` directory, its METADATA), of each distribution carried.
     distributions: list[tuple[str, bytes]]
     #: (file name, the ``*.dist-info`` directory whose RECORD lists it or None, where it was
-    #: taken from: its path in the import root, or on the build machine, its file's sha256).
+    #: taken from: its path in the import root, on the build machine, or the package URL of one
+    #: ingot carries itself; its file's sha256).
     libraries: list[tuple[str, str | None, str, str]]
     native_needs: list[VersionNeeds] = field(default_factory=list)
     system_first: dict[str, list[str]] = field(default_factory=dict)
@@ -203,6 +204,10 @@ def _libraries(carried: Carried, dists: dict[str, Json]) -> tuple[list[Json], li
         dist = dists.get(owner or "")
         ref = dist["bom-ref"] if dist else None
         where = f"from {dist['name']} {dist['version']}" if dist else "from the build machine"
+        if origin.startswith("pkg:"):
+            # (one ingot carries itself: a distribution's package, named by its package URL)
+            where = "carried by ingot, from the package"
+            library["purl"] = origin
         library["description"] = f"shared library, {where}: {origin}"
         library["properties"] = _properties(("taken-from", origin))
         if not library["hashes"]:

@@ -22,7 +22,9 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -56,6 +58,7 @@ from ingot.build.analysis.regexes import (
     entry_name,
     precompiled_entries,
 )
+from ingot.build.archive import libgcc
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo, cached_imports
 from ingot.build.archive.collect import (
     MODULE_KINDS,
@@ -1089,15 +1092,31 @@ def _tables(
     return extra_files
 
 
+def _add_libgcc_s(
+    plan: dict[tuple[str, str], Item], machine: str, scratch: Path, say: Callable[[str], None]
+) -> dict[str, str]:
+    """Adds GCC's support library, which glibc itself loads (:mod:`ingot.build.archive.libgcc`),
+    unless the plan has one already (a library needed it: the build machine's, or a wheel's);
+    returns what the bill of materials says it was taken from, by library name."""
+    if ("libraries", libgcc.LIBGCC_S) in plan:
+        return {}
+    path = libgcc.extract(machine, scratch)
+    plan[("libraries", libgcc.LIBGCC_S)] = Item("shared-library", libgcc.LIBGCC_S, path)
+    package = libgcc.package_of(machine)
+    say(f"carrying {libgcc.LIBGCC_S} from Debian's {package.name} {package.version}, for glibc")
+    return {libgcc.LIBGCC_S: package.purl}
+
+
 def _carried(
     plan: dict[tuple[str, str], Item],
     collections: list[Collection],
     result: PackResult,
-    options: PackOptions,
+    supplied: dict[str, str],
 ) -> Carried:
     """What the archive carries, for its bill of materials: the distributions (their METADATA),
-    the shared libraries (where each was taken from, and which distribution's RECORD lists it),
-    what the native code needs of the target system."""
+    the shared libraries (where each was taken from, and which distribution's RECORD lists it;
+    ``supplied``: those ingot itself carries, by name, with their package URL), what the native
+    code needs of the target system."""
     distributions = []
     owners: dict[str, str] = {}  # a file's path in its import root -> its *.dist-info
     for (_namespace, name), item in sorted(plan.items()):
@@ -1115,6 +1134,7 @@ def _carried(
             continue
         root = next((c.root for c in collections if item.path.is_relative_to(c.root)), None)
         origin = item.path.relative_to(root).as_posix() if root else str(item.path)
+        origin = supplied.get(name, origin)
         digest = hashlib.sha256(item.path.read_bytes()).hexdigest()
         libraries.append((name, owners.get(origin) if root else None, origin, digest))
     return Carried(
@@ -1156,6 +1176,7 @@ def pack(
     collected = {top for item in plan.values() if (top := _top_level(item)) is not None}
     prefilled_imports: dict[str, dict[str, list[str]]] = {}
     pools = _start_pools(options, plan, collections, levels)
+    scratch = Path(tempfile.mkdtemp(prefix="ingot-pack-"))
     try:
         if options.prune:
             phase("finding what the application can reach")
@@ -1199,6 +1220,7 @@ def pack(
             within=[str(collection.root) for collection in collections],
             not_imported=result.whole_only,
         )
+        supplied = _add_libgcc_s(plan, options.stdlib_layout.machine, scratch, say)
         say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
         writer = _new_writer(options, plan, collections, own)
         phase("compiling and scanning modules", sum(pool.jobs for pool in pools))
@@ -1212,7 +1234,7 @@ def pack(
         _add_extra_files(writer, extra_files, result)
         if options.sbom is not None:
             # (not in the first-use list: nothing reads it at start-up)
-            bill = document(options.sbom, _carried(plan, collections, result, options))
+            bill = document(options.sbom, _carried(plan, collections, result, supplied))
             _add_extra_files(writer, {SBOM: bill}, result)
         table = _add_regexes(writer, scan, result, say)
         if entry_modules is not None:
@@ -1222,5 +1244,6 @@ def pack(
             options.ticker.done()
     finally:
         pools[1].stop()  # (ended already, unless something failed)
+        shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = time.perf_counter() - started
     return result
