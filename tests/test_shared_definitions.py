@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ingot import _ingot, cachedir, cli, elf
+from ingot import _ingot, cachedir, elf
 from ingot.build import interrupt
 from ingot.build.analysis.firstuse import imports_in_source, never_on_linux
 from ingot.build.archive import reach as reach_module
@@ -27,6 +27,7 @@ from ingot.build.archive.collect import distribution_name
 from ingot.build.archive.reach import in_test_package, stdlib_imports, suite_of_file
 from ingot.build.archive.writer import pack
 from ingot.build.stages import selection
+from ingot.output import inspect_text
 
 from helpers import dead_pid
 
@@ -248,10 +249,10 @@ def test_the_smallest_native_image_a_build_compresses_is_the_formats():
     raw = {"kind": "shared-library", "name": "libx.so"}
     below = {**raw, "size": _ingot.NATIVE_BLOB_MIN - 1, "stored": _ingot.NATIVE_BLOB_MIN - 1}
     at = {**raw, "size": _ingot.NATIVE_BLOB_MIN, "stored": _ingot.NATIVE_BLOB_MIN}
-    assert "of it in images of" not in cli._could_shrink([below], {})[0]
+    assert "of it in images of" not in inspect_text._could_shrink([below], {})[0]
     assert (
         f"in images of {_ingot.NATIVE_BLOB_MIN // 1024} KiB or more"
-        in (cli._could_shrink([below, at], {})[0])
+        in (inspect_text._could_shrink([below, at], {})[0])
     )
     # ... and no Python module writes the number itself, as a constant or in a comparison.
     # (These constants are the same number for other reasons.)
@@ -354,7 +355,7 @@ def test_which_modules_are_a_packages_tests_is_one_rule():
     }
     for name, expected in modules.items():
         assert in_test_package(name) is expected, name
-        assert cli._in_test_suite({"kind": "module", "name": name}) is expected, name
+        assert inspect_text._in_test_suite({"kind": "module", "name": name}) is expected, name
         assert selection._in_tests(name.replace(".", "/") + ".py") is expected, name
     assert selection._in_tests("pkg/tests/__init__.py")
     files = {
@@ -366,8 +367,10 @@ def test_which_modules_are_a_packages_tests_is_one_rule():
     }
     for path, suite in files.items():
         assert suite_of_file(path) == suite, path
-        assert cli._in_test_suite({"kind": "data-file", "name": path}) is (suite is not None)
-    assert not cli._in_test_suite({"kind": "shared-library", "name": "libtest.so.1"})
+        assert inspect_text._in_test_suite({"kind": "data-file", "name": path}) is (
+            suite is not None
+        )
+    assert not inspect_text._in_test_suite({"kind": "shared-library", "name": "libtest.so.1"})
     spelled = [
         _where(path, node)
         for path, tree in _python_trees()

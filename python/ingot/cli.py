@@ -1,4 +1,5 @@
-"""The ``ingot`` command line. It parses arguments and reports; :mod:`ingot.build.archive.writer` does the work.
+"""The ``ingot`` command line. It parses arguments and calls what does the work (the build, the
+packer, the runtime store); :mod:`ingot.output` formats what ``inspect`` and ``cache`` print.
 
     ingot pack -o app.ingot --path build/site --optimize 0,2 --compress 3
     ingot build examples/hello -o dist/hello     # a project, a script, a package directory
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -24,26 +24,21 @@ from typing import TYPE_CHECKING, Any
 
 from ingot import cachedir
 from ingot._ingot import (
-    KIND_NAMESPACES,
-    NATIVE_BLOB_MIN,
-    NATIVE_KINDS,
-    RESERVED_PREFIX,
     ArchiveError,
     IngotFinder,
     __version__,
 )
-from ingot.build import report, under
-from ingot.build.archive.reach import in_test_package, suite_of_file
+from ingot.build import report, run, under
 from ingot.build.archive.writer import PackOptions, pack
 from ingot.build.interrupt import interrupts_stop
 from ingot.build.report import report_error
 from ingot.build.resolve import settings
 from ingot.build.resolve.environment import snapshot
 from ingot.build.resolve.spec import provide_runtimes, resolve
-from ingot.build.stages.check import newest_versions
 from ingot.errors import IngotError
 from ingot.inspection import bill_of_materials, carried_requirements, describe
 from ingot.machine import MACHINES, Machine, host_machine, machine_named
+from ingot.output import cache_text, inspect_text
 from ingot.runtime import builder, pins, store, wheel
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
 
@@ -423,14 +418,14 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    say = report.say_unless(args.quiet)
+    say = run.say_unless(args.quiet)
     request = settings.from_args(args)
     environment = snapshot()
     provide_runtimes(request, say, environment)  # (may install or build a runtime)
     spec = resolve(request, say, environment)
     if spec.target.runtime_python is not None:
         return under.build_under(spec, quiet=args.quiet)
-    return report.build_and_report(spec, quiet=args.quiet)
+    return run.build_and_report(spec, quiet=args.quiet)
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -458,167 +453,8 @@ def _inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    print(
-        f"{info['path']}: {report.size(info['size'])} (launcher {report.size(info['launcher_size'])}, "
-        f"archive {report.size(info['archive_size'])}), Python {info['python']}"
-        + (f", {info['machine']}" if info["machine"] else "")
-    )
-    print(f"launch: {json.dumps(info['launch']) if info['launch'] else 'none'}")
-    runtime = info["runtime"]
-    if runtime is None:
-        print(f"python: the build machine's (Python {info['python']})")
-    else:
-        release = (
-            f"CPython {runtime['python']}" if runtime["python"] else "Python " + info["python"]
-        )
-        target = f" for glibc {runtime['glibc']}" if runtime["glibc"] else ""
-        print(f"python: runtime {runtime['name']} ({release}{target})")
-    floor = info["glibc_floor"]
-    print(
-        f"needs glibc {floor['version']} or later (set by {floor['set_by']})"
-        if floor["version"]
-        else "needs no versioned glibc symbol"
-    )
-    _native_floors(floor["each"], (runtime or {}).get("glibc"))
-    for library, versions in sorted(floor["system_first"].items()):
-        carried = floor["each"].get(library)
-        print(
-            f"{library}: the system's where it defines {newest_versions(versions)}, else the "
-            "carried copy" + (f" (glibc {carried})" if carried else "")
-        )
-    print(f"files policy: {', '.join(info['files_packages']) or 'none (everything from memory)'}")
-    if info["prefix_data"]:
-        carried = ", ".join(
-            f"{directory.removesuffix('.dist-info')} ({', '.join(tops)})"
-            for directory, tops in info["prefix_data"].items()
-        )
-        print(
-            f"sys.prefix: the executable, which carries files installed outside packages: {carried}"
-        )
-    if args.sizes:
-        _sizes(info["entries"], info["bytecode_read_in_place"])
-        return 0
-    kinds: dict[str, list[int]] = {}
-    for entry in info["entries"]:
-        counts = kinds.setdefault(entry["kind"], [0, 0])
-        counts[0] += 1
-        counts[1] += entry["size"]
-    print(
-        "; ".join(f"{count} {kind} ({report.size(size)})" for kind, (count, size) in kinds.items())
-    )
-    for entry in info["entries"]:
-        print(f"{entry['kind']:<20}{entry['size']:>12}  {entry['name']}")
+    inspect_text.show(info, sizes=args.sizes)
     return 0
-
-
-def _native_floors(each: dict[str, str | None], target: str | None, shown: int = 8) -> None:
-    """The glibc floor each native file sets, highest first: those above the runtime's target
-    (or, for the build machine's Python, the highest ones)."""
-
-    def key(version: str | None) -> tuple[int, ...]:
-        return tuple(int(part) for part in version.split(".")) if version else ()
-
-    ranked = sorted(each.items(), key=lambda item: key(item[1]), reverse=True)
-    if target is not None:
-        ranked = [(name, version) for name, version in ranked if key(version) > key(target)]
-        if not ranked:
-            print(f"native code: {len(each)} files, none needs more than glibc {target}")
-            return
-    listed = ", ".join(f"{name} {version or '-'}" for name, version in ranked[:shown])
-    more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
-    above = f" above glibc {target}" if target is not None else ""
-    print(f"native code{above}: {listed}{more}")
-
-
-#: Below this, the bytecode a start reads in place is not worth a line of ``inspect --sizes``.
-_BYTECODE_IN_PLACE_SHOWN = 1 << 20
-
-
-def _could_shrink(entries: list[dict[str, Any]], read_in_place: dict[str, int]) -> list[str]:
-    """What of an archive a build could store smaller or leave out: native code stored as is,
-    the bytecode a start reads stored as is, and packages' test suites."""
-    lines = []
-    raw = [
-        entry
-        for entry in entries
-        if entry["kind"] in NATIVE_KINDS and entry["stored"] >= entry["size"] > 0
-    ]
-    # Native images at least NATIVE_BLOB_MIN large are stored compressed by a default build, even
-    # those a start reads (ingot.build.resolve.settings.DEFAULT_NATIVE_COMPRESSION).
-    large = [entry for entry in raw if entry["size"] >= NATIVE_BLOB_MIN]
-    if raw:
-        lines.append(
-            f"native code stored as is: {report.size(sum(e['stored'] for e in raw))} in "
-            f"{len(raw)} images"
-            + (
-                f" ({report.size(sum(e['stored'] for e in large))} of it in images of "
-                f"{NATIVE_BLOB_MIN // 1024} KiB or more, which a build with compression on "
-                "stores compressed)"
-                if large
-                else ""
-            )
-        )
-    in_place = sum(read_in_place.values())
-    if in_place >= _BYTECODE_IN_PLACE_SHOWN:
-        lines.append(
-            f"bytecode a start reads, stored as is: {report.size(in_place)} in "
-            f"{len(read_in_place)} modules (read in place; --compress-start stores it "
-            "compressed, decompressed ahead of the imports)"
-        )
-    tests = [entry for entry in entries if _in_test_suite(entry)]
-    if tests:
-        packages = sorted({re.split(r"[./]", entry["name"])[0] for entry in tests})
-        lines.append(
-            f"test suites: {report.size(sum(e['stored'] for e in tests))} in {len(tests)} "
-            f"entries of {', '.join(packages[:5])}{' ...' if len(packages) > 5 else ''} "
-            "(--exclude 'PACKAGE.tests' leaves them out, if the app does not run them)"
-        )
-    return lines
-
-
-def _in_test_suite(entry: dict[str, Any]) -> bool:
-    """Whether an entry is part of a package's test suite, as a build decides it (a module of a
-    test package, or a file in its directories)."""
-    namespace = KIND_NAMESPACES.get(entry["kind"])
-    if namespace == "modules":
-        return in_test_package(entry["name"])
-    return namespace == "files" and suite_of_file(entry["name"]) is not None
-
-
-def _sizes(entries: list[dict[str, Any]], read_in_place: dict[str, int], shown: int = 20) -> None:
-    """The biggest entries and groups, by stored bytes (and what they hold once decompressed)."""
-    groups: dict[str, list[int]] = {}
-    for entry in entries:
-        name = entry["name"]
-        group = (
-            "(ingot)"
-            if name.startswith(RESERVED_PREFIX)
-            else name
-            if entry["kind"] == "shared-library"
-            else re.split(r"[./]", name)[0]
-        )
-        counts = groups.setdefault(group, [0, 0, 0])
-        counts[0] += 1
-        counts[1] += entry["stored"]
-        counts[2] += entry["size"]
-    total_stored = sum(entry["stored"] for entry in entries)
-    total = sum(entry["size"] for entry in entries)
-    print(
-        f"{len(entries)} entries: {report.size(total_stored)} stored ({report.size(total)} decompressed)"
-    )
-    for line in _could_shrink(entries, read_in_place):
-        print(line)
-    print(f"\nbiggest groups{'':<26}{'entries':>8}{'stored':>12}{'decompressed':>14}")
-    for group, (count, stored, size) in sorted(groups.items(), key=lambda item: -item[1][1])[
-        :shown
-    ]:
-        print(f"  {group:<38}{count:>8}{report.size(stored):>12}{report.size(size):>14}")
-    print(f"\nbiggest entries{'':<25}{'kind':>8}{'stored':>12}{'decompressed':>14}")
-    for entry in sorted(entries, key=lambda entry: -entry["stored"])[:shown]:
-        print(
-            f"  {entry['name']:<38}{entry['kind'][:8]:>8}{report.size(entry['stored']):>12}"
-            f"{report.size(entry['size']):>14}"
-        )
 
 
 def _cache(args: argparse.Namespace) -> int:
@@ -626,23 +462,10 @@ def _cache(args: argparse.Namespace) -> int:
         print(cachedir.root())
         return 0
     if args.action == "list":
-        entries = cachedir.list_cache()
-        for entry in entries:
-            state = "temporary" if entry.temporary else "in use" if entry.in_use else ""
-            print(
-                f"{entry.section:<7}{report.size(entry.size):>11}{entry.files:>7} files"
-                f"{entry.age / 86400:>8.1f} days  {entry.path.name}  {state}".rstrip()
-            )
-        print(
-            f"{len(entries)} entries, {report.size(sum(e.size for e in entries))} in {cachedir.root()}"
-        )
+        cache_text.show_entries(cachedir.list_cache(), cachedir.root())
         return 0
     removed = cachedir.prune(args.older_than, dry_run=args.dry_run)
-    verb = "would remove" if args.dry_run else "removed"
-    for entry in removed:
-        what = f"{entry.files} build cache segments in " if entry.section == "build" else ""
-        print(f"{verb} {what}{entry.path} ({report.size(entry.size)})")
-    print(f"{verb} {len(removed)} entries, {report.size(sum(e.size for e in removed))}")
+    cache_text.show_removed(removed, dry_run=args.dry_run)
     return 0
 
 

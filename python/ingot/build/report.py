@@ -1,31 +1,19 @@
-"""What a build says: its progress as it goes, then what the archive holds, what was left out,
-what it runs and where it wrote. ``ingot build`` reports through :func:`build_and_report`, and
-so does a build under a runtime (:mod:`ingot.build.under`), from the spec it is given as a file
-(:func:`build_spec_file`)."""
+"""What a build says once it is done: what the archive holds, what was left out, what it runs and
+where it wrote (:func:`built`); and how a failed or interrupted build is reported. Builds are run
+by :mod:`ingot.build.run`."""
 
 from __future__ import annotations
 
 import signal
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-from ingot.build import pipeline
 from ingot.build.archive.writer import KINDS, PackResult
-from ingot.build.interrupt import Interrupted, interrupts_stop, watch_parent
-from ingot.build.progress import Ticker
-from ingot.build.resolve.spec import Spec
+from ingot.build.interrupt import Interrupted
+from ingot.build.pipeline import BuildResult
 from ingot.errors import IngotError
 
-__all__ = [
-    "build_and_report",
-    "build_spec_file",
-    "report_error",
-    "report_interrupt",
-    "say_unless",
-    "size",
-    "summary",
-]
+__all__ = ["built", "report_error", "report_interrupt", "size", "summary"]
 
 
 def size(count: float) -> str:
@@ -88,22 +76,6 @@ def _named_only(named: dict[str, tuple[str, int]], say: Callable[[str], None]) -
     )
 
 
-def build_spec_file(path: str, *, quiet: bool, parent: int | None = None) -> int:
-    """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
-    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`).
-    ``parent``: the pipe whose closing says that ``ingot build`` has ended, and this build
-    must end too (:func:`ingot.build.interrupt.watch_parent`)."""
-    with interrupts_stop():
-        if parent is not None:
-            watch_parent(parent)
-        try:
-            return build_and_report(Spec.from_json(Path(path).read_text()), quiet=quiet)
-        except IngotError as error:
-            return report_error(error)
-        except KeyboardInterrupt as error:
-            return report_interrupt(error)
-
-
 def report_interrupt(error: KeyboardInterrupt) -> int:
     """Says that a build was interrupted (and by what); returns the exit status for it: 130 for
     ^C, 128 + the signal's number for SIGTERM and SIGHUP (:class:`ingot.build.interrupt.
@@ -115,29 +87,9 @@ def report_interrupt(error: KeyboardInterrupt) -> int:
     return 130
 
 
-def build_and_report(spec: Spec, *, quiet: bool) -> int:
-    """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
-    if quiet:
-        return _build_spec(spec, say_unless(quiet))
-    ticker = Ticker(sys.stderr, plain=spec.environment.plain_progress)
-    try:
-        return _build_spec(spec, ticker.say, ticker)
-    finally:
-        ticker.close()
-
-
-def say_unless(quiet: bool) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if not quiet:
-            print(message, file=sys.stderr)
-
-    return say
-
-
-def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None) -> int:
-    result = pipeline.build(spec, say, ticker)
-    # (warnings are shown with --quiet too; through the ticker, off its status line)
-    warn = ticker.say if ticker else lambda text: print(text, file=sys.stderr)
+def built(result: BuildResult, say: Callable[[str], None], warn: Callable[[str], None]) -> None:
+    """What a finished build says: its warnings (through ``warn``, shown with ``--quiet`` too),
+    what the archive holds and leaves out, what it runs, its notes, and what it wrote."""
     for warning in result.warnings:
         warn(f"warning: {warning}")
     summary(result.pack, say)
@@ -152,7 +104,6 @@ def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = 
         f"{size(result.size)}) in {result.seconds:.1f} s"
         + (f", {len(result.warnings)} warnings" if result.warnings else "")
     )
-    return 0
 
 
 def report_error(error: IngotError) -> int:

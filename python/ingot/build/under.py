@@ -18,10 +18,10 @@ __all__ = ["build_under"]
 
 
 #: What the runtime's interpreter runs: this ingot's code from the path given first, then the
-#: build of the spec in the file given second (:func:`ingot.build.report.build_spec_file`),
+#: build of the spec in the file given second (:func:`ingot.build.run.build_spec_file`),
 #: watching the pipe given fourth, which closes when this process ends.
 _CHILD = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.build.report import "
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from ingot.build.run import "
     "build_spec_file; sys.exit(build_spec_file(sys.argv[1], quiet=sys.argv[2] == 'quiet', "
     "parent=int(sys.argv[3])))"
 )

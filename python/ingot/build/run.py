@@ -1,0 +1,60 @@
+"""Running a build: ``ingot build`` runs its spec through :func:`build_and_report`, and so does
+a build under a runtime (:mod:`ingot.build.under`), from the spec it is given as a file
+(:func:`build_spec_file`). The pipeline (:mod:`ingot.build.pipeline`) does the work; the
+progress goes to a ticker as it goes, and :mod:`ingot.build.report` says the rest at the end."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ingot.build import pipeline, report
+from ingot.build.interrupt import interrupts_stop, watch_parent
+from ingot.build.progress import Ticker
+from ingot.build.resolve.spec import Spec
+from ingot.errors import IngotError
+
+__all__ = ["build_and_report", "build_spec_file", "say_unless"]
+
+
+def build_spec_file(path: str, *, quiet: bool, parent: int | None = None) -> int:
+    """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
+    under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`).
+    ``parent``: the pipe whose closing says that ``ingot build`` has ended, and this build
+    must end too (:func:`ingot.build.interrupt.watch_parent`)."""
+    with interrupts_stop():
+        if parent is not None:
+            watch_parent(parent)
+        try:
+            return build_and_report(Spec.from_json(Path(path).read_text()), quiet=quiet)
+        except IngotError as error:
+            return report.report_error(error)
+        except KeyboardInterrupt as error:
+            return report.report_interrupt(error)
+
+
+def build_and_report(spec: Spec, *, quiet: bool) -> int:
+    """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
+    if quiet:
+        return _build_spec(spec, say_unless(quiet))
+    ticker = Ticker(sys.stderr, plain=spec.environment.plain_progress)
+    try:
+        return _build_spec(spec, ticker.say, ticker)
+    finally:
+        ticker.close()
+
+
+def say_unless(quiet: bool) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        if not quiet:
+            print(message, file=sys.stderr)
+
+    return say
+
+
+def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None) -> int:
+    result = pipeline.build(spec, say, ticker)
+    # (warnings are shown with --quiet too; through the ticker, off its status line)
+    report.built(result, say, ticker.say if ticker else lambda text: print(text, file=sys.stderr))
+    return 0
