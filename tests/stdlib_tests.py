@@ -63,7 +63,7 @@ KNOWN = (
 # `test` package itself stays out (read from disk), and the GUI packages.
 PACK = """
 import sys
-from ingot.build.archive.writer import pack
+from ingot.build.archive.pack import pack
 pack(sys.argv[1], stdlib_exclude=("test", "idlelib", "tkinter", "_tkinter", "turtle",
                                   "turtledemo"))
 """

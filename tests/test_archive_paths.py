@@ -250,7 +250,7 @@ def test_files_are_opened_without_os_memfd_create(tmp_path):
     (site / "reader" / "__init__.py").write_text("")
     (site / "reader" / "data" / "notes.txt").write_text("from the archive\n")
     archive = tmp_path / "app.ingot"
-    from ingot.build.archive.writer import PackOptions, pack
+    from ingot.build.archive.pack import PackOptions, pack
 
     pack(archive, PackOptions(stdlib=False, directories=[site]))
     code = (

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import ingot
-from ingot.build.archive.writer import pack
+from ingot.build.archive.pack import pack
 
 import proclimit
 from helpers import run_python, strace_calls

@@ -19,7 +19,7 @@ from ingot.build.analysis.firstuse import (
     imports_in_source,
 )
 from ingot.build.archive.bytecode import compile_module
-from ingot.build.archive.writer import pack
+from ingot.build.archive.pack import pack
 from ingot.elf import elf_machine
 from ingot.inspection import describe
 
@@ -172,14 +172,14 @@ def test_an_extension_module_leads_to_the_modules_of_its_package_its_strings_nam
     imports scipy.special._ufuncs_cxx; Cython's cimports are imports of the module that exports
     the functions): the dotted names of the module's own package among an extension module's
     strings are followed, those of other packages (Cython's `asyncio.coroutines`) are not."""
-    from ingot.build.archive.writer import _Scan, package_imports
+    from ingot.build.archive.entries import Scan, package_imports
 
     image = (
         b"\x7fELF\x00pkg._ext\x00pkg.sub\x00asyncio.coroutines\x00pkg.sub.attr\x00numpy\x00"
         b"a docstring naming pkg.other\x00pkg.later\x00"
     )
     assert package_imports("pkg._ext", image) == ["pkg.later", "pkg.sub", "pkg.sub.attr"]
-    scan = _Scan(imports={"pkg._ext": {TOP: ["pkg.first"]}})
+    scan = Scan(imports={"pkg._ext": {TOP: ["pkg.first"]}})
     scan.native("extension-module", "pkg._ext", image)
     assert scan.imports["pkg._ext"][TOP] == ["pkg.first", "pkg.later", "pkg.sub", "pkg.sub.attr"]
     kinds = {

@@ -3,7 +3,7 @@ importing everything from the archive.
 
 The launcher is built once per session (`cargo build -p ingot-launcher`), or taken from
 `INGOT_LAUNCHER`. Archives are packed by a Python of the version the launcher embeds (this one,
-or the one `INGOT_TEST_PYTHONS` lists for it) with `ingot.build.archive.writer.pack`, plus the
+or the one `INGOT_TEST_PYTHONS` lists for it) with `ingot.build.archive.pack.pack`, plus the
 launch configuration `__ingot__/launch.json`.
 """
 
@@ -131,7 +131,7 @@ SEALED = dict(FUNCTION, filesystem_imports=False)
 
 PACK = """
 import sys
-import ingot.build.archive.writer as pack
+import ingot.build.archive.pack as pack
 
 output, site, launch = sys.argv[1:]
 Writer = pack.ArchiveWriter

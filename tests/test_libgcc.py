@@ -12,8 +12,8 @@ import pytest
 from ingot import elf
 from ingot._ingot import IngotFinder, elf_dynamic
 from ingot.build.archive import libgcc
+from ingot.build.archive.pack import pack
 from ingot.build.archive.sbom import Facts
-from ingot.build.archive.writer import pack
 from ingot.errors import IngotError
 from ingot.machine import MACHINES, host_machine
 

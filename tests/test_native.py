@@ -168,7 +168,7 @@ def queue_package_archive(tmp_path, files: dict[str, str], image_name: str, file
     `_queue` extension module copied as `image_name`, under the files policy or not."""
     import shutil
 
-    from ingot.build.archive.writer import pack
+    from ingot.build.archive.pack import pack
 
     (source,) = glob.glob(os.path.join(DYNLOAD, "_queue.cpython-*.so"))
     package = tmp_path / "site" / "_queue"

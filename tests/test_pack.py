@@ -16,7 +16,7 @@ import pytest
 
 from ingot import cli, elf
 from ingot.build.archive.bytecode import canonical_marshal, compile_module
-from ingot.build.archive.writer import KINDS, PackOptions, collect_directory, collect_stdlib, pack
+from ingot.build.archive.pack import KINDS, PackOptions, collect_directory, collect_stdlib, pack
 from ingot.errors import CollectError, IngotError, PackError
 from ingot.stdlib import is_excluded
 

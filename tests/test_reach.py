@@ -172,7 +172,7 @@ def test_other_packages_go_whole_without_their_tests_and_only_when_reached(tmp_p
 def test_what_only_a_string_names_is_said_with_its_size_and_what_names_it(tmp_path):
     # Issue 42, item 3: a module no import leads to, carried because a string names it (a dotted
     # name in a source, a name in a binary), is worth a line in the build's report.
-    from ingot.build.archive.writer import PackResult
+    from ingot.build.archive.pack import PackResult
     from ingot.build.report import summary
 
     _tree(

@@ -24,7 +24,7 @@ from ingot.build.analysis.regexes import (
     patterns_in_source,
     precompiled_entries,
 )
-from ingot.build.archive.writer import pack
+from ingot.build.archive.pack import pack
 
 from helpers import run_python
 

@@ -21,11 +21,12 @@ import pytest
 from ingot import _ingot, cachedir, elf
 from ingot.build import interrupt
 from ingot.build.analysis.firstuse import imports_in_source, never_on_linux
+from ingot.build.archive import pack as pack_module
 from ingot.build.archive import reach as reach_module
-from ingot.build.archive import writer as pack_module
+from ingot.build.archive import tables as tables_module
 from ingot.build.archive.collect import distribution_name
+from ingot.build.archive.pack import pack
 from ingot.build.archive.reach import in_test_package, stdlib_imports, suite_of_file
-from ingot.build.archive.writer import pack
 from ingot.build.stages import selection
 from ingot.output import inspect_text
 
@@ -131,7 +132,7 @@ AWKWARD_FILES = {
 
 
 def test_the_files_manifest_is_written_by_the_readers_definition():
-    assert pack_module.files_manifest is _ingot.files_manifest
+    assert tables_module.files_manifest is _ingot.files_manifest
     files = {**AWKWARD_FILES, "pkg/a\\b\n\x01": b"", "pkg.py": b"", "\u00e9": b"x"}
     # The bytes ingot pack wrote when Python wrote manifests (archives keep their bytes).
     listing = [
@@ -383,7 +384,7 @@ def test_which_modules_are_a_packages_tests_is_one_rule():
 def test_a_dist_info_directorys_distribution_name_is_read_in_one_place():
     assert distribution_name("nbconvert-7.1.0.dist-info") == "nbconvert"
     assert distribution_name("Foo_Bar-1.0.dist-info") == "Foo_Bar"
-    assert pack_module.distribution_name is distribution_name
+    assert tables_module.distribution_name is distribution_name
     # For a distribution whose RECORD lists no module, the name it likely imports as.
     assert reach_module._import_name_guess("Foo_Bar-1.0.dist-info") == "foo_bar"
     assert reach_module._import_name_guess("zope.interface-6.0.dist-info") == "zope_interface"

@@ -335,7 +335,7 @@ def test_the_build_reads_the_environment_only_while_resolving():
         and not line.lstrip().startswith(('"', "'", "``", "#"))
     )
     # The archive writer's default for its API callers (ingot pack, tests): the environment then.
-    allowed = {"ingot/build/archive/writer.py"}
+    allowed = {"ingot/build/archive/pack.py"}
     assert [r for r in readers if r.split(":")[0] not in allowed] == []
 
 

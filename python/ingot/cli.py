@@ -29,7 +29,7 @@ from ingot._ingot import (
     __version__,
 )
 from ingot.build import report, run, under
-from ingot.build.archive.writer import PackOptions, pack
+from ingot.build.archive.pack import PackOptions, pack
 from ingot.build.interrupt import interrupts_stop
 from ingot.build.report import report_error
 from ingot.build.resolve import settings

@@ -13,7 +13,7 @@ stages over it, each taking the spec and returning its product:
    installed by pip (wheels only) into a staging directory: the import roots;
 2. **select** (:mod:`ingot.build.stages.selection`): which packages need real files, and what the build
    warns about;
-3. **pack** (:mod:`ingot.build.archive.writer`): what the app can reach, compiled and written into an
+3. **pack** (:mod:`ingot.build.archive.pack`): what the app can reach, compiled and written into an
    archive with ``__ingot__/launch.json``, which tells the launcher what to run;
 4. **check** (:mod:`ingot.build.stages.check`): the archive holds what launch.json runs;
 5. **assemble** (:mod:`ingot.build.stages.assemble`): launcher + archive, written atomically; then the
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build.archive.buildcache import BuildMemo, open_memo
-from ingot.build.archive.writer import PackResult
+from ingot.build.archive.pack import PackResult
 from ingot.build.interrupt import remove_stale
 from ingot.build.progress import Ticker
 from ingot.build.resolve.launcher import read_launcher

@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from ingot.build.archive.writer import KINDS, PackResult
+from ingot.build.archive.pack import KINDS, PackResult
 from ingot.build.interrupt import Interrupted
 from ingot.build.pipeline import BuildResult
 from ingot.errors import IngotError

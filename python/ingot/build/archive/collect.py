@@ -1,7 +1,7 @@
 """Deciding what goes into an archive: walking the standard library or a directory of packages.
 
 A collector reads no more than it needs to classify files; it returns :class:`Item` s (what,
-under which name, from which file) and warnings. :mod:`ingot.build.archive.writer` reads, compiles and writes
+under which name, from which file) and warnings. :mod:`ingot.build.archive.pack` reads, compiles and writes
 them. Everything is walked in sorted order, so the same tree gives the same items.
 
 Within one directory, a name resolves as Python's ``FileFinder`` would: a regular package (a

@@ -657,7 +657,7 @@ def reach(
     memo: BuildMemo = NO_CACHE,
     main: str | None = None,
 ) -> Reach:
-    """Decides what of ``plan`` (keys as :func:`ingot.build.archive.writer._merge` makes them) to
+    """Decides what of ``plan`` (keys as :func:`ingot.build.archive.pack._merge` makes them) to
     carry. ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
     ``"env"`` (another directory of packages). ``roots`` are module names run for sure; ``keep``
     are ``--include`` patterns (dotted names, ``fnmatch``; a package's pattern keeps its

@@ -3,7 +3,7 @@ running interpreter's, or, for a build for another architecture, the target runt
 its files (its ``_sysconfigdata``), never by running it.
 
 A build's layout comes from its target (:func:`ingot.build.stages.packing.stdlib_layout`) and is
-handed to what collects files (:class:`ingot.build.archive.writer.PackOptions`, then
+handed to what collects files (:class:`ingot.build.archive.pack.PackOptions`, then
 :mod:`ingot.build.archive.collect`); nothing holds it in a global. Bytecode is the same for every
 architecture of one CPython release, so nothing else of a build depends on it.
 """

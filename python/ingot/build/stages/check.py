@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 from ingot._ingot import EXTENSION_KINDS, IngotFinder
-from ingot.build.archive.writer import PackResult
+from ingot.build.archive.pack import PackResult
 from ingot.build.resolve.spec import Spec
 from ingot.elf import GlibcFloor, archive_floor
 from ingot.errors import BuildError

@@ -1,4 +1,4 @@
-"""The pack stage of a build: the spec's settings as :class:`ingot.build.archive.writer.PackOptions`, the
+"""The pack stage of a build: the spec's settings as :class:`ingot.build.archive.pack.PackOptions`, the
 launch configuration the launcher reads, and a syntax error of the app's code shown where the
 user wrote it."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
+from ingot.build.archive.pack import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.archive.prefetch import Prefetch
 from ingot.build.archive.sbom import Facts
 from ingot.build.archive.stdlib_layout import Layout, for_target
-from ingot.build.archive.writer import PackOptions, PackResult, pack, stdlib_pool
 from ingot.build.progress import Ticker
 from ingot.build.resolve.settings import Settings, compression_levels
 from ingot.build.resolve.spec import Spec
@@ -103,7 +103,7 @@ def stdlib_layout(spec: Spec) -> Layout:
 
 
 def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
-    """A pool on the standard library's modules (:func:`ingot.build.archive.writer.stdlib_pool`), started
+    """A pool on the standard library's modules (:func:`ingot.build.archive.pack.stdlib_pool`), started
     before pip runs."""
     return stdlib_pool(_options(spec, memo))
 
