@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ingot.build.archive.reach import import_probe
+from ingot.build.archive.probe import import_probe
 
 SECRET = "INGOT_TEST_SECRET"
 

@@ -309,7 +309,7 @@ def test_packages_with_native_code_are_probed_for_what_they_import(tmp_path):
 
 
 def test_the_import_probe_reports_what_importing_a_package_imported(tmp_path):
-    from ingot.build.archive.reach import import_probe
+    from ingot.build.archive.probe import import_probe
 
     _tree(
         tmp_path,
@@ -432,7 +432,7 @@ def test_the_imports_of_code_in_strings_are_followed(tmp_path):
 
 
 def test_code_in_strings_is_parsed_only_where_a_literal_looks_like_it():
-    from ingot.build.archive.reach import _may_hold_code, code_string_imports
+    from ingot.build.archive.codestrings import _may_hold_code, code_string_imports
 
     assert not _may_hold_code(b'"""Docs."""\nimport os\nx = "import"\n')
     assert _may_hold_code(b"x = 'import os; os.getcwd()'\n")

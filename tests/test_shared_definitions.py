@@ -21,12 +21,14 @@ import pytest
 from ingot import _ingot, cachedir, elf
 from ingot.build import interrupt
 from ingot.build.analysis.firstuse import imports_in_source, never_on_linux
+from ingot.build.archive import import_tables
 from ingot.build.archive import pack as pack_module
 from ingot.build.archive import reach as reach_module
 from ingot.build.archive import tables as tables_module
 from ingot.build.archive.collect import distribution_name
+from ingot.build.archive.import_tables import in_test_package, suite_of_file
 from ingot.build.archive.pack import pack
-from ingot.build.archive.reach import in_test_package, stdlib_imports, suite_of_file
+from ingot.build.archive.reach import stdlib_imports
 from ingot.build.stages import selection
 from ingot.output import inspect_text
 
@@ -376,9 +378,9 @@ def test_which_modules_are_a_packages_tests_is_one_rule():
         _where(path, node)
         for path, tree in _python_trees()
         for node in ast.walk(tree)
-        if len(_displayed_strings(node) & set(reach_module.TEST_PACKAGES)) >= 2
+        if len(_displayed_strings(node) & set(import_tables.TEST_PACKAGES)) >= 2
     ]
-    assert _files(spelled) == ["python/ingot/build/archive/reach.py"]
+    assert _files(spelled) == ["python/ingot/build/archive/import_tables.py"]
 
 
 def test_a_dist_info_directorys_distribution_name_is_read_in_one_place():

@@ -6,7 +6,7 @@
     done.returncode, done.stdout, done.confinement.describe()
 
 Two steps of ``ingot build`` import packages to see what they do: the import probe
-(:func:`ingot.build.archive.reach.import_probe`) and a ``files`` package's build-time preparation
+(:func:`ingot.build.archive.probe.import_probe`) and a ``files`` package's build-time preparation
 (:data:`ingot.build.analysis.policy.PREPARATIONS`). Both run code that came from wheels (which
 pip never runs) or from the project, so both run here:
 

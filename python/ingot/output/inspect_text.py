@@ -11,7 +11,7 @@ from typing import Any
 
 from ingot._ingot import KIND_NAMESPACES, NATIVE_BLOB_MIN, NATIVE_KINDS, RESERVED_PREFIX
 from ingot.build import report
-from ingot.build.archive.reach import in_test_package, suite_of_file
+from ingot.build.archive.import_tables import in_test_package, suite_of_file
 from ingot.build.stages.check import newest_versions
 
 __all__ = ["show"]

@@ -47,19 +47,15 @@ from ingot.build.archive.collect import (
     collect_stdlib,
 )
 from ingot.build.archive.entries import Scan, add_item, read_item, tree_path
+from ingot.build.archive.import_tables import NATIVE_IMPORTS
 from ingot.build.archive.libraries import (
     add_libgcc_s,
     add_libraries,
     system_first_table,
 )
 from ingot.build.archive.prefetch import Prefetch
-from ingot.build.archive.reach import (
-    NATIVE_IMPORTS,
-    cached_probe,
-    import_probe,
-    present_modules,
-    reach,
-)
+from ingot.build.archive.probe import cached_probe, import_probe
+from ingot.build.archive.reach import present_modules, reach
 from ingot.build.archive.result import ManifestEntry, PackResult
 from ingot.build.archive.sbom import SBOM, Carried, Facts, document
 from ingot.build.archive.stdlib_layout import Layout, running
@@ -313,7 +309,7 @@ class PackOptions:
     #: warning).
     strict_directories: Iterable[str | os.PathLike[str]] = ()
     #: When pruning, import the packages with native code that are reached, in a sandbox, to
-    #: see what their C code imports (:func:`ingot.build.archive.reach.import_probe`); false:
+    #: see what their C code imports (:func:`ingot.build.archive.probe.import_probe`); false:
     #: run nothing of them, and read that from their binaries' strings alone.
     run_dependencies: bool = True
     #: Carry only what the entry modules, the application's own code and the launcher can reach

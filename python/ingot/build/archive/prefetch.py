@@ -30,8 +30,10 @@ from typing import Any
 from ingot.build.analysis.regexes import patterns_in_source
 from ingot.build.archive.buildcache import BuildMemo, cached_imports
 from ingot.build.archive.bytecode import compile_module
+from ingot.build.archive.codestrings import code_strings
 from ingot.build.archive.collect import Item
-from ingot.build.archive.reach import code_strings, in_test_package, source_strings, stdlib_facts
+from ingot.build.archive.import_tables import in_test_package
+from ingot.build.archive.reach import source_strings, stdlib_facts
 
 __all__ = ["Prefetch", "compiled", "patterns"]
 

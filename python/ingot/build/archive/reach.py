@@ -1,7 +1,7 @@
 """What an application can import, so that a build carries that and leaves out the rest.
 
 Starting from the modules an executable runs first (the launcher's, the entry module, every
-module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reaches:
+module of the application's own code) and :data:`ingot.build.archive.import_tables.NATIVE_IMPORTS`, a module reaches:
 
 - every module its source imports, at module level, in functions, and in ``except`` fallbacks
   (:func:`ingot.build.analysis.firstuse.imports_in_source`; guards that never run on Linux,
@@ -14,13 +14,13 @@ module of the application's own code) and :data:`NATIVE_IMPORTS`, a module reach
   package that is not the standard library's (``import_optional_dependency("pyarrow")``), or a
   name relative to its package in ``import_module(".x", __package__)``;
 - the modules the code in its string constants imports (``subprocess.run([sys.executable,
-  "-c", "import getpass; ..."])``, ``exec``, ``runpy``: :func:`code_string_imports`), as its own
+  "-c", "import getpass; ..."])``, ``exec``, ``runpy``: :func:`ingot.build.archive.codestrings.code_string_imports`), as its own
   imports are;
 - the entry points of a group its string constants name (``entry_points(group="app.plugins")``);
 - for an extension module, the module names among the strings of its binary (C code imports by
   name: ``_datetime`` imports ``_strptime``, ``_elementtree`` ``xml.etree.ElementPath``);
 - for a package of the environment with native code, what importing it imports
-  (:func:`import_probe`: Cython 3 compresses its strings, Rust's have no terminator).
+  (:func:`ingot.build.archive.probe.import_probe`: Cython 3 compresses its strings, Rust's have no terminator).
 
 What only a string leads to (a name in a source or a binary, no import, probe or package carried
 whole) is in :attr:`Reach.named_only`: the build's report lists it (``--exclude`` leaves it out).
@@ -30,7 +30,7 @@ its modules is reached (packages import their own modules in ways no scan sees: 
 run time, by walking ``__path__``), less its test suites (``pkg/tests``, ``pkg/test``, their
 modules and data files) unless something reaches them. Packages of the environment that nothing
 reaches (pip, setuptools, ingot itself) are left out, as is every standard-library module no path
-leads to (test suites, tkinter, idlelib, ...). :data:`COMPUTED_IMPORTS` bring what they import by computed names, for the reason
+leads to (test suites, tkinter, idlelib, ...). :data:`ingot.build.archive.import_tables.COMPUTED_IMPORTS` bring what they import by computed names, for the reason
 given there.
 
 What cannot be seen: imports of names computed at run time from data (a module named in a
@@ -44,14 +44,11 @@ from __future__ import annotations
 import ast
 import configparser
 import functools
-import json
 import re
 import sys
-import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 from ingot import _ingot
 from ingot._ingot import EXTENSION_KINDS, loadable_image
@@ -60,127 +57,26 @@ from ingot.build.archive.buildcache import (
     NO_CACHE,
     BuildMemo,
     cached_imports,
-    file_digest,
-    tree_digest,
 )
+from ingot.build.archive.codestrings import code_strings
 from ingot.build.archive.collect import Item, distribution_name
-from ingot.build.resolve.environment import Environment
-from ingot.build.sandbox import Sandbox
+from ingot.build.archive.import_tables import (
+    BINARY_NAMES_NOT_IMPORTS,
+    CALLBACK_IMPORTS,
+    CALLED_BACK,
+    COMPUTED_IMPORTS,
+    OPTIONAL_IMPORTS,
+    in_test_package,
+    suite_of_file,
+)
 
 __all__ = [
-    "BINARY_NAMES_NOT_IMPORTS",
-    "CALLBACK_IMPORTS",
-    "COMPUTED_IMPORTS",
-    "NATIVE_IMPORTS",
-    "OPTIONAL_IMPORTS",
     "Reach",
     "binary_names",
-    "code_string_imports",
-    "code_strings",
-    "import_probe",
     "loose_binary_names",
     "reach",
     "stdlib_imports",
 ]
-
-#: Modules that native code imports by name, which no Python source shows: the interpreter's C
-#: code (the codec registry and standard streams at start-up, exception display and warnings,
-#: ``time.strptime``, pickling, ``python -m``) and the launcher's boot code and importer support
-#: (their module-level imports; what they import lazily, the application imports itself). The
-#: launcher's binary cannot be scanned for these: it holds ``sys.stdlib_module_names``, every
-#: module's name. Extension modules' binaries are scanned (see :func:`reach`).
-NATIVE_IMPORTS = (
-    "encodings",
-    "codecs",
-    "io",
-    "abc",
-    "warnings",
-    "traceback",
-    "linecache",
-    "tokenize",
-    "_strptime",
-    "copyreg",
-    "_compat_pickle",
-    "_weakrefset",
-    "runpy",
-    "importlib.util",
-    "importlib.machinery",
-    "zipimport",
-    "atexit",
-    "re",
-    "posixpath",
-)
-
-#: Modules of the standard library that import others by names computed at run time: module ->
-#: (patterns of the names it may import, why). A package matched by its own pattern is carried
-#: whole.
-COMPUTED_IMPORTS = {
-    "encodings": (
-        ("encodings.*",),
-        "codecs are looked up by name at run time (the locale's, a file's, str.encode's)",
-    ),
-    "sysconfig": (
-        ("_sysconfigdata_*",),
-        "its build-time variables are in a module named after the platform",
-    ),
-}
-
-#: Imports inside a standard-library function that only another module calls: module ->
-#: {imported module: (the caller, why)}. The import is followed once the caller is reached, not
-#: when the module holding it is: the interpreter always loads ``importlib._bootstrap_external``,
-#: and following its lazy imports would carry importlib.metadata and importlib.resources' readers,
-#: and behind them email, zipfile, tarfile, lzma, csv and pathlib (0.8 MiB), into every executable.
-CALLBACK_IMPORTS = {
-    "importlib._bootstrap_external": {
-        "importlib.metadata": (
-            "importlib.metadata",
-            (
-                "PathFinder.find_distributions is called by importlib.metadata "
-                "(Distribution.discover)"
-            ),
-        ),
-        "importlib.readers": (
-            "importlib.resources",
-            (
-                "FileLoader's and NamespaceLoader's get_resource_reader are called by "
-                "importlib.resources"
-            ),
-        ),
-    },
-    "zipimport": {
-        "importlib.readers": (
-            "importlib.resources",
-            "zipimporter.get_resource_reader is called by importlib.resources",
-        ),
-    },
-}
-#: Imports inside a standard-library function that the function does without, saying so:
-#: module -> {imported module: why}. Not followed; ``--include`` carries them.
-OPTIONAL_IMPORTS = {
-    "pydoc": {
-        "pydoc_data.topics": (
-            "help()'s topic and keyword pages (215 KiB), which pydoc reports "
-            "as not available when they are missing"
-        ),
-    },
-}
-
-_CALLED_BACK: dict[str, list[str]] = {}
-for _imports in CALLBACK_IMPORTS.values():
-    for _imported, (_caller, _) in _imports.items():
-        _CALLED_BACK.setdefault(_caller, []).append(_imported)
-
-#: NUL-terminated names in standard-library binaries that are method or attribute names there,
-#: not imports: name -> where. Argument Clinic methods are recognized by their signatures
-#: (:func:`binary_names`); these have none. ``readline`` would carry GNU readline and ncurses.
-BINARY_NAMES_NOT_IMPORTS = {
-    "readline": "mmap.mmap.readline and other file-like types' readline methods",
-    "code": "_elementtree's ParseError.code and other error codes",
-    "this": "the common word",
-}
-
-#: Subpackages of a package that hold its test suite: left out unless something imports them.
-TEST_PACKAGES = ("tests", "test", "testing")
 
 _STRING = re.compile(rb"""(?<![\w.])[rbuRBU]?(['"])([A-Za-z_][\w.]{0,200}?)\1""")
 _RELATIVE_IMPORT = re.compile(rb"""import_module\(\s*(['"])(\.[\w.]*)\1""")
@@ -324,98 +220,6 @@ def source_strings(
 
     found = memo.remember("strings", [package, "stdlib" if stdlib else "", source], scan)
     return list(found[0]), list(found[1])
-
-
-_STATEMENT = r"(?:import[ \t]+[A-Za-z_]|from[ \t]+[A-Za-z_][\w.]*[ \t]+import[ \t(])"
-#: In a source: a quote, ``\n`` or ``;`` before an import statement (a one-line string of code).
-_CODE_HINT = re.compile(rb"""(?:['"]|\\n|;)[ \t]*""" + _STATEMENT.encode())
-#: In a triple-quoted string: an import statement at a line's start.
-_LINE_IMPORT = re.compile(rb"^[ \t]*" + _STATEMENT.encode(), re.M)
-#: A string that looks like code: an import statement at its start, a line's or after ``;``.
-_CODE_IMPORT = re.compile(r"(?:^|[;\n])[ \t]*" + _STATEMENT)
-#: Longer strings are not parsed (generated tables, embedded documents).
-CODE_STRING_LIMIT = 20_000
-#: ``.format`` fields and ``%`` conversions, replaced by a name when a string does not parse as is
-#: (``"import sys; sys.path.insert(0, {!r})"``).
-_PLACEHOLDER = re.compile(r"\{[^{}\n]*\}|%\(?\w*\)?[rsdi]")
-
-
-def _parsed_code(text: str) -> ast.Module | None:
-    for candidate in (text, _PLACEHOLDER.sub("_", text)):
-        try:
-            return ast.parse(textwrap.dedent(candidate))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-    return None
-
-
-def _may_hold_code(source: bytes) -> bool:
-    """Whether a source may have a string literal holding code that imports: a one-line one
-    (:data:`_CODE_HINT`), or a triple-quoted one that is a value (an assignment's or an argument's:
-    or on the line after ``(``, ``=``, ``,`` or ``[``; not a docstring) with an import statement at a
-    line's start (the text between the 1st and 2nd, 3rd and 4th, ... triple quotes of a kind,
-    as :mod:`ingot.build.analysis.firstuse` takes them)."""
-    if _CODE_HINT.search(source):
-        return True
-    for quote in (b'"' * 3, b"'" * 3):
-        parts = source.split(quote)
-        for index in range(1, len(parts), 2):
-            lines = parts[index - 1].rstrip(b" \t").rsplit(b"\n", 2)
-            before = lines[-1].strip().rstrip(b"rRbBuUfF")
-            if not before and len(lines) > 1:  # (the string opens a line: after "f(", "x = ("?)
-                before = b"" if lines[-2].rstrip()[-1:] not in (b"(", b"=", b",", b"[") else b"("
-            if not before or len(parts[index]) > CODE_STRING_LIMIT:
-                continue  # (a docstring or bare string statement)
-            if _LINE_IMPORT.search(parts[index]):
-                return True
-    return False
-
-
-def code_string_imports(source: bytes) -> list[str]:
-    """The modules the code in a module's string constants imports: code for ``python -c``
-    (``subprocess.run([sys.executable, "-c", "import getpass; ..."])``), ``exec``, ``runpy``.
-    A string counts if it is a value (not a docstring or other bare string statement), is at
-    most :data:`CODE_STRING_LIMIT` characters, has an import statement at its start, a line's or
-    after ``;``, and parses as Python (after ``textwrap.dedent``; with format fields replaced by
-    a name if it does not as is). Every ``import``/``from ... import`` of it, at any depth, is
-    taken, absolute ones only (``-c`` code has no package); ``from a import b`` gives ``a`` and
-    ``a.b``. Only the sources :func:`_may_hold_code` picks are parsed."""
-    if not _may_hold_code(source):
-        return []
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    statements = {
-        id(node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-    }
-    found: list[str] = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            continue
-        text = node.value
-        if id(node) in statements or len(text) > CODE_STRING_LIMIT:
-            continue
-        if not _CODE_IMPORT.search(text):
-            continue
-        code = _parsed_code(text)
-        for inner in ast.walk(code) if code is not None else ():
-            if isinstance(inner, ast.Import):
-                found += [alias.name for alias in inner.names]
-            elif isinstance(inner, ast.ImportFrom) and inner.module and not inner.level:
-                found.append(inner.module)
-                found += [
-                    f"{inner.module}.{alias.name}" for alias in inner.names if alias.name != "*"
-                ]
-    return list(dict.fromkeys(found))
-
-
-def code_strings(memo: BuildMemo, source: bytes) -> list[str]:
-    """:func:`code_string_imports`, through the build cache (the build's pool computes them too,
-    :mod:`ingot.build.archive.prefetch`)."""
-    return list(memo.remember("code-strings", [source], lambda: code_string_imports(source)))
 
 
 def present_modules(plan: Iterable[tuple[str, str]]) -> set[str]:
@@ -581,27 +385,6 @@ def _top(key: tuple[str, str], item: Item) -> str | None:
     return None
 
 
-def in_test_package(name: str) -> bool:
-    """Whether module ``name`` is part of a package's test suite: below its top-level package, a
-    module or package named as in :data:`TEST_PACKAGES` (``pkg.tests``, ``pkg.sub.testing``), or
-    in one (``pkg.tests.test_a``). The rule for what a package's tests are, for the build (what
-    a package carried whole leaves out), its warnings and ``ingot inspect --sizes``; a file
-    belongs to the test package whose directory holds it (:func:`suite_of_file`)."""
-    return any(part in TEST_PACKAGES for part in name.split(".")[1:])
-
-
-def suite_of_file(path: str) -> str | None:
-    """The test package (:func:`in_test_package`: ``scipy.special.tests``) whose directory holds
-    the file at ``path`` (relative to its import root: ``scipy/special/tests/data/boost.npz``), or
-    None."""
-    directories = path.split("/")[:-1]
-    for end in range(2, len(directories) + 1):
-        package = ".".join(directories[:end])
-        if in_test_package(package):
-            return package
-    return None
-
-
 def _size(item: Item) -> int:
     try:
         return item.path.stat().st_size if item.path is not None else 0
@@ -661,7 +444,7 @@ def reach(
     carry. ``origin`` says where each key comes from: ``"stdlib"``, ``"app"`` (always carried) or
     ``"env"`` (another directory of packages). ``roots`` are module names run for sure; ``keep``
     are ``--include`` patterns (dotted names, ``fnmatch``; a package's pattern keeps its
-    modules). ``probe`` (see :func:`import_probe`) is given the reached top-level packages with
+    modules). ``probe`` (see :func:`ingot.build.archive.probe.import_probe`) is given the reached top-level packages with
     native code, whose binaries may not show what they import, and returns module names they
     imported: those are reached too. ``main`` is the module run as ``__main__`` (a script, or
     ``python -m`` of a module or package): its ``if __name__ == "__main__":`` block, and what the
@@ -817,7 +600,7 @@ class _Walk:
                 continue
             self.reached.add(name)
             self.current = name
-            for imported in _CALLED_BACK.get(name, ()):
+            for imported in CALLED_BACK.get(name, ()):
                 self.visit(imported)
             key = self.modules[name]
             item = self.plan[key]
@@ -944,81 +727,6 @@ class _Walk:
             count, size = self.result.left_out.get(group, (where, 0, 0))[1:]
             self.result.left_out[group] = (where, count + 1, size + _size(item))
         return self.result
-
-
-_PROBE = """
-import json, sys
-sys.path[:0] = json.loads(sys.argv[1])
-for name in sys.argv[2:]:
-    try:
-        __import__(name)
-    except BaseException:
-        pass
-sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
-"""
-
-
-def import_probe(
-    paths: list[str],
-    environment: Environment | None = None,
-    timeout: float = 120.0,
-    sandbox: Sandbox | None = None,
-) -> Callable[[list[str]], set[str]]:
-    """A ``probe`` for :func:`reach`: imports the given top-level packages in a child of this
-    interpreter (``-I -S -B``: no bytecode written into ``paths``, the build cache's among them;
-    ``paths`` first on its ``sys.path``), confined by ``sandbox`` (:mod:`ingot.build.sandbox`:
-    an environment made from scratch, a scratch home and working directory, no network, as
-    root ``nobody``; by default one over the build's ``environment``), and returns the names of
-    the modules it then had. Native code that imports by names its binary does not show
-    (Cython 3 compresses its strings) shows it here. Nothing is returned if the child fails or
-    takes longer than ``timeout`` seconds."""
-    box = sandbox or Sandbox(environment)
-
-    def probe(tops: list[str]) -> set[str]:
-        done = box.run(
-            [sys.executable, "-I", "-S", "-B", "-c", _PROBE, json.dumps(paths), *tops],
-            readable=paths,
-            timeout=timeout,
-        )
-        try:
-            return set(json.loads(done.stdout.decode(errors="replace").splitlines()[-1]))
-        except (ValueError, IndexError):
-            return set()
-
-    return probe
-
-
-def cached_probe(
-    memo: BuildMemo, paths: list[str], probe: Callable[[list[str]], set[str]]
-) -> Callable[[list[str]], set[str]]:
-    """``probe`` (:func:`import_probe` over ``paths``) through the build cache: keyed by the
-    top-level packages asked and the contents of ``paths`` (of a directory of dependencies the
-    build cache installed, its record of every file's hash; of another, the hashes themselves).
-    A probe that failed (nothing returned) is not kept."""
-    if memo.store is None:
-        return probe
-    digests: list[str] = []
-
-    def run(tops: list[str]) -> set[str]:
-        if not digests:
-            digests.extend(_contents_key(Path(path)) for path in paths)
-        found = memo.remember(
-            "import-probe", [*tops, "|", *digests], lambda: sorted(probe(tops)), bool
-        )
-        return set(found)
-
-    return run
-
-
-def _contents_key(root: Path) -> str:
-    """What a directory holds (not where: the staging directory is a new one each build), for
-    :func:`cached_probe`'s key."""
-    record = root.parent / "files.json"
-    if (
-        root.name == "site" and record.is_file()
-    ):  # (ingot.build.stages.staging: checked, kept current)
-        return f"installed:{file_digest(record)}"
-    return f"tree:{json.dumps(tree_digest(root), sort_keys=True)}"
 
 
 def _import_name_guess(directory: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from ingot.build.analysis import filescan, nativefiles
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
-from ingot.build.archive.reach import in_test_package
+from ingot.build.archive.import_tables import in_test_package
 from ingot.build.archive.stdlib_layout import Layout, for_target
 from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Settings
@@ -302,7 +302,7 @@ def _missing_imports(
 def _in_tests(path: str) -> bool:
     """Whether a package's source file (``pkg/tests/test_a.py``, ``pkg/testing.py``) is a module
     of its test suite, which the build leaves out unless something imports it
-    (:func:`ingot.build.archive.reach.in_test_package`)."""
+    (:func:`ingot.build.archive.import_tables.in_test_package`)."""
     return in_test_package(path.removesuffix(".py").replace("/", "."))
 
 
