@@ -20,8 +20,8 @@ or of a tainted name. Taint flows through assignments (augmented and annotated o
 class attributes within a class, and functions of the same module that return a tainted value.
 Within a scope, a binding taints the uses on or after its line. Taint does not flow across
 modules or through other calls. The scan reports the calls that need a real file system and get a
-tainted argument (see :data:`CALL_SINKS`), and ``pathlib`` methods called on a tainted path (see
-:data:`PATH_METHOD_SINKS`). It skips the code that cannot run when the package is imported on
+tainted argument (see :data:`ingot.build.analysis.path_sinks.CALL_SINKS`), and ``pathlib`` methods called on a tainted path (see
+:data:`ingot.build.analysis.path_sinks.PATH_METHOD_SINKS`). It skips the code that cannot run when the package is imported on
 the target Python: branches of ``if sys.version_info ...`` that are dead there, and
 ``if __name__ == "__main__":`` blocks.
 
@@ -41,198 +41,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ingot.build.analysis.path_sinks import (
+    CALL_SINKS,
+    MODULE_PATH_NAMES,
+    NOT_PATH_ATTRIBUTES,
+    PATH_FUNCTIONS,
+    PATH_METHOD_SINKS,
+    PATH_METHODS,
+    SOURCE_FUNCTIONS,
+)
 from ingot.errors import CollectError
 
 __all__ = [
-    "CALL_SINKS",
-    "PATH_METHOD_SINKS",
-    "SERVED_FROM_ARCHIVE",
     "Finding",
     "format_finding",
     "scan_source",
     "scan_tree",
 ]
 
-#: Functions that need a real file (or directory) when an argument is built from ``__file__``,
-#: by qualified name (``posixpath``/``ntpath`` count as ``os.path``).
-CALL_SINKS = frozenset(
-    {
-        "open",
-        "io.open",
-        "io.FileIO",
-        "codecs.open",
-        "os.open",
-        "gzip.open",
-        "bz2.open",
-        "lzma.open",
-        "tarfile.open",
-        "zipfile.ZipFile",
-        "sqlite3.connect",
-        "os.listdir",
-        "os.scandir",
-        "os.walk",
-        "os.stat",
-        "os.lstat",
-        "os.access",
-        "os.chdir",
-        "os.path.exists",
-        "os.path.lexists",
-        "os.path.isfile",
-        "os.path.isdir",
-        "os.path.islink",
-        "os.path.getsize",
-        "os.path.getmtime",
-        "os.path.getctime",
-        "os.path.getatime",
-        "glob.glob",
-        "glob.iglob",
-        "shutil.copy",
-        "shutil.copy2",
-        "shutil.copyfile",
-        "shutil.copytree",
-        "shutil.copymode",
-        "shutil.copystat",
-        "shutil.move",
-        "ctypes.CDLL",
-        "ctypes.PyDLL",
-        "ctypes.WinDLL",
-        "ctypes.OleDLL",
-        "ctypes.cdll.LoadLibrary",
-        "ctypes.pydll.LoadLibrary",
-        "ctypes.windll.LoadLibrary",
-        "ctypes.oledll.LoadLibrary",
-        "subprocess.run",
-        "subprocess.call",
-        "subprocess.check_call",
-        "subprocess.check_output",
-        "subprocess.Popen",
-        "subprocess.getoutput",
-        "subprocess.getstatusoutput",
-        "os.system",
-        "os.popen",
-        "importlib.util.spec_from_file_location",
-        "importlib.machinery.SourceFileLoader",
-        "importlib.machinery.ExtensionFileLoader",
-        "runpy.run_path",
-        "imp.load_source",
-        "imp.load_dynamic",
-    }
-)
-
-#: Methods that need a real file when called on a path built from ``__file__`` (reported as
-#: ``pathlib.Path.<method>``).
-PATH_METHOD_SINKS = frozenset(
-    {
-        "open",
-        "read_text",
-        "read_bytes",
-        "write_text",
-        "write_bytes",
-        "iterdir",
-        "glob",
-        "rglob",
-        "exists",
-        "is_file",
-        "is_dir",
-        "is_symlink",
-        "stat",
-        "lstat",
-        "readlink",
-        "touch",
-        "mkdir",
-        "unlink",
-    }
-)
-
-#: The sinks an executable answers for paths under its own path (read-only, from the archive:
-#: the launcher's ``serve_archive_paths``): reading, listing and testing files, and loading a
-#: shared library by path through ``ctypes`` (the launcher's ``dlopen``, from memory). The others
-#: (writing, handing the path to other C code or to another process) need the ``files`` policy.
-_NOT_SERVED_CALLS = frozenset(
-    {
-        *(name for name in CALL_SINKS if name.startswith(("subprocess.", "imp."))),
-        "ctypes.WinDLL",
-        "ctypes.OleDLL",
-        "ctypes.windll.LoadLibrary",
-        "ctypes.oledll.LoadLibrary",
-        "importlib.machinery.ExtensionFileLoader",
-        "importlib.machinery.SourceFileLoader",
-        "importlib.util.spec_from_file_location",
-        "io.FileIO",
-        "os.chdir",
-        "os.popen",
-        "os.system",
-        "runpy.run_path",
-        "shutil.move",
-        "sqlite3.connect",
-    }
-)
-_NOT_SERVED_METHODS = frozenset(
-    {"mkdir", "readlink", "touch", "unlink", "write_bytes", "write_text"}
-)
-SERVED_FROM_ARCHIVE = (CALL_SINKS - _NOT_SERVED_CALLS) | {
-    f"pathlib.Path.{method}" for method in PATH_METHOD_SINKS - _NOT_SERVED_METHODS
-}
-
-# Functions whose result is a path when an argument is one.
-_PATH_FUNCTIONS = frozenset(
-    {
-        "os.path.dirname",
-        "os.path.abspath",
-        "os.path.realpath",
-        "os.path.join",
-        "os.path.normpath",
-        "os.path.normcase",
-        "os.path.expanduser",
-        "os.path.expandvars",
-        "os.path.split",
-        "os.path.splitext",
-        "pathlib.Path",
-        "pathlib.PurePath",
-        "pathlib.PosixPath",
-        "pathlib.PurePosixPath",
-        "pathlib.WindowsPath",
-        "pathlib.PureWindowsPath",
-        "str",
-        "bytes",
-        "os.fspath",
-        "os.fsencode",
-        "os.fsdecode",
-    }
-)
-# Methods of a path (str or pathlib) whose result is still a path.
-_PATH_METHODS = frozenset(
-    {
-        "resolve",
-        "absolute",
-        "joinpath",
-        "with_name",
-        "with_suffix",
-        "with_stem",
-        "expanduser",
-        "as_posix",
-        "__fspath__",
-        "__str__",
-        "replace",
-        "strip",
-        "rstrip",
-        "lstrip",
-        "split",
-        "rsplit",
-        "partition",
-        "rpartition",
-        "removesuffix",
-        "encode",
-        "decode",
-    }
-)
-# Attributes of a path that are no longer a path to a file of the package.
-_NOT_PATH_ATTRIBUTES = frozenset(
-    {"name", "stem", "suffix", "suffixes", "anchor", "drive", "root", "parts"}
-)
-_SOURCE_FUNCTIONS = frozenset({"inspect.getfile", "inspect.getsourcefile", "inspect.getabsfile"})
-_MODULE_PATH_NAMES = frozenset({"__file__", "__path__", "__cached__"})
-# A file without any of these has nothing to find (checked before parsing, for speed).
 _MARKERS = (
     b"__file__",
     b"__path__",
@@ -710,9 +536,9 @@ class _Module:
         """Whether expression ``node``, evaluated in ``scope``, is a path built from
         ``__file__``."""
         if isinstance(node, ast.Name):
-            return node.id in _MODULE_PATH_NAMES or self._lookup(node.id, scope, node.lineno)
+            return node.id in MODULE_PATH_NAMES or self._lookup(node.id, scope, node.lineno)
         if isinstance(node, ast.Attribute):
-            if node.attr in _MODULE_PATH_NAMES:
+            if node.attr in MODULE_PATH_NAMES:
                 return True
             value = node.value
             if node.attr == "origin" and (
@@ -732,7 +558,7 @@ class _Module:
                         or node.attr in klass.tainted
                         or any(f.returns_tainted for f in klass.defs.get(node.attr, ()))
                     )
-            return node.attr not in _NOT_PATH_ATTRIBUTES and self._tainted(value, scope)
+            return node.attr not in NOT_PATH_ATTRIBUTES and self._tainted(value, scope)
         if isinstance(node, ast.Call):
             return self._call_tainted(node, scope)
         if isinstance(node, ast.BinOp):
@@ -763,9 +589,9 @@ class _Module:
     def _call_tainted(self, call: ast.Call, scope: _Scope) -> bool:
         func = call.func
         qualified = self._qualified(func, scope)
-        if qualified in _SOURCE_FUNCTIONS:
+        if qualified in SOURCE_FUNCTIONS:
             return True
-        if qualified in _PATH_FUNCTIONS:
+        if qualified in PATH_FUNCTIONS:
             return self._arguments_tainted(call, scope)
         if isinstance(func, ast.Name):
             return any(f.returns_tainted for f in self._defs(func.id, scope))
@@ -774,7 +600,7 @@ class _Module:
                 klass = self._class_of(func.value.id, scope)
                 if klass is not None:
                     return any(f.returns_tainted for f in klass.defs.get(func.attr, ()))
-            if func.attr in _PATH_METHODS:
+            if func.attr in PATH_METHODS:
                 return self._tainted(func.value, scope)
             if func.attr in ("join", "format"):  # "/".join(...), "{}/x".format(...)
                 return self._arguments_tainted(call, scope)

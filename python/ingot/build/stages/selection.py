@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingot.build.analysis import filescan, nativefiles
+from ingot.build.analysis import filescan, nativefiles, path_sinks
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
 from ingot.build.archive.import_tables import in_test_package
@@ -187,7 +187,7 @@ def _file_policy(
         for finding in filescan.scan_tree(root, sorted(names), scan=_cached_scan(memo))
         if not _in_tests(finding.path)
     ]
-    answered = filescan.SERVED_FROM_ARCHIVE if executable else frozenset()
+    answered = path_sinks.SERVED_FROM_ARCHIVE if executable else frozenset()
     served = sorted({finding.package for finding in findings if finding.call in answered})
     if served:
         say("reads files next to its modules, answered from the executable: " + ", ".join(served))
