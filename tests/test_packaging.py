@@ -26,7 +26,7 @@ def test_installed_package_carries_a_launcher_for_its_python(monkeypatch):
 
 def test_installed_package_carries_the_launchers_sources(monkeypatch):
     # What `ingot runtime build` links a runtime's launcher from, when ingot is not run from a
-    # checkout (ingot.runtime.builder.source_tree).
+    # checkout (ingot.runtime.launcher_build.source_tree).
     import pytest
 
     from ingot.runtime import builder

@@ -28,7 +28,7 @@ from ingot.build.resolve.spec import Spec
 from ingot.elf import glibc_floor, glibc_needed
 from ingot.errors import IngotError
 from ingot.machine import MACHINES, host_machine
-from ingot.runtime import builder, pins, recipes, store
+from ingot.runtime import build_checks, builder, commands, launcher_build, pins, recipes, store
 from ingot.runtime import sources as runtime_sources
 from ingot.runtime import toolchain as toolchain_module
 from ingot.runtime.toolchain import Toolchain
@@ -677,12 +677,12 @@ def test_a_console_script_is_resolved_where_it_is_installed(tmp_path, build_with
 def test_a_runtime_build_says_what_runs_while_a_step_takes_long(tmp_path, monkeypatch):
     # A step (here: sh sleeping) that outlasts the progress period is reported as it runs, by
     # component (its directory), step and time; its output goes to the log only.
-    monkeypatch.setattr(builder, "PROGRESS_SECONDS", 0.2)
+    monkeypatch.setattr(commands, "PROGRESS_SECONDS", 0.2)
     said = []
     log = tmp_path / "build.log"
     work = tmp_path / "openssl-3.0.20"
     work.mkdir()
-    run = builder._Builder(Toolchain(Path("/no/zig")), log, said.append).runner(work, tmp_path)
+    run = commands.Builder(Toolchain(Path("/no/zig")), log, said.append).runner(work, tmp_path)
     run(["sh", "-c", "echo compiling; sleep 0.7"], cwd=work)
     assert len(said) >= 2, said
     assert all(line.startswith("    openssl-3.0.20: sh -c, ") for line in said), said
@@ -747,7 +747,7 @@ def test_a_runtime_build_missing_what_its_launcher_needs_stops_before_any_work(
         (tools / name).write_text("#!/bin/sh\nexit 0\n")
         (tools / name).chmod(0o755)
     monkeypatch.setenv("PATH", str(tools))
-    monkeypatch.setattr(builder.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(launcher_build.sys, "executable", str(tmp_path / "python"))
     with pytest.raises(IngotError, match="needs cargo-zigbuild") as error:
         builder.build_runtime({}, wanted="3.13", say=lambda line: None)
     assert "pip install cargo-zigbuild" in error.value.hint
@@ -785,7 +785,7 @@ def test_a_runtime_build_without_the_build_tools_it_needs_stops_before_any_work(
     with pytest.raises(IngotError, match=r"needs Perl's module No::Such::Module \(OpenSSL"):
         builder.build_runtime({}, wanted="3.13", say=lambda line: None)
     monkeypatch.delenv("PERL5OPT")
-    builder.check_build_tools()  # this machine's perl has them all
+    build_checks.check_build_tools()  # this machine's perl has them all
     assert not (tmp_path / "store").exists()  # nothing fetched, nothing made
     # A release (expat's configure, SQLite's amalgamation) needs no cmake or tclsh; a snapshot
     # of the repository (Debian's .orig tarballs) does. (PATH has neither here.)
@@ -802,13 +802,13 @@ def test_a_runtime_build_without_the_build_tools_it_needs_stops_before_any_work(
         tarballs[name] = tmp_path / f"{name}.tar.gz"
         with tarfile.open(tarballs[name], "w:gz") as tar:
             tar.add(tree, arcname=top)
-    builder._check_snapshot_tools({"expat": tarballs["expat"], "sqlite": tarballs["sqlite"]})
+    build_checks.check_snapshot_tools({"expat": tarballs["expat"], "sqlite": tarballs["sqlite"]})
     with pytest.raises(IngotError, match="builds only with cmake, and this machine has no cmake"):
-        builder._check_snapshot_tools({"expat": tarballs["expat-snapshot"]})
+        build_checks.check_snapshot_tools({"expat": tarballs["expat-snapshot"]})
     with pytest.raises(
         IngotError, match=r"generates sqlite3\.c with Tcl's tclsh, and this machine"
     ):
-        builder._check_snapshot_tools({"sqlite": tarballs["sqlite-snapshot"]})
+        build_checks.check_snapshot_tools({"sqlite": tarballs["sqlite-snapshot"]})
 
 
 def _tool(directory, name, output):
@@ -827,7 +827,7 @@ def test_a_profile_guided_build_without_a_fitting_llvm_profdata_stops_before_any
     monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "store"))
     monkeypatch.setattr(builder, "find_zig", lambda: Path("/no/zig"))
     monkeypatch.setattr(builder, "check_build_tools", lambda: None)
-    monkeypatch.setattr(builder.sys, "executable", str(tmp_path / "tools" / "python"))
+    monkeypatch.setattr(launcher_build.sys, "executable", str(tmp_path / "tools" / "python"))
     tools = tmp_path / "tools"
     for name in ("cargo", "cargo-zigbuild"):
         _tool(tools, name, "")
@@ -1081,11 +1081,11 @@ def test_zig_caches_left_by_launcher_builds_are_removed_and_those_in_use_kept(tm
         (caches / name / "global").mkdir(parents=True)
         (caches / name / "global" / "file").write_text("x")
     (tmp_path / ".build-running").mkdir()  # its build directory: in progress
-    builder._remove_left_zig_caches(tmp_path)
+    launcher_build.remove_left_zig_caches(tmp_path)
     assert sorted(path.name for path in caches.iterdir()) == [".build-running", "other"]
     shutil.rmtree(caches / ".build-running")
     shutil.rmtree(caches / "other")
-    builder._remove_left_zig_caches(tmp_path)
+    launcher_build.remove_left_zig_caches(tmp_path)
     assert not caches.exists()
 
 
@@ -1093,7 +1093,7 @@ def test_launcher_sources_digest_is_the_trees_and_changes_with_its_rust_sources(
     """`ingot runtime launcher --if-sources-changed` keeps a launcher built from the same
     sources: the digest is the same for a copy of the tree (a staging copy, an installed
     package's ingot/_source), ignores build output, and changes when a crate's file does."""
-    tree = builder.source_tree()
+    tree = launcher_build.source_tree()
     assert tree is not None
     copy = tmp_path / "copy"
     for name in ("Cargo.toml", "Cargo.lock"):
@@ -1103,11 +1103,11 @@ def test_launcher_sources_digest_is_the_trees_and_changes_with_its_rust_sources(
     (copy / "python" / "ingot" / "boot").mkdir(parents=True)
     for name in ("support.py", "archive_paths.py"):
         shutil.copy2(tree / "python" / "ingot" / "boot" / name, copy / "python/ingot/boot" / name)
-    digest = builder.launcher_sources_digest(copy)
-    assert digest == builder.launcher_sources_digest(tree)
+    digest = launcher_build.launcher_sources_digest(copy)
+    assert digest == launcher_build.launcher_sources_digest(tree)
     (copy / "crates" / "ingot-launcher" / "target").mkdir(exist_ok=True)
     (copy / "crates" / "ingot-launcher" / "target" / "junk").write_text("build output")
-    assert builder.launcher_sources_digest(copy) == digest
+    assert launcher_build.launcher_sources_digest(copy) == digest
     source = copy / "crates" / "ingot-launcher" / "src" / "main.rs"
     source.write_text(source.read_text() + "\n// changed\n")
-    assert builder.launcher_sources_digest(copy) != digest
+    assert launcher_build.launcher_sources_digest(copy) != digest

@@ -39,7 +39,7 @@ from ingot.errors import IngotError
 from ingot.inspection import bill_of_materials, carried_requirements, describe
 from ingot.machine import MACHINES, Machine, host_machine, machine_named
 from ingot.output import cache_text, inspect_text
-from ingot.runtime import builder, pins, store, wheel
+from ingot.runtime import builder, launcher_build, pins, store, wheel
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES
 
 if TYPE_CHECKING:
@@ -493,7 +493,7 @@ def _runtime(args: argparse.Namespace) -> int:
         print(f"{len(found)} runtimes in {store.store()}", file=sys.stderr)
         return 0
     if args.action == "launcher":
-        rebuilt = builder.rebuild_launcher(
+        rebuilt = launcher_build.rebuild_launcher(
             args.version,
             say=lambda line: print(line, file=sys.stderr),
             machine=machine,

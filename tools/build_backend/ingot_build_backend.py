@@ -47,7 +47,7 @@ def _build_launcher():
 def _copy_sources():
     """The Rust workspace (manifests, lock file, crates' sources) and the Python files the crates
     embed, into ``ingot/_source/``: `ingot runtime build` links a runtime's launcher from them
-    with cargo, so an ingot installed from a wheel can build runtimes (ingot.runtime.builder.source_tree)."""
+    with cargo, so an ingot installed from a wheel can build runtimes (ingot.runtime.launcher_build.source_tree)."""
     destination = ROOT / "python" / "ingot" / "_source"
     shutil.rmtree(destination, ignore_errors=True)
     destination.mkdir()

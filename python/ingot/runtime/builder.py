@@ -14,12 +14,8 @@ import fnmatch
 import hashlib
 import json
 import os
-import re
-import shlex
 import shutil
 import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -32,6 +28,23 @@ from ingot.elf import GlibcFloor, glibc_floor
 from ingot.machine import Machine, host_machine
 from ingot.runtime import pins as pinning
 from ingot.runtime import recipes
+from ingot.runtime.build_checks import (
+    DESKTOP_MODULES,
+    REQUIRED_MODULES,
+    TOOLS_HINT,
+    check_build_tools,
+    check_modules,
+    check_modules_present,
+    check_snapshot_tools,
+    elf_images,
+)
+from ingot.runtime.commands import Builder
+from ingot.runtime.launcher_build import (
+    build_launcher,
+    check_launcher_prerequisites,
+    launcher_sources_digest,
+    remove_left_zig_caches,
+)
 from ingot.runtime.pins import source_version as pinned_version
 from ingot.runtime.sources import resolve_sources, sha256_of, unpack
 from ingot.runtime.store import (
@@ -42,7 +55,6 @@ from ingot.runtime.store import (
     read_runtime,
     record_hashes,
     store,
-    sysconfig_vars,
 )
 from ingot.runtime.toolchain import (
     GLIBC_FLOOR,
@@ -52,15 +64,7 @@ from ingot.runtime.toolchain import (
     find_zig,
 )
 
-__all__ = [
-    "REQUIRED_MODULES",
-    "build_launcher",
-    "build_runtime",
-    "rebuild_launcher",
-    "recipes_fingerprint",
-    "relocate",
-    "source_tree",
-]
+__all__ = ["build_runtime", "libraries_fingerprint", "recipes_fingerprint", "relocate"]
 
 
 #: Where a runtime build says what it is doing.
@@ -82,69 +86,6 @@ def libraries_fingerprint() -> str:
 def _recipe_modules(*parts: str) -> list[Path]:
     directory = Path(recipes.__file__).parent
     return [*(directory / f"{part}.py" for part in parts), Path(toolchain_module.__file__)]
-
-
-class _Builder:
-    """Runs one runtime build's commands, each logged, with the toolchain's environment."""
-
-    def __init__(self, toolchain: Toolchain, log: Path, say: Callable[[str], None]):
-        self.toolchain = toolchain
-        self.log_path = log
-        self.say = say
-        self.started = time.monotonic()
-        #: What a profile-guided build's training counted (recipes.build_python).
-        self.profile: dict[str, int] | None = None
-
-    def runner(self, build: Path, prefix: Path) -> Callable[..., None]:
-        environment = self.toolchain.environment(build, prefix)
-
-        def run(argv: list[str], cwd: Path, extra: dict[str, str] | None = None) -> None:
-            env = dict(environment, **(extra or {}))
-            argv = [
-                re.sub(
-                    r"\$([A-Z_]+)", lambda match: env.get(match.group(1), match.group(0)), argument
-                )
-                for argument in argv
-            ]
-            with open(self.log_path, "a") as log:
-                log.write(f"\n$ (cd {cwd}) {' '.join(argv)}\n")
-                log.flush()
-                started = time.monotonic()
-                try:
-                    code = self._wait(argv, cwd, env, log)
-                except OSError as error:
-                    raise RuntimeError_(
-                        f"cannot run `{' '.join(argv)}` in {cwd}: {error}",
-                        hint="is the source release complete (a release "
-                        "tarball, not a repository snapshot)?",
-                    ) from None
-                log.write(f"# exit {code} after {time.monotonic() - started:.1f} s\n")
-            if code != 0:
-                tail = self.log_path.read_text(errors="replace").splitlines()[-25:]
-                raise RuntimeError_(
-                    f"`{' '.join(argv)}` failed (exit {code}) in {cwd}:\n  " + "\n  ".join(tail),
-                    hint=f"the whole log: {self.log_path}",
-                )
-
-        return run
-
-    def _wait(self, argv: list[str], cwd: Path, env: dict[str, str], log: IO[str]) -> int:
-        """Runs ``argv``, its output to ``log``; says every :data:`PROGRESS_SECONDS` which
-        component and step is running, and for how long (a step can take minutes)."""
-        step = " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv[:2]))
-        with subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        ) as process:
-            started = time.monotonic()
-            while True:
-                try:
-                    return process.wait(timeout=PROGRESS_SECONDS)
-                except subprocess.TimeoutExpired:
-                    now = time.monotonic()
-                    self.say(
-                        f"    {cwd.name}: {step}, {now - started:.0f} s "
-                        f"({now - self.started:.0f} s since the start)"
-                    )
 
 
 class SharedLibraries:
@@ -247,10 +188,6 @@ class SharedLibraries:
             self._lock = None
 
 
-#: How often a runtime build says what it is doing while one step runs.
-PROGRESS_SECONDS = 10.0
-
-
 def build_runtime(
     sources: dict[str, str],
     directories: Iterable[Path] = (),
@@ -283,7 +220,7 @@ def build_runtime(
     profile_guided = llvm_profdata is not None
     root = store()
     make_directories(root)
-    _remove_left_zig_caches(root)
+    remove_left_zig_caches(root)
     found = _sources_for(wanted, sources, directories, root, toolchain, profile_guided, say)
     jobs = jobs or os.cpu_count() or 1
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
@@ -311,7 +248,7 @@ def build_runtime(
             toolchain, zig_version, digests, profile_guided=profile_guided
         )
         libraries = stack.enter_context(SharedLibraries(root, toolchain.target, made_of))
-        builder = _Builder(toolchain, log, say)
+        builder = Builder(toolchain, log, say)
         started = time.monotonic()
         say(f"building runtime {name} with zig {zig_version} ({jobs} jobs); log: {log}")
         timings = _compile(
@@ -380,7 +317,7 @@ def _sources_for(
     )
     if profile_guided:
         _check_profile_runtime(toolchain, found[recipes.PROFILE_RUNTIME.name])
-    _check_snapshot_tools(found)
+    check_snapshot_tools(found)
     return found
 
 
@@ -420,7 +357,7 @@ def _apply_patches(
     if shutil.which("patch") is None:
         raise RuntimeError_(
             "applying CPython's patches needs GNU patch, which this machine lacks",
-            hint=_TOOLS_HINT,
+            hint=TOOLS_HINT,
         )
     patches = unpack(series, source_root / "debian-series") / "patches"
     chosen = recipes.security_patches(patches)
@@ -460,17 +397,17 @@ def _unpack_python(
 
 
 def _check_built(
-    builder: _Builder, prefix: Path, python_source: Path, libraries: Path, minor: tuple[int, ...]
+    builder: Builder, prefix: Path, python_source: Path, libraries: Path, minor: tuple[int, ...]
 ) -> GlibcFloor:
     """Checks what was built: the modules the recipes promise (imported where the runtime runs
     here), and its glibc floor; returns the floor."""
     toolchain = builder.toolchain
     if toolchain.cross:
-        _check_modules_present(prefix, python_source, REQUIRED_MODULES + DESKTOP_MODULES)
+        check_modules_present(prefix, python_source, REQUIRED_MODULES + DESKTOP_MODULES)
     else:
-        _check_modules(prefix, minor, builder.runner(python_source, libraries), python_source)
-        _check_modules_present(prefix, python_source, DESKTOP_MODULES)
-    floor = glibc_floor(_elf_images(prefix))
+        check_modules(prefix, minor, builder.runner(python_source, libraries), python_source)
+        check_modules_present(prefix, python_source, DESKTOP_MODULES)
+    floor = glibc_floor(elf_images(prefix))
     if floor.version is not None and floor.version > toolchain.glibc:
         raise RuntimeError_(
             f"the runtime needs {floor}, above its target glibc "
@@ -625,7 +562,7 @@ def _launcher(
     stage: Path,
     prefix: Path,
     toolchain: Toolchain,
-    builder: _Builder,
+    builder: Builder,
     build_python: Path | None,
     log: Path,
 ) -> dict[str, str | None]:
@@ -645,33 +582,6 @@ def _launcher(
         else None,
         "sources": launcher_sources_digest(),
     }
-
-
-def launcher_sources_digest(tree: Path | None = None) -> str | None:
-    """The sha256 of what a launcher and ingot's extension module are built from: the Rust
-    workspace (manifests, lock file, crates' sources) and the Python files the crates embed, as
-    ``ingot/_source`` carries them (tools/build_backend), in ``tree`` (default: :func:`source_tree`);
-    None without one. The same in a checkout, a staging copy and an installed package's copy of
-    the same sources: ``ingot runtime launcher --if-sources-changed`` compares it with what a
-    runtime records."""
-    tree = tree or source_tree()
-    if tree is None:
-        return None
-    files = [tree / "Cargo.toml", tree / "Cargo.lock"]
-    files += [
-        tree / "python" / "ingot" / "boot" / name for name in ("support.py", "archive_paths.py")
-    ]
-    for path in sorted((tree / "crates").rglob("*")):
-        parts = path.relative_to(tree).parts
-        if "target" in parts or "__pycache__" in parts or path.suffix == ".pyc":
-            continue
-        if path.is_file() and not path.is_symlink():
-            files.append(path)
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(tree).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-")
-    return digest.hexdigest()
 
 
 def _check_cross_version(toolchain: Toolchain, version: str) -> None:
@@ -706,7 +616,7 @@ def _build_python(
 
 
 def _compile(
-    builder: _Builder,
+    builder: Builder,
     found: dict[str, Path],
     source_root: Path,
     python_source: Path,
@@ -756,7 +666,7 @@ def _compile(
 
 
 def _compile_libraries(
-    builder: _Builder,
+    builder: Builder,
     found: dict[str, Path],
     source_root: Path,
     libraries: Path,
@@ -824,39 +734,6 @@ def _install(stage: Path, final: Path) -> None:
     stage.rename(final)
 
 
-#: Standard-library extension modules a runtime must have built (CPython's build skips a module
-#: whose library it cannot find, and says so only in its log).
-REQUIRED_MODULES = (
-    "_ssl",
-    "_hashlib",
-    "_sqlite3",
-    "_ctypes",
-    "_decimal",
-    "_lzma",
-    "_bz2",
-    "zlib",
-    "_json",
-    "unicodedata",
-    "_socket",
-    "select",
-    "_posixsubprocess",
-    "pyexpat",
-    "_elementtree",
-    "binascii",
-    "_struct",
-    "math",
-    "_datetime",
-    "_curses",
-    "_curses_panel",
-    "readline",
-    "_uuid",
-)
-
-#: Standard-library extension modules a runtime must have built that need a desktop library of
-#: the target system (``_tkinter``: libX11), which the build machine may lack: checked as files.
-DESKTOP_MODULES = ("_tkinter",)
-
-
 #: Text files of an installed CPython that record its prefix (sysconfig's data, the Makefile
 #: python3.X-config and pkg-config read).
 _PREFIX_FILES = (
@@ -883,346 +760,3 @@ def relocate(prefix: Path, new: Path, *, recorded: str | None = None) -> None:
                 path.write_text(text.replace(old_text, new_text))
     for cached in prefix.glob("lib/python3.*/__pycache__/_sysconfigdata_*"):
         cached.unlink()
-
-
-def source_tree() -> Path | None:
-    """ingot's source tree (the launcher's crate): ``$INGOT_SOURCE_TREE``, the checkout this ingot
-    runs from, or the copy an installed wheel carries (``ingot/_source``)."""
-    here = Path(__file__).resolve()
-    candidates = [os.environ.get("INGOT_SOURCE_TREE"), here.parents[3], here.parents[1] / "_source"]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "crates" / "ingot-launcher" / "Cargo.toml").is_file():
-            return Path(candidate)
-    return None
-
-
-#: The Perl modules OpenSSL's Configure and build use that Debian's perl-base lacks (its perl
-#: package has them all): found missing on a fresh Debian 12 (tests/test_quickstart.py).
-_PERL_MODULES = (
-    "FindBin",
-    "IPC::Cmd",
-    "File::Compare",
-    "File::Copy",
-    "File::Spec::Functions",
-    "Getopt::Std",
-)
-
-_TOOLS_HINT = (
-    "on Debian or Ubuntu: sudo apt install make perl cmake tcl patch autoconf automake libtool "
-    "(elsewhere the same tools from "
-    "the system's packages), then run the build again"
-)
-
-
-def check_build_tools() -> None:
-    """What the libraries' and CPython's build systems run besides the compiler: make, and a
-    Perl with the modules OpenSSL's Configure uses. Checked before any work (a fresh Debian has
-    neither make nor those modules); RuntimeError_ naming what is missing."""
-    missing = [tool for tool in ("make", "perl") if shutil.which(tool) is None]
-    if "perl" not in missing:
-        done = subprocess.run(
-            ["perl", *(f"-M{module}" for module in _PERL_MODULES), "-e", "1"],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            lacking = re.search(r"Can't locate (\S+)\.pm", done.stderr)
-            module = lacking.group(1).replace("/", "::") if lacking else done.stderr.strip()
-            missing.append(f"Perl's module {module} (OpenSSL's Configure uses it)")
-    if missing:
-        raise RuntimeError_(
-            f"building a runtime needs {' and '.join(missing)}, which this machine lacks",
-            hint=_TOOLS_HINT,
-        )
-
-
-#: Sources that are snapshots of their repository (Debian's .orig tarballs) rather than
-#: releases, and the tool their recipe then needs: (source, a member only a release has, tool,
-#: what for). Checked before any work.
-_SNAPSHOT_TOOLS = (
-    ("expat", r"[^/]+/(expat/)?configure", "cmake", "builds only with cmake"),
-    ("sqlite", r"[^/]+/sqlite3\.c", "tclsh", "generates sqlite3.c with Tcl's tclsh"),
-    ("libffi", r"[^/]+/configure", "autoreconf", "makes its configure script with autoreconf"),
-)
-
-
-def _check_snapshot_tools(found: dict[str, Path]) -> None:
-    """A source that is a snapshot of its repository (no configure script for expat, no
-    amalgamation for SQLite: Debian's) needs a tool its release does not: checked before any
-    work."""
-    for name, release_member, tool, why in _SNAPSHOT_TOOLS:
-        source = found.get(name)
-        if source is None or shutil.which(tool) is not None:
-            continue
-        if not source.name.endswith((".tar.gz", ".tar.xz", ".tar.bz2", ".tgz")):
-            continue
-        try:
-            with tarfile.open(source) as tar:
-                names = tar.getnames()
-        except (tarfile.TarError, OSError):
-            continue  # (unpacking it says what is wrong)
-        if not any(re.fullmatch(release_member, member) for member in names):
-            raise RuntimeError_(
-                f"{source.name} is a snapshot of {name}'s repository, not a release: it {why}, "
-                f"and this machine has no {tool}",
-                hint=_TOOLS_HINT,
-            )
-
-
-def check_launcher_prerequisites(toolchain: Toolchain) -> tuple[Path, str]:
-    """What building a runtime's launcher needs besides zig: ingot's source tree, cargo,
-    cargo-zigbuild and, for another machine, Rust's standard library for it. Checked before a
-    runtime build does any work (issue 41: a missing Rust target stopped a build after 14
-    minutes of compiling); RuntimeError_ naming the first missing one. Returns the source tree
-    and cargo-zigbuild's path."""
-    tree = source_tree()
-    if tree is None:
-        raise RuntimeError_(
-            "building a runtime's launcher needs ingot's source tree (its Rust "
-            "crates), which this installation does not have",
-            hint="set INGOT_SOURCE_TREE to a checkout of ingot",
-        )
-    cargo_zigbuild = shutil.which("cargo-zigbuild") or str(
-        Path(sys.executable).parent / "cargo-zigbuild"
-    )
-    if shutil.which("cargo") is None:
-        raise RuntimeError_(
-            "building a runtime's launcher needs Rust's cargo, which is not on PATH",
-            hint="install Rust (https://rustup.rs), then run the build again",
-        )
-    if not os.access(cargo_zigbuild, os.X_OK):
-        raise RuntimeError_(
-            "building a runtime's launcher needs cargo-zigbuild, which is not on PATH "
-            f"(nor beside {sys.executable})",
-            hint="pip install cargo-zigbuild (or install ingot with its [runtime] extra)",
-        )
-    if toolchain.cross:
-        _check_rust_target(toolchain.machine.rust)
-    return tree, cargo_zigbuild
-
-
-def build_launcher(
-    stage: Path,
-    prefix: Path,
-    toolchain: Toolchain,
-    builder: _Builder,
-    build_python: Path | None = None,
-) -> Path:
-    """Builds the launcher against the runtime's ``libpython3.X.a``, linked by zig for the
-    runtime's glibc and machine (cargo-zigbuild), into ``stage/launcher/``. For another machine,
-    pyo3 and the launcher's build script read the runtime's sysconfig data through
-    ``build_python`` (this machine's interpreter of the same release)."""
-    tree, cargo_zigbuild = check_launcher_prerequisites(toolchain)
-    python = next(iter(sorted((prefix / "bin").glob("python3.*[0-9]"))))
-    # Kept in the store between builds: relinking after a change of ingot is incremental.
-    target_dir = store() / ".cargo-target" / stage.name
-    # (the toolchain's wrappers, which the environment names as CC, AR, ..., made there too: the
-    # crates' build scripts rerun when those variables change, and a temporary directory's name
-    # changed them at every relink, compiling zstd's C code and all that depends on it again)
-    make_directories(target_dir)
-    run = builder.runner(target_dir, prefix)
-    rust_target = toolchain.machine.rust
-    # zig's caches too (what it builds on first use for the target, about 60 MB: compiler-rt,
-    # the glibc stubs, the C objects of the crates' build scripts), beside the cargo target they
-    # serve, instead of the build's own, named after its temporary directory.
-    zig_caches = target_dir / "zig"
-    extra = {
-        "ZIG_GLOBAL_CACHE_DIR": str(zig_caches / "global"),
-        "ZIG_LOCAL_CACHE_DIR": str(zig_caches / "local"),
-    }
-    if toolchain.cross:
-        assert build_python is not None
-        python = _cross_python(stage.parent, build_python, prefix)
-        extra["PYO3_CROSS_LIB_DIR"] = str(prefix / "lib")
-
-    def zigbuild(*package: str) -> None:
-        """``cargo zigbuild --release`` of ``package`` for the runtime's glibc and Python."""
-        run(
-            [
-                cargo_zigbuild,
-                "zigbuild",
-                "--release",
-                "--quiet",
-                *package,
-                "--target",
-                f"{rust_target}.{toolchain.glibc[0]}.{toolchain.glibc[1]}",
-            ],
-            cwd=tree,
-            extra={
-                "PYO3_PYTHON": str(python),
-                "CARGO_TARGET_DIR": str(target_dir),
-                "CARGO_ZIGBUILD_ZIG_PATH": str(toolchain.zig),
-                **extra,
-            },
-        )
-
-    zigbuild("-p", "ingot-launcher")
-    version = ".".join(sysconfig_vars(prefix)["VERSION"].split(".")[:2])
-    destination = stage / "launcher" / f"ingot-launcher-{version}"
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(target_dir / rust_target / "release" / "ingot-launcher", destination)
-    # ingot's own extension module for the runtime's interpreter: `ingot build --python` runs
-    # ingot under it, whatever Python ingot itself was installed for.
-    zigbuild("-p", "ingot-importer", "--lib", "--features", "extension-module")
-    suffix = sysconfig_vars(prefix)["EXT_SUFFIX"]
-    shutil.copy2(
-        target_dir / rust_target / "release" / "libingot_importer.so",
-        stage / "launcher" / f"_ingot{suffix}",
-    )
-    return destination
-
-
-def rebuild_launcher(
-    wanted: str,
-    say: Callable[[str], None] = print,
-    machine: Machine | None = None,
-    *,
-    if_sources_changed: bool = False,
-) -> Runtime:
-    """Builds the launcher and ingot's extension module of an existing runtime again, from this
-    ingot's source tree (after a change of ingot; the interpreter and libraries stay). With
-    ``if_sources_changed``, a runtime whose launcher was built from the same sources
-    (:func:`launcher_sources_digest`) is left as it is."""
-    machine = machine or host_machine()
-    found = find_runtime(wanted, machine.name)
-    if found is None:
-        raise RuntimeError_(
-            f"no runtime {wanted} for {machine.name} in {store()}",
-            hint="`ingot runtime list` shows the runtimes there are",
-        )
-    recorded = (found.info.get("launcher") or {}).get("sources")
-    if if_sources_changed and recorded is not None and recorded == launcher_sources_digest():
-        say(f"runtime {found.name}: its launcher was built from these sources; kept")
-        return found
-    toolchain = Toolchain(find_zig(), machine=machine)
-    build_python = None
-    if toolchain.cross:
-        host = find_runtime(found.version, host_machine().name)
-        if host is None or host.version != found.version:
-            raise RuntimeError_(
-                f"relinking the {machine.name} runtime {found.version} needs this machine's "
-                f"runtime of CPython {found.version}, which the store lacks",
-                hint=f"build it: ingot runtime build {found.version}",
-            )
-        build_python = host.python
-    _remove_left_zig_caches(store())
-    work = Path(tempfile.mkdtemp(prefix=".relink-", dir=store()))
-    try:
-        builder = _Builder(toolchain, found.path / "build.log", say)
-        staged = work / found.name
-        staged.mkdir()
-        launcher = build_launcher(staged, found.path / "python", toolchain, builder, build_python)
-        floor = glibc_floor([(launcher.name, launcher.read_bytes())])
-        if floor.version is not None and floor.version > toolchain.glibc:
-            raise RuntimeError_(
-                f"the launcher needs {floor}, above glibc {toolchain.glibc[0]}.{toolchain.glibc[1]}"
-            )
-        for built in (staged / "launcher").iterdir():
-            os.replace(built, found.path / "launcher" / built.name)
-        found.info["launcher"] = {
-            "file": f"launcher/{launcher.name}",
-            "glibc_floor": ".".join(map(str, floor.version)) if floor.version else None,
-            "sources": launcher_sources_digest(),
-        }
-        record_hashes(found)
-        (found.path / "runtime.json").write_text(json.dumps(found.info, indent=2) + "\n")
-        say(f"runtime {found.name}: launcher rebuilt ({floor})")
-        return found
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _remove_left_zig_caches(root: Path) -> None:
-    """Removes the zig caches that launcher builds left in ``root/.zig-caches``, one per build
-    or relink (about 60 MB each), named after a temporary directory of the store that no longer
-    exists: a build in progress has its directory, and keeps its cache."""
-    caches = root / ".zig-caches"
-    if not caches.is_dir():
-        return
-    for cache in caches.iterdir():
-        if cache.name.startswith((".build-", ".relink-")) and not (root / cache.name).exists():
-            shutil.rmtree(cache, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        caches.rmdir()  # (only if empty)
-
-
-def _check_modules(
-    prefix: Path, minor: tuple[int, ...], run: Callable[..., None], cwd: Path
-) -> None:
-    python = prefix / "bin" / f"python{minor[0]}.{minor[1]}"
-    code = (
-        "import importlib, json; missing = []\n"
-        f"for name in {list(REQUIRED_MODULES)!r}:\n"
-        "    try: importlib.import_module(name)\n"
-        "    except ImportError as error: missing.append(f'{name}: {error}')\n"
-        "assert not missing, missing"
-    )
-    try:
-        run([str(python), "-I", "-c", code], cwd=cwd)
-    except RuntimeError_ as error:
-        raise RuntimeError_(
-            f"the runtime lacks standard-library modules: {error.message}", hint=error.hint
-        ) from None
-
-
-def _elf_images(prefix: Path) -> Iterable[tuple[str, bytes]]:
-    for path in sorted(prefix.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            with open(path, "rb") as file:
-                if file.read(4) != b"\x7fELF":
-                    continue
-            yield str(path.relative_to(prefix)), path.read_bytes()
-
-
-def _check_modules_present(prefix: Path, python_source: Path, names: Iterable[str]) -> None:
-    """A check of modules that cannot be imported here (a cross build's, or one needing a
-    desktop library): each is built into the interpreter (``Modules/config.c``) or is a file of
-    ``lib-dynload`` with the runtime's extension suffix."""
-    config = (python_source / "Modules" / "config.c").read_text(errors="replace")
-    builtin = set(re.findall(r'\{"([A-Za-z0-9_.]+)", PyInit_', config))
-    suffix = sysconfig_vars(prefix)["EXT_SUFFIX"]
-    dynload = next(prefix.glob("lib/python3.*/lib-dynload"), prefix / "lib-dynload")
-    missing = [
-        name
-        for name in names
-        if name not in builtin and not (dynload / f"{name}{suffix}").is_file()
-    ]
-    if missing:
-        raise RuntimeError_(
-            f"the runtime lacks standard-library modules: {', '.join(missing)} (neither built "
-            f"into the interpreter nor in {dynload})",
-            hint="CPython's build left them out: its log says why (search for the module's name)",
-        )
-
-
-def _check_rust_target(rust_target: str) -> None:
-    """RuntimeError_ unless Rust's standard library for ``rust_target`` is installed."""
-    rustc = shutil.which("rustc")
-    if rustc is None:
-        return  # said by cargo
-    sysroot = subprocess.run(
-        [rustc, "--print", "sysroot"], capture_output=True, text=True
-    ).stdout.strip()
-    if not (Path(sysroot) / "lib" / "rustlib" / rust_target / "lib").is_dir():
-        raise RuntimeError_(
-            f"Rust has no standard library for {rust_target} here (in {sysroot}), which the "
-            "runtime's launcher is built with",
-            hint=f"rustup target add {rust_target}",
-        )
-
-
-def _cross_python(directory: Path, build_python: Path, prefix: Path) -> Path:
-    """A script that runs ``build_python`` (this machine's interpreter) with sysconfig reading
-    the cross runtime's data: what the launcher's build script asks (``LIBPL``, ``LIBS``) is the
-    runtime's, what it runs (the bytecode compiler, ``marshal``) is the same release here."""
-    data = next(prefix.glob("lib/python3.*/_sysconfigdata_*.py"))
-    directory.mkdir(parents=True, exist_ok=True)
-    script = directory / ".cross-python"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"_PYTHON_SYSCONFIGDATA_NAME={shlex.quote(data.stem)} "
-        f"_PYTHON_SYSCONFIGDATA_PATH={shlex.quote(str(data.parent))} "
-        f'exec {shlex.quote(str(build_python))} "$@"\n'
-    )
-    script.chmod(0o755)
-    return script
