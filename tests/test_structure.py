@@ -1,8 +1,8 @@
 """The house rules of the code base (docs/architecture.md), held by tests rather than by review:
 modules depend one way (no import circle in python/ingot, type-only imports and imports inside
-functions included; none among a crate's modules), no function runs over 100 lines, python/ingot
-keeps at most 10 top-level modules, and the settings table in examples/README.md is the one
-ingot.build.resolve.settings makes. These read the sources; they run no build."""
+functions included; none among a crate's modules), no function runs over 100 lines, no module of
+python/ingot over 800, python/ingot keeps at most 10 top-level modules, and the settings table in
+examples/README.md is the one ingot.build.resolve.settings makes. These read the sources; they run no build."""
 
 from __future__ import annotations
 
@@ -204,6 +204,17 @@ def test_the_rust_scan_measures_a_function(tmp_path):
 def test_the_package_keeps_at_most_ten_top_level_modules():
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert len(top) <= 10, top
+
+
+def test_no_module_of_the_package_runs_over_800_lines():
+    # Issue 54: one job per file. (The generated import lists are examples', not the package's.)
+    long = {
+        path.relative_to(PACKAGE).as_posix(): count
+        for path in PACKAGE.rglob("*.py")
+        if "_source" not in path.relative_to(PACKAGE).parts
+        and (count := len(path.read_text().splitlines())) > 800
+    }
+    assert long == {}
 
 
 def test_the_readme_lists_the_settings_the_table_defines():
