@@ -805,6 +805,95 @@ def check_nacl(app: App):
         assert not any(path.startswith("/memfd:") for path in libgcc), libgcc
 
 
+@case("haarcascade")
+def check_haarcascade(app: App):
+    """OpenCV's CascadeClassifier reads its XML by a path Python computed from cv2.__file__,
+    inside the executable: its C++ code's open is answered from the archive (issue 52, item 1;
+    before: "Can't open file: '<exe>/cv2/data/haarcascade_frontalface_default.xml'")."""
+    seen = app.json(app.room().run(timeout=60))
+    assert seen == {
+        "path": "/app/cv2/data/haarcascade_frontalface_default.xml",
+        "faces_loaded": True,
+        "eyes_loaded": True,
+        "window": [24, 24],
+        "eye_window": [20, 20],
+        "on_blank": 0,
+    }, seen
+
+
+@case("soundfile")
+def check_soundfile(app: App):
+    """soundfile 0.13.1's libsndfile is only in its manylinux_2_28 wheel: the build takes it over
+    the pure wheel pip took for glibc 2.17 (issue 52, item 4), and cffi dlopens the library from
+    `_soundfile_data` by its path inside the executable (item 2). WAV and FLAC written in the
+    room; the host reads the WAV back with the standard library."""
+    import wave
+
+    room = app.room(dirs=["/out"])
+    seen = app.json(room.run("/out", timeout=60))
+    assert seen["libsndfile"].startswith("1."), seen
+    for kind, format_ in (("wav", "WAV"), ("flac", "FLAC")):
+        assert seen[kind]["frames"] == 8000 and seen[kind]["rate"] == 8000, seen
+        assert seen[kind]["format"] == format_ and seen[kind]["max_error"] < 0.001, seen
+    with wave.open(str(room.path("/out/tone.wav"))) as written:
+        assert (written.getframerate(), written.getnframes(), written.getsampwidth()) == (
+            8000,
+            8000,
+            2,
+        )
+
+
+@case("pexpect")
+def check_pexpect(app: App):
+    """pexpect spawns `sys.executable -c CODE` on a pty: the self-call runs python mode, and
+    CODE imports getpass, which nothing else of the app imports, so only the build's reading of
+    code held in strings carries it (issue 52, item 5; before: `ModuleNotFoundError: No module
+    named 'getpass'`). The room gets terminals of its own (a devpts instance) and /dev/tty."""
+    from ingot._ingot import IngotFinder
+
+    room = app.room(pty=True, bind={"/dev/tty": "/dev/tty"})
+    seen = app.json(room.run(timeout=90, max_processes=16))
+    assert seen == {
+        "length": 6,
+        "reversed": "terc3s",
+        "status": 0,
+        "getpass_imported_here": False,
+    }, seen
+    modules = {name for kind, name, _ in IngotFinder(str(app.executable)).entries()}
+    assert "getpass" in modules
+
+
+@case("matplotlib-tk")
+def check_matplotlib_tk(app: App):
+    """A matplotlib figure in a tkinter window (FigureCanvasTkAgg) under Xvfb: `_tkagg` finds
+    Tcl/Tk's functions with dlopen(_tkinter.__file__), a path inside the executable, and gets the
+    module already loaded (issue 52, item 2; before: "cannot open shared object file: Not a
+    directory"). The screenshot shows the figure: white, the red rectangle, the blue disc, text."""
+    seen, shot = _window_app(app, "ingot matplotlib-tk")
+    assert seen["backend"].lower() == "tkagg", seen
+    assert "/matplotlib/backends/_tkagg" in seen["tkagg"], seen
+    # (FigureCanvasTkAgg sizes the figure by Tk's scaling of the screen: 207 x 124 here)
+    assert [shot.width, shot.height] == seen["size"] and seen["size"] >= [200, 120], seen
+    scale = shot.width / 200
+    red = [
+        (x, y)
+        for y in range(shot.height)
+        for x in range(shot.width)
+        if shot.pixel(x, y) == (200, 30, 30)
+    ]
+    left, top = min(x for x, _ in red), min(y for _, y in red)
+    width = max(x for x, _ in red) - left + 1
+    height = max(y for _, y in red) - top + 1
+    assert abs(width - 100 * scale) <= 2 and abs(height - 60 * scale) <= 2, (width, height)
+    assert len(red) >= 0.95 * width * height, len(red)
+    assert shot.pixel(round(left + 140 * scale), round(top + 40 * scale)) == (30, 60, 200)
+    assert shot.pixel(round(left + 110 * scale), 2) == (255, 255, 255)
+    dark = shot.count(
+        (left, round(top + 70 * scale), left + 80, shot.height), lambda rgb: max(rgb) < 100
+    )
+    assert dark > 20, dark  # "ingot" in DejaVu Sans
+
+
 # Values checked below come from the same main module run by Python 3.11.7 in a venv with the
 # pinned wheels installed (pip install of the app's dependencies).
 
@@ -1363,6 +1452,10 @@ ORDER = [
     "tkinter",
     "invoke",
     "nacl",
+    "haarcascade",
+    "soundfile",
+    "pexpect",
+    "matplotlib-tk",
 ]
 assert (
     sorted(ORDER)

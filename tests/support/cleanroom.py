@@ -339,6 +339,9 @@ class Room:
     shm:   a /dev/shm for each run: a fresh tmpfs (mode 1777, 64 MiB), as a system has for
            POSIX shared memory and semaphores (sem_open: multiprocessing's Lock, Queue, Pool);
            without it, they fail with ENOENT. From outside, only the empty mount point is there.
+    pty:   terminals for each run: a fresh devpts instance at /dev/pts (its own ptmx, mode 666)
+           and /dev/ptmx a link to it, as a system has for openpty (pexpect, pty.fork). From
+           outside, only the empty mount point and the link are there.
     """
 
     def __init__(
@@ -351,6 +354,7 @@ class Room:
         dirs=(),
         bind=None,
         shm=False,
+        pty=False,
     ):
         assert glibc in ("linked", "all"), glibc
         glibc = "all" if RUNTIME else glibc
@@ -383,6 +387,10 @@ class Room:
         for device in ("null", "urandom"):
             (root / "dev" / device).touch()
         self.shm = bool(shm)
+        self.pty = bool(pty)
+        if self.pty:
+            (root / "dev" / "pts").mkdir(parents=True)
+            (root / "dev" / "ptmx").symlink_to("pts/ptmx")
         if self.shm:
             (root / "dev" / "shm").mkdir()
         self.copied = {}
@@ -439,6 +447,10 @@ class Room:
         ]
         if self.shm:
             mounts.append(f"mount -t tmpfs -o mode=1777,size=64m tmpfs {root}/dev/shm")
+        if self.pty:
+            mounts.append(
+                f"mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts {root}/dev/pts"
+            )
         for inside, (source, mode) in self.binds.items():
             target = shlex.quote(str(self.path(inside)))
             mounts.append(f"mount --bind {shlex.quote(str(source))} {target}")
@@ -501,6 +513,7 @@ def expected_files(made: Room):
     (copies with their contents, empty directories, bind mount points, /dev/shm) and their
     directories."""
     added = set(made.dirs) | set(made.binds) | ({"/dev/shm"} if made.shm else set())
+    added |= {"/dev/pts", "/dev/ptmx"} if made.pty else set()
     for inside, source in made.copied.items():
         added.add(inside)
         if source.is_dir():
@@ -514,7 +527,7 @@ def expected_files(made: Room):
 
 @pytest.fixture
 def room(tmp_path, clean_room_possible):
-    """make(executable, glibc=, copy=, dirs=, bind=, shm=): a room for it (see Room), checked
+    """make(executable, glibc=, copy=, dirs=, bind=, shm=, pty=): a room for it (see Room), checked
     to hold exactly the executable, glibc, the mount points and what was asked for, and nothing
     named like Python outside what was asked for."""
     rooms = []
