@@ -894,6 +894,23 @@ def check_matplotlib_tk(app: App):
     assert dark > 20, dark  # "ingot" in DejaVu Sans
 
 
+@case("kivy")
+def check_kivy(app: App):
+    """A Kivy window under Xvfb (SDL2 from its wheel, OpenGL through the desktop's Mesa): its
+    default theme, an atlas image SDL2_image's C code loads by a path inside the executable
+    (issue 52, item 1; before: "SDL2: Unable to load image", then "Unable to get a Window,
+    abort"). The screenshot shows the drawing."""
+    seen, shot = _window_app(app, "ingot kivy")
+    assert seen["window"] == "WindowSDL" and seen["theme_textures"] > 50, seen
+    assert (shot.width, shot.height) == tuple(seen["size"]) == (200, 120), seen
+    assert shot.pixel(5, 5) == (255, 255, 255)
+    assert shot.pixel(50, 50) == (200, 30, 30) and shot.pixel(160, 60) == (30, 60, 200)
+    red = shot.count((15, 15, 125, 85), lambda rgb: rgb == (200, 30, 30))
+    assert abs(red - 100 * 60) <= 300, red
+    dark = shot.count((20, 90, 90, 120), lambda rgb: max(rgb) < 100)
+    assert dark > 20, dark  # "ingot" in Kivy's Roboto
+
+
 # Values checked below come from the same main module run by Python 3.11.7 in a venv with the
 # pinned wheels installed (pip install of the app's dependencies).
 
@@ -1456,6 +1473,7 @@ ORDER = [
     "soundfile",
     "pexpect",
     "matplotlib-tk",
+    "kivy",
 ]
 assert (
     sorted(ORDER)
