@@ -358,7 +358,7 @@ def test_compress_start_compresses_the_bytecode_a_start_reads(tmp_path, launcher
 def test_inspect_sizes_names_the_bytecode_a_start_reads_in_place_from_a_mebibyte():
     """`ingot inspect --sizes` says how much bytecode a start reads in place, when there is
     1 MiB or more of it, and that --compress-start would store it compressed."""
-    from ingot.cli import _could_shrink
+    from ingot.output.inspect_text import _could_shrink
 
     lines = _could_shrink([], {"big": 1 << 20, "small": 100})
     assert lines == [

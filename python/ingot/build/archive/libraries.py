@@ -207,7 +207,9 @@ def add_libgcc_s(
 ) -> dict[str, str]:
     """Adds GCC's support library, which glibc itself loads (:mod:`ingot.build.archive.libgcc`),
     unless the plan has one already (a library needed it: the build machine's, or a wheel's);
-    returns what the bill of materials says it was taken from, by library name."""
+    returns what the bill of materials says it was taken from, by library name. For an
+    executable's archive only (one with the standard library): an archive without it runs in a
+    Python of its own, which has what it needs."""
     if ("libraries", libgcc.LIBGCC_S) in plan:
         return {}
     path = libgcc.extract(machine, scratch)

@@ -688,10 +688,8 @@ def pack(
             within=[str(collection.root) for collection in collections],
             not_imported=result.whole_only,
         )
-        # (an executable's: an archive without the standard library runs in a Python of its own)
-        supplied = (
-            add_libgcc_s(plan, options.stdlib_layout.machine, scratch, say) if options.stdlib else {}
-        )
+        machine = options.stdlib_layout.machine  # (libgcc_s: an executable's, see add_libgcc_s)
+        supplied = add_libgcc_s(plan, machine, scratch, say) if options.stdlib else {}
         say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
         writer = _new_writer(options, plan, collections, own)
         phase("compiling and scanning modules", sum(pool.jobs for pool in pools))
