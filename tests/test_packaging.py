@@ -29,13 +29,13 @@ def test_installed_package_carries_the_launchers_sources(monkeypatch):
     # checkout (ingot.runtime.launcher_build.source_tree).
     import pytest
 
-    from ingot.runtime import builder
+    from ingot.runtime import launcher_build
 
     package = Path(ingot.__file__).resolve().parent
     if (package.parents[1] / "crates").is_dir():
         pytest.skip("ingot runs from a checkout here, not from an installed wheel")
     monkeypatch.delenv("INGOT_SOURCE_TREE", raising=False)
-    tree = builder.source_tree()
+    tree = launcher_build.source_tree()
     assert tree == package / "_source"
     for name in (
         "Cargo.toml",
