@@ -117,6 +117,67 @@ def test_packages_import_one_way():
     assert cycles(graph) == []
 
 
+#: The parts of ``ingot.build``, lowest first, as docs/architecture.md states them: a part imports
+#: only parts of lower layers (and ingot's modules outside the build).
+BUILD_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ingot.build",),  # (its __init__: a docstring)
+    ("ingot.build.analysis",),
+    ("ingot.build.resolve",),
+    ("ingot.build.sandbox", "ingot.build.progress", "ingot.build.interrupt"),
+    ("ingot.build.archive",),
+    ("ingot.build.stages",),
+    ("ingot.build.pipeline",),
+    ("ingot.build.report",),
+    ("ingot.build.run", "ingot.build.under"),
+)
+#: What may import the build from outside it.
+BUILD_USERS = {"ingot.cli", "ingot.output", "ingot.inspection"}
+
+
+def room_edges() -> set[tuple[str, str]]:
+    """Each import from one part of ingot (:func:`package_of`) to another."""
+    modules = python_modules()
+    return {
+        (package_of(name), package_of(imported))
+        for name, path in modules.items()
+        for imported in python_imports(path, modules)
+        if package_of(imported) != package_of(name)
+    }
+
+
+def layer_violations(edges: set[tuple[str, str]]) -> list[str]:
+    """The edges that break :data:`BUILD_LAYERS`: up or sideways between the build's parts, into
+    the build from a module not in :data:`BUILD_USERS`, or from a part no layer names."""
+    layer = {part: index for index, parts in enumerate(BUILD_LAYERS) for part in parts}
+    found = []
+    for source, target in sorted(edges):
+        unnamed = [p for p in (source, target) if p.startswith("ingot.build") and p not in layer]
+        if unnamed:
+            found.append(f"{source} -> {target}: {unnamed[0]} is in no layer")
+        elif target not in layer:
+            continue  # (into ingot's modules outside the build)
+        elif source not in layer and source not in BUILD_USERS:
+            found.append(f"{source} -> {target}: imports the build from outside it")
+        elif source in layer and layer[source] <= layer[target]:
+            found.append(f"{source} -> {target}: imports a part of its own layer or above")
+    return found
+
+
+def test_the_builds_rooms_import_in_the_order_the_architecture_page_states():
+    edges = room_edges()
+    assert ("ingot.build.stages", "ingot.build.archive") in edges  # (the scan finds edges)
+    assert layer_violations(edges) == []
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert "analysis imports no other room; resolve imports analysis" in " ".join(page.split())
+
+
+def test_the_layer_check_finds_an_edge_that_goes_up():
+    assert layer_violations({("ingot.build.archive", "ingot.build.stages")}) != []
+    assert layer_violations({("ingot.build.resolve", "ingot.build.resolve2")}) != []
+    assert layer_violations({("ingot.runtime", "ingot.build.resolve")}) != []
+    assert layer_violations({("ingot.build.stages", "ingot.build.archive")}) == []
+
+
 def test_the_circle_finder_finds_a_circle():
     # (so that the test above can fail)
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
