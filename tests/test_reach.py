@@ -202,8 +202,7 @@ def test_what_only_a_string_names_is_said_with_its_size_and_what_names_it(tmp_pa
         "named_in_binary": ("_ext", len("import brought_along\n") + len("x = 1\n" * 100)),
         "lib_b.backends": ("main", 3000),
     }
-    result = PackResult(tmp_path / "out", 0)
-    result.named_only = decided.named_only
+    result = PackResult(tmp_path / "out", 0, named_only=decided.named_only)
     said: list[str] = []
     summary(result, said.append)
     assert said[-1] == (

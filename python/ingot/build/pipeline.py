@@ -137,7 +137,7 @@ def _build_in(
         launcher=spec.target.launcher,
         launcher_size=len(head),
         seconds=time.perf_counter() - started,
-        warnings=[*packed.warnings, *warnings],
+        warnings=[*selection.warnings, *packed.warnings, *warnings],
         floor=floor,
         notes=notes,
     )

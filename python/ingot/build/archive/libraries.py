@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ingot import elf
@@ -180,7 +180,7 @@ SYSTEM_FIRST_LIBRARIES = ("libgcc_s.so.1", "libstdc++.so.6")
 
 
 def system_first_table(
-    plan: dict[tuple[str, str], Item], native: list[elf.VersionNeeds]
+    plan: Mapping[tuple[str, str], Item], native: list[elf.VersionNeeds]
 ) -> dict[str, list[str]]:
     """For each carried library of :data:`SYSTEM_FIRST_LIBRARIES`, the symbol versions the
     archive's native code (``native``: what each native entry needs) needs of it (what

@@ -26,10 +26,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingot import elf
 from ingot._ingot import (
     EXTENSION_KINDS,
     KIND_NAMESPACES,
@@ -55,6 +57,15 @@ from ingot.build.archive.libraries import (
 )
 from ingot.build.archive.prefetch import Prefetch
 from ingot.build.archive.probe import cached_probe, import_probe
+from ingot.build.archive.products import (
+    Collected,
+    Compiled,
+    Linked,
+    Plan,
+    Reached,
+    Tabled,
+    pack_result,
+)
 from ingot.build.archive.reach import present_modules, reach
 from ingot.build.archive.result import ManifestEntry, PackResult
 from ingot.build.archive.sbom import SBOM, Carried, Facts, document
@@ -84,6 +95,8 @@ __all__ = [
 ]
 
 
+Say = Callable[[str], None]
+
 #: The largest zstd dictionary ``pack`` trains for the small modules' blobs when it compresses:
 #: 64 KiB saved 14% of the compressed modules of a hello-world executable (docs/format.md).
 DICTIONARY_SIZE = 64 << 10
@@ -97,10 +110,14 @@ def _namespace(kind: str) -> str:
     return KIND_NAMESPACES[kind]
 
 
-def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple[str, str], Item]:
+def _merge(
+    collections: Iterable[Collection],
+) -> tuple[dict[tuple[str, str], Item], list[str]]:
     """One item per name, the first collection's winning, as the first ``sys.path`` entry would;
-    a regular package or module replaces a namespace package (namespace portions merge)."""
+    a regular package or module replaces a namespace package (namespace portions merge). Returns
+    the plan and a warning for each item a clash left out."""
     plan: dict[tuple[str, str], Item] = {}
+    warnings = []
     for collection in collections:
         for item in collection.items:
             key = (_namespace(item.kind), item.name)
@@ -112,34 +129,29 @@ def _merge(collections: Iterable[Collection], warnings: list[str]) -> dict[tuple
                     f"{item.path}: left out, {item.kind} {item.name!r} is already "
                     f"{kept.path} ({kept.kind})"
                 )
-    return plan
+    return plan, warnings
 
 
-def _prune(
-    plan: dict[tuple[str, str], Item],
-    collections: list[Collection],
-    stdlib: bool,
-    own: set[str],
+def _reach(
+    collected: Collected,
+    options: PackOptions,
     entry_modules: list[str] | None,
-    keep: Iterable[str],
-    result: PackResult,
-    memo: BuildMemo = NO_CACHE,
-    main: str | None = None,
-    environment: Environment | None = None,
-    run_dependencies: bool = True,
-    say: Callable[[str], None] = lambda message: None,
-) -> dict[str, dict[str, list[str]]]:
-    """Leaves out of ``plan`` what the application cannot reach (:func:`ingot.build.archive.reach.reach`);
-    returns the imports read on the way. ``run_dependencies``: packages with native code are
-    imported by the import probe (in a sandbox, :mod:`ingot.build.sandbox`), to see what their
-    C code imports."""
+    say: Callable[[str], None],
+) -> Reached:
+    """What of ``collected`` the application can reach (:func:`ingot.build.archive.reach.reach`),
+    with the imports read on the way. ``options.run_dependencies``: packages with native code
+    are imported by the import probe (in a sandbox, :mod:`ingot.build.sandbox`), to see what
+    their C code imports. Not pruning, all of it."""
+    if not options.prune:
+        return Reached(dict(collected.plan), {}, (), {}, frozenset(), {})
+    plan, collections, stdlib = collected.plan, collected.collections, options.stdlib
     origin: dict[tuple[str, str], str] = {}
     for index, collection in enumerate(collections):
         where = (
             "stdlib"
             if stdlib and index == 0
             else "app"
-            if os.path.realpath(collection.root) in own
+            if os.path.realpath(collection.root) in collected.own
             else "env"
         )
         for item in collection.items:
@@ -152,16 +164,16 @@ def _prune(
         for index, collection in enumerate(collections)
         if not (stdlib and index == 0)
     ]
-    sandbox = Sandbox(environment)
-    probe = cached_probe(memo, paths, import_probe(paths, sandbox=sandbox))
+    sandbox = Sandbox(options.environment)
+    probe = cached_probe(options.cache, paths, import_probe(paths, sandbox=sandbox))
     decided = reach(
         plan,
         origin,
         roots,
-        keep=keep,
-        probe=probe if run_dependencies else None,
-        memo=memo,
-        main=main,
+        keep=options.keep,
+        probe=probe if options.run_dependencies else None,
+        memo=options.cache,
+        main=options.main_module,
     )
     if sandbox.confinement is not None:
         say(f"import probe: ran {sandbox.confinement.describe()}")
@@ -173,12 +185,14 @@ def _prune(
             f"{more} imports is read from the strings of its binaries alone (--include carries "
             "what that misses)"
         )
-    for key in [key for key in plan if key not in decided.kept]:
-        del plan[key]
-    result.left_out = decided.left_out
-    result.whole_only = decided.whole_only
-    result.named_only = decided.named_only
-    return decided.imports
+    return Reached(
+        plan={key: item for key, item in plan.items() if key in decided.kept},
+        imports=decided.imports,
+        files_packages=(),
+        left_out=decided.left_out,
+        whole_only=frozenset(decided.whole_only),
+        named_only=decided.named_only,
+    )
 
 
 def _top_level(item: Item) -> str | None:
@@ -190,7 +204,7 @@ def _top_level(item: Item) -> str | None:
     return None
 
 
-def _with_mypyc_groups(files_packages: list[str], plan: dict[tuple[str, str], Item]) -> list[str]:
+def _with_mypyc_groups(files_packages: list[str], plan: Plan) -> list[str]:
     """``files_packages`` and, for each mypyc-compiled group one of them belongs to, the group's
     shared library (``<hash>__mypyc``) and its other packages.
 
@@ -358,7 +372,9 @@ def stdlib_pool(options: PackOptions) -> Prefetch:
     )
 
 
-def _collect(options: PackOptions, own: set[str], say: Callable[[str], None]) -> list[Collection]:
+def _collect(
+    options: PackOptions, own: AbstractSet[str], say: Callable[[str], None]
+) -> list[Collection]:
     """The collections of ``options``' directories (each once, ``own`` ones with their top-level
     data) and, first, of the standard library."""
     collections: list[Collection] = []
@@ -400,7 +416,7 @@ def _check_machines(collection: Collection, wanted: str) -> None:
 
 
 def _own_modules(
-    plan: dict[tuple[str, str], Item], collections: list[Collection], own: set[str]
+    plan: Plan, collections: list[Collection], own: AbstractSet[str]
 ) -> list[tuple[str, str]]:
     """The plan's modules from the application's own directories: left out of the dictionary's
     training, so that an edit of them leaves the dictionary as it was (ingot.build.archive.buildcache)."""
@@ -419,7 +435,7 @@ def _own_modules(
 
 def _files_packages(
     names: Iterable[str],
-    plan: dict[tuple[str, str], Item],
+    plan: Plan,
     collected: set[str],
     say: Callable[[str], None],
 ) -> list[str]:
@@ -441,21 +457,23 @@ def _files_packages(
     return _with_mypyc_groups([name for name in files_packages if name in present], plan)
 
 
-def _add_items(
+def _compile(
     writer: ArchiveWriter,
-    plan: dict[tuple[str, str], Item],
+    linked: Linked,
     levels: tuple[int, ...],
     options: PackOptions,
     scan: Scan,
-    files_packages: list[str],
-    result: PackResult,
-) -> dict[str, dict[str, bytes]]:
-    """Adds ``plan``'s items to ``writer`` in name order, recording each in ``result`` (or a
-    warning for one left out); returns the tree (path -> bytes) of each ``files`` package.
-    Raises CompileError for a module of the application's own code that does not compile."""
+    files_packages: tuple[str, ...],
+) -> Compiled:
+    """Adds the plan's items to ``writer`` in name order: a manifest entry for each (or a warning
+    for one left out), and the tree (path -> bytes) of each ``files`` package. Raises
+    CompileError for a module of the application's own code that does not compile."""
     trees: dict[str, dict[str, bytes]] = {package: {} for package in files_packages}
+    manifest: list[ManifestEntry] = []
+    warnings: list[str] = []
     strict = [Path(directory).resolve() for directory in options.strict_directories]
     advance = options.ticker.advance if options.ticker else lambda count=1: None
+    plan = linked.plan
     for key in sorted(plan):
         item = plan[key]
         advance()
@@ -473,32 +491,30 @@ def _add_items(
             path = item.path
             if path is not None and any(path.is_relative_to(d) for d in strict):
                 raise CompileError(path, item.name, error) from None
-            result.warnings.append(
+            warnings.append(
                 f"{item.path}:{error.lineno}: does not compile ({error.msg}); "
                 f"{item.kind} {item.name!r} left out"
             )
             continue
         except (OSError, ValueError) as error:
-            result.warnings.append(f"{item.path}: {item.kind} {item.name!r} left out: {error}")
+            warnings.append(f"{item.path}: {item.kind} {item.name!r} left out: {error}")
             continue
-        result.manifest.append(ManifestEntry(item.kind, item.name, size))
-        result.counts[item.kind] += 1
-        result.sizes[item.kind] += size
+        manifest.append(ManifestEntry(item.kind, item.name, size))
         top = _top_level(item)
         if top is not None and top in trees and tree_bytes is not None:
             trees[top][tree_path(item, options.stdlib_layout.extension_suffixes[0])] = tree_bytes
-    return trees
+    return Compiled(tuple(manifest), trees, scan, tuple(warnings))
 
 
 def _write(
     writer: ArchiveWriter,
     output: Path,
     compression_level: int | None,
-    result: PackResult,
     say: Callable[[str], None],
     phase: Callable[..., None] = lambda name, total=None: None,
-) -> None:
-    """Trains the compression dictionary (when compressing) and writes the archive."""
+) -> int:
+    """Trains the compression dictionary (when compressing) and writes the archive; returns its
+    size."""
     if compression_level is not None:
         phase("training the zstd dictionary")
         trained = writer.train_dictionary(DICTIONARY_SIZE)
@@ -507,14 +523,14 @@ def _write(
     say(f"writing {len(writer)} entries to {output}")
     phase(f"writing {len(writer)} entries")
     try:
-        result.size = writer.write(str(output))
+        return int(writer.write(str(output)))
     except (OSError, RuntimeError) as error:
         raise PackError(f"cannot write {output}: {error}") from error
 
 
 def _start_pools(
     options: PackOptions,
-    plan: dict[tuple[str, str], Item],
+    plan: Plan,
     collections: list[Collection],
     levels: tuple[int, ...],
 ) -> tuple[Prefetch, Prefetch]:
@@ -557,9 +573,9 @@ def _wait_for_pools(
 
 def _new_writer(
     options: PackOptions,
-    plan: dict[tuple[str, str], Item],
+    plan: Plan,
     collections: list[Collection],
-    own: set[str],
+    own: AbstractSet[str],
 ) -> ArchiveWriter:
     writer = ArchiveWriter(
         bytecode_magic=importlib.util.MAGIC_NUMBER,
@@ -576,15 +592,16 @@ def _new_writer(
 
 
 def _carried(
-    plan: dict[tuple[str, str], Item],
-    collections: list[Collection],
-    result: PackResult,
-    supplied: dict[str, str],
+    linked: Linked,
+    collections: Iterable[Collection],
+    native_needs: list[elf.VersionNeeds],
+    system_first: dict[str, list[str]],
 ) -> Carried:
     """What the archive carries, for its bill of materials: the distributions (their METADATA),
     the shared libraries (where each was taken from, and which distribution's RECORD lists it;
     ``supplied``: those ingot itself carries, by name, with their package URL), what the native
     code needs of the target system."""
+    plan, supplied = linked.plan, linked.supplied
     distributions = []
     owners: dict[str, str] = {}  # a file's path in its import root -> its *.dist-info
     for (_namespace, name), item in sorted(plan.items()):
@@ -609,10 +626,92 @@ def _carried(
         python=platform.python_version(),  # (a cross build's target runtime's release too)
         distributions=distributions,
         libraries=libraries,
-        native_needs=result.native_needs,
-        system_first=result.system_first,
-        desktop_libraries=result.desktop_libraries,
-        plugin_needs=result.plugin_needs,
+        native_needs=native_needs,
+        system_first=system_first,
+        desktop_libraries=dict(linked.desktop_libraries),
+        plugin_needs=dict(linked.plugin_needs),
+    )
+
+
+def _collected(options: PackOptions, own: frozenset[str], say: Callable[[str], None]) -> Collected:
+    """The first step: what the directories and the standard library hold, merged."""
+    collections = _collect(options, own, say)
+    plan, clashes = _merge(collections)
+    return Collected(
+        collections=tuple(collections),
+        plan=plan,
+        names=frozenset(top for item in plan.values() if (top := _top_level(item)) is not None),
+        own=own,
+        warnings=(*(w for collection in collections for w in collection.warnings), *clashes),
+    )
+
+
+def _with_files_packages(
+    reached: Reached, collected: Collected, options: PackOptions, say: Callable[[str], None]
+) -> Reached:
+    """``reached`` with the top-level packages under the files policy that it holds (tkinter
+    too, when it carries Tcl's script library)."""
+    names = list(options.files_packages)
+    tcl = f"tkinter/{TCL_SCRIPT_LIBRARIES[0]}/init.tcl"
+    if ("files", tcl) in reached.plan and "tkinter" not in names:
+        say("files policy: tkinter (Tcl and Tk read their script libraries by path)")
+        names.append("tkinter")
+    chosen = _files_packages(names, reached.plan, set(collected.names), say)
+    return dataclasses.replace(reached, files_packages=tuple(chosen))
+
+
+def _linked(
+    reached: Reached, collected: Collected, options: PackOptions, scratch: Path, say: Say
+) -> Linked:
+    """The reached plan and the shared libraries its native code needs (GCC's support library
+    too, for an executable's interpreter: :func:`add_libgcc_s`)."""
+    plan = dict(reached.plan)  # (this step's own)
+    warnings: list[str] = []
+    desktop, plugin_needs = add_libraries(
+        plan,
+        warnings,
+        only_needed=options.prune,
+        library_path=options.environment.library_path,
+        within=[str(collection.root) for collection in collected.collections],
+        not_imported=reached.whole_only,
+    )
+    machine = options.stdlib_layout.machine
+    supplied = add_libgcc_s(plan, machine, scratch, say) if options.stdlib else {}
+    say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
+    return Linked(plan, supplied, desktop, plugin_needs, tuple(warnings))
+
+
+def _tabled(
+    writer: ArchiveWriter,
+    collected: Collected,
+    linked: Linked,
+    compiled: Compiled,
+    options: PackOptions,
+    entry_modules: list[str] | None,
+    say: Say,
+) -> Tabled:
+    """ingot's own entries added: its tables, the bill of materials, the precompiled regular
+    expressions, the first-use list."""
+    scan = compiled.scan
+    native_needs = sorted(scan.version_needs, key=lambda needs: needs[1])
+    system_first = system_first_table(linked.plan, native_needs)
+    trees = {name: dict(tree) for name, tree in compiled.trees.items()}
+    extra_files = ingot_tables(linked.plan, trees, options.extra_files, system_first, say)
+    added = add_extra_files(writer, extra_files)
+    if options.sbom is not None:
+        # (not in the first-use list: nothing reads it at start-up)
+        carried = _carried(linked, collected.collections, native_needs, system_first)
+        added += add_extra_files(writer, {SBOM: document(options.sbom, carried)})
+    table, regexes = add_regexes(writer, scan, say)
+    if entry_modules is not None:
+        manifest = [*compiled.manifest, *added]
+        add_first_use_list(writer, scan, manifest, extra_files, table, entry_modules, say)
+    return Tabled(
+        manifest=tuple(added),
+        native_needs=tuple(native_needs),
+        system_first=system_first,
+        regexes=regexes,
+        regexes_size=sum(map(len, table.values())),
     )
 
 
@@ -620,8 +719,9 @@ def pack(
     output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
 ) -> PackResult:
     """Writes an archive as ``options`` say (:class:`PackOptions`; keyword arguments set or
-    override its fields) to ``output``, in steps: collect, prune (what the application can
-    reach), shared libraries, compile and scan (in pools, then here), ingot's tables, write."""
+    override its fields) to ``output``, in steps that each return a product
+    (:mod:`ingot.build.archive.products`): collected, reached, linked (shared libraries),
+    compiled (in pools, then here), tabled (ingot's tables), written."""
     if options is None:
         options = PackOptions(**fields)
     elif fields:
@@ -633,86 +733,43 @@ def pack(
     )
     say = options.progress or (lambda message: None)
     entry_modules = None if options.entry_modules is None else list(options.entry_modules)
-    result = PackResult(output, 0)
-    own = {os.path.realpath(directory) for directory in options.strict_directories}
+    own = frozenset(os.path.realpath(directory) for directory in options.strict_directories)
     phase = options.ticker.phase if options.ticker else lambda name, total=None: None
     phase("collecting modules")
-    collections = _collect(options, own, say)
-    for collection in collections:
-        result.warnings += collection.warnings
-    plan = _merge(collections, result.warnings)
-    collected = {top for item in plan.values() if (top := _top_level(item)) is not None}
-    prefilled_imports: dict[str, dict[str, list[str]]] = {}
-    pools = _start_pools(options, plan, collections, levels)
+    collected = _collected(options, own, say)
+    pools = _start_pools(options, collected.plan, list(collected.collections), levels)
     scratch = Path(tempfile.mkdtemp(prefix="ingot-pack-"))
     try:
         if options.prune:
             phase("finding what the application can reach")
-            prefilled_imports = _prune(
-                plan,
-                collections,
-                options.stdlib,
-                own,
-                entry_modules,
-                options.keep,
-                result,
-                options.cache,
-                options.main_module,
-                options.environment,
-                options.run_dependencies,
-                say,
-            )
+        reached = _reach(collected, options, entry_modules, say)
+        if options.prune:
             for pool in pools:
-                pool.carry({item.name for item in plan.values()})
+                pool.carry({item.name for item in reached.plan.values()})
             say(
-                f"carrying {len(plan)} entries that the application can use; left out "
-                f"{sum(count for _, count, _ in result.left_out.values())}"
+                f"carrying {len(reached.plan)} entries that the application can use; left out "
+                f"{sum(count for _, count, _ in reached.left_out.values())}"
             )
-        files_names = list(options.files_packages)
-        tcl = f"tkinter/{TCL_SCRIPT_LIBRARIES[0]}/init.tcl"
-        if ("files", tcl) in plan and "tkinter" not in files_names:
-            say("files policy: tkinter (Tcl and Tk read their script libraries by path)")
-            files_names.append("tkinter")
-        files_packages = _files_packages(files_names, plan, collected, say)
-        scan = Scan(
-            patterns={} if options.precompile_regexes else None,
-            imports=dict(prefilled_imports) if entry_modules is not None else None,
-            memo=options.cache,
-        )
+        reached = _with_files_packages(reached, collected, options, say)
         phase("resolving shared libraries")
-        result.desktop_libraries, result.plugin_needs = add_libraries(
-            plan,
-            result.warnings,
-            only_needed=options.prune,
-            library_path=options.environment.library_path,
-            within=[str(collection.root) for collection in collections],
-            not_imported=result.whole_only,
-        )
-        machine = options.stdlib_layout.machine  # (libgcc_s: an executable's, see add_libgcc_s)
-        supplied = add_libgcc_s(plan, machine, scratch, say) if options.stdlib else {}
-        say(f"resolved shared libraries: {sum(key[0] == 'libraries' for key in plan)}")
-        writer = _new_writer(options, plan, collections, own)
+        linked = _linked(reached, collected, options, scratch, say)
+        writer = _new_writer(options, linked.plan, list(collected.collections), own)
         phase("compiling and scanning modules", sum(pool.jobs for pool in pools))
         _wait_for_pools(pools, options, say)
-        phase("compiling, scanning and compressing entries", len(plan))
-        trees = _add_items(writer, plan, levels, options, scan, files_packages, result)
+        phase("compiling, scanning and compressing entries", len(linked.plan))
+        scan = Scan(
+            patterns={} if options.precompile_regexes else None,
+            imports=dict(reached.imports) if entry_modules is not None else None,
+            memo=options.cache,
+        )
+        compiled = _compile(writer, linked, levels, options, scan, reached.files_packages)
         phase("adding ingot's tables")
-        result.native_needs = sorted(scan.version_needs, key=lambda needs: needs[1])
-        result.system_first = system_first_table(plan, result.native_needs)
-        extra_files = ingot_tables(plan, trees, options.extra_files, result.system_first, say)
-        add_extra_files(writer, extra_files, result)
-        if options.sbom is not None:
-            # (not in the first-use list: nothing reads it at start-up)
-            bill = document(options.sbom, _carried(plan, collections, result, supplied))
-            add_extra_files(writer, {SBOM: bill}, result)
-        table = add_regexes(writer, scan, result, say)
-        if entry_modules is not None:
-            add_first_use_list(writer, scan, result, extra_files, table, entry_modules, say)
-        _write(writer, output, options.compression_level, result, say, phase)
+        tabled = _tabled(writer, collected, linked, compiled, options, entry_modules, say)
+        size = _write(writer, output, options.compression_level, say, phase)
         if options.ticker:
             options.ticker.done()
     finally:
         pools[1].stop()  # (ended already, unless something failed)
         shutil.rmtree(scratch, ignore_errors=True)
-    result.seconds = time.perf_counter() - started
-    return result
+    seconds = time.perf_counter() - started
+    return pack_result(output, size, seconds, collected, reached, linked, compiled, tabled)

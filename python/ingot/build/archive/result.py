@@ -1,4 +1,4 @@
-"""What :func:`ingot.build.archive.pack.pack` returns: what the archive holds (its manifest,
+"""What :func:`ingot.build.archive.pack.pack` returns (frozen): what the archive holds (its manifest,
 counts and sizes by kind), what it left out and why, and what its native code needs."""
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ class ManifestEntry:
     size: int  # bytes of all its blobs, uncompressed (source + bytecode for a module)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PackResult:
+    """What a pack wrote, made once from its steps' products
+    (:func:`ingot.build.archive.products.pack_result`)."""
+
     output: Path
     size: int  # of the archive file
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))

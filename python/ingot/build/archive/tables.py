@@ -5,7 +5,7 @@ expressions and the first-use list (the order a start reads entries in)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 from ingot._ingot import (
     FILES_MANIFEST_DIR,
@@ -23,7 +23,7 @@ from ingot.build.analysis.firstuse import BOOT_MODULES, first_use_order
 from ingot.build.analysis.regexes import MAGIC_ENTRY, MODULE_ENTRY, entry_name, precompiled_entries
 from ingot.build.archive.collect import MODULE_KINDS, Item, distribution_name
 from ingot.build.archive.entries import Scan
-from ingot.build.archive.result import ManifestEntry, PackResult
+from ingot.build.archive.result import ManifestEntry
 from ingot.errors import PackError
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-def prefix_data(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
+def prefix_data(plan: Mapping[tuple[str, str], Item]) -> dict[str, list[str]]:
     """The distributions whose files installed outside their packages (``share/x``) are
     carried: ``*.dist-info`` directory -> the top directories of those files."""
     tops: dict[str, set[str]] = {}
@@ -48,7 +48,7 @@ def prefix_data(plan: dict[tuple[str, str], Item]) -> dict[str, list[str]]:
 
 
 def ingot_tables(
-    plan: dict[tuple[str, str], Item],
+    plan: Mapping[tuple[str, str], Item],
     trees: dict[str, dict[str, bytes]],
     extra: dict[str, bytes] | None,
     system_first: dict[str, list[str]],
@@ -83,40 +83,37 @@ def add_new_file(writer: ArchiveWriter, name: str, content: bytes) -> None:
     writer.add_data_file(name, content)
 
 
-def add_extra_files(
-    writer: ArchiveWriter, extra_files: dict[str, bytes], result: PackResult
-) -> None:
-    """Adds the data files ingot writes (the caller's and the tree manifests), by name."""
+def add_extra_files(writer: ArchiveWriter, extra_files: dict[str, bytes]) -> list[ManifestEntry]:
+    """Adds the data files ingot writes (the caller's and the tree manifests), by name; returns
+    their manifest entries."""
+    added = []
     for name, content in sorted(extra_files.items()):
         add_new_file(writer, name, content)
-        result.manifest.append(ManifestEntry("data-file", name, len(content)))
-        result.counts["data-file"] += 1
-        result.sizes["data-file"] += len(content)
+        added.append(ManifestEntry("data-file", name, len(content)))
+    return added
 
 
 def add_regexes(
-    writer: ArchiveWriter, scan: Scan, result: PackResult, say: Callable[[str], None]
-) -> dict[str, bytes]:
+    writer: ArchiveWriter, scan: Scan, say: Callable[[str], None]
+) -> tuple[dict[str, bytes], int]:
     """Adds the table of the regular expressions the modules compile (if they were scanned for
-    them); returns its entries (name -> content)."""
+    them); returns its entries (name -> content) and how many expressions it holds."""
     table: dict[str, bytes] = {}
+    count = 0
     if scan.patterns is not None:
         patterns = set().union(*scan.patterns.values())
         table = precompiled_entries(patterns)
         for name, content in sorted(table.items()):
             add_new_file(writer, name, content)
-        result.regexes = max(len(table) - 2, 0)  # less the magic and module entries
-        result.regexes_size = sum(map(len, table.values()))
-        say(
-            f"precompiled {result.regexes} of {len(patterns)} regular expressions found in the modules"
-        )
-    return table
+        count = max(len(table) - 2, 0)  # less the magic and module entries
+        say(f"precompiled {count} of {len(patterns)} regular expressions found in the modules")
+    return table, count
 
 
 def add_first_use_list(
     writer: ArchiveWriter,
     scan: Scan,
-    result: PackResult,
+    manifest: Iterable[ManifestEntry],
     extra_files: dict[str, bytes],
     table: dict[str, bytes],
     entry_modules: list[str],
@@ -124,7 +121,7 @@ def add_first_use_list(
 ) -> None:
     """Adds the first-use list (:func:`first_use`) and puts its entries first in the data
     region."""
-    order = first_use(scan, result, extra_files, table, entry_modules)
+    order = first_use(scan, manifest, extra_files, table, entry_modules)
     # The list itself, read by the launcher's read-ahead thread (docs/format.md).
     order.insert(0, ("files", FIRST_USE))
     tags = {
@@ -140,14 +137,14 @@ def add_first_use_list(
 
 def first_use(
     scan: Scan,
-    result: PackResult,
+    manifest: Iterable[ManifestEntry],
     extra_files: dict[str, bytes],
     table: dict[str, bytes],
     entry_modules: list[str],
 ) -> list[tuple[str, str]]:
     """The first-use order of the archive's entries (see :mod:`ingot.build.analysis.firstuse`): ingot's own
     files read at start-up, then the launcher's modules and the entry modules' import graph."""
-    kinds = {entry.name: entry.kind for entry in result.manifest if entry.kind in MODULE_KINDS}
+    kinds = {entry.name: entry.kind for entry in manifest if entry.kind in MODULE_KINDS}
     companions: dict[str, list[tuple[str, str]]] = {}
     for module, found in (scan.patterns or {}).items():
         names = [

@@ -72,11 +72,9 @@ def pack_archive(
         ),
     )
     try:
-        result = pack(archive, options)
+        return pack(archive, options)
     except CompileError as error:
         raise _compile_error(error, archive.parent / "app", spec) from None
-    result.warnings[:0] = selection.warnings
-    return result
 
 
 def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
