@@ -44,7 +44,7 @@ from ingot.build.stages.assemble import assemble, prepare_output
 from ingot.build.stages.check import check_archive, glibc_verdict
 from ingot.build.stages.packing import pack_archive, start_stdlib_pool
 from ingot.build.stages.selection import select
-from ingot.build.stages.staging import reseal, stage
+from ingot.build.stages.staging import stage
 from ingot.elf import GlibcFloor
 
 __all__ = ["BuildResult", "build"]
@@ -118,8 +118,7 @@ def _build_in(
         roots = stage(spec, staging, say, memo)
         if ticker:
             ticker.done()
-        selection = select(spec, roots, say, memo)
-        reseal(selection.prepared, memo)
+        selection = select(spec, roots, staging / "prepared", say, memo)
         archive = staging / "app.ingot"
         packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
     finally:

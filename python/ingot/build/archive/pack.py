@@ -309,6 +309,9 @@ class PackOptions:
     #: modules are also listed in a tree manifest, from which the importer materializes them into
     #: the extraction cache on first import.
     files_packages: Iterable[str] = ()
+    #: Files made for the build (a files package's preparation), carried as data files as if
+    #: they were in one of ``directories``: (the directory, the name relative to it, the file).
+    added_files: Iterable[tuple[str | os.PathLike[str], str, Path]] = ()
     #: Add the table of regular expressions the modules compile (:mod:`ingot.build.analysis.regexes`).
     precompile_regexes: bool = True
     #: The modules an executable runs: what a start is expected to read goes first in the data
@@ -382,20 +385,36 @@ def _collect(
     for directory in options.directories:  # first: a bad directory fails before the long steps
         if os.path.realpath(directory) not in seen:
             seen.add(os.path.realpath(directory))
-            collections.append(
-                collect_directory(
-                    directory,
-                    exclude=tuple(options.exclude),
-                    top_level_data=os.path.realpath(directory) in own,
-                    layout=options.stdlib_layout,
-                )
+            collection = collect_directory(
+                directory,
+                exclude=tuple(options.exclude),
+                top_level_data=os.path.realpath(directory) in own,
+                layout=options.stdlib_layout,
             )
+            collections.append(_with_added(collection, options.added_files))
             say(f"collected {len(collections[-1].items)} entries from {directory}")
             _check_machines(collections[-1], options.stdlib_layout.machine)
     if options.stdlib:  # the standard library comes first on sys.path: it wins name clashes
         collections.insert(0, collect_stdlib(tuple(options.stdlib_exclude), options.stdlib_layout))
         say(f"collected {len(collections[0].items)} entries from {collections[0].root}")
     return collections
+
+
+def _with_added(
+    collection: Collection, added: Iterable[tuple[str | os.PathLike[str], str, Path]]
+) -> Collection:
+    """``collection`` with the ``added`` files made for its directory (those of a name it
+    lacks), as its data files."""
+    root = os.path.realpath(collection.root)
+    present = {item.name for item in collection.items if item.kind == "data-file"}
+    extra = [
+        Item("data-file", name, path)
+        for directory, name, path in added
+        if os.path.realpath(directory) == root and name not in present
+    ]
+    if not extra:
+        return collection
+    return dataclasses.replace(collection, items=[*collection.items, *extra])
 
 
 def _check_machines(collection: Collection, wanted: str) -> None:

@@ -57,6 +57,7 @@ def pack_archive(
         run_dependencies=settings.run_dependencies is not False,
         extra_files={LAUNCH_CONFIG: launch_config(spec)},
         files_packages=selection.files_packages,
+        added_files=selection.prepared,
         stdlib_exclude=stdlib_excludes(settings, selection.stdlib_imported),
         strict_directories=roots[:1],
         keep=tuple(settings.include),

@@ -34,17 +34,22 @@ class Selection:
 
     files_packages: list[str]
     warnings: list[str]
-    prepared: list[Path] = field(default_factory=list)  # roots a preparation wrote into
+    #: What the preparations made, to carry as if it were in a staged root: (the root, the
+    #: name relative to it, the file made, outside the root). The roots stay as staged.
+    prepared: tuple[tuple[Path, str, Path], ...] = ()
     #: Standard-library modules the defaults leave out (tkinter, turtle, ...) that the
     #: application's own code imports: carried.
     stdlib_imported: list[str] = field(default_factory=list)
 
 
-def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) -> Selection:
+def select(
+    spec: Spec, roots: list[Path], scratch: Path, say: Say, memo: BuildMemo = NO_CACHE
+) -> Selection:
     """The files packages of a build over the staged ``roots`` (the app's first), the
-    warnings about code that needs real files and imports the build does not carry, and the
-    files packages' preparations run in their staged copies. Each module's scan is kept in
-    the build cache (``memo``)."""
+    warnings about code that needs real files and imports the build does not carry, and what
+    the files packages' preparations made from their staged copies (into ``scratch``; the
+    roots, which may be the build cache's, are left as they are). Each module's scan is kept
+    in the build cache (``memo``)."""
     files_packages, warnings = _file_policy(
         spec.plan.settings, roots, say, executable=not spec.archive_only, memo=memo
     )
@@ -52,7 +57,7 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
     warnings += _missing_imports(
         roots, spec.plan.settings.allow_missing, spec.plan.settings.exclude, trees
     )
-    prepared: list[Path] = []
+    prepared: list[tuple[Path, str, Path]] = []
     if spec.plan.settings.run_dependencies is False:
         skipped = [name for name in files_packages if name in PREPARATIONS]
         if skipped:
@@ -61,14 +66,14 @@ def select(spec: Spec, roots: list[Path], say: Say, memo: BuildMemo = NO_CACHE) 
                 + "; ".join(PREPARATIONS[name].why for name in skipped)
             )
     else:
-        warnings += _prepare(files_packages, roots, say, prepared, spec.environment)
+        warnings += _prepare(files_packages, roots, say, prepared, spec.environment, scratch)
     layout = for_target(spec.target.stdlib_prefix, spec.target.machine)
     imported = _default_excluded_imports(roots[0], layout, trees)
     if imported:
         say(
             f"carrying what the defaults leave out of the standard library, as the code imports it: {', '.join(imported)}"
         )
-    return Selection(files_packages, warnings, prepared, imported)
+    return Selection(files_packages, warnings, tuple(prepared), imported)
 
 
 def _default_excluded_imports(
@@ -310,14 +315,16 @@ def _prepare(
     files_packages: list[str],
     roots: list[Path],
     say: Say,
-    prepared: list[Path],
+    prepared: list[tuple[Path, str, Path]],
     environment: Environment,
+    scratch: Path,
 ) -> list[str]:
     """Runs the built-in preparations (:data:`ingot.build.analysis.policy.PREPARATIONS`) of the ``files``
     packages, confined (:mod:`ingot.build.sandbox`: their staged directories to read, a
-    directory of its own to write), and puts the files each made into its package's staged
-    directory (each root added to ``prepared``); returns warnings for those that failed (the
-    package still works, as it would without the files the step makes)."""
+    directory of its own to write), and keeps the files each made in ``scratch``, each listed
+    in ``prepared`` with the staged root and the name it is carried under (one the package
+    holds already is never replaced); returns warnings for those that failed (the package still
+    works, as it would without the files the step makes)."""
 
     warnings = []
     sandbox = Sandbox(environment)
@@ -341,13 +348,15 @@ def _prepare(
         )
         if failure is None:
             try:
-                for name, content in done.collected.items():
-                    made = root / package / name
-                    if not made.exists():  # (what the package holds is never replaced)
-                        made.write_bytes(content)
+                for name, content in sorted(done.collected.items()):
+                    if (root / package / name).exists():  # (what it holds is never replaced)
+                        continue
+                    made = scratch / package / name
+                    made.parent.mkdir(parents=True, exist_ok=True)
+                    made.write_bytes(content)
+                    prepared.append((root, f"{package}/{name}", made))
             except OSError as error:
                 failure = str(error)
-        prepared.append(root)
         if failure is None:
             where = sandbox.confinement.describe() if sandbox.confinement else "unconfined"
             say(f"prepared {package}: {preparation.why} (ran {where})")

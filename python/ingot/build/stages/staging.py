@@ -20,7 +20,7 @@ from ingot.build.resolve.target import Say, this_python
 from ingot.build.stages import wheels
 from ingot.errors import BuildError
 
-__all__ = ["PROJECT_COPY_IGNORES", "read_wheels", "reseal", "stage", "wheels_record"]
+__all__ = ["PROJECT_COPY_IGNORES", "read_wheels", "stage", "wheels_record"]
 
 
 def _run_pip(
@@ -346,26 +346,6 @@ def _no_deps(spec: Spec) -> list[str]:
     target's Python version (markers were evaluated by this Python): pip's resolution, which
     reads every version each index page lists, took a quarter of httpie's install."""
     return ["--no-deps"] if spec.plan.pinned and spec.target.python == this_python() else []
-
-
-def reseal(roots: list[Path], memo: BuildMemo) -> None:
-    """Records again the files of the build cache's dependency directories among ``roots``,
-    which a build-time preparation of a ``files`` package wrote into (black's grammar pickles:
-    made the same from the same files), so that the next build does not take them for
-    damage."""
-    if memo.root is None:
-        return
-    for root in roots:
-        cached = root.parent
-        record = cached / "files.json"
-        if root.name != "site" or cached.parent != memo.root / DEPS or not record.is_file():
-            continue
-        try:
-            recorded = json.loads(record.read_text())
-            recorded["files"] = tree_digest(root)
-            record.write_text(json.dumps(recorded))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # (the next build reinstalls them)
 
 
 def _said(cached: Path) -> list[str]:
