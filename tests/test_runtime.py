@@ -572,6 +572,21 @@ def build_with_calls(tmp_path, monkeypatch):
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
+def test_ingot_build_reads_its_input_once(tmp_path, build_with_calls, monkeypatch):
+    # (the files beside a script are scanned, a console script looked up, once per build)
+    from ingot.build.resolve import spec as spec_module
+
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    planned = []
+    plan_source = spec_module.plan_source
+    monkeypatch.setattr(
+        spec_module, "plan_source", lambda request: planned.append(request) or plan_source(request)
+    )
+    assert cli.main(["build", str(script)]) == 0
+    assert len(planned) == 1 and len(build_with_calls) == 1
+
+
 def test_a_build_is_for_this_pythons_runtime_by_default(tmp_path, build_with_calls):
     script = tmp_path / "app.py"
     script.write_text("print('hi')\n")

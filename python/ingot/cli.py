@@ -34,7 +34,7 @@ from ingot.build.interrupt import interrupts_stop
 from ingot.build.report import report_error
 from ingot.build.resolve import settings
 from ingot.build.resolve.environment import snapshot
-from ingot.build.resolve.spec import provide_runtimes, resolve
+from ingot.build.resolve.spec import resolve
 from ingot.errors import IngotError
 from ingot.inspection import bill_of_materials, carried_requirements, describe
 from ingot.machine import MACHINES, Machine, host_machine, machine_named
@@ -420,9 +420,8 @@ def _pack(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     say = run.say_unless(args.quiet)
     request = settings.from_args(args)
-    environment = snapshot()
-    provide_runtimes(request, say, environment)  # (may install or build a runtime)
-    spec = resolve(request, say, environment)
+    # (provide: installs or builds a runtime the store lacks)
+    spec = resolve(request, say, snapshot(), provide=True)
     if spec.target.runtime_python is not None:
         return under.build_under(spec, quiet=args.quiet)
     return run.build_and_report(spec, quiet=args.quiet)

@@ -28,7 +28,7 @@ from ingot.build.resolve.settings import Request
 from ingot.build.resolve.target import Say, Target
 from ingot.errors import BuildError
 
-__all__ = ["Say", "Spec", "provide_runtimes", "resolve"]
+__all__ = ["Say", "Spec", "resolve"]
 
 #: The spec's JSON format; a child of another ingot refuses a spec it cannot read.
 SPEC_FORMAT = 1
@@ -159,26 +159,24 @@ def _check_requires_python(plan: Plan, resolved: Target) -> None:
         )
 
 
-def provide_runtimes(
-    request: Request, say: Say = lambda message: None, environment: Environment | None = None
-) -> None:
-    """What ``ingot build`` runs before :func:`resolve`: installs or builds the runtimes the
-    request's target takes that the store lacks (:func:`ingot.build.resolve.target.
-    provide_runtimes`). The one step of resolving that may change the machine."""
-    environment = environment if environment is not None else snapshot()
-    target.provide_runtimes(request, _plan(request).settings, say, environment)
-
-
 def resolve(
-    request: Request, say: Say = lambda message: None, environment: Environment | None = None
+    request: Request,
+    say: Say = lambda message: None,
+    environment: Environment | None = None,
+    *,
+    provide: bool = False,
 ) -> Spec:
     """The spec of what ``request`` asks: the input's plan (:mod:`ingot.build.resolve.inputs`),
-    then its target (:func:`ingot.build.resolve.target.resolve_target`: the runtime it takes
-    must be in the store, :func:`provide_runtimes`), in ``environment`` (default: a snapshot of
-    the environment now), which the spec keeps: after this, nothing of the build reads the
-    environment."""
+    read once, then its target (:func:`ingot.build.resolve.target.resolve_target`), in
+    ``environment`` (default: a snapshot of the environment now), which the spec keeps: after
+    this, nothing of the build reads the environment. The runtimes the target takes must be in
+    the store; with ``provide`` (``ingot build``), those it lacks are installed or built first
+    (:func:`ingot.build.resolve.target.provide_runtimes`: the one step of resolving that may
+    change the machine)."""
     plan = _plan(request)
     environment = environment if environment is not None else snapshot()
+    if provide:
+        target.provide_runtimes(request, plan.settings, say, environment)
     resolved = target.resolve_target(request, plan.settings, say, environment)
     _check_requires_python(plan, resolved)
     locked = None
