@@ -411,6 +411,44 @@ def test_the_build_reads_the_environment_only_while_resolving():
     assert [r for r in readers if r.split(":")[0] not in allowed] == []
 
 
+#: Children of a build started without ``env=`` (each inherits this process's environment), and
+#: why that is the build's environment all the same.
+_INHERITING_CHILDREN = {
+    # the pools' workers: ``python -I`` (no PYTHON* variable read), computing from files alone
+    "ingot/build/archive/prefetch.py",
+}
+
+
+def children_without_environment(paths) -> list[str]:
+    """The subprocess calls in ``paths`` that start a child without ``env=``."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and node.func.attr in ("run", "Popen", "call", "check_call", "check_output")
+                and not any(keyword.arg == "env" for keyword in node.keywords)
+            ):
+                where = path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE) else path
+                found.append(f"{where.as_posix()}:{node.lineno}")
+    return found
+
+
+def test_the_builds_children_get_the_environment_resolution_took(tmp_path):
+    # pip included: what it installs is keyed on the snapshot's pip configuration, so it runs
+    # in the snapshot, not in whatever the process's environment became.
+    build = PACKAGE / "build"
+    paths = [path for path in build.rglob("*.py") if "resolve" not in path.parts]
+    found = children_without_environment(paths)
+    assert [where for where in found if where.split(":")[0] not in _INHERITING_CHILDREN] == []
+    sample = tmp_path / "sample.py"
+    sample.write_text("import subprocess\nsubprocess.run(['pip'], env={})\nsubprocess.run(['x'])\n")
+    assert len(children_without_environment([sample])) == 1
+
+
 def test_the_environment_page_lists_the_table():
     from ingot.build.resolve.environment import markdown_table
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from ingot.build.report import report_error
@@ -53,7 +54,7 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
         spec_file.write_text(spec.to_json())
         command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
         started = time.time()
-        status = _run_child([*command, "quiet" if quiet else "say"])
+        status = _run_child([*command, "quiet" if quiet else "say"], spec.environment.variables)
     output = spec.plan.output
     if status == 0 and not (output.is_file() and output.stat().st_mtime >= started - 2):
         # (what ran was not this ingot's build: nothing says it did what it was asked)
@@ -67,14 +68,17 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
     return status
 
 
-def _run_child(command: list[str]) -> int:
-    """Runs the child build ``command`` (given, last, the pipe it watches); its exit status. An
+def _run_child(command: list[str], environment: Mapping[str, str]) -> int:
+    """Runs the child build ``command`` (given, last, the pipe it watches) in the build's
+    ``environment`` (the snapshot resolution took); its exit status. An
     interrupt of this process (^C, SIGTERM, SIGHUP: :func:`ingot.build.interrupt.
     interrupts_stop`) is passed on as SIGTERM, and the child is waited for (killed after
     :data:`_CHILD_GRACE` seconds) before the interrupt goes on."""
     watched, held = os.pipe()  # (both close on exec: only the child gets ``watched``)
     try:
-        child = subprocess.Popen([*command, str(watched)], pass_fds=(watched,))
+        child = subprocess.Popen(
+            [*command, str(watched)], pass_fds=(watched,), env=dict(environment)
+        )
     except BaseException:
         os.close(held)
         raise

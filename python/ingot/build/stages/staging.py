@@ -42,12 +42,17 @@ def _run_pip(
         platform += [option for name in platforms for option in ("--platform", name)]
     command = [pip, "-m", "pip", "install", *platform, "--target", str(target), "--no-compile"]
     command += ["--disable-pip-version-check", "--no-input", "--quiet", *args]
+    # pip runs in the environment resolution took (its variables and configuration are the
+    # build cache's key of what it installs, ingot.build.stages.staging._deps_key).
+    environment = dict(spec.environment.variables)
     if report is not None:
         # What pip installed, from which files (their sha256): the bill of materials' source.
-        run = subprocess.run([*command, "--report", str(report)], capture_output=True, text=True)
+        run = subprocess.run(
+            [*command, "--report", str(report)], capture_output=True, text=True, env=environment
+        )
         if run.returncode == 0 or "no such option: --report" not in run.stderr:
             return run  # (a pip older than 22.2 has no --report: installed without it)
-    return subprocess.run(command, capture_output=True, text=True)
+    return subprocess.run(command, capture_output=True, text=True, env=environment)
 
 
 def _no_wheel(run: subprocess.CompletedProcess[str]) -> bool:
