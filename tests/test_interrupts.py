@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import ingot
+from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Request, Settings
 from ingot.build.resolve.spec import resolve
 from ingot.runtime import store
@@ -140,13 +141,16 @@ def test_a_build_removes_what_killed_builds_left(app, tmp_path):
     assert all(path.exists() for path in [*kept, young])
 
 
-def _spec_file(app, out, tmp_path):
+def _spec_file(app, out, tmp_path, tmp=None):
+    # (``tmp``: the TMPDIR of the build's environment, which the child build runs in)
+    environment = Environment({**os.environ, **({"TMPDIR": str(tmp)} if tmp else {})})
     spec = resolve(
         Request(
             source=str(app),
             archive_only=True,
             settings=Settings(output=str(out / "big.ingot"), python="local", compress=False),
-        )
+        ),
+        environment=environment,
     )
     native = Path(ingot._ingot.__file__)
     # This machine's Python stands in for a runtime's: the same child build, the same code.
@@ -204,7 +208,7 @@ def test_a_child_build_ends_with_its_parent(app, tmp_path, signum):
     out, tmp = tmp_path / "out", tmp_path / "tmp"
     out.mkdir()
     tmp.mkdir()
-    spec = _spec_file(app, out, tmp_path)
+    spec = _spec_file(app, out, tmp_path, tmp)
     log = tmp_path / "stderr"
     with log.open("w") as stderr:  # (not a pipe: the child holds it too)
         parent = subprocess.Popen(

@@ -550,7 +550,7 @@ def build_with_calls(tmp_path, monkeypatch):
         calls.append((spec.target.python, spec))
         return 0
 
-    def runtime_target(wanted, request, machine=None):
+    def runtime_target(wanted, request, machine=None, root=None):
         return target.Target(
             python=wanted,
             launcher=None,
@@ -1126,3 +1126,25 @@ def test_launcher_sources_digest_is_the_trees_and_changes_with_its_rust_sources(
     source = copy / "crates" / "ingot-launcher" / "src" / "main.rs"
     source.write_text(source.read_text() + "\n// changed\n")
     assert launcher_build.launcher_sources_digest(copy) != digest
+
+
+def test_a_build_finds_runtimes_in_the_store_its_snapshot_names(tmp_path, monkeypatch):
+    # Resolution reads the environment once: the store is the snapshot's, whatever the
+    # environment says afterwards (a runtime child's, a caller's that changed it).
+    from ingot.build.resolve.environment import Environment
+    from ingot.build.resolve.settings import Request, Settings
+    from ingot.build.resolve.spec import resolve
+
+    script = tmp_path / "app.py"
+    script.write_text("print('hi')\n")
+    snapshot = Environment({**os.environ, "INGOT_RUNTIMES": str(tmp_path / "snapshot")})
+    monkeypatch.setenv("INGOT_RUNTIMES", str(tmp_path / "now"))
+    monkeypatch.delenv("INGOT_RUNTIME_SOURCES", raising=False)
+    request = Request(source=str(script), settings=Settings(python="3.11"))
+    with pytest.raises(IngotError) as raised:
+        resolve(request, environment=snapshot)
+    assert f"in {tmp_path / 'snapshot'}" in str(raised.value)
+    assert store.store({"INGOT_RUNTIMES": str(tmp_path / "a")}) == tmp_path / "a"
+    assert store.store({"HOME": "/home/u"}) == Path("/home/u/.cache/ingot/runtimes")
+    with pytest.raises(IngotError):
+        store.store({"INGOT_RUNTIMES": "relative"})

@@ -345,3 +345,16 @@ def test_a_build_whose_runtime_wrote_no_executable_fails(tmp_path, monkeypatch, 
     assert cli.main(["build", *build]) == 1
     assert "ended without error but wrote no" in capsys.readouterr().err
     assert not (tmp_path / "app").exists()
+
+
+def test_a_build_under_a_runtime_is_done_only_when_its_result_says_so(
+    tmp_path, monkeypatch, capsys
+):
+    # The child sends its result back (the output, its size and sha256): a file that merely
+    # appeared where the output goes, however new, is not taken for the build's.
+    runtime, _, build = planted_runtime(tmp_path, monkeypatch)
+    runtime.python.write_text(f"#!/bin/sh\nprintf forged > {tmp_path / 'app'}\nexit 0\n")
+    store.record_hashes(runtime)
+    (runtime.path / "runtime.json").write_text(json.dumps(runtime.info))
+    assert cli.main(["build", *build]) == 1
+    assert "ended without error but wrote no" in capsys.readouterr().err

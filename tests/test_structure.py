@@ -128,7 +128,8 @@ BUILD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("ingot.build.stages",),
     ("ingot.build.pipeline",),
     ("ingot.build.report",),
-    ("ingot.build.run", "ingot.build.under"),
+    ("ingot.build.run",),
+    ("ingot.build.under",),  # (a build under a runtime runs run.py's build_spec_file)
 )
 #: What may import the build from outside it.
 BUILD_USERS = {"ingot.cli", "ingot.output", "ingot.inspection"}

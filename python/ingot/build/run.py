@@ -5,6 +5,8 @@ progress goes to a ticker as it goes, and :mod:`ingot.build.report` says the res
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,16 +20,29 @@ from ingot.errors import IngotError
 __all__ = ["build_and_report", "build_spec_file", "say_unless"]
 
 
+#: The file beside the spec file into which a build under a runtime writes its result.
+RESULT_FILE = "result.json"
+
+
 def build_spec_file(path: str, *, quiet: bool, parent: int | None = None) -> int:
     """Builds the spec in the file at ``path`` and reports as ``ingot build`` does: what a build
     under a runtime runs, in the runtime's interpreter (:func:`ingot.build.under.build_under`).
-    ``parent``: the pipe whose closing says that ``ingot build`` has ended, and this build
-    must end too (:func:`ingot.build.interrupt.watch_parent`)."""
+    What it made goes back as JSON, into :data:`RESULT_FILE` beside the spec file (the output,
+    its size and sha256). ``parent``: the pipe whose closing says that ``ingot build`` has
+    ended, and this build must end too (:func:`ingot.build.interrupt.watch_parent`)."""
     with interrupts_stop():
         if parent is not None:
             watch_parent(parent)
         try:
-            return build_and_report(Spec.from_json(Path(path).read_text()), quiet=quiet)
+            spec = Spec.from_json(Path(path).read_text())
+            result = _build_spec(spec, quiet)
+            made = {
+                "output": str(result.output),
+                "size": result.size,
+                "sha256": hashlib.sha256(result.output.read_bytes()).hexdigest(),
+            }
+            Path(path).with_name(RESULT_FILE).write_text(json.dumps(made))
+            return 0
         except IngotError as error:
             return report.report_error(error)
         except KeyboardInterrupt as error:
@@ -36,11 +51,17 @@ def build_spec_file(path: str, *, quiet: bool, parent: int | None = None) -> int
 
 def build_and_report(spec: Spec, *, quiet: bool) -> int:
     """The build of ``spec``, showing its progress as it goes unless ``quiet``."""
+    _build_spec(spec, quiet)
+    return 0
+
+
+def _build_spec(spec: Spec, quiet: bool) -> pipeline.BuildResult:
+    """Builds ``spec`` and says what it made (its progress as it goes unless ``quiet``)."""
     if quiet:
-        return _build_spec(spec, say_unless(quiet))
+        return _built(spec, say_unless(quiet))
     ticker = Ticker(sys.stderr, plain=spec.environment.plain_progress)
     try:
-        return _build_spec(spec, ticker.say, ticker)
+        return _built(spec, ticker.say, ticker)
     finally:
         ticker.close()
 
@@ -53,8 +74,10 @@ def say_unless(quiet: bool) -> Callable[[str], None]:
     return say
 
 
-def _build_spec(spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None) -> int:
+def _built(
+    spec: Spec, say: Callable[[str], None], ticker: Ticker | None = None
+) -> pipeline.BuildResult:
     result = pipeline.build(spec, say, ticker)
     # (warnings are shown with --quiet too; through the ticker, off its status line)
     report.built(result, say, ticker.say if ticker else lambda text: print(text, file=sys.stderr))
-    return 0
+    return result

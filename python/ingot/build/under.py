@@ -3,16 +3,18 @@ resolved spec as data (a JSON file), not as a command line to parse again."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from ingot.build.report import report_error
 from ingot.build.resolve.spec import Spec
+from ingot.build.run import RESULT_FILE
 from ingot.errors import BuildError
 
 __all__ = ["build_under"]
@@ -53,19 +55,36 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
         spec_file = Path(path) / "spec.json"
         spec_file.write_text(spec.to_json())
         command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
-        started = time.time()
         status = _run_child([*command, "quiet" if quiet else "say"], spec.environment.variables)
+        made = _read_result(spec_file.with_name(RESULT_FILE)) if status == 0 else None
     output = spec.plan.output
-    if status == 0 and not (output.is_file() and output.stat().st_mtime >= started - 2):
+    if status == 0 and not _is_made(made, output):
         # (what ran was not this ingot's build: nothing says it did what it was asked)
         return report_error(
             BuildError(
                 f"the build under {target.runtime_python} ended without error but wrote no "
-                f"{output}",
+                f"{output} (its result: {made or 'none'})",
                 hint=f"check the runtime: ingot runtime remove {target.python}, then build again",
             )
         )
     return status
+
+
+def _read_result(path: Path) -> dict[str, object] | None:
+    """The result the child build wrote (:func:`ingot.build.run.build_spec_file`), or None."""
+    try:
+        made = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return made if isinstance(made, dict) else None
+
+
+def _is_made(made: dict[str, object] | None, output: Path) -> bool:
+    """Whether the child's result names ``output``, and the file there is the one it made."""
+    if made is None or made.get("output") != str(output) or not output.is_file():
+        return False
+    data = output.read_bytes()
+    return made.get("size") == len(data) and made.get("sha256") == hashlib.sha256(data).hexdigest()
 
 
 def _run_child(command: list[str], environment: Mapping[str, str]) -> int:

@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,18 +64,28 @@ class RuntimeError_(IngotError):
     """A runtime cannot be built, found or removed."""
 
 
-def store() -> Path:
-    """Where runtimes are kept."""
-    if os.environ.get("INGOT_RUNTIMES"):
-        path = Path(os.environ["INGOT_RUNTIMES"])
+def store(variables: Mapping[str, str] | None = None) -> Path:
+    """Where runtimes are kept, as ``variables`` say (``INGOT_RUNTIMES``, ``XDG_CACHE_HOME``,
+    ``HOME``): a build's snapshot of the environment, taken while it resolved; None (the
+    ``ingot runtime`` commands): the environment now."""
+    variables = os.environ if variables is None else variables
+    given = variables.get("INGOT_RUNTIMES")
+    if given:
+        path = Path(given)
         if not path.is_absolute():
             raise RuntimeError_(
                 f"INGOT_RUNTIMES={path} is not an absolute path",
                 hint="give an absolute directory, or unset it",
             )
         return path
-    base = os.environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    base = variables.get("XDG_CACHE_HOME")
+    home = variables.get("HOME")
+    if base and os.path.isabs(base):
+        root = Path(base)
+    elif home and os.path.isabs(home):
+        root = Path(home) / ".cache"
+    else:
+        root = Path.home() / ".cache"  # (no HOME: the password database's)
     return root / "ingot" / "runtimes"
 
 
@@ -144,9 +155,10 @@ def read_runtime(path: Path) -> Runtime | None:
     return Runtime(path, info)
 
 
-def list_runtimes() -> list[Runtime]:
-    """The complete runtimes in the store, newest version first."""
-    root = store()
+def list_runtimes(root: Path | None = None) -> list[Runtime]:
+    """The complete runtimes in the store (``root``, default :func:`store`), newest version
+    first."""
+    root = root or store()
     if not root.is_dir():
         return []
     found = [
@@ -163,11 +175,13 @@ def list_runtimes() -> list[Runtime]:
     return sorted(found, key=key, reverse=True)
 
 
-def find_runtime(wanted: str, machine: str | None = None) -> Runtime | None:
-    """The newest runtime for ``machine`` (default: this one's) whose version is ``wanted`` or
-    starts with it (``3.11`` finds ``3.11.2``)."""
+def find_runtime(
+    wanted: str, machine: str | None = None, root: Path | None = None
+) -> Runtime | None:
+    """The newest runtime for ``machine`` (default: this one's) in the store (``root``, default
+    :func:`store`) whose version is ``wanted`` or starts with it (``3.11`` finds ``3.11.2``)."""
     machine = machine or host_machine().name
-    for runtime in list_runtimes():
+    for runtime in list_runtimes(root):
         if runtime.machine != machine:
             continue
         if runtime.version == wanted or runtime.version.startswith(wanted + "."):

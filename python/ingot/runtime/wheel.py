@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from ingot._ingot import __version__
@@ -314,28 +314,28 @@ def trust_wheel(wheel: Path) -> None:
     os.replace(partial, table_path)
 
 
-def known_hash(name: str) -> str | None:
+def known_hash(name: str, root: Path | None = None) -> str | None:
     """The sha256 ingot trusts for the runtime wheel file ``name``: its release's
     (:data:`PINNED_WHEELS`), else one exported here (the store's table, checked first: no
     other user can have written it or a directory above it)."""
     pinned = _read_hashes(PINNED_WHEELS).get(name)
     if pinned is not None:
         return pinned
-    table = store() / TRUSTED_WHEELS
+    table = (root or store()) / TRUSTED_WHEELS
     if not table.exists():
         return None
     check_safe_path(table)
     return _read_hashes(table).get(name)
 
 
-def _expected(version: str, machine: Machine) -> tuple[str, str]:
+def _expected(version: str, machine: Machine, root: Path) -> tuple[str, str]:
     """The file name of the runtime wheel of Python ``version`` for ``machine``, and the sha256
     this ingot knows for it (:func:`known_hash`); RuntimeError_ when it knows none."""
     expected = wheel_name(version, machine=machine.name)
-    digest = known_hash(expected)
+    digest = known_hash(expected, root)
     if digest is None:
         raise RuntimeError_(
-            f"no runtime for Python {version} ({machine.name}) in {store()}, and this ingot "
+            f"no runtime for Python {version} ({machine.name}) in {root}, and this ingot "
             f"knows no sha256 for {expected}: it installs only its own release's runtime wheels "
             "and those exported on this machine, never a wheel an index merely names",
             hint=f"build the runtime from source: `ingot runtime build {version}"
@@ -352,24 +352,27 @@ def _expected(version: str, machine: Machine) -> tuple[str, str]:
 
 
 def install_runtime(
-    version: str, say: Callable[[str], None] = print, machine: Machine | None = None
+    version: str,
+    say: Callable[[str], None] = print,
+    machine: Machine | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> Runtime:
     """Installs the runtime of Python ``version`` ("3.11") for ``machine`` (default: this one)
-    from its wheel of this ingot's version into the store, with pip and its configuration;
-    returns it."""
+    from its wheel of this ingot's version into the store, with pip; returns it. In a build's
+    ``environment`` snapshot (its store, pip's variables); None: the environment now."""
     machine = machine or host_machine()
     requirement = f"{distribution(version)}=={__version__}"
-    expected, digest = _expected(version, machine)
+    root = store(environment)
+    expected, digest = _expected(version, machine, root)
     # Another machine's wheel: pip is told its platform (it would pick this machine's).
     platform = [] if machine == host_machine() else ["--platform", f"manylinux2014_{machine.name}"]
     if importlib.util.find_spec("pip") is None:
         raise RuntimeError_(
-            f"no runtime for Python {version} in {store()}, and no pip in ingot's environment "
+            f"no runtime for Python {version} in {root}, and no pip in ingot's environment "
             f"({sys.executable}) to install {requirement} with",
             hint=f"`{sys.executable} -m ensurepip`, then build again; or `ingot runtime build "
             f"{version}` (from source), or --python local",
         )
-    root = store()
     make_directories(root)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     pinned = work / "requirements.txt"
@@ -401,7 +404,11 @@ def install_runtime(
         ]
         said: list[str] = []
         with subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=None if environment is None else dict(environment),
         ) as pip:
             assert pip.stdout is not None
             for line in pip.stdout:  # pip's lines as they come: a download can take a while
@@ -434,7 +441,7 @@ def install_runtime(
                 ),
             )
         package = work / "target" / distribution(version).replace("-", "_")
-        placed = _place(package, requirement)
+        placed = _place(package, requirement, root)
         if placed.machine != machine.name:
             raise RuntimeError_(
                 f"pip installed {requirement} for {placed.machine}, not {machine.name}",
@@ -446,7 +453,7 @@ def install_runtime(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _place(package: Path, requirement: str) -> Runtime:
+def _place(package: Path, requirement: str, root: Path) -> Runtime:
     """Moves the runtime pip installed at ``package`` into the store, its prefix rewritten."""
     found = read_runtime(package)
     if found is None:
@@ -454,7 +461,7 @@ def _place(package: Path, requirement: str) -> Runtime:
     name = f"cpython-{found.version}-{found.info.get('target')}"
     if not _NAME.fullmatch(name) or not found.python.is_file():
         raise RuntimeError_(f"{requirement} holds no usable runtime ({name})")
-    final = store() / name
+    final = root / name
     recorded = found.info.get("wheel", {}).get("prefix")
     if isinstance(recorded, str) and recorded:
         relocate(package / "python", final / "python", recorded=recorded)

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingot.runtime.store import store
+
 __all__ = ["VARIABLES", "Environment", "Variable", "markdown_table", "snapshot"]
 
 
@@ -231,6 +233,11 @@ class Environment:
     def launcher(self) -> str | None:
         """``INGOT_LAUNCHER`` (None when unset or empty)."""
         return self.variables.get("INGOT_LAUNCHER") or None
+
+    @property
+    def runtimes(self) -> Path:
+        """The runtimes store these variables name (:func:`ingot.runtime.store.store`)."""
+        return store(self.variables)
 
     @property
     def runtime_sources(self) -> tuple[Path, ...]:

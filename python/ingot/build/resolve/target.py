@@ -125,7 +125,7 @@ def resolve_target(
     launcher given or ingot's own. Nothing is installed or built here."""
     wanted = _runtime_wanted(request, settings, environment)
     if wanted is not None:
-        return runtime_target(wanted[0], request, wanted[1])
+        return runtime_target(wanted[0], request, wanted[1], environment.runtimes)
     launcher = None if request.archive_only else find_launcher(request.launcher, environment)
     return Target(python=this_python(), launcher=launcher)
 
@@ -146,8 +146,10 @@ def provide_runtime(
     wanted: str, say: Say, machine: Machine, environment: Environment
 ) -> runtimes.Runtime:
     """The runtime of Python ``wanted`` for ``machine`` from the store, else installed from its
-    wheel, else built from ``$INGOT_RUNTIME_SOURCES`` when that names source directories."""
-    found = runtimes.find_runtime(wanted, machine.name)
+    wheel, else built from ``$INGOT_RUNTIME_SOURCES`` when that names source directories (the
+    store and both variables as the build's ``environment`` has them)."""
+    root = environment.runtimes
+    found = runtimes.find_runtime(wanted, machine.name, root)
     if found is not None and not (_stale(found) and "wheel" in found.info):
         return found
     minor = ".".join(wanted.split(".")[:2])
@@ -156,19 +158,19 @@ def provide_runtime(
     except pins.PinError as error:
         # (no source of it: neither a wheel of this ingot's nor a build from source can give it)
         raise RuntimeError_(
-            f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}, and none can "
+            f"no runtime for Python {wanted} ({machine.name}) in {root}, and none can "
             f"be made: {error}",
             hint=error.hint,
         ) from None
     directories = list(environment.runtime_sources)
     if directories:
         say(
-            f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}: building it "
+            f"no runtime for Python {wanted} ({machine.name}) in {root}: building it "
             f"first (several minutes, once; sources from {', '.join(map(str, directories))} and "
             "the pinned releases of Debian's mirror)"
         )
         return build_runtime({}, directories, wanted=wanted, machine=machine, say=say)
-    installed = install_runtime(minor, say, machine)
+    installed = install_runtime(minor, say, machine, environment.variables)
     if installed.version != wanted and not installed.version.startswith(wanted + "."):
         raise RuntimeError_(
             f"the runtime wheel of Python {minor} holds CPython {installed.version}, not {wanted}",
@@ -178,13 +180,13 @@ def provide_runtime(
     return installed
 
 
-def _stored_runtime(wanted: str, machine: Machine) -> runtimes.Runtime:
-    """The runtime of Python ``wanted`` for ``machine`` in the store; RuntimeError_ if it has
-    none (or only one an earlier ingot's wheel installed)."""
-    found = runtimes.find_runtime(wanted, machine.name)
+def _stored_runtime(wanted: str, machine: Machine, root: Path) -> runtimes.Runtime:
+    """The runtime of Python ``wanted`` for ``machine`` in the store ``root``; RuntimeError_ if
+    it has none (or only one an earlier ingot's wheel installed)."""
+    found = runtimes.find_runtime(wanted, machine.name, root)
     if found is None or (_stale(found) and "wheel" in found.info):
         raise RuntimeError_(
-            f"no runtime for Python {wanted} ({machine.name}) in {runtimes.store()}",
+            f"no runtime for Python {wanted} ({machine.name}) in {root}",
             hint=f"install it: ingot runtime install {wanted}"
             + (f" --target {machine.name}" if machine != host_machine() else "")
             + f"; or build it: ingot runtime build {wanted}",
@@ -210,17 +212,21 @@ def _parts(found: runtimes.Runtime, wanted: str) -> tuple[Path, Path]:
     return launcher, importer[0]
 
 
-def runtime_target(wanted: str, request: Request, machine: Machine | None = None) -> Target:
+def runtime_target(
+    wanted: str, request: Request, machine: Machine | None = None, root: Path | None = None
+) -> Target:
     """The target of the runtime of Python ``wanted`` for ``machine`` (default: this one), from
-    the store. For another machine, the build runs under this machine's runtime of the same
-    CPython release (which nothing of the target runs in)."""
+    the store ``root`` (default: :func:`ingot.runtime.store.store`). For another machine, the
+    build runs under this machine's runtime of the same CPython release (which nothing of the
+    target runs in)."""
     machine = machine or host_machine()
-    found = _stored_runtime(wanted, machine)
+    root = root or runtimes.store()
+    found = _stored_runtime(wanted, machine, root)
     runtimes.verify_runtime(found)  # nothing another user could have put there or changed
     launcher = _parts(found, wanted)[0]
     builder = found
     if machine != host_machine():
-        builder = _stored_runtime(found.version, host_machine())
+        builder = _stored_runtime(found.version, host_machine(), root)
         runtimes.verify_runtime(builder)
         if builder.version != found.version:
             raise RuntimeError_(
