@@ -498,3 +498,14 @@ def test_the_readme_opens_with_a_short_quick_start_under_the_projects_own_name()
     for step in ("pip install pyingot", "ingot build", "dist/"):
         assert step in blocks[0], step
     assert "ingot runtime build" in blocks[1]
+
+
+def test_the_crates_readme_names_every_module_of_every_crate():
+    readme = (CRATES / "README.md").read_text()
+    sections = readme.split("\n## ")[1:]
+    for crate in sorted(path.parent.parent.name for path in CRATES.glob("*/src/lib.rs")):
+        section = next((s for s in sections if s.startswith(f"`{crate}`")), None)
+        assert section is not None, f"crates/README.md has no section on {crate}"
+        modules = sorted(path.name for path in (CRATES / crate / "src").iterdir())
+        missing = [name for name in modules if f"`{name}`" not in section]
+        assert missing == [], f"crates/README.md says nothing of {crate}'s {missing}"
