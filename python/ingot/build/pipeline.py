@@ -123,7 +123,7 @@ def _build_in(
         packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
     finally:
         early.stop()  # (ended already, unless something failed)
-    check_archive(spec, packed, archive)
+    check_archive(spec, packed, roots)
     size = assemble(spec, head, archive, say)
     floor, notes, warnings = glibc_verdict(spec, packed, head)
     memo.flush()

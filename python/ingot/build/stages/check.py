@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ingot._ingot import EXTENSION_KINDS, IngotFinder
+from ingot._ingot import EXTENSION_KINDS
 from ingot.build.archive.pack import PackResult
 from ingot.build.resolve.spec import Spec
 from ingot.elf import GlibcFloor, archive_floor
@@ -19,8 +19,9 @@ __all__ = ["check_archive", "glibc_verdict", "newest_versions"]
 RUNNABLE = ("module", "package", *EXTENSION_KINDS)
 
 
-def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:
-    """BuildError if the module to run is not in the archive, or surely lacks the function."""
+def check_archive(spec: Spec, packed: PackResult, roots: list[Path]) -> None:
+    """BuildError if the module to run is not in the archive, or surely lacks the function
+    (read from its source in the staged ``roots``, not from the archive written)."""
     module = spec.plan.run["module"]
     if not any(name == module for kind in RUNNABLE for name in packed.names(kind)):
         raise BuildError(
@@ -29,7 +30,7 @@ def check_archive(spec: Spec, packed: PackResult, archive: Path) -> None:
             "left out by an exclude pattern)",
         )
     if spec.plan.run["kind"] == "function":
-        _check_function(archive, module, spec.plan.run["function"])
+        _check_function(roots, module, spec.plan.run["function"])
 
 
 def glibc_verdict(
@@ -91,14 +92,25 @@ def glibc_verdict(
     return floor, notes, warnings
 
 
-def _check_function(archive: Path, module: str, function: str) -> None:
+def _source_of(roots: list[Path], module: str) -> Path | None:
+    """The source file of ``module`` in the first of ``roots`` that has it (as ``sys.path``
+    would find it: a package's ``__init__.py`` before a module's file), or None."""
+    relative = Path(*module.split("."))
+    for root in roots:
+        for candidate in (root / relative / "__init__.py", root / relative.with_suffix(".py")):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _check_function(roots: list[Path], module: str, function: str) -> None:
     """BuildError if the entry function is surely not defined by its module: no top-level
     binding of its first name (def, class, assignment, import) in the module's source. A module
     with ``from ... import *`` or a module ``__getattr__``, or without source, is trusted."""
+    source = _source_of(roots, module)
     try:
-        source = IngotFinder(str(archive)).get_source(module)
-        tree = ast.parse(source) if source is not None else None
-    except (ImportError, SyntaxError, ValueError):
+        tree = ast.parse(source.read_bytes()) if source is not None else None
+    except (OSError, SyntaxError, ValueError):
         return
     if tree is None:
         return
