@@ -435,13 +435,15 @@ def test_preparations_of_files_packages_run_in_the_staged_copy(tmp_path, monkeyp
 
     # The staged root (the build cache's, for a dependency) is left as staged too: what the
     # preparation made is kept beside it, and carried as if it were in it.
+    from ingot.build.archive.stdlib_layout import running
     from ingot.build.stages.selection import select
 
     root = tmp_path / "staged"
     shutil.copytree(tool, root / "tool")
     before = sorted(path.relative_to(root) for path in root.rglob("*"))
     spec = resolve(Request(source=str(tool), settings=Settings(files=["tool"]), archive_only=True))
-    selection = select(spec, [root], tmp_path / "scratch", lambda message: None)
+    layout = running()
+    selection = select(spec, [root], tmp_path / "scratch", lambda message: None, layout)
     assert sorted(path.relative_to(root) for path in root.rglob("*")) == before
     assert [(kept, name) for kept, name, _ in selection.prepared] == [
         (root, "tool/made.txt"),

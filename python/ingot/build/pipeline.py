@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build.archive.buildcache import BuildMemo, open_memo
-from ingot.build.archive.pack import PackResult
+from ingot.build.archive.pack import PackResult, stdlib_pool
 from ingot.build.interrupt import remove_stale
 from ingot.build.progress import Ticker
 from ingot.build.resolve.launcher import read_launcher
@@ -42,7 +42,7 @@ from ingot.build.resolve.spec import Spec
 from ingot.build.resolve.target import Say
 from ingot.build.stages.assemble import assemble, prepare_output
 from ingot.build.stages.check import check_archive, glibc_verdict
-from ingot.build.stages.packing import pack_archive, start_stdlib_pool
+from ingot.build.stages.packing import base_options, pack_archive
 from ingot.build.stages.selection import select
 from ingot.build.stages.staging import stage
 from ingot.elf import GlibcFloor
@@ -111,16 +111,17 @@ def _build_in(
     staging: Path,
 ) -> BuildResult:
     # The standard library's modules are compiled and scanned meanwhile (pip uses one CPU).
-    early = start_stdlib_pool(spec, memo)
+    base = base_options(spec, memo)  # (the pack options the spec alone gives, made once)
+    early = stdlib_pool(base)
     try:
         if ticker:
             ticker.phase("installing with pip")
         roots = stage(spec, staging, say, memo)
         if ticker:
             ticker.done()
-        selection = select(spec, roots, staging / "prepared", say, memo)
+        selection = select(spec, roots, staging / "prepared", say, base.stdlib_layout, memo)
         archive = staging / "app.ingot"
-        packed = pack_archive(spec, roots, selection, archive, say, ticker, memo, early)
+        packed = pack_archive(spec, base, roots, selection, archive, say, ticker, early)
     finally:
         early.stop()  # (ended already, unless something failed)
     check_archive(spec, packed, roots)

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ingot._ingot import LAUNCH_CONFIG, LAUNCH_CONFIG_VERSION, launch_config_json
-from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
-from ingot.build.archive.pack import PackOptions, PackResult, pack, stdlib_pool
+from ingot.build.archive.buildcache import BuildMemo
+from ingot.build.archive.pack import PackOptions, PackResult, pack
 from ingot.build.archive.prefetch import Prefetch
 from ingot.build.archive.sbom import Facts
 from ingot.build.archive.stdlib_layout import Layout, for_target
@@ -25,9 +25,9 @@ from ingot.errors import BuildError, CompileError
 from ingot.stdlib import DEFAULT_STDLIB_EXCLUDES, is_excluded
 
 __all__ = [
+    "base_options",
     "launch_config",
     "pack_archive",
-    "start_stdlib_pool",
     "stdlib_excludes",
     "stdlib_layout",
 ]
@@ -35,19 +35,21 @@ __all__ = [
 
 def pack_archive(
     spec: Spec,
+    base: PackOptions,
     roots: list[Path],
     selection: Selection,
     archive: Path,
     say: Say,
     ticker: Ticker | None = None,
-    memo: BuildMemo = NO_CACHE,
     early: Prefetch | None = None,
 ) -> PackResult:
-    """Packs what the app can reach from ``roots`` into ``archive`` (``early``: the pool
-    :func:`start_stdlib_pool` started), with its bill of materials."""
+    """Packs what the app can reach from ``roots`` into ``archive`` with the options ``base``
+    (:func:`base_options`) and what the stages before found (``early``: the pool
+    :func:`ingot.build.archive.pack.stdlib_pool` started on ``base``), with its bill of
+    materials."""
     settings = spec.plan.settings
     options = dataclasses.replace(
-        _options(spec, memo),
+        base,
         directories=roots,
         exclude=tuple(settings.exclude),
         compression_level=compression_levels(settings.compress)[0],
@@ -78,8 +80,9 @@ def pack_archive(
         raise _compile_error(error, archive.parent / "app", spec) from None
 
 
-def _options(spec: Spec, memo: BuildMemo) -> PackOptions:
-    """The pack options that depend on the spec's settings alone (what the stdlib pool needs)."""
+def base_options(spec: Spec, memo: BuildMemo) -> PackOptions:
+    """The pack options that depend on the spec alone (what the stdlib pool needs, and the
+    standard library's layout), made once per build."""
     settings = spec.plan.settings
     return PackOptions(
         directories=[],
@@ -99,12 +102,6 @@ def stdlib_layout(spec: Spec) -> Layout:
     """The standard library the target's archive takes: of the interpreter the build runs under,
     or, for another architecture, of the target runtime's CPython (read from its files)."""
     return for_target(spec.target.stdlib_prefix, spec.target.machine)
-
-
-def start_stdlib_pool(spec: Spec, memo: BuildMemo) -> Prefetch:
-    """A pool on the standard library's modules (:func:`ingot.build.archive.pack.stdlib_pool`), started
-    before pip runs."""
-    return stdlib_pool(_options(spec, memo))
 
 
 def launch_config(spec: Spec) -> bytes:

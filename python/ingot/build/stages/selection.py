@@ -16,7 +16,7 @@ from ingot.build.analysis import filescan, nativefiles, path_sinks
 from ingot.build.analysis.policy import PREPARATIONS, resolve_policy, top_level_names
 from ingot.build.archive.buildcache import NO_CACHE, BuildMemo
 from ingot.build.archive.import_tables import in_test_package
-from ingot.build.archive.stdlib_layout import Layout, for_target
+from ingot.build.archive.stdlib_layout import Layout
 from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Settings
 from ingot.build.resolve.spec import Spec
@@ -43,13 +43,18 @@ class Selection:
 
 
 def select(
-    spec: Spec, roots: list[Path], scratch: Path, say: Say, memo: BuildMemo = NO_CACHE
+    spec: Spec,
+    roots: list[Path],
+    scratch: Path,
+    say: Say,
+    layout: Layout,
+    memo: BuildMemo = NO_CACHE,
 ) -> Selection:
     """The files packages of a build over the staged ``roots`` (the app's first), the
     warnings about code that needs real files and imports the build does not carry, and what
     the files packages' preparations made from their staged copies (into ``scratch``; the
-    roots, which may be the build cache's, are left as they are). Each module's scan is kept
-    in the build cache (``memo``)."""
+    roots, which may be the build cache's, are left as they are). ``layout``: the standard
+    library the archive takes. Each module's scan is kept in the build cache (``memo``)."""
     files_packages, warnings = _file_policy(
         spec.plan.settings, roots, say, executable=not spec.archive_only, memo=memo
     )
@@ -67,7 +72,6 @@ def select(
             )
     else:
         warnings += _prepare(files_packages, roots, say, prepared, spec.environment, scratch)
-    layout = for_target(spec.target.stdlib_prefix, spec.target.machine)
     imported = _default_excluded_imports(roots[0], layout, trees)
     if imported:
         say(
