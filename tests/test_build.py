@@ -220,9 +220,7 @@ def test_console_script_build_runs(tmp_path):
 
 def test_executable_is_launcher_then_archive(hello_archive, tmp_path, capsys, monkeypatch):
     # Not a launcher (it has no facts section): the check of it is test_launcher's business.
-    monkeypatch.setattr(
-        "ingot.build.resolve.launcher.check_launcher", lambda path, machine=None: None
-    )
+    monkeypatch.setattr("ingot.build.resolve.launcher.check_launcher", lambda path, *args: None)
     launcher = tmp_path / "fake-launcher"
     launcher.write_bytes(b"\x7fELF not really a launcher\n" * 100)
     out = tmp_path / "hello"

@@ -7,6 +7,7 @@ or the one `INGOT_TEST_PYTHONS` lists for it) with `ingot.build.archive.pack.pac
 launch configuration `__ingot__/launch.json`.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -572,6 +573,37 @@ def test_ingot_build_refuses_a_launcher_it_cannot_use(launcher, tmp_path, capsys
         "launch_config": "reads launch configuration versions [7], not 1",
         "format": "is a launcher of a newer ingot",
     }[change] in err, err
+
+
+def test_the_launcher_is_checked_once_and_its_bytes_held_to_that(launcher, tmp_path):
+    # Resolution checks the launcher and records its sha256; the pipeline takes those bytes
+    # only: a launcher replaced between the two is refused, not put into the executable.
+    import shutil
+
+    from ingot.build.pipeline import build
+    from ingot.build.resolve.launcher import check_launcher
+    from ingot.build.resolve.settings import Request, Settings
+    from ingot.build.resolve.spec import resolve
+
+    mine = tmp_path / "launcher"
+    shutil.copyfile(launcher, mine)
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "__init__.py").write_text("")
+    (tool / "__main__.py").write_text("")
+    request = Request(source=str(tool), launcher=str(mine), settings=Settings(python="local"))
+    spec = resolve(request)
+    assert spec.target.launcher_sha256 is not None
+    with mine.open("ab") as grown:
+        grown.write(b"\0")
+    with pytest.raises(BuildError, match="changed after the build was resolved"):
+        build(dataclasses.replace(spec, plan=dataclasses.replace(spec.plan, output=tmp_path / "o")))
+    assert not (tmp_path / "o").exists()
+    # A runtime's launcher is held to its runtime's release (its interpreter is the child's).
+    release = launcher_facts(launcher)["python_release"]
+    check_launcher(launcher, None, release)
+    with pytest.raises(BuildError, match=r"but its runtime is CPython 3\.0\.0"):
+        check_launcher(launcher, None, "3.0.0")
 
 
 def test_ingot_build_refuses_a_launcher_without_facts(tmp_path, capsys):

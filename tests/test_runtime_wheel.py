@@ -338,6 +338,8 @@ def test_the_trusted_hashes_of_a_store_another_user_could_write_are_refused(
 def test_a_build_whose_runtime_wrote_no_executable_fails(tmp_path, monkeypatch, capsys):
     # Issue 39, item 1: a runtime's "interpreter" that does nothing and exits 0 (as the forged
     # wheel's shell script did) made the build exit 0 without an executable.
+    # (the stand-in's launcher is no launcher: its check, test_launcher's business, is skipped)
+    monkeypatch.setattr("ingot.build.resolve.launcher.check_launcher", lambda *args: None)
     runtime, _, build = planted_runtime(tmp_path, monkeypatch)
     runtime.python.write_text("#!/bin/sh\nexit 0\n")
     store.record_hashes(runtime)  # (made so: the store's checks pass)
@@ -352,6 +354,8 @@ def test_a_build_under_a_runtime_is_done_only_when_its_result_says_so(
 ):
     # The child sends its result back (the output, its size and sha256): a file that merely
     # appeared where the output goes, however new, is not taken for the build's.
+    # (the stand-in's launcher is no launcher: its check, test_launcher's business, is skipped)
+    monkeypatch.setattr("ingot.build.resolve.launcher.check_launcher", lambda *args: None)
     runtime, _, build = planted_runtime(tmp_path, monkeypatch)
     runtime.python.write_text(f"#!/bin/sh\nprintf forged > {tmp_path / 'app'}\nexit 0\n")
     store.record_hashes(runtime)

@@ -72,7 +72,7 @@ def build(spec: Spec, say: Say = lambda message: None, ticker: Ticker | None = N
         say(note)
     prepare_output(spec)
     remove_stale(spec.plan.output)  # (what killed builds left beside it and in TMPDIR)
-    head = read_launcher(spec.target.launcher, spec.target.machine)
+    head = read_launcher(spec.target.launcher, spec.target.launcher_sha256, spec.target.machine)
     memo = open_memo(spec.cache_root)
     try:
         return _build(spec, head, memo, started, say, ticker)

@@ -7,6 +7,7 @@ without running the binary, and refuses a launcher whose Python is not the one b
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -28,6 +29,7 @@ from ingot.machine import host_machine
 
 __all__ = [
     "check_launcher",
+    "checked_launcher",
     "find_launcher",
     "is_ingot_file",
     "launcher_facts",
@@ -39,14 +41,40 @@ __all__ = [
 Json = dict[str, Any]
 
 
-def read_launcher(path: Path | None, machine: str | None = None) -> bytes:
-    """The bytes of the launcher at ``path``, checked against this Python, this ingot's
-    launch.json and the architecture ``machine`` (default: this one's); nothing for an archive
-    (None)."""
+def read_launcher(
+    path: Path | None, sha256: str | None = None, machine: str | None = None
+) -> bytes:
+    """The bytes of the launcher at ``path`` (nothing for an archive: None): those whose
+    ``sha256`` resolution recorded when it checked them (:func:`checked_launcher`), BuildError
+    if the file changed since; without a digest (a target made by hand), checked now against
+    this Python and the architecture ``machine``."""
     if path is None:
         return b""
-    check_launcher(path, machine)
-    return path.read_bytes()
+    if sha256 is None:
+        check_launcher(path, machine)
+        return path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise BuildError(
+            f"the launcher {path} changed after the build was resolved (its sha256 is not the "
+            f"one checked, {sha256})",
+            hint="build again; and leave the launcher alone while a build runs",
+        )
+    return data
+
+
+def checked_launcher(path: Path, machine: str, release: str | None = None) -> str:
+    """Checks the launcher at ``path`` for a build (:func:`check_launcher`): against this
+    Python, or, for a runtime's (``release``: its CPython, ``3.11.2``), against that release,
+    whose interpreter the launcher was built with. Returns its sha256, which the spec keeps."""
+    check_launcher(path, machine, release)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as error:
+        raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
 
 
 def find_launcher(option: str | None = None, environment: Environment | None = None) -> Path:
@@ -140,16 +168,9 @@ def launcher_python(path: Path) -> str | None:
         return None
 
 
-def check_launcher(path: Path, machine: str | None = None) -> Json:
-    """The launcher's facts, checked against this Python, this ingot's launch.json and the
-    architecture ``machine`` (default: this one's)."""
-    facts = launcher_facts(path)
-    wanted, found = machine or host_machine().name, elf_machine(path)
-    if found != wanted:
-        raise BuildError(
-            f"the launcher {path} is built for {found}, but the executable is for {wanted}",
-            hint=f"give a launcher built for {wanted}, or build for --target {found}",
-        )
+def _check_this_python(path: Path, facts: Json) -> None:
+    """BuildError unless the launcher's interpreter is this one: its version, release and
+    bytecode magic."""
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     embedded, magic = facts["python"], importlib.util.MAGIC_NUMBER.hex()
     if embedded != here:
@@ -178,6 +199,31 @@ def check_launcher(path: Path, machine: str | None = None) -> Json:
             f"{facts['bytecode_magic']}, but this one's is {magic}",
             hint="give a launcher built for this interpreter",
         )
+
+
+def check_launcher(path: Path, machine: str | None = None, release: str | None = None) -> Json:
+    """The launcher's facts, checked against this Python (or the CPython ``release`` of the
+    runtime it belongs to, ``3.11.2``: a runtime's launcher and interpreter are one build,
+    recorded by their hashes), this ingot's launch.json and the architecture ``machine``
+    (default: this one's)."""
+    facts = launcher_facts(path)
+    wanted, found = machine or host_machine().name, elf_machine(path)
+    if found != wanted:
+        raise BuildError(
+            f"the launcher {path} is built for {found}, but the executable is for {wanted}",
+            hint=f"give a launcher built for {wanted}, or build for --target {found}",
+        )
+    if release is not None:
+        if facts.get("python_release") != release:
+            raise BuildError(
+                f"the launcher {path} embeds Python {facts.get('python_release')}, but its "
+                f"runtime is CPython {release}",
+                hint="rebuild the runtime: ingot runtime build "
+                + ".".join(release.split(".")[:2])
+                + " --force",
+            )
+    else:
+        _check_this_python(path, facts)
     if LAUNCH_CONFIG_VERSION not in facts["launch_config"]:
         raise BuildError(
             f"the launcher {path} (ingot {facts['ingot']}) reads launch "

@@ -23,6 +23,7 @@ from ingot import cachedir
 from ingot.build.resolve import target
 from ingot.build.resolve.environment import Environment, snapshot
 from ingot.build.resolve.inputs import Plan, console_script_plan, plan_source
+from ingot.build.resolve.launcher import checked_launcher
 from ingot.build.resolve.lockfile import Locked, read_lock
 from ingot.build.resolve.settings import Request
 from ingot.build.resolve.target import Say, Target
@@ -179,6 +180,11 @@ def resolve(
         target.provide_runtimes(request, plan.settings, say, environment)
     resolved = target.resolve_target(request, plan.settings, say, environment)
     _check_requires_python(plan, resolved)
+    if resolved.launcher is not None:
+        # (checked once, here: the pipeline takes the bytes of this digest only)
+        release = re.search(r"cpython-(\d+\.\d+\.\d+)", resolved.runtime or "")
+        digest = checked_launcher(resolved.launcher, resolved.machine, release and release[1])
+        resolved = dataclasses.replace(resolved, launcher_sha256=digest)
     locked = None
     if plan.lock is not None:
         root = plan.lock.parent

@@ -65,6 +65,9 @@ class Target:
     #: The sources the runtime is built from (its runtime.json), for the executable's bill of
     #: materials: (name, version, file, sha256, what it is for), CPython's first.
     runtime_sources: tuple[tuple[str, str, str, str, str], ...] = ()
+    #: The sha256 of the launcher, checked when the build was resolved
+    #: (:func:`ingot.build.resolve.launcher.checked_launcher`); the pipeline takes only those bytes.
+    launcher_sha256: str | None = None
 
 
 def this_python() -> str:
