@@ -5,7 +5,6 @@ progress goes to a ticker as it goes, and :mod:`ingot.build.report` says the res
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from ingot.build.interrupt import interrupts_stop, watch_parent
 from ingot.build.progress import Ticker
 from ingot.build.resolve.spec import Spec
 from ingot.errors import IngotError
+from ingot.runtime.pins import sha256_of
 
 __all__ = ["build_and_report", "build_spec_file", "say_unless"]
 
@@ -39,7 +39,7 @@ def build_spec_file(path: str, *, quiet: bool, parent: int | None = None) -> int
             made = {
                 "output": str(result.output),
                 "size": result.size,
-                "sha256": hashlib.sha256(result.output.read_bytes()).hexdigest(),
+                "sha256": sha256_of(result.output),
             }
             Path(path).with_name(RESULT_FILE).write_text(json.dumps(made))
             return 0

@@ -3,7 +3,6 @@ resolved spec as data (a JSON file), not as a command line to parse again."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -16,6 +15,7 @@ from ingot.build.report import report_error
 from ingot.build.resolve.spec import Spec
 from ingot.build.run import RESULT_FILE
 from ingot.errors import BuildError
+from ingot.runtime.pins import sha256_of
 
 __all__ = ["build_under"]
 
@@ -83,8 +83,7 @@ def _is_made(made: dict[str, object] | None, output: Path) -> bool:
     """Whether the child's result names ``output``, and the file there is the one it made."""
     if made is None or made.get("output") != str(output) or not output.is_file():
         return False
-    data = output.read_bytes()
-    return made.get("size") == len(data) and made.get("sha256") == hashlib.sha256(data).hexdigest()
+    return made.get("size") == output.stat().st_size and made.get("sha256") == sha256_of(output)
 
 
 def _run_child(command: list[str], environment: Mapping[str, str]) -> int:

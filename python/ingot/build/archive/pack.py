@@ -79,6 +79,7 @@ from ingot.build.archive.tables import (
 from ingot.build.progress import Ticker
 from ingot.build.resolve.environment import Environment, snapshot
 from ingot.build.resolve.settings import ZSTD_LEVELS
+from ingot.build.resolve.target import Say
 from ingot.build.sandbox import Sandbox
 from ingot.elf import elf_machine
 from ingot.errors import CompileError, PackError
@@ -94,8 +95,6 @@ __all__ = [
     "pack",
 ]
 
-
-Say = Callable[[str], None]
 
 #: The largest zstd dictionary ``pack`` trains for the small modules' blobs when it compresses:
 #: 64 KiB saved 14% of the compressed modules of a hello-world executable (docs/format.md).

@@ -26,6 +26,7 @@ from ingot.build.resolve.environment import Environment
 from ingot.elf import elf_machine
 from ingot.errors import BuildError
 from ingot.machine import host_machine
+from ingot.runtime.pins import sha256_of
 
 __all__ = [
     "check_launcher",
@@ -72,7 +73,7 @@ def checked_launcher(path: Path, machine: str, release: str | None = None) -> st
     whose interpreter the launcher was built with. Returns its sha256, which the spec keeps."""
     check_launcher(path, machine, release)
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_of(path)
     except OSError as error:
         raise BuildError(f"cannot read the launcher {path}: {error.strerror or error}") from error
 
