@@ -132,9 +132,8 @@ def _packaging() -> Any:
 
 def _python_full_version(target: Target) -> str:
     """The target's Python release: its runtime's (``cpython-3.11.7-...``), else this one's."""
-    release = re.search(r"cpython-(\d+\.\d+\.\d+)", target.runtime or "")
-    if release:
-        return release[1]
+    if target.runtime_release:
+        return target.runtime_release
     here = "%d.%d.%d" % sys.version_info[:3]
     return here if here.startswith(target.python + ".") else target.python + ".0"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import types
 import typing
@@ -148,8 +147,7 @@ def _check_requires_python(plan: Plan, resolved: Target) -> None:
             f"{where}: requires-python {wanted!r} is not a version specifier",
             hint="e.g. '>=3.11'",
         ) from None
-    release = re.search(r"cpython-(\d+\.\d+\.\d+)", resolved.runtime or "")
-    version = release[1] if release else ".".join(map(str, sys.version_info[:3]))
+    version = resolved.runtime_release or ".".join(map(str, sys.version_info[:3]))
     if resolved.python != ".".join(version.split(".")[:2]):
         version = resolved.python
     if not specifiers.contains(version, prereleases=True):
@@ -182,8 +180,7 @@ def resolve(
     _check_requires_python(plan, resolved)
     if resolved.launcher is not None:
         # (checked once, here: the pipeline takes the bytes of this digest only)
-        release = re.search(r"cpython-(\d+\.\d+\.\d+)", resolved.runtime or "")
-        digest = checked_launcher(resolved.launcher, resolved.machine, release and release[1])
+        digest = checked_launcher(resolved.launcher, resolved.machine, resolved.runtime_release)
         resolved = dataclasses.replace(resolved, launcher_sha256=digest)
     locked = None
     if plan.lock is not None:

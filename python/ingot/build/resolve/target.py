@@ -69,6 +69,12 @@ class Target:
     #: (:func:`ingot.build.resolve.launcher.checked_launcher`); the pipeline takes only those bytes.
     launcher_sha256: str | None = None
 
+    @property
+    def runtime_release(self) -> str | None:
+        """The CPython release of the runtime (``3.11.2``, from its name), None without one."""
+        found = re.search(r"cpython-(\d+\.\d+\.\d+)", self.runtime or "")
+        return found[1] if found else None
+
 
 def this_python() -> str:
     """The version of the Python running ingot, ``3.11``."""
