@@ -9,12 +9,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 import ingot
+from ingot.build.interrupt import Interrupted, interrupts_stop, scratch_directory
 from ingot.build.resolve.environment import Environment
 from ingot.build.resolve.settings import Request, Settings
 from ingot.build.resolve.spec import resolve
@@ -98,6 +100,39 @@ def test_sigterm_or_sighup_mid_build_leaves_nothing(app, tmp_path, moment, signu
     assert build.returncode == 128 + signum, err
     assert f"interrupted ({signal.Signals(signum).name})" in err and "Traceback" not in err
     assert _ours(tmp) == [] and os.listdir(out) == []
+
+
+def test_a_signal_while_the_staging_directory_is_made_removes_it(tmp_path, monkeypatch):
+    # A signal sent the moment the staging directory appeared (as the test above sends it) was
+    # handled before the build's `try` began, and the directory stayed. Here the signal arrives
+    # inside mkdtemp, after the directory is made: it is held until the removal is sure, then
+    # raised, and the block never runs.
+    made = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp_and_signal(*args, **kwargs):
+        path = real(*args, **kwargs)
+        made.append(Path(path))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return path
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp_and_signal)
+    ran = []
+    with (
+        pytest.raises(Interrupted) as raised,
+        interrupts_stop(),
+        scratch_directory("ingot-build-") as path,
+    ):
+        ran.append(path)
+    assert raised.value.signum == signal.SIGTERM and ran == []
+    assert len(made) == 1 and made[0].name.startswith(f"ingot-build-{os.getpid()}-")
+    assert os.listdir(tmp_path) == []
+    # Without a signal, the directory is there in the block and gone after it.
+    monkeypatch.setattr(tempfile, "mkdtemp", real)
+    with interrupts_stop(), scratch_directory("ingot-build-") as path:
+        assert path.is_dir() and path.parent == tmp_path
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_build_removes_what_killed_builds_left(app, tmp_path):

@@ -123,7 +123,8 @@ BUILD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("ingot.build",),  # (its __init__: a docstring)
     ("ingot.build.analysis",),
     ("ingot.build.resolve",),
-    ("ingot.build.sandbox", "ingot.build.progress", "ingot.build.interrupt"),
+    ("ingot.build.interrupt",),
+    ("ingot.build.sandbox", "ingot.build.progress"),
     ("ingot.build.archive",),
     ("ingot.build.stages",),
     ("ingot.build.pipeline",),

@@ -12,6 +12,10 @@ the importer's).
 
     with interrupts_stop():
         ...  # SIGTERM or SIGHUP here raises Interrupted
+
+A temporary directory is made with :func:`scratch_directory`: an interrupt that arrives while
+it is being made is held until its removal is sure to follow (a signal sent the moment the
+directory appears, as ``timeout`` may, left it behind).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -36,6 +40,7 @@ __all__ = [
     "Interrupted",
     "interrupts_stop",
     "remove_stale",
+    "scratch_directory",
     "temporary_name",
     "watch_parent",
 ]
@@ -43,7 +48,7 @@ __all__ = [
 #: The signals that stop a build as ^C does.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: The temporary directories of builds, in TMPDIR: ``<prefix><pid>-<random>``.
-STAGING_PREFIXES = ("ingot-build-", "ingot-runtime-path-")
+STAGING_PREFIXES = ("ingot-build-", "ingot-runtime-path-", "ingot-pack-")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -59,7 +64,19 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+class _Held:
+    """The interrupts held while something that must be removed is being made (in the main
+    thread, where Python runs signal handlers): how deep, and the first signal held."""
+
+    depth = 0
+    pending: int | None = None
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
+    if _Held.depth:
+        if _Held.pending is None:
+            _Held.pending = signum
+        return
     # Once: a second signal must not cut short the way out (what the first one started).
     for number in SIGNALS:
         signal.signal(number, signal.SIG_IGN)
@@ -83,6 +100,41 @@ def interrupts_stop() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+
+
+def _release() -> None:
+    """Ends a hold; the interrupt held, if any, is raised now."""
+    _Held.depth -= 1
+    if _Held.depth == 0 and _Held.pending is not None:
+        signum, _Held.pending = _Held.pending, None
+        _stop(signum, None)
+
+
+def _remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_directory(prefix: str, remove: Callable[[Path], None] = _remove_tree) -> Iterator[Path]:
+    """A new directory in TMPDIR, ``<prefix><pid>-<random>`` (:func:`remove_stale` knows it once
+    its process is gone, for a prefix in :data:`STAGING_PREFIXES`), which ``remove`` removes on
+    the way out. An interrupt (:func:`interrupts_stop`) that arrives while it is being made is
+    raised once its removal is sure to follow."""
+    holding = threading.current_thread() is threading.main_thread()
+    if holding:
+        _Held.depth += 1
+    try:
+        path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+    except BaseException:
+        if holding:
+            _release()
+        raise
+    try:
+        if holding:
+            _release()  # (raises what arrived meanwhile: here, the directory goes)
+        yield path
+    finally:
+        remove(path)
 
 
 def watch_parent(fd: int) -> None:

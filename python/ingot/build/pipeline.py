@@ -26,16 +26,14 @@ and whatever ``SOURCE_DATE_EPOCH`` says (pip still sees it, for wheels it builds
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingot.build.archive.buildcache import BuildMemo, open_memo
 from ingot.build.archive.pack import PackResult, stdlib_pool
-from ingot.build.interrupt import remove_stale
+from ingot.build.interrupt import remove_stale, scratch_directory
 from ingot.build.progress import Ticker
 from ingot.build.resolve.launcher import read_launcher
 from ingot.build.resolve.spec import Spec
@@ -84,11 +82,8 @@ def _build(
     spec: Spec, head: bytes, memo: BuildMemo, started: float, say: Say, ticker: Ticker | None
 ) -> BuildResult:
     # (named with the pid: remove_stale knows it for a killed build's once this one is gone)
-    staging = Path(tempfile.mkdtemp(prefix=f"ingot-build-{os.getpid()}-"))
-    try:
+    with scratch_directory("ingot-build-", _remove_staging) as staging:
         return _build_in(spec, head, memo, started, say, ticker, staging)
-    finally:
-        _remove_staging(staging)
 
 
 def _remove_staging(staging: Path) -> None:

@@ -41,18 +41,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from ingot.build.interrupt import scratch_directory
 from ingot.build.resolve.environment import Environment
 
 __all__ = ["Confinement", "Outcome", "Sandbox", "nobody"]
@@ -279,11 +278,8 @@ class Sandbox:
         directories ``readable`` there to read. With ``collect`` (a glob), the child gets a
         directory of its own to write, its path ``argv``'s ``{out}`` (replaced), and the
         regular files it leaves there whose names match are returned (none through a link)."""
-        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
-        try:
+        with scratch_directory(SCRATCH_PREFIX) as scratch:
             return self._run(scratch, list(argv), readable, extra, timeout, collect)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
 
     def _run(
         self,

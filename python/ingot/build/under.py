@@ -7,10 +7,10 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from ingot.build.interrupt import scratch_directory
 from ingot.build.report import report_error
 from ingot.build.resolve.spec import Spec
 from ingot.build.run import RESULT_FILE
@@ -44,17 +44,17 @@ def build_under(spec: Spec, *, quiet: bool) -> int:
     assert target.runtime_python is not None and target.runtime_importer is not None
     package = Path(__file__).resolve().parents[1]
     # (named with the pid: a later build removes it if this process is killed)
-    with tempfile.TemporaryDirectory(prefix=f"ingot-runtime-path-{os.getpid()}-") as path:
-        shadow = Path(path) / "ingot"
+    with scratch_directory("ingot-runtime-path-") as path:
+        shadow = path / "ingot"
         shadow.mkdir()
         for item in package.iterdir():
             native = item.name.startswith("_ingot.") and item.name.endswith(".so")
             if not native and item.name not in ("_launcher", "__pycache__"):
                 (shadow / item.name).symlink_to(item)
         (shadow / target.runtime_importer.name).symlink_to(target.runtime_importer)
-        spec_file = Path(path) / "spec.json"
+        spec_file = path / "spec.json"
         spec_file.write_text(spec.to_json())
-        command = [str(target.runtime_python), "-I", "-c", _CHILD, path, str(spec_file)]
+        command = [str(target.runtime_python), "-I", "-c", _CHILD, str(path), str(spec_file)]
         status = _run_child([*command, "quiet" if quiet else "say"], spec.environment.variables)
         made = _read_result(spec_file.with_name(RESULT_FILE)) if status == 0 else None
     output = spec.plan.output

@@ -21,9 +21,7 @@ import importlib.machinery
 import importlib.util
 import os
 import platform
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
@@ -76,6 +74,7 @@ from ingot.build.archive.tables import (
     add_regexes,
     ingot_tables,
 )
+from ingot.build.interrupt import scratch_directory
 from ingot.build.progress import Ticker
 from ingot.build.resolve.environment import Environment, snapshot
 from ingot.build.resolve.settings import ZSTD_LEVELS
@@ -756,38 +755,37 @@ def pack(
     phase("collecting modules")
     collected = _collected(options, own, say)
     pools = _start_pools(options, collected.plan, list(collected.collections), levels)
-    scratch = Path(tempfile.mkdtemp(prefix="ingot-pack-"))
     try:
-        if options.prune:
-            phase("finding what the application can reach")
-        reached = _reach(collected, options, entry_modules, say)
-        if options.prune:
-            for pool in pools:
-                pool.carry({item.name for item in reached.plan.values()})
-            say(
-                f"carrying {len(reached.plan)} entries that the application can use; left out "
-                f"{sum(count for _, count, _ in reached.left_out.values())}"
+        with scratch_directory("ingot-pack-") as scratch:
+            if options.prune:
+                phase("finding what the application can reach")
+            reached = _reach(collected, options, entry_modules, say)
+            if options.prune:
+                for pool in pools:
+                    pool.carry({item.name for item in reached.plan.values()})
+                say(
+                    f"carrying {len(reached.plan)} entries that the application can use; left out "
+                    f"{sum(count for _, count, _ in reached.left_out.values())}"
+                )
+            reached = _with_files_packages(reached, collected, options, say)
+            phase("resolving shared libraries")
+            linked = _linked(reached, collected, options, scratch, say)
+            writer = _new_writer(options, linked.plan, list(collected.collections), own)
+            phase("compiling and scanning modules", sum(pool.jobs for pool in pools))
+            _wait_for_pools(pools, options, say)
+            phase("compiling, scanning and compressing entries", len(linked.plan))
+            scan = Scan(
+                patterns={} if options.precompile_regexes else None,
+                imports=dict(reached.imports) if entry_modules is not None else None,
+                memo=options.cache,
             )
-        reached = _with_files_packages(reached, collected, options, say)
-        phase("resolving shared libraries")
-        linked = _linked(reached, collected, options, scratch, say)
-        writer = _new_writer(options, linked.plan, list(collected.collections), own)
-        phase("compiling and scanning modules", sum(pool.jobs for pool in pools))
-        _wait_for_pools(pools, options, say)
-        phase("compiling, scanning and compressing entries", len(linked.plan))
-        scan = Scan(
-            patterns={} if options.precompile_regexes else None,
-            imports=dict(reached.imports) if entry_modules is not None else None,
-            memo=options.cache,
-        )
-        compiled = _compile(writer, linked, levels, options, scan, reached.files_packages)
-        phase("adding ingot's tables")
-        tabled = _tabled(writer, collected, linked, compiled, options, entry_modules, say)
-        size = _write(writer, output, options.compression_level, say, phase)
-        if options.ticker:
-            options.ticker.done()
+            compiled = _compile(writer, linked, levels, options, scan, reached.files_packages)
+            phase("adding ingot's tables")
+            tabled = _tabled(writer, collected, linked, compiled, options, entry_modules, say)
+            size = _write(writer, output, options.compression_level, say, phase)
+            if options.ticker:
+                options.ticker.done()
     finally:
         pools[1].stop()  # (ended already, unless something failed)
-        shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.perf_counter() - started
     return pack_result(output, size, seconds, collected, reached, linked, compiled, tabled)
