@@ -264,6 +264,43 @@ def test_the_rust_scan_measures_a_function(tmp_path):
     assert [length for _, length in rust_functions(source)] == [4, 1]
 
 
+UNSAFE_FN = re.compile(r'\s*(pub(\([^)]*\))?\s+)?unsafe\s+(extern\s+"C"\s+)?fn\s+\w+')
+
+
+def unsafe_functions_without_safety(path: Path) -> list[str]:
+    """The ``unsafe fn``s of the Rust file ``path`` whose doc comment has no ``# Safety``
+    section (what a caller must ensure)."""
+    lines = path.read_text().splitlines()
+    found = []
+    for number, line in enumerate(lines):
+        if not UNSAFE_FN.match(line):
+            continue
+        above, doc = number - 1, []
+        while above >= 0 and lines[above].strip().startswith(("///", "#[")):
+            doc.append(lines[above].strip())
+            above -= 1
+        if "/// # Safety" not in doc:
+            found.append(f"{path.name}:{number + 1}")
+    return found
+
+
+def test_every_unsafe_function_says_what_its_caller_must_ensure():
+    # Issue 54 (clippy's missing_safety_doc looks at public functions only).
+    paths = sorted(CRATES.rglob("src/**/*.rs"))
+    assert sum(path.read_text().count("unsafe fn") for path in paths) > 10  # (the scan sees them)
+    assert [item for path in paths for item in unsafe_functions_without_safety(path)] == []
+
+
+def test_the_safety_scan_finds_a_function_without_its_section(tmp_path):
+    source = tmp_path / "x.rs"
+    source.write_text(
+        "/// Does x.\nunsafe fn a() {}\n/// Does y.\n///\n/// # Safety\n///\n/// Holds the GIL.\n"
+        '#[inline]\npub(crate) unsafe extern "C" fn b() {}\ntype F = unsafe extern "C" fn();\n'
+        "    unsafe fn c() {}\n"
+    )
+    assert unsafe_functions_without_safety(source) == ["x.rs:2", "x.rs:11"]
+
+
 def test_the_package_keeps_at_most_ten_top_level_modules():
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert len(top) <= 10, top

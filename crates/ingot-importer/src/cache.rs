@@ -33,7 +33,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -169,13 +169,17 @@ impl Strategy {
 /// Whether this process started privileged: set-user-ID, set-group-ID or file capabilities
 /// (`AT_SECURE`), or real and effective ids that differ. Its environment is the caller's, who
 /// may be another user: [`variable`] reads none of it.
+///
+/// Worked out at the first call (the launcher's, before Python runs) and kept: a start asks it
+/// for every native module, and a process that drops its ids later stays privileged here.
 pub fn privileged() -> bool {
+    static PRIVILEGED: OnceLock<bool> = OnceLock::new();
     // SAFETY: getauxval reads the auxiliary vector; the id getters cannot fail.
-    unsafe {
+    *PRIVILEGED.get_or_init(|| unsafe {
         libc::getauxval(libc::AT_SECURE) != 0
             || libc::getuid() != libc::geteuid()
             || libc::getgid() != libc::getegid()
-    }
+    })
 }
 
 /// The environment variable `name`, as glibc's `secure_getenv` reads it: never in a

@@ -7,13 +7,10 @@
 use std::ffi::c_char;
 use std::sync::{Arc, OnceLock};
 
-/// A native entry's (kind, name, [(library, symbol version), ...]).
-type VersionNeeds = (String, String, Vec<(String, String)>);
-
 use ingot_format::{Archive, Entry, Kind, Namespace, Role};
 use pyo3::exceptions::{PyFileNotFoundError, PyImportError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyModule, PyString};
 use pyo3::{ffi, intern};
 
 use crate::decompressed::Decompressed;
@@ -21,6 +18,7 @@ use crate::error::{archive_error, ArchiveError};
 use crate::files::{self, FilesPolicy};
 use crate::hooks::{self, AfterExec};
 use crate::native;
+use crate::survey::{self, VersionNeeds};
 use crate::view::ArchiveView;
 
 /// A meta-path finder and loader over one ingot archive.
@@ -717,7 +715,7 @@ impl IngotFinder {
         Ok(IngotPathEntryFinder { finder: slf.clone().unbind(), relative })
     }
 
-    // --- for the support module and tools ----------------------------------------------------
+    // --- for the support module ------------------------------------------------------------------
 
     /// `read(relative) -> bytes`: the bytes of the archive's file at `relative` (under the
     /// archive's path: `pkg/data.txt`, `__ingot__/launch.json`); `FileNotFoundError` if there
@@ -815,98 +813,33 @@ impl IngotFinder {
         Ok(dirs)
     }
 
+    // --- for tools (crate::survey) ---------------------------------------------------------------
+
     /// Every entry as (kind, name, size of its blobs once decompressed, size stored in the archive).
     fn entry_sizes(&self) -> PyResult<Vec<(&'static str, String, u64, u64)>> {
-        let mut sizes = Vec::new();
-        for entry in self.view.archive.entries() {
-            let entry = entry.map_err(|error| self.error(error))?;
-            let (mut size, mut stored) = (0u64, 0u64);
-            for blob in entry.blobs() {
-                let blob = blob.map_err(|error| self.error(error))?;
-                size += blob.size();
-                stored += blob.stored_size();
-            }
-            sizes.push((
-                entry.kind().map_or("unknown", Kind::label),
-                entry.name().to_string(),
-                size,
-                stored,
-            ));
-        }
-        Ok(sizes)
+        survey::entry_sizes(&self.view)
     }
 
     /// The modules whose bytecode (optimization level 0) is stored as is, with its size: what a
     /// start hands `marshal` in place, when it imports them.
     fn bytecode_in_place(&self) -> PyResult<Vec<(String, u64)>> {
-        let mut found = Vec::new();
-        for entry in self.view.archive.entries() {
-            let entry = entry.map_err(|error| self.error(error))?;
-            if let Some(blob) = entry.blob(Role::Bytecode(0)).map_err(|error| self.error(error))? {
-                if blob.compression() == ingot_format::layout::compression::NONE {
-                    found.push((entry.name().to_string(), blob.stored_size()));
-                }
-            }
-        }
-        Ok(found)
+        survey::bytecode_in_place(&self.view)
     }
 
     /// Every entry as (kind, name, size in bytes of its blobs once decompressed).
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for entry in self.view.archive.entries() {
-            let entry = entry.map_err(|error| self.error(error))?;
-            let mut size = 0u64;
-            for blob in entry.blobs() {
-                size += blob.map_err(|error| self.error(error))?.size();
-            }
-            let kind = entry.kind().map_or("unknown", Kind::label);
-            list.append(PyTuple::new(
-                py,
-                [
-                    kind.into_pyobject(py)?.into_any(),
-                    entry.name().into_pyobject(py)?.into_any(),
-                    size.into_pyobject(py)?.into_any(),
-                ],
-            )?)?;
-        }
-        Ok(list)
+        survey::entries(py, &self.view)
     }
 
     /// `[(kind, name, [(library, version), ...]), ...]`: the symbol versions each native entry
     /// (extension module, extension package, shared library) needs, from its `DT_VERNEED`.
     fn version_needs(&self) -> PyResult<Vec<VersionNeeds>> {
-        let mut needs = Vec::new();
-        for entry in self.view.archive.entries() {
-            let entry = entry.map_err(|error| self.error(error))?;
-            let Some(kind) = entry.kind() else {
-                continue;
-            };
-            // Data files too, when they are shared objects (loaded by path: `ctypes.CDLL`).
-            let library_file = kind == Kind::DataFile && {
-                let file = entry.name().rsplit('/').next().unwrap_or_default();
-                file.ends_with(".so") || file.contains(".so.")
-            };
-            if !kind.is_native() && !library_file {
-                continue;
-            }
-            let Some(image) = entry.data(Role::Content).map_err(|error| self.error(error))? else {
-                continue;
-            };
-            if library_file && !image.starts_with(b"\x7fELF") {
-                continue;
-            }
-            let versions = crate::elf::elf_version_needs(&image)
-                .map_err(|error| PyValueError::new_err(format!("{}: {error}", entry.name())))?;
-            needs.push((kind.label().to_string(), entry.name().to_string(), versions));
-        }
-        Ok(needs)
+        survey::version_needs(&self.view)
     }
 
     /// Reads every blob and checks its checksum; raises `ArchiveError` on the first bad one.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
-        let shared = self.view.clone();
-        py.detach(|| shared.archive.verify_all()).map_err(|error| self.error(error))
+        survey::verify(py, &self.view)
     }
 }
 

@@ -27,6 +27,7 @@ mod pages;
 mod prefetched;
 pub mod readahead;
 mod regexes;
+mod survey;
 mod view;
 #[cfg(feature = "writer")]
 mod writer;

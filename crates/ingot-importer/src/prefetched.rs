@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use ingot_format::{Archive, Blob};
+use ingot_format::{layout::compression, Archive, Blob};
 
 /// At most this many decompressed bytes wait for their imports.
 pub const HELD_LIMIT: usize = 16 << 20;
@@ -86,7 +86,13 @@ impl Prefetched {
     /// The bytes [`Prefetched::fill`] decompressed for `blob`, waiting for them if they are being
     /// decompressed; None if there are none (and none will be made now).
     pub fn take(&self, blob: &Blob<'_>) -> Option<Vec<u8>> {
-        if self.owner.load(Ordering::Acquire) != std::process::id() {
+        // (Asked at every import: what is stored raw, or with nothing read ahead, costs no
+        // system call.)
+        if blob.compression() == compression::NONE {
+            return None; // never decompressed ahead
+        }
+        let owner = self.owner.load(Ordering::Acquire);
+        if owner == 0 || owner != std::process::id() {
             return None; // nothing read ahead, or read ahead by the parent of this forked process
         }
         let mut state = self.lock();
@@ -154,7 +160,7 @@ mod tests {
     fn bytecode<'a>(archive: &'a Archive, name: &str) -> Blob<'a> {
         let entry = archive.find(Namespace::Modules, name).unwrap().unwrap();
         let blob = entry.blob(Role::Bytecode(0)).unwrap().unwrap();
-        assert_ne!(blob.compression(), ingot_format::layout::compression::NONE);
+        assert_ne!(blob.compression(), compression::NONE);
         blob
     }
 

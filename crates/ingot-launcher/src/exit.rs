@@ -256,6 +256,10 @@ fn standard_streams(py: Python<'_>) -> Vec<*mut ffi::PyObject> {
 /// The finalizable objects (positions in `index`) that `object` holds: those it references, and
 /// those referenced by the dicts, lists, tuples and sets it references (an instance's `__dict__`,
 /// a list of files), a few levels deep.
+///
+/// # Safety
+///
+/// The GIL is held, and `object` is a live object that stays alive during the call.
 unsafe fn finalizable_held_by(
     object: *mut ffi::PyObject,
     index: &HashMap<*mut ffi::PyObject, usize>,
@@ -289,6 +293,10 @@ unsafe fn finalizable_held_by(
 
 /// Whether `object` is a dict, list, tuple or set (exactly: not a subclass, not a module's or a
 /// type's namespace reached through a function).
+///
+/// # Safety
+///
+/// The GIL is held, and `object` is a live object.
 unsafe fn is_plain_container(object: *mut ffi::PyObject) -> bool {
     unsafe {
         ffi::PyDict_CheckExact(object) != 0
@@ -300,8 +308,18 @@ unsafe fn is_plain_container(object: *mut ffi::PyObject) -> bool {
 
 /// The objects `object` references, by its type's `tp_traverse` (none for objects the collector
 /// does not track).
+///
+/// # Safety
+///
+/// The GIL is held, and `object` is a live object; the referents returned are borrowed from
+/// it (no reference is taken) and are valid only while it is unchanged.
 unsafe fn referents(object: *mut ffi::PyObject) -> Vec<*mut ffi::PyObject> {
     unsafe {
+        /// `tp_traverse`'s visit function: records `referent` in `found`.
+        ///
+        /// # Safety
+        ///
+        /// `found` is the `Vec` this function's caller passed to `tp_traverse`.
         unsafe extern "C" fn visit(referent: *mut ffi::PyObject, found: *mut c_void) -> c_int {
             unsafe {
                 if !referent.is_null() {

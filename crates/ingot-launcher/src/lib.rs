@@ -442,6 +442,11 @@ fn status_error(status: &ffi::PyStatus) -> String {
 }
 
 /// Exits on a failed status, as `Py_ExitStatusException` would but with an `ingot:` message.
+///
+/// # Safety
+///
+/// `status` comes from a CPython initialization call; on an exception status the caller's
+/// thread may touch Python's error state (`PyErr_Print`).
 unsafe fn check(status: ffi::PyStatus, phase: &str) {
     unsafe {
         if ffi::PyStatus_IsExit(status) != 0 {
@@ -462,6 +467,10 @@ unsafe fn check(status: ffi::PyStatus, phase: &str) {
 /// README.md, "Start-up"): in isolated mode with `sys.argv` given for the application; for a
 /// Python-mode self-call, from the command line as python reads it (but still ignoring the
 /// environment and with no `site`).
+///
+/// # Safety
+///
+/// Called once, on the main thread, before anything else in the process uses Python.
 unsafe fn initialize(exe: &Path, argv: &[OsString], mode: &Mode) {
     unsafe {
         // The importer, as the built-in module `_ingot`.
@@ -509,6 +518,11 @@ fn c_strings(list: &[OsString]) -> Vec<CString> {
 /// Pre-initialization: `python -I` (locale configured and C locale coerced as python does, the
 /// environment ignored); in Python mode, with `-X utf8`, `-X dev`, ... read from the command line
 /// (`pointers`: the process's arguments). Called first, before anything else touches Python.
+///
+/// # Safety
+///
+/// Python is not initialized yet; each of `pointers` is a NUL-terminated string that stays
+/// alive during the call.
 unsafe fn pre_initialize(python_mode: bool, pointers: &mut [*mut c_char]) {
     unsafe {
         let mut preconfig = MaybeUninit::<ffi::PyPreConfig>::uninit();
@@ -535,6 +549,10 @@ unsafe fn pre_initialize(python_mode: bool, pointers: &mut [*mut c_char]) {
 /// Initializes `config` (uninitialized storage) for the core phase: python's configuration in
 /// Python mode, else the isolated one; no `site`, the environment ignored, no path computed
 /// (the archive is the library), and the main phase left for later (`_init_main = 0`).
+///
+/// # Safety
+///
+/// `config` points to writable storage for a `PyConfig`, after the pre-initialization.
 unsafe fn init_config(config: *mut ffi::PyConfig, python_mode: bool) {
     unsafe {
         if python_mode {
@@ -562,6 +580,11 @@ unsafe fn init_config(config: *mut ffi::PyConfig, python_mode: bool) {
 
 /// `config`'s argv: the application's `sys.argv` in App mode; else the process's arguments
 /// (`pointers`), which a Python-mode configuration parses as python does.
+///
+/// # Safety
+///
+/// `config` was initialized by [`init_config`] and not cleared; each of `pointers` is a
+/// NUL-terminated string that stays alive during the call.
 unsafe fn set_argv(config: *mut ffi::PyConfig, mode: &Mode, pointers: &mut [*mut c_char]) {
     unsafe {
         match mode {
@@ -591,6 +614,10 @@ unsafe fn set_argv(config: *mut ffi::PyConfig, mode: &Mode, pointers: &mut [*mut
 }
 
 /// `config`'s executable and paths: `exe`, and its directory as home and every prefix.
+///
+/// # Safety
+///
+/// `config` was initialized by [`init_config`] and not cleared.
 unsafe fn set_paths(config: *mut ffi::PyConfig, exe: &Path) {
     unsafe {
         let set = |status: ffi::PyStatus, what: &str| check(status, what);
@@ -637,6 +664,11 @@ unsafe fn set_paths(config: *mut ffi::PyConfig, exe: &Path) {
 
 /// The main phase of the initialization, after the core phase `Py_InitializeFromConfig(config)`
 /// ran with `config._init_main = 0`.
+///
+/// # Safety
+///
+/// The core phase ran from `config` (`_init_main = 0`) on this thread, which holds the
+/// GIL; `config` is the one it ran from (3.14 clears it here).
 #[cfg(any(not(Py_3_14), Py_3_15))]
 unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus {
     unsafe { _Py_InitializeMain() }
@@ -645,6 +677,11 @@ unsafe fn main_phase(_config: *mut ffi::PyConfig) -> ffi::PyStatus {
 /// 3.14 has no `_Py_InitializeMain`: a second `Py_InitializeFromConfig` of the same configuration
 /// with `_init_main = 1` finds the core initialized, copies the configuration into the
 /// interpreter again (`pyinit_core_reconfigure`) and runs the main phase.
+///
+/// # Safety
+///
+/// The core phase ran from `config` (`_init_main = 0`) on this thread, which holds the
+/// GIL; `config` is the one it ran from (3.14 clears it here).
 #[cfg(all(Py_3_14, not(Py_3_15)))]
 unsafe fn main_phase(config: *mut ffi::PyConfig) -> ffi::PyStatus {
     (*config)._init_main = 1;
