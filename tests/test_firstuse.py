@@ -130,6 +130,34 @@ def test_imports_are_found_in_order_and_sorted_by_where_they_run():
     assert found[FALLBACK] == ["simplejson", "slow"]
 
 
+def test_imports_after_a_semicolon_or_in_a_one_line_block_are_found():
+    # An import the scan misses is one a pruned build leaves out: `x = 1; import ctypes` ran
+    # into ModuleNotFoundError in the executable.
+    source = (
+        b"x = 1; import ctypes\n"
+        b"if sys.version_info < (3, 8): import importlib_metadata as metadata\n"
+        b"try: import ujson as json\n"
+        b"except ImportError: import json\n"
+        b"if TYPE_CHECKING: import typing_only\n"
+        b"def f(): from . import lazy_one\n"
+        b"class C: import in_class; from .sub import item\n"
+        b"print('no; import here' if x else 0)\n"
+    )
+    found = imports_in_source(source, "pkg.mod", is_package=False)
+    assert found[TOP] == [
+        "ctypes",
+        "importlib_metadata",
+        "ujson",
+        "in_class",
+        "pkg.sub",
+        "pkg.sub.item",
+        "here",  # (in a string: a module named so would be carried; a false import costs size only)
+    ]
+    assert found[FALLBACK] == ["json"]
+    assert found[LAZY] == ["pkg", "pkg.lazy_one"]
+    assert "typing_only" not in [name for names in found.values() for name in names]
+
+
 def test_relative_imports_of_a_package_start_from_the_package_itself():
     found = imports_in_source(b"from . import a\nfrom .b import c\n", "pkg", is_package=True)
     assert found[TOP] == ["pkg", "pkg.a", "pkg.b", "pkg.b.c"]

@@ -49,13 +49,21 @@ BOOT_MODULES = (
     "zipimport",
 )
 
-_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w. \t,]+)", re.M)
-_FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)", re.M)
+#: An import statement: at a line's start, or after a ``;`` or a one-line block's ``:``
+#: (``x = 1; import y``, ``if PY2: import z``, ``try: import ujson as json``).
+_IMPORT = re.compile(rb"(?:^|[;:])[ \t]*import[ \t]+([\w. \t,]+)", re.M)
+_FROM = re.compile(
+    rb"(?:^|[;:])[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)", re.M
+)
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 #: Block headers that change whether an import inside them runs when the module is imported.
 _HEADER = re.compile(
     rb"[ \t]*(async[ \t]+def|def|class|if|elif|else|try|except|finally|with|for|"
     rb"while)\b([^\n]*):[ \t]*(?:#[^\n]*)?$"
+)
+#: The header of a one-line block, before the statement on its line (``if PY2: import z``).
+_INLINE_HEADER = re.compile(
+    rb"[ \t]*(async[ \t]+def|def|class|if|elif|else|try|except|finally|with|for|while)\b(.*?):"
 )
 #: Headers whose first line says what the block is even when they run over several lines
 #: (``def f(a,`` / ``b):``): only statements start with these keywords.
@@ -91,6 +99,36 @@ def never_on_linux(condition: str) -> bool:
     return any(_NEVER_ON_LINUX.fullmatch(part.strip()) for part in _AND.split(condition))
 
 
+def _effect(header: re.Match[bytes], as_main: bool) -> str:
+    """What a block header (its keyword, its condition) makes of the block's body."""
+    keyword = header.group(1).split()[-1]
+    condition = header.group(2)
+    guarded = keyword in (b"if", b"elif") and (
+        never_on_linux(condition.decode("latin-1"))
+        or (not as_main and _MAIN_GUARD.search(condition) is not None)
+    )
+    if keyword == b"def":
+        return LAZY
+    if keyword == b"except":
+        return FALLBACK
+    return SKIPPED if guarded else TOP
+
+
+#: The contexts from the most restrictive: an import is where its innermost such block puts it.
+_RESTRICTIVE = (SKIPPED, FALLBACK, LAZY)
+
+
+def _context_of(source: bytes, offset: int, line: str, as_main: bool) -> str:
+    """The context of the import statement at ``offset``, on a line of context ``line``: within
+    a one-line block (``if PY2: import z``), what its header makes of it."""
+    start = source.rfind(b"\n", 0, offset) + 1
+    inline = _INLINE_HEADER.match(source, start, offset + 1)
+    if inline is None or line == SKIPPED:
+        return line
+    effects = {line, _effect(inline, as_main)}
+    return next((effect for effect in _RESTRICTIVE if effect in effects), TOP)
+
+
 def _contexts(source: bytes, as_main: bool = False) -> dict[int, str]:
     """Line number (1-based) -> TOP, LAZY or SKIPPED for the lines of ``source``, from indentation
     and block headers (a textual approximation: triple-quoted strings are skipped, continuation
@@ -111,26 +149,11 @@ def _contexts(source: bytes, as_main: bool = False) -> dict[int, str]:
         while stack and stack[-1][0] >= indent:
             stack.pop()
         effects = {effect for _, effect in stack}
-        context = next((effect for effect in (SKIPPED, FALLBACK, LAZY) if effect in effects), TOP)
+        context = next((effect for effect in _RESTRICTIVE if effect in effects), TOP)
         contexts[number] = context
         header = _HEADER.match(line) or _LONG_HEADER.match(line)
         if header:
-            keyword = header.group(1).split()[-1]
-            condition = header.group(2)
-            guarded = keyword in (b"if", b"elif") and (
-                never_on_linux(condition.decode("latin-1"))
-                or (not as_main and _MAIN_GUARD.search(condition) is not None)
-            )
-            effect = (
-                LAZY
-                if keyword == b"def"
-                else FALLBACK
-                if keyword == b"except"
-                else SKIPPED
-                if guarded
-                else TOP
-            )
-            stack.append((indent, effect))
+            stack.append((indent, _effect(header, as_main)))
         for quote in _QUOTES:
             if line.count(quote) % 2 == 1:
                 in_string = quote
@@ -177,6 +200,7 @@ def imports_in_source(
     out: dict[str, list[str]] = {TOP: [], LAZY: [], FALLBACK: []}
     for offset, module in found:
         context = contexts.get(source.count(b"\n", 0, offset) + 1, SKIPPED)  # in a string
+        context = _context_of(source, offset, context, as_main)
         if context != SKIPPED:
             out[context].append(module)
     return out
