@@ -504,11 +504,28 @@ impl Archive {
             source,
         };
         let size = to_usize(blob.size, "decompressed size")?;
+        let dictionary = match blob.compression {
+            layout::compression::ZSTD_DICTIONARY => Some(self.dictionary(blob)?),
+            _ => None,
+        };
+        if size <= ONE_SHOT_MAX {
+            // In one call, with this thread's context. A failure (more bytes than declared, a
+            // damaged frame) is read again below, which says which.
+            let mut out = Vec::with_capacity(size);
+            let result = with_context(|context| match dictionary {
+                Some(dictionary) => {
+                    context.decompress_using_ddict(&mut out, stored, dictionary.as_ddict())
+                }
+                None => context.decompress(&mut out, stored),
+            });
+            if result.is_ok() {
+                return self.checked_size(blob, out);
+            }
+        }
         // The declared size comes from the archive: never trust it for a large allocation up
         // front, and never read past it.
         let mut out = Vec::with_capacity(size.min(16 << 20));
-        if blob.compression == layout::compression::ZSTD_DICTIONARY {
-            let dictionary = self.dictionary(blob)?;
+        if let Some(dictionary) = dictionary {
             let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(stored, dictionary)
                 .map_err(decompress_error)?;
             decoder
@@ -523,6 +540,11 @@ impl Archive {
                 .read_to_end(&mut out)
                 .map_err(decompress_error)?;
         }
+        self.checked_size(blob, out)
+    }
+
+    /// `out`, if it holds as many bytes as `blob` declares.
+    fn checked_size<'a>(&self, blob: &Blob<'_>, out: Vec<u8>) -> Result<Cow<'a, [u8]>> {
         if out.len() as u64 != blob.size {
             return Err(Error::Malformed(format!(
                 "entry `{}`: {} blob decompressed to {} bytes, expected {}",
@@ -533,6 +555,50 @@ impl Archive {
             )));
         }
         Ok(Cow::Owned(out))
+    }
+
+    /// Decompresses `blob` (compressed) into `out`, which holds as many bytes as it declares, in
+    /// one call. Nothing of its size comes from the allocator: its stored bytes are read from the
+    /// archive's file into a map of their own (else taken from the archive's map), and a
+    /// streaming decoder's window is not needed. (glibc raises its threshold for mapping an
+    /// allocation to the size of the largest mapped one freed: a native image of megabytes
+    /// decompressed through `malloc` left a threaded server's arenas megabytes larger.)
+    pub fn decompress_into(&self, blob: &Blob<'_>, out: &mut [u8]) -> Result<()> {
+        if blob.compression == layout::compression::NONE || out.len() as u64 != blob.size {
+            return Err(Error::Malformed(format!(
+                "entry `{}`: {} blob: not a compressed blob of {} bytes",
+                blob.entry_name,
+                blob.role.label(),
+                out.len()
+            )));
+        }
+        let mapped = self.stored_from_file_mapped(blob);
+        let stored: &[u8] = match &mapped {
+            Some(map) => map,
+            None => self.stored(blob)?,
+        };
+        let dictionary = match blob.compression {
+            layout::compression::ZSTD_DICTIONARY => Some(self.dictionary(blob)?),
+            _ => None,
+        };
+        let result = with_context(|context| match dictionary {
+            Some(dictionary) => context.decompress_using_ddict(out, stored, dictionary.as_ddict()),
+            None => context.decompress(out, stored),
+        });
+        match result {
+            Ok(size) if size == out.len() => Ok(()),
+            Ok(size) => Err(Error::Malformed(format!(
+                "entry `{}`: {} blob decompressed to {size} bytes, expected {}",
+                blob.entry_name,
+                blob.role.label(),
+                blob.size
+            ))),
+            Err(code) => Err(Error::Decompress {
+                entry: blob.entry_name.to_string(),
+                role: blob.role.label(),
+                source: std::io::Error::other(zstd::zstd_safe::get_error_name(code)),
+            }),
+        }
     }
 
     /// Writes the bytes of `blob` (decompressed) to `out` and returns how many there were, checking
@@ -661,6 +727,25 @@ impl Archive {
         }
         self.mark_verified(blob);
         Some(bytes)
+    }
+
+    /// [`Self::stored_from_file`], into an anonymous map rather than an allocation.
+    fn stored_from_file_mapped(&self, blob: &Blob<'_>) -> Option<memmap2::MmapMut> {
+        let Backing::Mmap(_, file, _) = &self.backing else { return None };
+        self.stored_unchecked(blob).ok()?; // a blob of this archive, in range
+        let size = usize::try_from(blob.stored_size).ok().filter(|&size| size > 0)?;
+        let mut map = memmap2::MmapMut::map_anon(size).ok()?;
+        std::os::unix::fs::FileExt::read_exact_at(
+            file,
+            &mut map,
+            (self.start + blob.offset) as u64,
+        )
+        .ok()?;
+        if xxh3_64(&map) != blob.checksum {
+            return None;
+        }
+        self.mark_verified(blob);
+        Some(map)
     }
 
     /// The archive's zstd dictionary, for `blob` (named in errors).
@@ -917,6 +1002,33 @@ fn parse_header(bytes: &[u8]) -> Result<Header> {
         bytecode_magic,
         python_version: (bytes[H::PYTHON_MAJOR], bytes[H::PYTHON_MINOR]),
     })
+}
+
+/// Blobs up to this size are decompressed in one call into a buffer of their declared size
+/// ([`Archive::data`]); larger ones are streamed, their buffer grown as they come.
+const ONE_SHOT_MAX: usize = 16 << 20;
+
+thread_local! {
+    /// This thread's decompression context, made at its first blob and kept. A context made and
+    /// freed for each blob (a streaming decoder's, with its buffers: some 250 KiB) fragmented the
+    /// malloc arena of every thread that imports: a threaded server's memory grew by megabytes
+    /// that glibc kept.
+    static CONTEXT: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `work` with this thread's decompression context (a fresh one if it is in use).
+fn with_context<T>(work: impl FnOnce(&mut zstd::zstd_safe::DCtx<'static>) -> T) -> T {
+    let mut work = Some(work);
+    let kept = CONTEXT.try_with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        let context = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+        work.take().map(|work| work(context))
+    });
+    match kept {
+        Ok(Some(done)) => done,
+        _ => work.map(|work| work(&mut zstd::zstd_safe::DCtx::create())).expect("not run"),
+    }
 }
 
 /// Uncompressed blobs up to this size that nothing has read yet are read from the archive's file,

@@ -727,3 +727,42 @@ fn bytes_appended_to_an_executable_are_told_from_a_cut() {
         }
     }
 }
+
+#[test]
+fn decompress_into_fills_the_buffer_or_says_what_is_wrong() {
+    let content = compressible("in place ", 10_000);
+    let (base, record) = zstd_archive(&content);
+    let directory = std::env::temp_dir().join(format!("ingot-into-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    // From memory, and from a file (whose stored bytes are read into a map of their own).
+    let into = |bytes: Vec<u8>, size: usize, from_file: bool| -> Result<Vec<u8>> {
+        let archive = if from_file {
+            let path = directory.join("a.ingot");
+            std::fs::write(&path, &bytes).unwrap();
+            Archive::open_path(&path).unwrap()
+        } else {
+            Archive::from_vec(bytes).unwrap()
+        };
+        let entry = archive.find(Namespace::Files, "big.bin").unwrap().unwrap();
+        let blob = entry.blob(Role::Content).unwrap().unwrap();
+        let mut out = vec![0u8; size];
+        archive.decompress_into(&blob, &mut out).map(|()| out)
+    };
+    for from_file in [false, true] {
+        assert_eq!(into(base.clone(), content.len(), from_file).unwrap(), content);
+        // A buffer of another size than the blob declares.
+        let short = into(base.clone(), content.len() - 1, from_file);
+        assert!(matches!(short, Err(Error::Malformed(_))));
+        // A declared size that lies: more, or fewer, bytes than the frame holds.
+        for size in [9_999u64, 10_001] {
+            let bytes = patched(&base, |b| set_u64(b, record + B::SIZE, size));
+            assert!(into(bytes, size as usize, from_file).is_err(), "declared size {size}");
+        }
+        // Damaged stored bytes: the checksum says so before anything is decompressed.
+        let at = data_offset(&base) + get_u64(&base, record + B::OFFSET) as usize + 20;
+        let damaged = patched(&base, |b| b[at] ^= 0xff);
+        let found = into(damaged, content.len(), from_file);
+        assert!(matches!(found, Err(Error::DataChecksum { .. })), "{from_file}: {found:?}");
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+}

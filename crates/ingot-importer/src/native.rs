@@ -478,6 +478,27 @@ fn shm_file() -> std::io::Result<std::fs::File> {
     Err(std::io::Error::from_raw_os_error(libc::EEXIST))
 }
 
+/// Decompresses compressed `blob` straight into the memory file `file` (sized, then mapped), so
+/// that no buffer of the image's size is allocated ([`Archive::decompress_into`]). False, with
+/// the file emptied, if the blob is stored as is or this fails (the copy then says why).
+fn decompressed_in_place(archive: &Archive, blob: &Blob<'_>, file: &std::fs::File) -> bool {
+    if blob.compression() == ingot_format::layout::compression::NONE || blob.size() == 0 {
+        return false;
+    }
+    let done = file.set_len(blob.size()).is_ok() && {
+        // SAFETY: the memory file was made by this process a moment ago and is not yet shared:
+        // nothing else maps or truncates it while the map lives (it is dropped before sealing).
+        match unsafe { memmap2::MmapMut::map_mut(file) } {
+            Ok(mut map) => archive.decompress_into(blob, &mut map).is_ok(),
+            Err(_) => false,
+        }
+    };
+    if !done {
+        let _ = file.set_len(0);
+    }
+    done
+}
+
 /// Copies `image` into a new close-on-exec memory file and returns the path the loader can open.
 /// With `seal` (a [`cache::privileged`] start, whose memory files may belong to the caller, who
 /// could open one through `/proc/PID/fd` and write into it), the file is sealed against writing,
@@ -516,6 +537,7 @@ fn memory_file(
         Image::Bytes(bytes) => {
             std::io::Write::write_all(&mut *file, bytes).map_err(NativeError::WriteMemoryFile)
         }
+        Image::Blob(blob) if decompressed_in_place(archive, &blob, &file) => Ok(()),
         Image::Blob(blob) => archive
             .copy_blob(&blob, &mut *file, |file| {
                 // Starting over from the archive's map: empty the memory file.
