@@ -252,7 +252,7 @@ def test_files_are_opened_without_os_memfd_create(tmp_path):
     archive = tmp_path / "app.ingot"
     from ingot.build.archive.pack import PackOptions, pack
 
-    pack(archive, PackOptions(stdlib=False, directories=[site]))
+    pack(archive, PackOptions.here(stdlib=False, directories=[site]))
     code = (
         "import os, posix, sys; del posix.memfd_create, os.memfd_create\n"
         "import ingot; finder = ingot.IngotFinder(sys.argv[1]); ingot.serve_archive_paths(finder)\n"

@@ -384,7 +384,7 @@ def test_module_that_does_not_compile_is_left_out_with_a_warning(tmp_path):
 
 def test_pack_takes_an_options_object_and_keywords_override_its_fields(tmp_path):
     src = make_tree(tmp_path / "src", {"m.py": "x = 1\n", "n.py": "y = 2\n"})
-    options = PackOptions(stdlib=False, directories=[src], exclude=("n",))
+    options = PackOptions.here(stdlib=False, directories=[src], exclude=("n",))
     assert pack(tmp_path / "a.ingot", options).names("module") == {"m"}
     assert pack(tmp_path / "b.ingot", options, exclude=()).names("module") == {"m", "n"}
     assert options.exclude == ("n",)  # the caller's object is left as it was
@@ -614,3 +614,16 @@ def test_tcl_and_tk_script_libraries_go_with_tkinter_under_the_files_policy(tmp_
     shutil.rmtree(prefix / "lib" / "tcl8.6")
     data = kinds(collect_stdlib(exclude=(), layout=layout))["data-file"]
     assert not any(name.startswith("tkinter/tk") for name in data)
+
+
+def test_pack_options_read_no_interpreter_nor_environment_unless_asked():
+    # Issue 54: a build's options come from its spec; a default read now (the running
+    # interpreter, os.environ) would silently stand in for a field a stage forgot.
+    with pytest.raises(TypeError, match="stdlib_layout|environment"):
+        PackOptions()
+    from ingot.build.archive.stdlib_layout import running
+    from ingot.build.resolve.environment import snapshot
+
+    here = PackOptions.here(stdlib=False)
+    assert here.stdlib is False
+    assert here.stdlib_layout == running() and here.environment == snapshot()

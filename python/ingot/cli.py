@@ -391,7 +391,7 @@ def _pack(args: argparse.Namespace) -> int:
 
     excludes = () if args.no_default_excludes else DEFAULT_STDLIB_EXCLUDES
     compression, large_compression, native_compression = settings.compression_levels(args.compress)
-    options = PackOptions(
+    options = PackOptions.here(
         stdlib=args.stdlib,
         directories=args.paths,
         stdlib_exclude=(*excludes, *args.stdlib_exclude),
@@ -404,7 +404,6 @@ def _pack(args: argparse.Namespace) -> int:
         files_packages=args.files or [],
         precompile_regexes=args.precompile_regexes is not False,
         progress=say,
-        environment=snapshot(),
     )
     result = pack(args.output, options)
     for warning in result.warnings:

@@ -2,7 +2,7 @@
 shared libraries their extension modules need.
 
     from ingot.build.archive.pack import pack
-    result = pack("app.ingot", PackOptions(directories=["build/site"], optimize_levels=(0, 2)))
+    result = pack("app.ingot", PackOptions.here(directories=["build/site"], optimize_levels=(0, 2)))
     print(result.counts, result.size, result.warnings)
 
 :func:`collect_stdlib` and :func:`collect_directory` decide what goes in (:mod:`ingot.build.archive.collect`);
@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -270,9 +270,11 @@ def _check_options(
     return levels
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PackOptions:
-    """What :func:`pack` writes; each field's default is ``ingot pack``'s."""
+    """What :func:`pack` writes; each field's default is ``ingot pack``'s. The interpreter packed
+    for and the build's environment have none: a build gives its target's and the environment
+    it was resolved in; :meth:`here` takes the running interpreter's and this process's, now."""
 
     #: Carry the standard library (filtered by ``stdlib_exclude``).
     stdlib: bool = True
@@ -296,11 +298,11 @@ class PackOptions:
     #: Globs on dotted names: modules and packages of ``directories`` left out.
     exclude: Iterable[str] = ()
     #: The interpreter packed for: its standard library and its extension modules' suffixes
-    #: (by default the running one's; a cross build's target runtime's).
-    stdlib_layout: Layout = field(default_factory=running)
-    #: The environment of the build, read when it was resolved (by default, now): what the
-    #: processes it starts get, ``LD_LIBRARY_PATH`` for the shared libraries.
-    environment: Environment = field(default_factory=snapshot)
+    #: (the running one's, or a cross build's target runtime's).
+    stdlib_layout: Layout
+    #: The environment of the build, read when it was resolved: what the processes it starts
+    #: get, ``LD_LIBRARY_PATH`` for the shared libraries.
+    environment: Environment
     #: Data files to add (path -> content), e.g. ``__ingot__/launch.json``.
     extra_files: dict[str, bytes] | None = None
     #: Top-level packages under the ``files`` policy: their sources, data files and extension
@@ -344,6 +346,14 @@ class PackOptions:
     #: Write the bill of materials (:mod:`ingot.build.archive.sbom`) with these facts of the
     #: build; None: none.
     sbom: Facts | None = None
+
+    @classmethod
+    def here(cls, **fields: Any) -> PackOptions:
+        """Options for packing for the running interpreter, in this process's environment as it
+        is now (``ingot pack``; the API's :func:`pack` without options), with ``fields`` set."""
+        fields.setdefault("stdlib_layout", running())
+        fields.setdefault("environment", snapshot())
+        return cls(**fields)
 
 
 def _scans(options: PackOptions) -> tuple[bool, bool]:
@@ -736,11 +746,11 @@ def pack(
     output: str | os.PathLike[str], options: PackOptions | None = None, /, **fields: Any
 ) -> PackResult:
     """Writes an archive as ``options`` say (:class:`PackOptions`; keyword arguments set or
-    override its fields) to ``output``, in steps that each return a product
+    override its fields; without options, :meth:`PackOptions.here`'s) to ``output``, in steps that each return a product
     (:mod:`ingot.build.archive.products`): collected, reached, linked (shared libraries),
     compiled (in pools, then here), tabled (ingot's tables), written."""
     if options is None:
-        options = PackOptions(**fields)
+        options = PackOptions.here(**fields)
     elif fields:
         options = dataclasses.replace(options, **fields)
     started = time.perf_counter()
