@@ -619,7 +619,7 @@ def test_tcl_and_tk_script_libraries_go_with_tkinter_under_the_files_policy(tmp_
 def test_pack_options_read_no_interpreter_nor_environment_unless_asked():
     # Issue 54: a build's options come from its spec; a default read now (the running
     # interpreter, os.environ) would silently stand in for a field a stage forgot.
-    with pytest.raises(TypeError, match="stdlib_layout|environment"):
+    with pytest.raises(TypeError, match=r"stdlib_layout|environment"):
         PackOptions()
     from ingot.build.archive.stdlib_layout import running
     from ingot.build.resolve.environment import snapshot
