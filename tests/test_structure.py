@@ -445,8 +445,8 @@ def test_the_build_reads_the_environment_only_while_resolving():
         if _PYTHON_ENVIRONMENT.search(line.split("#")[0])
         and not line.lstrip().startswith(('"', "'", "``", "#"))
     )
-    # The archive writer's default for its API callers (ingot pack, tests): the environment then.
-    allowed = {"ingot/build/archive/pack.py"}
+    # PackOptions.here, for the packer's API callers (ingot pack, tests): the environment then.
+    allowed = {"ingot/build/archive/options.py"}
     assert [r for r in readers if r.split(":")[0] not in allowed] == []
 
 
